@@ -1,0 +1,62 @@
+// swift-tools-version: 6.1
+import PackageDescription
+import CompilerPluginSupport
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Loom",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Loom", targets: ["Loom"]),
+        .executable(name: "loom", targets: ["loom"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+    ],
+    targets: [
+        // The object graph, contexts, coordinator and store SPI. No SQLite, no swift-syntax.
+        .target(name: "LoomCore", swiftSettings: strictSettings),
+        // The SQLite store, on GRDB.
+        .target(
+            name: "LoomSQLite",
+            dependencies: ["LoomCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings),
+        // `@Model` and friends; swift-syntax stays in here.
+        .macro(
+            name: "LoomMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings),
+        // The umbrella users import: re-exports LoomCore and LoomSQLite and declares the macros.
+        .target(name: "Loom", dependencies: ["LoomCore", "LoomSQLite", "LoomMacros"], swiftSettings: strictSettings),
+        // Reads Debian's package database (the demo's data set).
+        .target(name: "DebianPackages", resources: [.copy("Resources/status-sample")], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "loom",
+            dependencies: [
+                "Loom", "DebianPackages",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings),
+        .testTarget(name: "LoomTests", dependencies: ["Loom"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "LoomMacrosTests",
+            dependencies: [
+                "LoomMacros",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings),
+        .testTarget(name: "DebianPackagesTests", dependencies: ["DebianPackages"], swiftSettings: strictSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

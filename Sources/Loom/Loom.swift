@@ -1,0 +1,2 @@
+@_exported public import LoomCore
+@_exported public import LoomSQLite

@@ -1,0 +1,80 @@
+import Dispatch
+
+/// A context that lives on its own serial queue, wrapped in an actor that owns it.
+///
+/// Everything done with the context happens inside ``perform(_:)`` (async) or
+/// ``performAndWait(_:)`` (synchronous, reentrant), on the context's queue, wherever the
+/// background context was created. Only `Sendable` values come out; objects stay inside.
+///
+/// ```swift
+/// let importer = container.newBackgroundContext(name: "import")
+/// let count = try await importer.perform { context in
+///     for record in records { let p = Package(context: context); p.name = record.name }
+///     try context.save()
+///     return try context.count(for: FetchRequest<Package>())
+/// }
+/// ```
+public actor BackgroundContext {
+    private nonisolated let executor: ContextExecutor
+    /// The context. Reachable only on this actor, i.e. inside `perform`.
+    public let context: ManagedObjectContext
+
+    /// The context's name, also its queue's label.
+    public nonisolated let name: String
+
+    init(coordinator: PersistentStoreCoordinator, name: String) {
+        let queue = ContextQueue(label: name)
+        self.executor = ContextExecutor(queue: queue)
+        self.name = name
+        self.context = ManagedObjectContext(coordinator: coordinator, isolation: .queue(queue), name: name)
+    }
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    /// Runs `body` with the context on the context's queue and returns its result.
+    ///
+    /// Calls are served one at a time, in order.
+    public func perform<T: Sendable>(_ body: (ManagedObjectContext) throws -> T) rethrows -> T {
+        try body(context)
+    }
+
+    /// Runs `body` with the context on the context's queue, blocking the caller until it is
+    /// done. Reentrant: called from inside `perform` or `performAndWait` of the same context,
+    /// the body runs at once.
+    ///
+    /// Never call it from a context that this one waits for: like Core Data's, it can deadlock.
+    public nonisolated func performAndWait<T: Sendable>(_ body: sending (ManagedObjectContext) throws -> T) rethrows -> T {
+        // `body` was received `sending`: no other isolation domain holds it, and it runs only
+        // on this context's queue below, so handing it to the queue's closure is safe.
+        nonisolated(unsafe) let body = body
+        if executor.queue.isCurrent {
+            return try assumeIsolated { actor in try body(actor.context) }
+        }
+        return try executor.queue.queue.sync {
+            try assumeIsolated { actor in try body(actor.context) }
+        }
+    }
+}
+
+/// Runs a background context's jobs on its serial dispatch queue.
+final class ContextExecutor: SerialExecutor {
+    let queue: ContextQueue
+
+    init(queue: ContextQueue) { self.queue = queue }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.queue.async { job.runSynchronously(on: executor) }
+    }
+
+    func checkIsolated() {
+        dispatchPrecondition(condition: .onQueue(queue.queue))
+    }
+
+    func isIsolatingCurrentContext() -> Bool? {
+        queue.isCurrent
+    }
+}

@@ -1,0 +1,112 @@
+extension ManagedObjectContext {
+    /// The objects matching a request, in order.
+    ///
+    /// With `includesPendingChanges` (the default), this context's unsaved inserts, changes and
+    /// deletions are reflected: the store's answer is corrected by evaluating the predicate on
+    /// the changed objects in memory, with the same rules the store uses.
+    ///
+    /// - Throws: ``LoomError`` if the predicate or a sort cannot be translated, or the store fails.
+    /// - Complexity: one store query; with pending changes on the entity, plus O(changed objects).
+    public func fetch<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> [Model] {
+        ConcurrencyDebugging.check(self, #function)
+        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        let query = try request.storeQuery(for: entity)
+        let objects = try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: request.returnsObjectsAsFaults)
+        return objects.map { $0 as! Model }
+    }
+
+    /// The IDs of the objects matching a request, in order (Core Data's
+    /// `.managedObjectIDResultType`; SwiftData's `fetchIdentifiers`).
+    public func fetchIDs<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> [ObjectID<Model>] {
+        ConcurrencyDebugging.check(self, #function)
+        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        let query = try request.storeQuery(for: entity)
+        let store = coordinator.storeIdentifier
+        if !request.includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
+            return try coordinator.fetch(query).map {
+                ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: entity.name, primaryKey: $0.key))
+            }
+        }
+        return try matchingRows(query).map {
+            ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: entity.name, primaryKey: $0.row.key))
+        }
+    }
+
+    /// How many objects a fetch would return (pending changes included, like the fetch).
+    public func count<Model: PersistentModel>(for request: FetchRequest<Model>) throws(LoomError) -> Int {
+        ConcurrencyDebugging.check(self, #function)
+        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        let query = try request.storeQuery(for: entity)
+        if !request.includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
+            return try coordinator.count(query)
+        }
+        return try matchingRows(query).count
+    }
+
+    /// The objects of an entity named at run time; see ``DynamicFetchRequest``.
+    public func fetch(_ request: DynamicFetchRequest) throws(LoomError) -> [any BackedObject] {
+        ConcurrencyDebugging.check(self, #function)
+        let query = try request.storeQuery(in: coordinator.schema)
+        return try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: false)
+    }
+
+    func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
+        let entity = query.entity
+        if !includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
+            let rows = try coordinator.fetch(query)
+            if asFaults { coordinator.cache(rows, of: entity) }
+            return rows.map { materialize($0, of: entity, asFault: asFaults) }
+        }
+        let matches = try matchingRows(query)
+        if asFaults { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
+        return matches.map { match in
+            match.object ?? materialize(match.row, of: entity, asFault: asFaults)
+        }
+    }
+
+    /// The store's answer corrected by this context's unsaved changes, sorted and windowed.
+    private func matchingRows(_ query: StoreQuery) throws(LoomError) -> [(row: StoreRow, object: (any BackedObject)?)] {
+        let entity = query.entity
+        let entityID = ObjectIdentifier(entity)
+        var unwindowed = query
+        unwindowed.fetchOffset = 0
+        unwindowed.fetchLimit = nil
+        var results: [(row: StoreRow, object: (any BackedObject)?)] = []
+        for row in try coordinator.fetch(unwindowed) {
+            let key = RowCacheKey(entity: entityID, key: row.key)
+            if deletedObjects[key] != nil || updatedObjects[key] != nil { continue }
+            results.append((row, nil))
+        }
+        // Changed and inserted objects are judged on their in-memory values.
+        for (key, object) in updatedObjects where key.entity == entityID && deletedObjects[key] == nil {
+            appendIfMatching(object, query, &results)
+        }
+        for (key, object) in insertedObjects where key.entity == entityID {
+            appendIfMatching(object, query, &results)
+        }
+        results.sort { SortKey.areInIncreasingOrder(query.sortKeys, $0.row, $1.row) }
+        let start = min(query.fetchOffset, results.count)
+        let end = query.fetchLimit.map { min(start + $0, results.count) } ?? results.count
+        return Array(results[start..<end])
+    }
+
+    private func appendIfMatching(_ object: any BackedObject, _ query: StoreQuery, _ results: inout [(row: StoreRow, object: (any BackedObject)?)]) {
+        let backing = object._loomBacking
+        let values = backing.values.map { $0 ?? .null }
+        if let predicate = query.predicate, !predicate.matches(key: backing.key, { values[$0] }) { return }
+        results.append((StoreRow(key: backing.key, version: backing.version, values: values), object))
+    }
+
+    /// The registered object for a row, or a new one; never overwrites a loaded object's values.
+    func materialize(_ row: StoreRow, of entity: EntityDescription, asFault: Bool) -> any BackedObject {
+        let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
+        if let registered = registry[key]?.object {
+            let backing = registered._loomBacking
+            if backing.state == .fault && !asFault { backing.load(row) }
+            return registered
+        }
+        let backing = ObjectBacking(entity: entity, key: row.key, context: self)
+        if !asFault { backing.load(row) }
+        return register(backing)
+    }
+}

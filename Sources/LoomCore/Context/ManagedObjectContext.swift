@@ -1,0 +1,345 @@
+import Foundation
+
+/// A scratchpad of managed objects: fetch them, change them, then save all changes at once.
+///
+/// A context belongs to one isolation domain and so do its objects: the view context to the
+/// main actor (``PersistentContainer/viewContext``), every other context to its own serial
+/// queue (``BackgroundContext``). The type is not `Sendable`, so Swift 6 rejects code that
+/// moves a context or its objects to another domain; pass ``AnyObjectID``s or ``ObjectID``s
+/// instead. With ``ConcurrencyDebugging`` on, misuse that escapes the compiler traps.
+///
+/// ```swift
+/// let book = Book(context: context)
+/// book.title = "Threads"
+/// try context.save()
+/// let long = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages > 300 }))
+/// ```
+public final class ManagedObjectContext {
+    /// The coordinator this context reads from and saves to.
+    public let coordinator: PersistentStoreCoordinator
+    /// A name for messages and debugging (Core Data's `name`).
+    public var name: String?
+    let isolation: ContextIsolation
+
+    /// Every object registered in this context, by entity and key. Clean objects are held
+    /// weakly, so that they go away when the app lets go of them, as in Core Data.
+    var registry: [RowCacheKey: WeakObject] = [:]
+    /// Objects with unsaved changes, held strongly until saved, rolled back or reset.
+    var insertedObjects: [RowCacheKey: any BackedObject] = [:]
+    var updatedObjects: [RowCacheKey: any BackedObject] = [:]
+    var deletedObjects: [RowCacheKey: any BackedObject] = [:]
+    /// Entities that have unsaved changes, for fetches that must reflect them.
+    var changedEntities: [ObjectIdentifier: Int] = [:]
+
+    init(coordinator: PersistentStoreCoordinator, isolation: ContextIsolation, name: String?) {
+        self.coordinator = coordinator
+        self.isolation = isolation
+        self.name = name
+    }
+
+    deinit {
+        for (key, object) in insertedObjects {
+            coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
+        }
+    }
+
+    // MARK: Change tracking
+
+    /// Whether any object was inserted, changed or deleted since the last save.
+    public var hasChanges: Bool {
+        ConcurrencyDebugging.check(self, #function)
+        return !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty
+    }
+
+    /// The inserted objects not saved yet.
+    public var inserted: [any BackedObject] {
+        ConcurrencyDebugging.check(self, #function)
+        return insertedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
+    }
+
+    /// The saved objects with unsaved changes.
+    public var updated: [any BackedObject] {
+        ConcurrencyDebugging.check(self, #function)
+        return updatedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
+    }
+
+    /// The saved objects deleted and not saved yet.
+    public var deleted: [any BackedObject] {
+        ConcurrencyDebugging.check(self, #function)
+        return deletedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
+    }
+
+    /// The objects registered in this context that are still alive.
+    public var registeredObjects: [any BackedObject] {
+        ConcurrencyDebugging.check(self, #function)
+        return registry.values.compactMap { $0.object }
+    }
+
+    func objectDidChange(_ backing: ObjectBacking) {
+        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        if let object = registry[key]?.object {
+            updatedObjects[key] = object
+            changedEntities[key.entity, default: 0] += 1
+        }
+    }
+
+    // MARK: Inserting and deleting
+
+    /// Inserts a new object into this context, giving it its permanent ID.
+    ///
+    /// The object must be new: created with its initializer and never inserted. Inserting an
+    /// object already in this context does nothing.
+    public func insert<Model: PersistentModel>(_ object: Model) {
+        do {
+            try insertObject(object)
+        } catch {
+            preconditionFailure(error.message)
+        }
+    }
+
+    func insertObject(_ object: any BackedObject) throws(LoomError) {
+        ConcurrencyDebugging.check(self, "insert(_:)")
+        let backing = object._loomBacking
+        if backing.context === self, backing.state != .invalidated { return }
+        guard backing.state == .detached else {
+            throw LoomError(.wrongContext, "This \(backing.entity.name) already belongs to another context; insert a new object, or pass its ID and fetch it there.", entity: backing.entity.name)
+        }
+        let entity = try coordinator.schema.requireEntity(named: backing.entity.name)
+        guard entity === backing.entity else {
+            throw LoomError(.unknownEntity, "\(backing.entity.name) is not this store's \(backing.entity.name) entity (built from another model).", entity: backing.entity.name)
+        }
+        let key = try coordinator.allocateKey(for: entity)
+        backing.key = key
+        backing.context = self
+        backing.state = .loaded
+        backing.isInserted = true
+        coordinator.noteUnsaved(entity, key: key)
+        let registryKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
+        registry[registryKey] = WeakObject(object)
+        insertedObjects[registryKey] = object
+        changedEntities[registryKey.entity, default: 0] += 1
+    }
+
+    /// Marks an object for deletion at the next save. Deleting an object inserted and not saved
+    /// yet forgets it, leaving no trace.
+    public func delete(_ object: some BackedObject) {
+        ConcurrencyDebugging.check(self, #function)
+        let backing = object._loomBacking
+        guard backing.context === self else {
+            preconditionFailure("delete(_:) was given a \(backing.entity.name) that is not registered in context '\(name ?? "unnamed")'.")
+        }
+        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        if backing.isInserted {
+            insertedObjects[key] = nil
+            registry[key] = nil
+            coordinator.forgetUnsaved(backing.entity, key: backing.key)
+            backing.invalidate(reason: "it was deleted before it was ever saved")
+            return
+        }
+        if backing.isDeleted { return }
+        if backing.state == .fault { fulfillFault(backing) }
+        backing.isDeleted = true
+        deletedObjects[key] = object
+        changedEntities[key.entity, default: 0] += 1
+    }
+
+    // MARK: Resolving IDs
+
+    /// The object with this ID if it is registered in this context, else `nil`. Never does I/O.
+    public func registeredObject<Model: PersistentModel>(for id: ObjectID<Model>) -> Model? {
+        registeredObject(for: id.erased) as? Model
+    }
+
+    /// The object with this ID if it is registered in this context, else `nil`. Never does I/O.
+    public func registeredObject(for id: AnyObjectID) -> (any BackedObject)? {
+        ConcurrencyDebugging.check(self, #function)
+        guard id.storeIdentifier == coordinator.storeIdentifier, let entity = coordinator.schema.entity(named: id.entityName) else { return nil }
+        return registry[RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)]?.object
+    }
+
+    /// The object with this ID: the registered one, or a new fault. Never returns `nil` and does
+    /// no I/O; a fault whose row does not exist traps when it fires. Use ``existingObject(with:)``
+    /// when the object may not exist.
+    ///
+    /// Throws for an ID of another store or an entity this model lacks.
+    public func object<Model: PersistentModel>(with id: ObjectID<Model>) throws(LoomError) -> Model {
+        let object = try self.object(with: id.erased)
+        guard let model = object as? Model else {
+            throw LoomError(.typeMismatch, "\(id) is not a \(Model.self).", entity: id.erased.entityName, objectID: id.erased)
+        }
+        return model
+    }
+
+    /// The object with this ID, untyped; see ``object(with:)-(ObjectID<Model>)``.
+    public func object(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
+        ConcurrencyDebugging.check(self, #function)
+        let entity = try coordinator.checkOwnership(of: id)
+        if let registered = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)]?.object { return registered }
+        let backing = ObjectBacking(entity: entity, key: id.primaryKey, context: self)
+        return register(backing)
+    }
+
+    /// The object with this ID, with its values loaded; throws if no such object exists.
+    ///
+    /// A registered object is returned as it is in this context. Otherwise the row is read from
+    /// the store (not from a possibly stale cache). Throws ``LoomError/Code/objectNotFound`` when
+    /// the row does not exist, ``LoomError/Code/objectNotSavedYet`` for an object inserted in
+    /// another context and not saved yet.
+    public func existingObject<Model: PersistentModel>(with id: ObjectID<Model>) throws(LoomError) -> Model {
+        let object = try existingObject(with: id.erased)
+        guard let model = object as? Model else {
+            throw LoomError(.typeMismatch, "\(id) is not a \(Model.self).", entity: id.erased.entityName, objectID: id.erased)
+        }
+        return model
+    }
+
+    /// The object with this ID, untyped; see ``existingObject(with:)-(ObjectID<Model>)``.
+    public func existingObject(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
+        ConcurrencyDebugging.check(self, #function)
+        let entity = try coordinator.checkOwnership(of: id)
+        let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
+        if let registered = registry[key]?.object {
+            let backing = registered._loomBacking
+            if backing.state == .fault {
+                guard let row = try coordinator.row(of: entity, key: id.primaryKey, bypassingCache: true) else {
+                    throw notFound(id)
+                }
+                backing.load(row)
+            }
+            return registered
+        }
+        guard let row = try coordinator.row(of: entity, key: id.primaryKey, bypassingCache: true) else {
+            throw notFound(id)
+        }
+        let backing = ObjectBacking(entity: entity, key: id.primaryKey, context: self)
+        backing.load(row)
+        return register(backing)
+    }
+
+    private func notFound(_ id: AnyObjectID) -> LoomError {
+        if let entity = coordinator.schema.entity(named: id.entityName), coordinator.isUnsaved(entity, key: id.primaryKey) {
+            return LoomError(.objectNotSavedYet, "\(id) belongs to an object inserted in another context and not saved yet; an unsaved object's ID resolves only in its own context. Save that context first.", entity: id.entityName, objectID: id)
+        }
+        return LoomError(.objectNotFound, "No \(id.entityName) with key \(id.primaryKey) exists in the store (it was deleted, or never saved).", entity: id.entityName, objectID: id)
+    }
+
+    /// Creates the right Swift object around a backing and registers it.
+    func register(_ backing: ObjectBacking) -> any BackedObject {
+        let object: any BackedObject = if let type = backing.entity.modelType {
+            type.init(backing: backing)
+        } else {
+            DynamicObject(backing: backing)
+        }
+        registry[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = WeakObject(object)
+        return object
+    }
+
+    /// Loads a fault's values from the shared row cache or the store.
+    func fulfillFault(_ backing: ObjectBacking) {
+        do {
+            guard let row = try coordinator.row(of: backing.entity, key: backing.key) else {
+                preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere). Use existingObject(with:) to get an error instead.")
+            }
+            backing.load(row)
+        } catch {
+            preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: \(error.message)")
+        }
+    }
+
+    // MARK: Discarding changes
+
+    /// Discards every unsaved change: inserted objects are forgotten, deleted ones restored,
+    /// changed ones get their last saved values back. No I/O.
+    public func rollback() {
+        ConcurrencyDebugging.check(self, #function)
+        for (key, object) in insertedObjects {
+            let backing = object._loomBacking
+            registry[key] = nil
+            coordinator.forgetUnsaved(backing.entity, key: backing.key)
+            backing.invalidate(reason: "its insertion was rolled back")
+        }
+        for object in updatedObjects.values {
+            let backing = object._loomBacking
+            if let committed = backing.committed { backing.values = committed.map { $0 } }
+            backing.isUpdated = false
+        }
+        for object in deletedObjects.values {
+            let backing = object._loomBacking
+            if let committed = backing.committed { backing.values = committed.map { $0 } }
+            backing.isDeleted = false
+            backing.isUpdated = false
+        }
+        insertedObjects = [:]
+        updatedObjects = [:]
+        deletedObjects = [:]
+        changedEntities = [:]
+    }
+
+    /// Forgets every registered object and every unsaved change. Objects obtained from this
+    /// context before the reset must not be used again: any use traps with a message saying so.
+    public func reset() {
+        ConcurrencyDebugging.check(self, #function)
+        for (key, object) in insertedObjects {
+            coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
+        }
+        for entry in registry.values {
+            entry.object?._loomBacking.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
+        }
+        registry = [:]
+        insertedObjects = [:]
+        updatedObjects = [:]
+        deletedObjects = [:]
+        changedEntities = [:]
+    }
+
+    /// Refreshes an object from the store.
+    ///
+    /// With `mergeChanges: false` unsaved changes are discarded and the object becomes a fault
+    /// (its next use reads current data). With `true` the current store values are loaded and
+    /// this context's unsaved changes are applied on top of them.
+    public func refresh(_ object: some BackedObject, mergeChanges: Bool) throws(LoomError) {
+        ConcurrencyDebugging.check(self, #function)
+        let backing = object._loomBacking
+        guard backing.context === self else {
+            throw LoomError(.wrongContext, "refresh(_:mergeChanges:) was given a \(backing.entity.name) that is not registered in this context.", entity: backing.entity.name)
+        }
+        if backing.isInserted { return }
+        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        let changes: [(Int, StoredValue)] = mergeChanges && backing.state == .loaded ? changedIndexes(backing) : []
+        guard let row = try coordinator.row(of: backing.entity, key: backing.key, bypassingCache: true) else {
+            throw notFound(AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key))
+        }
+        if mergeChanges {
+            backing.load(row)
+            for (i, v) in changes { backing.values[i] = v }
+            if changes.isEmpty, !backing.isDeleted { updatedObjects[key] = nil; backing.isUpdated = false }
+        } else {
+            backing.state = .fault
+            backing.values = []
+            backing.isUpdated = false
+            backing.isDeleted = false
+            updatedObjects[key] = nil
+            deletedObjects[key] = nil
+            backing.committed = row.values
+            backing.version = row.version
+        }
+    }
+
+    func changedIndexes(_ backing: ObjectBacking) -> [(Int, StoredValue)] {
+        guard let committed = backing.committed else {
+            return backing.values.enumerated().compactMap { i, v in v.map { (i, $0) } }
+        }
+        var out: [(Int, StoredValue)] = []
+        for i in backing.values.indices {
+            let now = backing.values[i] ?? .null
+            if !(committed[i].isSame(as: now) && committed[i].kindName == now.kindName) { out.append((i, now)) }
+        }
+        return out
+    }
+}
+
+/// A weak reference to a registered object.
+struct WeakObject {
+    weak var object: (any BackedObject)?
+    init(_ object: any BackedObject) { self.object = object }
+}

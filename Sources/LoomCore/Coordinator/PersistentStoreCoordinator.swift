@@ -1,0 +1,193 @@
+public import Foundation
+import Synchronization
+
+/// The one object all contexts of a container share: it owns the store, hands out primary
+/// keys, serializes saves, and keeps a cache of row snapshots that every context fills faults
+/// from.
+///
+/// `Sendable` and safe to use from any thread; contexts call it synchronously.
+public final class PersistentStoreCoordinator: Sendable {
+    /// The model.
+    public let schema: Schema
+    /// The store all objects live in.
+    public let store: any PersistentStore
+    /// The store's identifier, as carried by object IDs.
+    public let storeIdentifier: UUID
+
+    private let rowCache: Mutex<RowCache>
+    private let keyBlocks = Mutex<[ObjectIdentifier: KeyBlock]>([:])
+    private let unsavedKeys = Mutex<Set<RowCacheKey>>([])
+    private let writeLock = Mutex<Bool>(false)
+
+    struct KeyBlock {
+        var next: Int64
+        var end: Int64
+        var size: Int
+    }
+
+    /// Creates a coordinator for an open store.
+    ///
+    /// - Parameter rowCacheLimit: how many row snapshots the shared cache keeps at most.
+    public init(store: any PersistentStore, rowCacheLimit: Int = 200_000) {
+        self.store = store
+        self.schema = store.schema
+        self.storeIdentifier = store.identifier
+        self.rowCache = Mutex(RowCache(limit: rowCacheLimit))
+    }
+
+    // MARK: Reading
+
+    func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        let rows = try store.fetch(query)
+        try validate(rows, of: query.entity)
+        return rows
+    }
+
+    func count(_ query: StoreQuery) throws(LoomError) -> Int {
+        try store.count(query)
+    }
+
+    /// The current row for a key: from the shared cache when there, else from the store.
+    func row(of entity: EntityDescription, key: Int64, bypassingCache: Bool = false) throws(LoomError) -> StoreRow? {
+        let cacheKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
+        if !bypassingCache, let cached = rowCache.withLock({ $0.rows[cacheKey] }) { return cached }
+        let rows = try store.rows(of: entity, keys: [key])
+        try validate(rows, of: entity)
+        guard let row = rows.first else { return nil }
+        rowCache.withLock { $0.insert(row, for: cacheKey) }
+        return row
+    }
+
+    /// Puts fetched rows in the shared cache, so that faults over them fire without I/O.
+    func cache(_ rows: [StoreRow], of entity: EntityDescription) {
+        let id = ObjectIdentifier(entity)
+        rowCache.withLock { cache in
+            for row in rows { cache.insert(row, for: RowCacheKey(entity: id, key: row.key)) }
+        }
+    }
+
+    private func validate(_ rows: [StoreRow], of entity: EntityDescription) throws(LoomError) {
+        let attributes = entity.attributes
+        for row in rows {
+            guard row.values.count == attributes.count else {
+                throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(attributes.count) attributes.", entity: entity.name)
+            }
+            for (i, attribute) in attributes.enumerated() {
+                let value = row.values[i]
+                if !attribute.type.accepts(value) || (value.isNull && !attribute.isOptional) {
+                    throw LoomError(
+                        .corruptValue,
+                        "\(entity.name)/\(row.key).\(attribute.name) holds a stored \(value.kindName), which is not a valid \(attribute.isOptional ? "optional " : "")\(attribute.type.rawValue); the row was changed outside Loom.",
+                        entity: entity.name, attributes: [attribute.name],
+                        objectID: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, primaryKey: row.key))
+                }
+            }
+        }
+    }
+
+    // MARK: Keys
+
+    /// A new, permanent primary key for an object of `entity`. Keys are reserved from the
+    /// store in blocks that grow with use, so most calls take no I/O.
+    func allocateKey(for entity: EntityDescription) throws(LoomError) -> Int64 {
+        let id = ObjectIdentifier(entity)
+        if let key = keyBlocks.withLock({ blocks -> Int64? in
+            guard var block = blocks[id], block.next < block.end else { return nil }
+            defer { block.next += 1; blocks[id] = block }
+            return block.next
+        }) {
+            return key
+        }
+        let size = keyBlocks.withLock { min(($0[id]?.size ?? 32) * 2, 8192) }
+        let range = try store.allocateKeys(for: entity, count: size)
+        return keyBlocks.withLock { blocks in
+            var block = blocks[id] ?? KeyBlock(next: 0, end: 0, size: size)
+            if block.next >= block.end { block = KeyBlock(next: range.lowerBound, end: range.upperBound, size: size) }
+            let key = block.next
+            block.next += 1
+            blocks[id] = block
+            return key
+        }
+    }
+
+    func noteUnsaved(_ entity: EntityDescription, key: Int64) {
+        _ = unsavedKeys.withLock { $0.insert(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
+    }
+
+    func forgetUnsaved(_ entity: EntityDescription, key: Int64) {
+        _ = unsavedKeys.withLock { $0.remove(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
+    }
+
+    func isUnsaved(_ entity: EntityDescription, key: Int64) -> Bool {
+        unsavedKeys.withLock { $0.contains(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
+    }
+
+    // MARK: Writing
+
+    /// Applies a change set in one store transaction, one save at a time, and updates the
+    /// shared cache.
+    func save(_ changes: StoreChangeSet) throws(LoomError) {
+        try writeLock.withLock { _ throws(LoomError) in
+            try store.apply(changes)
+        }
+        rowCache.withLock { cache in
+            for insert in changes.inserts {
+                cache.insert(StoreRow(key: insert.key, version: 1, values: insert.values), for: RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key))
+            }
+            for update in changes.updates {
+                let key = RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)
+                if var row = cache.rows[key], row.version == update.expectedVersion {
+                    for change in update.changes { row.values[change.index] = change.value }
+                    row.version += 1
+                    cache.rows[key] = row
+                } else {
+                    cache.rows[key] = nil
+                }
+            }
+            for delete in changes.deletes {
+                cache.rows[RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)] = nil
+            }
+        }
+        unsavedKeys.withLock { keys in
+            for insert in changes.inserts { keys.remove(RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)) }
+        }
+    }
+
+    // MARK: IDs
+
+    /// Turns a URI made by ``AnyObjectID/uriRepresentation`` back into an ID of this store.
+    ///
+    /// Throws ``LoomError/Code/malformedURI`` for a URI that is not a Loom object URI,
+    /// ``LoomError/Code/foreignObjectID`` for another store's URI, and
+    /// ``LoomError/Code/unknownEntity`` for an entity this model lacks.
+    public func objectID(forURIRepresentation uri: URL) throws(LoomError) -> AnyObjectID {
+        let id = try AnyObjectID(uriRepresentation: uri)
+        try checkOwnership(of: id)
+        return id
+    }
+
+    @discardableResult
+    func checkOwnership(of id: AnyObjectID) throws(LoomError) -> EntityDescription {
+        guard id.storeIdentifier == storeIdentifier else {
+            throw LoomError(.foreignObjectID, "\(id) belongs to store \(id.storeIdentifier.uuidString), not to this container's store \(storeIdentifier.uuidString).", entity: id.entityName, objectID: id)
+        }
+        return try schema.requireEntity(named: id.entityName)
+    }
+}
+
+struct RowCacheKey: Hashable {
+    let entity: ObjectIdentifier
+    let key: Int64
+}
+
+struct RowCache {
+    var rows: [RowCacheKey: StoreRow] = [:]
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    mutating func insert(_ row: StoreRow, for key: RowCacheKey) {
+        if rows.count >= limit, rows[key] == nil { rows.removeAll(keepingCapacity: true) }
+        rows[key] = row
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Synchronization
+
+/// Run-time checking that contexts and managed objects are used on their own isolation, for
+/// code that escapes the compiler's checks (`@unchecked Sendable`, `nonisolated(unsafe)`,
+/// Swift 5 mode). Loom's `-com.apple.CoreData.ConcurrencyDebug 1`.
+///
+/// Turn it on with `LOOM_CONCURRENCY_DEBUG=1` in the environment, or with
+/// ``isEnabled``. When on, every context call and every attribute access checks the
+/// executor and traps with a message naming the entity, object, context, expected executor and
+/// actual thread. When off, a check costs one relaxed atomic load.
+public enum ConcurrencyDebugging {
+    private static let flag: Atomic<Bool> = {
+        let on = ProcessInfo.processInfo.environment["LOOM_CONCURRENCY_DEBUG"].map { $0 == "1" || $0.lowercased() == "yes" || $0.lowercased() == "true" } ?? false
+        if on { announce() }
+        return Atomic(on)
+    }()
+
+    /// Whether checks are on. Settable at run time, e.g. in tests.
+    public static var isEnabled: Bool {
+        get { flag.load(ordering: .relaxed) }
+        set {
+            if newValue && !flag.load(ordering: .relaxed) { announce() }
+            flag.store(newValue, ordering: .relaxed)
+        }
+    }
+
+    private static func announce() {
+        FileHandle.standardError.write(Data("Loom concurrency debugging is on: every context and managed-object access checks its executor.\n".utf8))
+    }
+
+    @inline(__always)
+    static func check(_ backing: ObjectBacking) {
+        guard flag.load(ordering: .relaxed), let context = backing.context else { return }
+        context.isolation.verify(context: context, what: "\(backing.entity.name) \(backing.objectIDDescription)")
+    }
+
+    @inline(__always)
+    static func check(_ context: ManagedObjectContext, _ function: StaticString) {
+        guard flag.load(ordering: .relaxed) else { return }
+        context.isolation.verify(context: context, what: "\(function)")
+    }
+}
+
+/// Where a context runs: the main actor, or its own serial queue.
+enum ContextIsolation: CustomStringConvertible {
+    case mainActor
+    case queue(ContextQueue)
+
+    var description: String {
+        switch self {
+        case .mainActor: "the main actor"
+        case .queue(let q): "queue '\(q.queue.label)'"
+        }
+    }
+
+    var isCurrent: Bool {
+        switch self {
+        case .mainActor: Thread.isMainThread
+        case .queue(let q): q.isCurrent
+        }
+    }
+
+    func verify(context: ManagedObjectContext, what: String) {
+        guard !isCurrent else { return }
+        let thread = Thread.isMainThread ? "the main thread" : "thread '\(Thread.current.name ?? "unnamed")' (\(Unmanaged.passUnretained(Thread.current).toOpaque()))"
+        fatalError("Loom concurrency violation: \(what) in context '\(context.name ?? "unnamed")' was used on \(thread), but belongs to \(self).")
+    }
+}
+
+/// The serial queue of a background context, and the means to tell whether code runs on it.
+final class ContextQueue: Sendable {
+    let queue: DispatchQueue
+    private let key = DispatchSpecificKey<ObjectIdentifier>()
+
+    init(label: String) {
+        queue = DispatchQueue(label: label)
+        queue.setSpecific(key: key, value: ObjectIdentifier(self))
+    }
+
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == ObjectIdentifier(self) }
+}

@@ -1,0 +1,119 @@
+/// An error thrown by Loom: a code you can match, a message that says what happened and how to
+/// fix it, and where it happened.
+///
+/// ```swift
+/// do { try context.save() }
+/// catch let error as LoomError where error.code == .uniquenessViolation {
+///     print(error.entityName, error.attributeNames)   // "Book", ["isbn"]
+/// }
+/// ```
+///
+/// Attribute *values* are never put into messages: they can be personal data.
+public struct LoomError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. Extensible: new codes may be added.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The file exists but is not a SQLite database.
+        public static let notADatabase = Code(rawValue: "notADatabase")
+        /// The file is a SQLite database that Loom did not create.
+        public static let notALoomStore = Code(rawValue: "notALoomStore")
+        /// The store's saved schema differs from the model it is opened with.
+        public static let schemaMismatch = Code(rawValue: "schemaMismatch")
+        /// The model itself is invalid (duplicate names, unknown attributes in a constraint…).
+        public static let invalidModel = Code(rawValue: "invalidModel")
+        /// An attribute's Swift type cannot be stored.
+        public static let unsupportedType = Code(rawValue: "unsupportedType")
+        /// A value does not have the type its attribute expects.
+        public static let typeMismatch = Code(rawValue: "typeMismatch")
+        /// A non-optional attribute has no value at save.
+        public static let missingRequiredValue = Code(rawValue: "missingRequiredValue")
+        /// Two objects would have the same values for a uniqueness constraint.
+        public static let uniquenessViolation = Code(rawValue: "uniquenessViolation")
+        /// The entity named is not in the model.
+        public static let unknownEntity = Code(rawValue: "unknownEntity")
+        /// No object with this ID exists in the store.
+        public static let objectNotFound = Code(rawValue: "objectNotFound")
+        /// The ID belongs to an object that has not been saved, in another context.
+        public static let objectNotSavedYet = Code(rawValue: "objectNotSavedYet")
+        /// The ID belongs to another store.
+        public static let foreignObjectID = Code(rawValue: "foreignObjectID")
+        /// A URI is not a Loom object URI.
+        public static let malformedURI = Code(rawValue: "malformedURI")
+        /// A predicate uses a construct Loom cannot translate.
+        public static let unsupportedPredicate = Code(rawValue: "unsupportedPredicate")
+        /// A sort descriptor Loom cannot translate.
+        public static let unsupportedSort = Code(rawValue: "unsupportedSort")
+        /// A stored row changed underneath (optimistic locking).
+        public static let versionConflict = Code(rawValue: "versionConflict")
+        /// A stored value is not of its attribute's type (corrupt or foreign data).
+        public static let corruptValue = Code(rawValue: "corruptValue")
+        /// The store could not be read or written.
+        public static let storeFailure = Code(rawValue: "storeFailure")
+        /// The object does not belong to this context.
+        public static let wrongContext = Code(rawValue: "wrongContext")
+        /// The container or store was closed.
+        public static let closed = Code(rawValue: "closed")
+    }
+
+    public var code: Code
+    /// What happened and how to fix it.
+    public var message: String
+    /// The entity concerned, if any.
+    public var entityName: String?
+    /// The attributes concerned, if any.
+    public var attributeNames: [String]
+    /// The object concerned, if any.
+    public var objectID: AnyObjectID?
+    /// The file concerned, if any.
+    public var path: String?
+    /// What caused this error, if another error did.
+    public var underlying: (any Error & Sendable)?
+
+    public init(
+        _ code: Code, _ message: String, entity: String? = nil, attributes: [String] = [],
+        objectID: AnyObjectID? = nil, path: String? = nil, underlying: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.entityName = entity
+        self.attributeNames = attributes
+        self.objectID = objectID
+        self.path = path
+        self.underlying = underlying.map { SendableErrorBox(describing: $0) }
+    }
+
+    public var description: String {
+        var text = "LoomError.\(code): \(message)"
+        if let underlying { text += " (underlying: \(underlying))" }
+        return text
+    }
+}
+
+/// Keeps an underlying error's description, so that `LoomError` stays `Sendable` whatever
+/// the cause was.
+public struct SendableErrorBox: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public let typeName: String
+    init(describing error: any Error) {
+        if let box = error as? SendableErrorBox { self = box; return }
+        description = String(describing: error)
+        typeName = String(describing: type(of: error))
+    }
+}
+
+extension LoomError.Code {
+    /// Lets `catch LoomError.uniquenessViolation { }` match a ``LoomError`` by its code.
+    public static func ~= (code: LoomError.Code, error: any Error) -> Bool {
+        (error as? LoomError)?.code == code
+    }
+}
+
+extension LoomError {
+    public static var uniquenessViolation: Code { .uniquenessViolation }
+    public static var missingRequiredValue: Code { .missingRequiredValue }
+    public static var objectNotFound: Code { .objectNotFound }
+    public static var schemaMismatch: Code { .schemaMismatch }
+}

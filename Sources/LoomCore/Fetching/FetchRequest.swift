@@ -1,0 +1,127 @@
+public import Foundation
+
+/// What to fetch: objects of one model type, optionally filtered, sorted and windowed.
+///
+/// ```swift
+/// var request = FetchRequest<Book>(
+///     predicate: #Predicate { $0.pages > 300 && $0.title.localizedStandardContains("swift") },
+///     sortBy: [SortDescriptor(\.title)])
+/// request.fetchLimit = 20
+/// let books = try context.fetch(request)
+/// ```
+///
+/// Predicates are translated to the store's query language with every value bound as a
+/// parameter. A construct Loom cannot translate is an error naming it (``LoomError/Code/unsupportedPredicate``),
+/// never a silently wrong answer. Strings compare by their UTF-8 bytes (code-point order), in
+/// the store and in memory alike.
+public struct FetchRequest<Model: PersistentModel>: Sendable {
+    /// Which objects to return; all when `nil`.
+    public var predicate: Predicate<Model>?
+    /// The order of the results; ties (and an empty list) are ordered by primary key.
+    public var sortBy: [SortDescriptor<Model>]
+    /// At most this many results.
+    public var fetchLimit: Int?
+    /// Skip this many results first.
+    public var fetchOffset: Int
+    /// Whether unsaved inserts, changes and deletions of the context are reflected (default
+    /// `true`, as in Core Data).
+    public var includesPendingChanges: Bool
+    /// Whether objects come back as faults whose values load on first use (default `true`).
+    /// Their rows go to the coordinator's shared cache, so firing the fault does no I/O.
+    public var returnsObjectsAsFaults: Bool
+
+    public init(
+        predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = [],
+        fetchLimit: Int? = nil, fetchOffset: Int = 0
+    ) {
+        self.predicate = predicate
+        self.sortBy = sortBy
+        self.fetchLimit = fetchLimit
+        self.fetchOffset = fetchOffset
+        self.includesPendingChanges = true
+        self.returnsObjectsAsFaults = true
+    }
+
+    /// Translates this request into a store query for `entity`.
+    func storeQuery(for entity: EntityDescription) throws(LoomError) -> StoreQuery {
+        var node: PredicateNode?
+        if let predicate {
+            var translator = PredicateTranslator(entity: entity, propertyName: Model._loomPropertyName(for:))
+            translator.bindings[predicate.variable.key] = .object
+            node = try translator.translate(any: predicate.expression)
+        }
+        var keys: [SortKey] = []
+        for descriptor in sortBy {
+            guard let keyPath = descriptor.keyPath, let name = Model._loomPropertyName(for: keyPath),
+                  let index = entity.attributeIndex(named: name) else {
+                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")).", entity: entity.name)
+            }
+            if descriptor.stringComparator != nil {
+                throw LoomError(.unsupportedSort, "Sorting \(entity.name).\(name) with a localized string comparator is not supported; use SortDescriptor(\\.\(name)) for code-point order.", entity: entity.name, attributes: [name])
+            }
+            if !entity.attributes[index].type.isOrderable {
+                throw LoomError(.unsupportedSort, "\(entity.name).\(name) is a \(entity.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values.", entity: entity.name, attributes: [name])
+            }
+            keys.append(SortKey(attributeIndex: index, ascending: descriptor.order == .forward))
+        }
+        guard fetchOffset >= 0, (fetchLimit ?? 0) >= 0 else {
+            throw LoomError(.unsupportedPredicate, "fetchOffset and fetchLimit must not be negative.", entity: entity.name)
+        }
+        return StoreQuery(entity: entity, predicate: node, sortKeys: keys, fetchOffset: fetchOffset, fetchLimit: fetchLimit)
+    }
+}
+
+/// A fetch of an entity by name, for schemas without Swift classes: results are
+/// ``DynamicObject``s.
+public struct DynamicFetchRequest: Sendable {
+    public var entityName: String
+    /// A filter in Loom's own form (``PredicateNode``).
+    public var predicate: PredicateNode?
+    /// Attribute names with their direction.
+    public var sortBy: [(name: String, ascending: Bool)]
+    public var fetchLimit: Int?
+    public var fetchOffset: Int
+    public var includesPendingChanges: Bool
+
+    public init(entityName: String, predicate: PredicateNode? = nil, sortBy: [(name: String, ascending: Bool)] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.sortBy = sortBy
+        self.fetchLimit = fetchLimit
+        self.fetchOffset = fetchOffset
+        self.includesPendingChanges = true
+    }
+
+    func storeQuery(in schema: Schema) throws(LoomError) -> StoreQuery {
+        let entity = try schema.requireEntity(named: entityName)
+        var keys: [SortKey] = []
+        for (name, ascending) in sortBy {
+            guard let index = entity.attributeIndex(named: name) else {
+                throw LoomError(.unsupportedSort, "\(entityName) has no attribute '\(name)' to sort by.", entity: entityName, attributes: [name])
+            }
+            keys.append(SortKey(attributeIndex: index, ascending: ascending))
+        }
+        if let predicate { try predicate.validate(for: entity) }
+        return StoreQuery(entity: entity, predicate: predicate, sortKeys: keys, fetchOffset: fetchOffset, fetchLimit: fetchLimit)
+    }
+}
+
+extension PredicateNode {
+    /// Checks that every attribute position exists in `entity`.
+    func validate(for entity: EntityDescription) throws(LoomError) {
+        switch self {
+        case .attribute(let i):
+            guard entity.attributes.indices.contains(i) else {
+                throw LoomError(.unsupportedPredicate, "A predicate on \(entity.name) refers to attribute #\(i), which does not exist.", entity: entity.name)
+            }
+        case .constant, .primaryKey: break
+        case .compare(_, let a, let b), .and(let a, let b), .or(let a, let b), .coalesce(let a, let b),
+             .nullPropagating(let a, let b), .string(_, let a, let b), .arithmetic(_, let a, let b):
+            try a.validate(for: entity); try b.validate(for: entity)
+        case .not(let a), .lowercase(let a), .length(let a), .negate(let a), .isIn(let a, _):
+            try a.validate(for: entity)
+        case .conditional(let a, let b, let c):
+            try a.validate(for: entity); try b.validate(for: entity); try c.validate(for: entity)
+        }
+    }
+}

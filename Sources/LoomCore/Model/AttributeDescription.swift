@@ -1,0 +1,83 @@
+/// One stored property of an entity: its name, type, optionality, default and options.
+///
+/// `@Model` writes these for you; build them by hand for a schema made in code:
+///
+/// ```swift
+/// let title = AttributeDescription(name: "title", valueType: String.self)
+/// let pages = AttributeDescription(name: "pages", valueType: Int.self, defaultValue: { 0 })
+/// ```
+public struct AttributeDescription: Sendable {
+    /// The property and column name.
+    public let name: String
+    /// How the value is stored.
+    public let type: AttributeType
+    /// Whether `nil` is a valid value. Non-optional attributes must have a value at save.
+    public let isOptional: Bool
+    /// Whether no two objects of the entity may share this attribute's value.
+    public let isUnique: Bool
+    /// Whether the store keeps an index on this attribute.
+    public let isIndexed: Bool
+    /// The Swift type of the property, for messages.
+    public let valueTypeName: String
+    let codec: ValueCodec
+    let makeDefault: (@Sendable () -> StoredValue?)?
+
+    /// Describes an attribute holding values of type `T`.
+    ///
+    /// - Parameters:
+    ///   - name: the property name, also the column name.
+    ///   - valueType: the Swift type: a ``PersistentValue`` type, a `RawRepresentable` enum, a
+    ///     `Codable` type, or an optional of one of those.
+    ///   - isUnique: adds a single-attribute uniqueness constraint.
+    ///   - isIndexed: asks the store for an index on this attribute.
+    ///   - defaultValue: the value a newly created object starts with.
+    public init<T>(
+        name: String, valueType: T.Type, isUnique: Bool = false, isIndexed: Bool = false,
+        defaultValue: (@Sendable () -> T)? = nil
+    ) {
+        let codec = ValueCodec.make(for: T.self)
+        self.name = name
+        self.type = codec.attributeType
+        self.isOptional = codec.isOptional
+        self.isUnique = isUnique
+        self.isIndexed = isIndexed
+        self.valueTypeName = String(describing: T.self)
+        self.codec = codec
+        if let defaultValue {
+            self.makeDefault = { try? codec.encode(defaultValue()) }
+        } else {
+            self.makeDefault = nil
+        }
+    }
+
+    /// Describes an attribute by its stored type only, for tools that open a store whose model
+    /// they were not compiled with. Values are read and written as ``StoredValue``s.
+    public init(name: String, type: AttributeType, isOptional: Bool, isUnique: Bool = false, isIndexed: Bool = false) {
+        self.name = name
+        self.type = type
+        self.isOptional = isOptional
+        self.isUnique = isUnique
+        self.isIndexed = isIndexed
+        self.valueTypeName = "StoredValue"
+        self.codec = ValueCodec(
+            attributeType: type, isOptional: isOptional,
+            encode: { value throws(LoomError) in
+                if let v = value as? StoredValue { return v }
+                guard let v = StoredValue.converting(value) else {
+                    throw LoomError(.typeMismatch, "a \(Swift.type(of: value)) cannot be stored in a \(type) attribute")
+                }
+                return v
+            },
+            decode: { $0 },
+            unsupportedReason: nil)
+        self.makeDefault = nil
+    }
+
+    /// The default value to give a newly created object, as stored.
+    var defaultStoredValue: StoredValue? { makeDefault?() }
+
+    /// The part of the schema's identity that this attribute contributes.
+    var signature: String {
+        "\(name):\(type.rawValue)\(isOptional ? "?" : "")\(isUnique ? "!" : "")"
+    }
+}

@@ -1,0 +1,159 @@
+public import Foundation
+
+/// The set of entities a store holds, with a stable version hash.
+///
+/// ```swift
+/// let schema = try Schema(Author.self, Book.self)
+/// print(schema.versionHash)
+/// ```
+/// The schema is also saved inside every store, so that a tool can open a store it was not
+/// compiled against (``Schema/init(record:)``), and so that opening a store with a different
+/// model is an error that names what differs.
+public struct Schema: Sendable {
+    /// The entities, in the order given.
+    public let entities: [EntityDescription]
+    let entityByName: [String: EntityDescription]
+
+    /// Builds a schema from entity descriptions; throws ``LoomError/Code/invalidModel`` with
+    /// every problem found.
+    public init(_ entities: [EntityDescription]) throws(LoomError) {
+        var problems: [String] = []
+        var byName: [String: EntityDescription] = [:]
+        for entity in entities {
+            if byName[entity.name] != nil { problems.append("entity \(entity.name) is declared twice") }
+            byName[entity.name] = entity
+            problems += entity.validationProblems()
+        }
+        if !problems.isEmpty {
+            throw LoomError(.invalidModel, "The model is invalid: " + problems.joined(separator: "; "))
+        }
+        self.entities = entities
+        self.entityByName = byName
+    }
+
+    /// Builds a schema from `@Model` classes.
+    public init(_ types: any PersistentModel.Type...) throws(LoomError) {
+        try self.init(types.map { $0.entity })
+    }
+
+    /// Builds a schema from `@Model` classes.
+    public init(_ types: [any PersistentModel.Type]) throws(LoomError) {
+        try self.init(types.map { $0.entity })
+    }
+
+    /// The entity of that name, if any.
+    public func entity(named name: String) -> EntityDescription? { entityByName[name] }
+
+    /// The entity of that name, or an error that says it is not in this schema.
+    func requireEntity(named name: String) throws(LoomError) -> EntityDescription {
+        guard let entity = entityByName[name] else {
+            throw LoomError(.unknownEntity, "Entity '\(name)' is not in this store's model (\(entities.map(\.name).joined(separator: ", "))).", entity: name)
+        }
+        return entity
+    }
+
+    /// A hash of everything that decides the store's layout: entity and attribute names, types,
+    /// optionality and uniqueness. Indexes do not count (they can change without migration).
+    /// Stable across runs, machines and Loom versions.
+    public var versionHash: String {
+        SchemaRecord(self).versionHash
+    }
+
+    /// The schema as saved in a store.
+    public var record: SchemaRecord { SchemaRecord(self) }
+
+    /// Rebuilds a schema from what a store saved. Its entities have no model types: their
+    /// objects are ``DynamicObject``s.
+    public init(record: SchemaRecord) throws(LoomError) {
+        try self.init(record.entities.map { entity in
+            EntityDescription(
+                name: entity.name, modelType: nil,
+                attributes: entity.attributes.map {
+                    AttributeDescription(name: $0.name, type: $0.type, isOptional: $0.isOptional, isUnique: $0.isUnique, isIndexed: $0.isIndexed)
+                },
+                uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
+        })
+    }
+}
+
+/// The `Codable` form of a ``Schema`` that stores save alongside the data.
+public struct SchemaRecord: Codable, Sendable, Equatable {
+    public struct Attribute: Codable, Sendable, Equatable {
+        public var name: String
+        public var type: AttributeType
+        public var isOptional: Bool
+        public var isUnique: Bool
+        public var isIndexed: Bool
+    }
+    public struct Entity: Codable, Sendable, Equatable {
+        public var name: String
+        public var attributes: [Attribute]
+        public var uniquenessConstraints: [[String]]
+        public var indexes: [[String]]
+    }
+    public var entities: [Entity]
+
+    public init(_ schema: Schema) {
+        entities = schema.entities.map { entity in
+            Entity(
+                name: entity.name,
+                attributes: entity.attributes.map {
+                    Attribute(name: $0.name, type: $0.type, isOptional: $0.isOptional, isUnique: $0.isUnique, isIndexed: $0.isIndexed)
+                },
+                uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
+        }
+    }
+
+    /// See ``Schema/versionHash``.
+    public var versionHash: String {
+        var canonical = ""
+        for entity in entities.sorted(by: { $0.name < $1.name }) {
+            canonical += "E\(entity.name){"
+            for a in entity.attributes.sorted(by: { $0.name < $1.name }) {
+                canonical += "\(a.name):\(a.type.rawValue)\(a.isOptional ? "?" : "");"
+            }
+            for u in entity.uniquenessConstraints.map({ $0.sorted().joined(separator: ",") }).sorted() {
+                canonical += "U(\(u));"
+            }
+            canonical += "}"
+        }
+        // FNV-1a, 64 bit, twice with different offsets for 128 bits.
+        func fnv(_ seed: UInt64) -> UInt64 {
+            var h = seed
+            for byte in canonical.utf8 { h ^= UInt64(byte); h = h &* 0x100000001b3 }
+            return h
+        }
+        let a = fnv(0xcbf29ce484222325), b = fnv(0x84222325cbf29ce4)
+        return String(format: "%016llx%016llx", a, b)
+    }
+
+    /// What differs between this (saved) schema and another (the model), as sentences.
+    public func differences(from model: SchemaRecord) -> [String] {
+        var out: [String] = []
+        let saved = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let wanted = Dictionary(model.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for name in wanted.keys.sorted() where saved[name] == nil {
+            out.append("entity \(name) is in the model but not in the store")
+        }
+        for name in saved.keys.sorted() where wanted[name] == nil {
+            out.append("entity \(name) is in the store but not in the model")
+        }
+        for name in saved.keys.sorted() {
+            guard let s = saved[name], let w = wanted[name] else { continue }
+            let sa = Dictionary(s.attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let wa = Dictionary(w.attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            for a in wa.keys.sorted() where sa[a] == nil { out.append("\(name).\(a) is in the model but not in the store") }
+            for a in sa.keys.sorted() where wa[a] == nil { out.append("\(name).\(a) is in the store but not in the model") }
+            for a in sa.keys.sorted() {
+                guard let x = sa[a], let y = wa[a] else { continue }
+                if x.type != y.type { out.append("\(name).\(a) is \(x.type.rawValue) in the store but \(y.type.rawValue) in the model") }
+                if x.isOptional != y.isOptional {
+                    out.append("\(name).\(a) is \(x.isOptional ? "optional" : "required") in the store but \(y.isOptional ? "optional" : "required") in the model")
+                }
+            }
+            let su = Set(s.uniquenessConstraints.map { $0.sorted() }), wu = Set(w.uniquenessConstraints.map { $0.sorted() })
+            if su != wu { out.append("\(name)'s uniqueness constraints differ (store: \(su.sorted { $0.description < $1.description }), model: \(wu.sorted { $0.description < $1.description }))") }
+        }
+        return out
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// Converts one attribute's Swift values to and from ``StoredValue``s.
+///
+/// Built once per attribute, when its description is created, by looking at the Swift type:
+/// optionals unwrap to their wrapped type, ``PersistentValue`` types convert directly,
+/// `RawRepresentable` types go through their raw value, and `Codable` types through JSON.
+struct ValueCodec: Sendable {
+    let attributeType: AttributeType
+    let isOptional: Bool
+    let encode: @Sendable (Any) throws(LoomError) -> StoredValue
+    /// Returns the Swift value boxed in `Any`, or `nil` when the stored value cannot be one.
+    let decode: @Sendable (StoredValue) -> Any?
+    /// Why this type cannot be stored, when it cannot.
+    let unsupportedReason: String?
+
+    static func make<T>(for type: T.Type) -> ValueCodec {
+        if let optional = T.self as? any LoomOptional.Type {
+            return optional.makeOptionalCodec()
+        }
+        return makeNonOptional(for: T.self)
+    }
+
+    static func makeNonOptional(for type: Any.Type) -> ValueCodec {
+        if let persistent = type as? any PersistentValue.Type {
+            return direct(persistent)
+        }
+        if let raw = type as? any RawRepresentable.Type, let codec = rawRepresentable(raw) {
+            return codec
+        }
+        if let codable = type as? any Codable.Type {
+            return json(codable)
+        }
+        return ValueCodec(
+            attributeType: .codable, isOptional: false,
+            encode: { _ throws(LoomError) in throw LoomError(.unsupportedType, "\(type) cannot be stored") },
+            decode: { _ in nil },
+            unsupportedReason: "\(type) is not a type Loom can store: use a PersistentValue type, a RawRepresentable enum, or make it Codable")
+    }
+
+    private static func direct<P: PersistentValue>(_: P.Type) -> ValueCodec {
+        ValueCodec(
+            attributeType: P.attributeType, isOptional: false,
+            encode: { value throws(LoomError) in
+                guard let v = value as? P else { throw LoomError(.typeMismatch, "expected a \(P.self), got a \(type(of: value))") }
+                return v.storedValue
+            },
+            decode: { P(storedValue: $0) },
+            unsupportedReason: nil)
+    }
+
+    private static func rawRepresentable<R: RawRepresentable>(_: R.Type) -> ValueCodec? {
+        guard let rawType = R.RawValue.self as? any PersistentValue.Type else { return nil }
+        return rawCodec(R.self, rawType)
+    }
+
+    private static func rawCodec<R: RawRepresentable, P: PersistentValue>(_: R.Type, _: P.Type) -> ValueCodec {
+        ValueCodec(
+            attributeType: P.attributeType, isOptional: false,
+            encode: { value throws(LoomError) in
+                guard let r = value as? R, let raw = r.rawValue as? P else {
+                    throw LoomError(.typeMismatch, "expected a \(R.self), got a \(type(of: value))")
+                }
+                return raw.storedValue
+            },
+            decode: { stored in
+                guard let p = P(storedValue: stored), let raw = p as? R.RawValue else { return nil }
+                return R(rawValue: raw)
+            },
+            unsupportedReason: nil)
+    }
+
+    private static func json<C: Codable>(_: C.Type) -> ValueCodec {
+        ValueCodec(
+            attributeType: .codable, isOptional: false,
+            encode: { value throws(LoomError) in
+                guard let c = value as? C else { throw LoomError(.typeMismatch, "expected a \(C.self), got a \(type(of: value))") }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                do { return .blob(try encoder.encode(c)) } catch {
+                    throw LoomError(.typeMismatch, "a \(C.self) value could not be encoded as JSON", underlying: error)
+                }
+            },
+            decode: { stored in
+                guard case .blob(let data) = stored else { return nil }
+                return try? JSONDecoder().decode(C.self, from: data)
+            },
+            unsupportedReason: nil)
+    }
+}
+
+/// Lets the codec see through `Optional<Wrapped>` without knowing `Wrapped` statically.
+protocol LoomOptional {
+    static func makeOptionalCodec() -> ValueCodec
+    var loomWrapped: Any? { get }
+}
+
+extension Optional: LoomOptional {
+    static func makeOptionalCodec() -> ValueCodec {
+        let inner = ValueCodec.makeNonOptional(for: Wrapped.self)
+        return ValueCodec(
+            attributeType: inner.attributeType, isOptional: true,
+            encode: { value throws(LoomError) in
+                if let opt = value as? any LoomOptional {
+                    guard let wrapped = opt.loomWrapped else { return .null }
+                    return try inner.encode(wrapped)
+                }
+                return try inner.encode(value)
+            },
+            decode: { stored in
+                if stored.isNull { return Wrapped?.none as Any }
+                guard let v = inner.decode(stored) as? Wrapped else { return nil }
+                return Wrapped?.some(v) as Any
+            },
+            unsupportedReason: inner.unsupportedReason)
+    }
+
+    var loomWrapped: Any? {
+        switch self {
+        case .none: nil
+        case .some(let w): w
+        }
+    }
+}
+
+extension StoredValue {
+    /// Converts a constant from a predicate or a caller (a PersistentValue, an enum with a
+    /// storable raw value, or an optional of those) to the value the store compares with.
+    static func converting(_ value: Any) -> StoredValue? {
+        if let opt = value as? any LoomOptional {
+            guard let wrapped = opt.loomWrapped else { return .null }
+            return converting(wrapped)
+        }
+        if let p = value as? any PersistentValue { return p.storedValue }
+        if let r = value as? any RawRepresentable { return converting(r.rawValue) }
+        return nil
+    }
+}

@@ -1,0 +1,126 @@
+public import Foundation
+import Synchronization
+
+/// A store that keeps everything in memory, for tests and previews. Written against the
+/// ``PersistentStore`` protocol only, with the same semantics as the SQLite store: the store
+/// conformance suite runs on both.
+public final class InMemoryStore: PersistentStore {
+    public let identifier: UUID
+    public let schema: Schema
+
+    private struct State {
+        var tables: [ObjectIdentifier: [Int64: StoreRow]] = [:]
+        var nextKeys: [ObjectIdentifier: Int64] = [:]
+        var isClosed = false
+    }
+    private let state = Mutex(State())
+
+    /// Creates an empty store for `schema`.
+    public init(schema: Schema, identifier: UUID = UUID()) {
+        self.schema = schema
+        self.identifier = identifier
+    }
+
+    private func checkOpen(_ state: State) throws(LoomError) {
+        if state.isClosed { throw LoomError(.closed, "The in-memory store was closed.") }
+    }
+
+    public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        let rows = try state.withLock { state throws(LoomError) -> [StoreRow] in
+            try checkOpen(state)
+            return Array(state.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values)
+        }
+        var matching = rows
+        if let predicate = query.predicate {
+            matching = rows.filter { row in predicate.matches(key: row.key) { row.values[$0] } }
+        }
+        matching.sort { SortKey.areInIncreasingOrder(query.sortKeys, $0, $1) }
+        let start = min(query.fetchOffset, matching.count)
+        let end = query.fetchLimit.map { min(start + $0, matching.count) } ?? matching.count
+        return Array(matching[start..<end])
+    }
+
+    public func count(_ query: StoreQuery) throws(LoomError) -> Int {
+        try fetch(query).count
+    }
+
+    public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        try state.withLock { state throws(LoomError) -> [StoreRow] in
+            try checkOpen(state)
+            let table = state.tables[ObjectIdentifier(entity)] ?? [:]
+            return keys.compactMap { table[$0] }
+        }
+    }
+
+    public func apply(_ changes: StoreChangeSet) throws(LoomError) {
+        try state.withLock { state throws(LoomError) in
+            try checkOpen(state)
+            var tables = state.tables
+            for delete in changes.deletes {
+                let id = ObjectIdentifier(delete.entity)
+                guard let row = tables[id]?[delete.key], row.version == delete.expectedVersion else {
+                    throw conflict(delete.entity, delete.key)
+                }
+                tables[id]?[delete.key] = nil
+            }
+            for update in changes.updates {
+                let id = ObjectIdentifier(update.entity)
+                guard var row = tables[id]?[update.key], row.version == update.expectedVersion else {
+                    throw conflict(update.entity, update.key)
+                }
+                for change in update.changes { row.values[change.index] = change.value }
+                row.version += 1
+                tables[id]?[update.key] = row
+            }
+            for insert in changes.inserts {
+                let id = ObjectIdentifier(insert.entity)
+                if tables[id]?[insert.key] != nil {
+                    throw LoomError(.storeFailure, "\(insert.entity.name) key \(insert.key) is already used.", entity: insert.entity.name)
+                }
+                tables[id, default: [:]][insert.key] = StoreRow(key: insert.key, version: 1, values: insert.values)
+            }
+            // Uniqueness, checked on the result as SQLite's unique indexes would.
+            var touched: Set<ObjectIdentifier> = []
+            for i in changes.inserts { touched.insert(ObjectIdentifier(i.entity)) }
+            for u in changes.updates { touched.insert(ObjectIdentifier(u.entity)) }
+            for entity in schema.entities where touched.contains(ObjectIdentifier(entity)) {
+                try checkUniqueness(entity, tables[ObjectIdentifier(entity)] ?? [:])
+            }
+            state.tables = tables
+        }
+    }
+
+    private func conflict(_ entity: EntityDescription, _ key: Int64) -> LoomError {
+        LoomError(.versionConflict, "\(entity.name)/\(key) was changed or deleted in the store since it was read.", entity: entity.name,
+                  objectID: AnyObjectID(storeIdentifier: identifier, entityName: entity.name, primaryKey: key))
+    }
+
+    private func checkUniqueness(_ entity: EntityDescription, _ table: [Int64: StoreRow]) throws(LoomError) {
+        for constraint in entity.uniquenessConstraints {
+            let indexes = constraint.compactMap { entity.attributeIndex(named: $0) }
+            var seen: Set<[StoredValue]> = []
+            for row in table.values {
+                let values = indexes.map { row.values[$0] }
+                if values.contains(where: \.isNull) { continue }
+                if !seen.insert(values).inserted {
+                    throw LoomError(.uniquenessViolation, "Another \(entity.name) already has the same \(constraint.joined(separator: ", ")), which must be unique.", entity: entity.name, attributes: constraint,
+                                    objectID: AnyObjectID(storeIdentifier: identifier, entityName: entity.name, primaryKey: row.key))
+                }
+            }
+        }
+    }
+
+    public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+        try state.withLock { state throws(LoomError) -> Range<Int64> in
+            try checkOpen(state)
+            let id = ObjectIdentifier(entity)
+            let start = state.nextKeys[id] ?? 1
+            state.nextKeys[id] = start + Int64(count)
+            return start..<(start + Int64(count))
+        }
+    }
+
+    public func close() throws(LoomError) {
+        state.withLock { $0.isClosed = true }
+    }
+}

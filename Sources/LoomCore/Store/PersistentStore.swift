@@ -1,0 +1,117 @@
+public import Foundation
+
+/// The contract between Loom's coordinator and a storage engine: everything a store must do,
+/// and nothing about objects or contexts.
+///
+/// Loom ships `SQLiteStore` (module LoomSQLite) and ``InMemoryStore``; the in-memory store is
+/// written against this protocol only, which keeps the protocol honest. All methods may be
+/// called from any thread; a store serializes what it must.
+public protocol PersistentStore: AnyObject, Sendable {
+    /// A UUID that identifies this store for good; object IDs carry it.
+    var identifier: UUID { get }
+    /// The schema the store was opened with.
+    var schema: Schema { get }
+
+    /// Rows matching a query, with predicate, sort, offset and limit applied.
+    func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow]
+    /// The number of rows a query matches (offset and limit applied).
+    func count(_ query: StoreQuery) throws(LoomError) -> Int
+    /// The rows with these primary keys; missing keys are simply absent from the result.
+    func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow]
+    /// Applies a change set atomically: all of it, or nothing and an error.
+    ///
+    /// Updates and deletes name the version they expect; a row whose version differs (or that
+    /// is gone) fails the whole change set with ``LoomError/Code/versionConflict``. A
+    /// uniqueness constraint violation fails it with ``LoomError/Code/uniquenessViolation``
+    /// naming the entity and attributes.
+    func apply(_ changes: StoreChangeSet) throws(LoomError)
+    /// Reserves `count` primary keys for an entity, never to be handed out again.
+    func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64>
+    /// Finishes pending work and releases the store's resources. Further calls throw.
+    func close() throws(LoomError)
+}
+
+/// One stored object as a store returns it.
+public struct StoreRow: Sendable, Equatable {
+    /// The primary key.
+    public var key: Int64
+    /// The optimistic-locking version: 1 after insert, +1 on every saved update.
+    public var version: Int64
+    /// One value per attribute, in the entity's attribute order.
+    public var values: [StoredValue]
+
+    public init(key: Int64, version: Int64, values: [StoredValue]) {
+        self.key = key
+        self.version = version
+        self.values = values
+    }
+}
+
+/// What to fetch: an entity, an optional filter, an order, and a window.
+public struct StoreQuery: Sendable {
+    public var entity: EntityDescription
+    public var predicate: PredicateNode?
+    public var sortKeys: [SortKey]
+    public var fetchOffset: Int
+    public var fetchLimit: Int?
+
+    public init(entity: EntityDescription, predicate: PredicateNode? = nil, sortKeys: [SortKey] = [], fetchOffset: Int = 0, fetchLimit: Int? = nil) {
+        self.entity = entity
+        self.predicate = predicate
+        self.sortKeys = sortKeys
+        self.fetchOffset = fetchOffset
+        self.fetchLimit = fetchLimit
+    }
+}
+
+/// One ordering term: an attribute, ascending or descending. Stores break ties by primary key,
+/// so every order is total and the same on every store.
+public struct SortKey: Sendable, Hashable {
+    /// The attribute's position in its entity.
+    public var attributeIndex: Int
+    public var ascending: Bool
+
+    public init(attributeIndex: Int, ascending: Bool) {
+        self.attributeIndex = attributeIndex
+        self.ascending = ascending
+    }
+
+    /// Orders two rows by these keys, then by primary key.
+    static func areInIncreasingOrder(_ keys: [SortKey], _ a: StoreRow, _ b: StoreRow) -> Bool {
+        for key in keys {
+            let c = StoredValue.compare(a.values[key.attributeIndex], b.values[key.attributeIndex])
+            if c != 0 { return key.ascending ? c < 0 : c > 0 }
+        }
+        return a.key < b.key
+    }
+}
+
+/// Everything one save writes, applied by a store in one transaction.
+public struct StoreChangeSet: Sendable {
+    public struct Insert: Sendable {
+        public var entity: EntityDescription
+        public var key: Int64
+        public var values: [StoredValue]
+    }
+    public struct Update: Sendable {
+        public var entity: EntityDescription
+        public var key: Int64
+        /// The version the saver read; the store refuses the update if it changed.
+        public var expectedVersion: Int64
+        /// The changed attributes, by position, with their new values.
+        public var changes: [(index: Int, value: StoredValue)]
+    }
+    public struct Delete: Sendable {
+        public var entity: EntityDescription
+        public var key: Int64
+        public var expectedVersion: Int64
+    }
+
+    public var inserts: [Insert] = []
+    public var updates: [Update] = []
+    public var deletes: [Delete] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+}

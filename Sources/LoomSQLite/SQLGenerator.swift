@@ -1,0 +1,202 @@
+import LoomCore
+import GRDB
+
+/// Writes the SQL a store runs, from entities and ``PredicateNode``s. Identifiers are quoted;
+/// values are never spliced into SQL text, only bound as parameters.
+struct SQLGenerator: Sendable {
+    let schema: Schema
+
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    func columns(_ entity: EntityDescription) -> String {
+        (["\"Z_PK\"", "\"Z_OPT\""] + entity.attributes.map { Self.quote($0.name) }).joined(separator: ", ")
+    }
+
+    // MARK: DDL
+
+    func createStatements() -> [String] {
+        var statements: [String] = []
+        for entity in schema.entities {
+            var definitions = ["\"Z_PK\" INTEGER PRIMARY KEY", "\"Z_OPT\" INTEGER NOT NULL"]
+            for attribute in entity.attributes {
+                definitions.append("\(Self.quote(attribute.name)) \(attribute.type.sqlType)\(attribute.isOptional ? "" : " NOT NULL")")
+            }
+            statements.append("CREATE TABLE \(Self.quote(entity.name)) (\(definitions.joined(separator: ", ")))")
+            for constraint in entity.uniquenessConstraints {
+                let name = Self.quote("loom_unique_\(entity.name)_\(constraint.joined(separator: "_"))")
+                statements.append("CREATE UNIQUE INDEX \(name) ON \(Self.quote(entity.name)) (\(constraint.map(Self.quote).joined(separator: ", ")))")
+            }
+        }
+        return statements + indexStatements()
+    }
+
+    func indexStatements() -> [String] {
+        schema.entities.flatMap { entity in
+            entity.indexes.map { index in
+                let name = Self.quote("loom_index_\(entity.name)_\(index.joined(separator: "_"))")
+                return "CREATE INDEX IF NOT EXISTS \(name) ON \(Self.quote(entity.name)) (\(index.map(Self.quote).joined(separator: ", ")))"
+            }
+        }
+    }
+
+    // MARK: DML
+
+    func insert(_ entity: EntityDescription) -> String {
+        let names = ["\"Z_PK\""] + entity.attributes.map { Self.quote($0.name) } + ["\"Z_OPT\""]
+        let values = Array(repeating: "?", count: entity.attributes.count + 1) + ["1"]
+        return "INSERT INTO \(Self.quote(entity.name)) (\(names.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
+    }
+
+    func update(_ entity: EntityDescription, columns indexes: [Int]) -> String {
+        let sets = indexes.map { "\(Self.quote(entity.attributes[$0].name)) = ?" } + ["\"Z_OPT\" = \"Z_OPT\" + 1"]
+        return "UPDATE \(Self.quote(entity.name)) SET \(sets.joined(separator: ", ")) WHERE \"Z_PK\" = ? AND \"Z_OPT\" = ?"
+    }
+
+    func delete(_ entity: EntityDescription) -> String {
+        "DELETE FROM \(Self.quote(entity.name)) WHERE \"Z_PK\" = ? AND \"Z_OPT\" = ?"
+    }
+
+    // MARK: Queries
+
+    func select(_ query: StoreQuery) -> (String, StatementArguments) {
+        var arguments: [DatabaseValue] = []
+        var text = "SELECT \(columns(query.entity)) FROM \(Self.quote(query.entity.name))"
+        if let predicate = query.predicate {
+            text += " WHERE " + expression(predicate, query.entity, &arguments)
+        }
+        let order = query.sortKeys.map { "\(Self.quote(query.entity.attributes[$0.attributeIndex].name)) \($0.ascending ? "ASC" : "DESC")" } + ["\"Z_PK\""]
+        text += " ORDER BY " + order.joined(separator: ", ")
+        if query.fetchLimit != nil || query.fetchOffset > 0 {
+            text += " LIMIT ? OFFSET ?"
+            arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
+            arguments.append(Int64(query.fetchOffset).databaseValue)
+        }
+        return (text, StatementArguments(arguments))
+    }
+
+    func count(_ query: StoreQuery) -> (String, StatementArguments) {
+        var arguments: [DatabaseValue] = []
+        var inner = "SELECT 1 FROM \(Self.quote(query.entity.name))"
+        if let predicate = query.predicate {
+            inner += " WHERE " + expression(predicate, query.entity, &arguments)
+        }
+        if query.fetchLimit == nil && query.fetchOffset == 0 {
+            return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(arguments))
+        }
+        inner += " LIMIT ? OFFSET ?"
+        arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
+        arguments.append(Int64(query.fetchOffset).databaseValue)
+        return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(arguments))
+    }
+
+    func selectByKeys(_ entity: EntityDescription, count: Int) -> String {
+        let placeholders = Array(repeating: "?", count: count).joined(separator: ", ")
+        return "SELECT \(columns(entity)) FROM \(Self.quote(entity.name)) WHERE \"Z_PK\" IN (\(placeholders))"
+    }
+
+    /// SQL for a predicate node; constants become `?` with their value appended to `arguments`.
+    func expression(_ node: PredicateNode, _ entity: EntityDescription, _ arguments: inout [DatabaseValue]) -> String {
+        func sub(_ n: PredicateNode) -> String { expression(n, entity, &arguments) }
+        switch node {
+        case .constant(let value):
+            arguments.append(value.databaseValue)
+            return "?"
+        case .attribute(let i):
+            return Self.quote(entity.attributes[i].name)
+        case .primaryKey:
+            return "\"Z_PK\""
+        case .compare(let op, let l, let r):
+            let a = sub(l), b = sub(r)
+            let symbol = switch op {
+            case .equal: "IS"
+            case .notEqual: "IS NOT"
+            case .less: "<"
+            case .lessOrEqual: "<="
+            case .greater: ">"
+            case .greaterOrEqual: ">="
+            }
+            return "(\(a) \(symbol) \(b))"
+        case .and(let l, let r):
+            let a = sub(l), b = sub(r)
+            return "(\(a) AND \(b))"
+        case .or(let l, let r):
+            let a = sub(l), b = sub(r)
+            return "(\(a) OR \(b))"
+        case .not(let n):
+            return "(NOT \(sub(n)))"
+        case .coalesce(let l, let r):
+            let a = sub(l), b = sub(r)
+            return "COALESCE(\(a), \(b))"
+        case .nullPropagating(let test, let then):
+            let t = sub(test), e = sub(then)
+            return "(CASE WHEN \(t) IS NULL THEN NULL ELSE \(e) END)"
+        case .conditional(let test, let a, let b):
+            let t = sub(test), x = sub(a), y = sub(b)
+            return "(CASE WHEN \(t) THEN \(x) ELSE \(y) END)"
+        case .string(let op, let l, let r):
+            let a = sub(l), b = sub(r)
+            return "\(SQLFunctions.name(of: op))(\(a), \(b))"
+        case .lowercase(let n):
+            return "loom_lower(\(sub(n)))"
+        case .length(let n):
+            return "loom_length(\(sub(n)))"
+        case .isIn(let n, let list):
+            let a = sub(n)
+            if list.isEmpty { return "(CASE WHEN \(a) IS NULL THEN NULL ELSE 0 END)" }
+            for value in list { arguments.append(value.databaseValue) }
+            return "(\(a) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", "))))"
+        case .arithmetic(let op, let l, let r):
+            let a = sub(l), b = sub(r)
+            let symbol = switch op {
+            case .add: "+"
+            case .subtract: "-"
+            case .multiply: "*"
+            case .divide: "/"
+            case .remainder: "%"
+            }
+            return "(\(a) \(symbol) \(b))"
+        case .negate(let n):
+            return "(- \(sub(n)))"
+        }
+    }
+}
+
+/// SQL functions that give SQLite the exact string semantics of Loom's in-memory evaluator
+/// (``LoomStringFunctions``), registered on every connection.
+enum SQLFunctions {
+    static func name(of op: PredicateNode.StringOperator) -> String {
+        switch op {
+        case .contains: "loom_contains"
+        case .hasPrefix: "loom_has_prefix"
+        case .hasSuffix: "loom_has_suffix"
+        case .containsIgnoringCaseAndDiacritics: "loom_contains_ci"
+        }
+    }
+
+    static let all: [DatabaseFunction] = {
+        var functions: [DatabaseFunction] = []
+        for op in [PredicateNode.StringOperator.contains, .hasPrefix, .hasSuffix, .containsIgnoringCaseAndDiacritics] {
+            functions.append(DatabaseFunction(name(of: op), argumentCount: 2, pure: true) { values in
+                guard case .string(let a) = values[0].storage, case .string(let b) = values[1].storage else { return nil }
+                return LoomStringFunctions.evaluate(op, a, b) ? 1 : 0
+            })
+        }
+        functions.append(DatabaseFunction("loom_lower", argumentCount: 1, pure: true) { values in
+            guard case .string(let a) = values[0].storage else { return nil }
+            return LoomStringFunctions.lowercase(a)
+        })
+        functions.append(DatabaseFunction("loom_length", argumentCount: 1, pure: true) { values in
+            switch LoomStringFunctions.length(StoredValue(values[0].storage)) {
+            case .integer(let n): return n
+            default: return nil
+            }
+        })
+        return functions
+    }()
+
+    static func register(in db: Database) {
+        for function in all { db.add(function: function) }
+    }
+}

@@ -1,0 +1,327 @@
+public import Foundation
+public import LoomCore
+import GRDB
+
+/// A store in a SQLite file, on GRDB's `DatabasePool`: WAL mode, many concurrent readers and
+/// one writer, every save one transaction.
+///
+/// ```swift
+/// let store = try SQLiteStore(url: URL(filePath: "Library.loom"), schema: try Schema(Book.self))
+/// let container = PersistentContainer(store: store)
+/// ```
+///
+/// The file holds one table per entity (primary key `Z_PK`, optimistic-locking version
+/// `Z_OPT`, one column per attribute), unique indexes for uniqueness constraints, and Loom's
+/// own tables: `loom_metadata` (store UUID, saved schema, version hash) and `loom_keys` (the
+/// primary-key allocator).
+public final class SQLiteStore: PersistentStore {
+    /// How durable a commit is.
+    public enum Synchronous: String, Sendable {
+        /// Durable against a process crash; a power loss may lose the last commits (never
+        /// corrupts). The default, and GRDB's and Core Data's WAL default.
+        case normal = "NORMAL"
+        /// Durable against power loss too, at the cost of a sync per commit.
+        case full = "FULL"
+    }
+
+    /// Options for opening a store.
+    public struct Options: Sendable {
+        public var synchronous: Synchronous = .normal
+        /// How many connections may read at once.
+        public var maximumReaderCount: Int = 4
+        public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4) {
+            self.synchronous = synchronous
+            self.maximumReaderCount = maximumReaderCount
+        }
+    }
+
+    public let identifier: UUID
+    public let schema: Schema
+    /// Where the store lives.
+    public let url: URL
+    let pool: DatabasePool
+    let sql: SQLGenerator
+
+    /// Opens the store at `url`, creating it when the file does not exist or is empty.
+    ///
+    /// - Throws: ``LoomError`` with code ``LoomError/Code/notADatabase`` when the file is not
+    ///   SQLite, ``LoomError/Code/notALoomStore`` when it is a SQLite database Loom did not
+    ///   create, ``LoomError/Code/schemaMismatch`` (naming every difference) when the store was
+    ///   made with another model, ``LoomError/Code/storeFailure`` when it cannot be opened.
+    ///   Nothing in the file is changed in any of these cases.
+    public init(url: URL, schema: Schema, options: Options = Options()) throws(LoomError) {
+        self.url = url
+        self.schema = schema
+        self.sql = SQLGenerator(schema: schema)
+        let path = url.path
+        try SQLiteStore.checkHeader(path: path)
+        var configuration = Configuration()
+        configuration.maximumReaderCount = max(1, options.maximumReaderCount)
+        configuration.journalMode = .wal
+        let synchronous = options.synchronous.rawValue
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            SQLFunctions.register(in: db)
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw SQLiteStore.openError(error, path: path)
+        }
+        do {
+            identifier = try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path)
+        } catch {
+            try? pool.close()
+            throw error
+        }
+    }
+
+    /// Reads the first bytes of an existing file, so that a foreign file is reported before
+    /// SQLite (or WAL set-up) touches it.
+    static func checkHeader(path: String) throws(LoomError) {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 16)) ?? Data()
+        if header.isEmpty { return }
+        if header != Data("SQLite format 3\0".utf8) {
+            throw LoomError(.notADatabase, "\(path) is not a SQLite database (its first bytes are not SQLite's header); open a Loom store, or choose another path.", path: path)
+        }
+    }
+
+    static func openError(_ error: any Error, path: String) -> LoomError {
+        if let db = error as? DatabaseError, db.resultCode == .SQLITE_NOTADB {
+            return LoomError(.notADatabase, "\(path) is not a SQLite database; open a Loom store, or choose another path.", path: path, underlying: error)
+        }
+        return LoomError(.storeFailure, "The store at \(path) could not be opened.", path: path, underlying: error)
+    }
+
+    /// Creates Loom's tables in a new file, or checks an existing store against the model.
+    /// Returns the store's UUID.
+    static func bootstrap(_ pool: DatabasePool, schema: Schema, sql: SQLGenerator, path: String) throws(LoomError) -> UUID {
+        do {
+            return try pool.write { db -> UUID in
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                if tables.contains("loom_metadata") {
+                    return try checkExisting(db, schema: schema, path: path)
+                }
+                if !tables.isEmpty {
+                    throw LoomError(.notALoomStore, "\(path) is a SQLite database that Loom did not create (it has tables \(tables.prefix(5).joined(separator: ", ")) and no loom_metadata); Loom does not open foreign databases.", path: path)
+                }
+                let id = UUID()
+                try db.execute(sql: "CREATE TABLE loom_metadata (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
+                try db.execute(sql: "CREATE TABLE loom_keys (entity TEXT PRIMARY KEY NOT NULL, next INTEGER NOT NULL)")
+                for statement in sql.createStatements() { try db.execute(sql: statement) }
+                let record = try JSONEncoder().encode(schema.record)
+                try db.execute(sql: "INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', ?), ('schema', ?), ('versionHash', ?), ('formatVersion', 1)",
+                               arguments: [id.uuidString, record, schema.versionHash])
+                return id
+            }
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+
+    private static func checkExisting(_ db: Database, schema: Schema, path: String) throws -> UUID {
+        var metadata: [String: DatabaseValue] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
+            metadata[row["key"]] = row["value"] as DatabaseValue
+        }
+        guard let idText = String.fromDatabaseValue(metadata["storeIdentifier"] ?? .null), let id = UUID(uuidString: idText),
+              let recordData = Data.fromDatabaseValue(metadata["schema"] ?? .null) ?? String.fromDatabaseValue(metadata["schema"] ?? .null).map({ Data($0.utf8) }),
+              let saved = try? JSONDecoder().decode(SchemaRecord.self, from: recordData) else {
+            throw LoomError(.notALoomStore, "\(path) has a loom_metadata table but no readable store identifier or schema; the file is damaged or was not made by Loom.", path: path)
+        }
+        let model = schema.record
+        if saved.versionHash != model.versionHash {
+            let differences = saved.differences(from: model)
+            throw LoomError(.schemaMismatch, "The store at \(path) was made with a different model: \(differences.isEmpty ? "the version hashes differ" : differences.joined(separator: "; ")). Open it with the model it was made with (migrations come later).", path: path)
+        }
+        // Indexes may change without a migration: create those the model asks for.
+        for statement in SQLGenerator(schema: schema).indexStatements() { try db.execute(sql: statement) }
+        return id
+    }
+
+    /// The schema saved inside a store file, without opening it with a model: for tools that
+    /// open stores they were not compiled against.
+    public static func savedSchema(at url: URL) throws(LoomError) -> Schema {
+        let path = url.path
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw LoomError(.storeFailure, "There is no store at \(path).", path: path)
+        }
+        try checkHeader(path: path)
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            let data: Data? = try queue.read { db in
+                guard try db.tableExists("loom_metadata") else { return nil }
+                let value = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM loom_metadata WHERE key = 'schema'") ?? .null
+                return Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
+            }
+            guard let data, let record = try? JSONDecoder().decode(SchemaRecord.self, from: data) else {
+                throw LoomError(.notALoomStore, "\(path) is not a Loom store (no saved schema).", path: path)
+            }
+            return try Schema(record: record)
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+
+    // MARK: Reading
+
+    public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        let (text, arguments) = sql.select(query)
+        let width = query.entity.attributes.count
+        return try read { db in
+            let statement = try db.cachedStatement(sql: text)
+            let cursor = try Row.fetchCursor(statement, arguments: arguments)
+            var rows: [StoreRow] = []
+            while let row = try cursor.next() { rows.append(SQLiteStore.storeRow(row, width: width)) }
+            return rows
+        }
+    }
+
+    public func count(_ query: StoreQuery) throws(LoomError) -> Int {
+        let (text, arguments) = sql.count(query)
+        return try read { db in try Int.fetchOne(db.cachedStatement(sql: text), arguments: arguments) ?? 0 }
+    }
+
+    public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        if keys.isEmpty { return [] }
+        let width = entity.attributes.count
+        return try read { db in
+            var rows: [StoreRow] = []
+            for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
+                let text = sql.selectByKeys(entity, count: chunk.count)
+                let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: StatementArguments(chunk))
+                while let row = try cursor.next() { rows.append(SQLiteStore.storeRow(row, width: width)) }
+            }
+            return rows
+        }
+    }
+
+    static func storeRow(_ row: Row, width: Int) -> StoreRow {
+        var values: [StoredValue] = []
+        values.reserveCapacity(width)
+        for i in 0..<width { values.append(StoredValue((row[i + 2] as DatabaseValue).storage)) }
+        return StoreRow(key: row[0], version: row[1], values: values)
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
+        do {
+            return try pool.read(body)
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw translate(error, entity: nil)
+        }
+    }
+
+    // MARK: Writing
+
+    public func apply(_ changes: StoreChangeSet) throws(LoomError) {
+        do {
+            try pool.write { db in
+                for delete in changes.deletes {
+                    try db.cachedStatement(sql: sql.delete(delete.entity)).execute(arguments: [delete.key, delete.expectedVersion])
+                    if db.changesCount != 1 { throw conflict(delete.entity, delete.key) }
+                }
+                for update in changes.updates {
+                    let statement = try db.cachedStatement(sql: sql.update(update.entity, columns: update.changes.map(\.index)))
+                    var arguments = update.changes.map { $0.value.databaseValue }
+                    arguments.append(update.key.databaseValue)
+                    arguments.append(update.expectedVersion.databaseValue)
+                    try statement.execute(arguments: StatementArguments(arguments))
+                    if db.changesCount != 1 { throw conflict(update.entity, update.key) }
+                }
+                for insert in changes.inserts {
+                    let statement = try db.cachedStatement(sql: sql.insert(insert.entity))
+                    var arguments: [DatabaseValue] = [insert.key.databaseValue]
+                    arguments.reserveCapacity(insert.values.count + 1)
+                    for value in insert.values { arguments.append(value.databaseValue) }
+                    do {
+                        try statement.execute(arguments: StatementArguments(arguments))
+                    } catch {
+                        throw translate(error, entity: insert.entity, key: insert.key)
+                    }
+                }
+            }
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw translate(error, entity: nil)
+        }
+    }
+
+    private func conflict(_ entity: EntityDescription, _ key: Int64) -> LoomError {
+        LoomError(.versionConflict, "\(entity.name)/\(key) was changed or deleted in the store since it was read.", entity: entity.name,
+                  objectID: AnyObjectID(storeIdentifier: identifier, entityName: entity.name, primaryKey: key))
+    }
+
+    /// Turns a SQLite error into a LoomError that names the entity and attributes.
+    func translate(_ error: any Error, entity: EntityDescription?, key: Int64? = nil) -> LoomError {
+        guard let db = error as? DatabaseError else {
+            return LoomError(.storeFailure, "The store at \(url.path) failed.", path: url.path, underlying: error)
+        }
+        if db.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || db.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+            // "UNIQUE constraint failed: Book.isbn, Book.title"
+            let detail = db.message?.components(separatedBy: "failed: ").last ?? ""
+            let columns = detail.components(separatedBy: ", ").map { $0.components(separatedBy: ".").last ?? $0 }
+            let entityName = entity?.name ?? detail.components(separatedBy: ".").first ?? "?"
+            return LoomError(
+                .uniquenessViolation,
+                "Another \(entityName) already has the same \(columns.joined(separator: ", ")), which must be unique.",
+                entity: entityName, attributes: columns,
+                objectID: key.map { AnyObjectID(storeIdentifier: identifier, entityName: entityName, primaryKey: $0) },
+                underlying: error)
+        }
+        if db.resultCode == .SQLITE_NOTADB || db.resultCode == .SQLITE_CORRUPT {
+            return LoomError(.notADatabase, "The store at \(url.path) is damaged or not a database.", path: url.path, underlying: error)
+        }
+        return LoomError(.storeFailure, "The store at \(url.path) failed: \(db.message ?? "\(db.resultCode)").", path: url.path, underlying: error)
+    }
+
+    public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+        do {
+            return try pool.write { db in
+                try db.execute(sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1) ON CONFLICT(entity) DO NOTHING", arguments: [entity.name])
+                let start = try Int64.fetchOne(db, sql: "SELECT next FROM loom_keys WHERE entity = ?", arguments: [entity.name]) ?? 1
+                try db.execute(sql: "UPDATE loom_keys SET next = ? WHERE entity = ?", arguments: [start + Int64(count), entity.name])
+                return start..<(start + Int64(count))
+            }
+        } catch {
+            throw translate(error, entity: entity)
+        }
+    }
+
+    public func close() throws(LoomError) {
+        do { try pool.close() } catch { throw translate(error, entity: nil) }
+    }
+}
+
+extension StoredValue {
+    init(_ storage: DatabaseValue.Storage) {
+        switch storage {
+        case .null: self = .null
+        case .int64(let v): self = .integer(v)
+        case .double(let v): self = .real(v)
+        case .string(let v): self = .text(v)
+        case .blob(let v): self = .blob(v)
+        }
+    }
+
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case .integer(let v): v.databaseValue
+        case .real(let v): v.databaseValue
+        case .text(let v): v.databaseValue
+        case .blob(let v): v.databaseValue
+        }
+    }
+}
