@@ -55,6 +55,7 @@ public final class SQLiteStore: PersistentStore {
         self.sql = SQLGenerator(schema: schema)
         let path = url.path
         try SQLiteStore.checkHeader(path: path)
+        try SQLiteStore.preflight(path: path, schema: schema)
         var configuration = Configuration()
         configuration.maximumReaderCount = max(1, options.maximumReaderCount)
         configuration.journalMode = .wal
@@ -88,6 +89,35 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
+    /// Checks an existing, non-empty file read-only, so that a foreign database or a store
+    /// made with another model is refused before anything (even WAL set-up) writes to it.
+    static func preflight(path: String, schema: Schema) throws(LoomError) {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        guard size > 0 else { return }
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            try queue.read { db in
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                if tables.contains("loom_metadata") {
+                    _ = try checkExisting(db, schema: schema, path: path, createIndexes: false)
+                } else if !tables.isEmpty {
+                    throw foreign(path: path, tables: tables)
+                }
+            }
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+
+    static func foreign(path: String, tables: [String]) -> LoomError {
+        LoomError(.notALoomStore, "\(path) is a SQLite database that Loom did not create (it has tables \(tables.prefix(5).joined(separator: ", ")) and no loom_metadata); Loom does not open foreign databases.", path: path)
+    }
+
     static func openError(_ error: any Error, path: String) -> LoomError {
         if let db = error as? DatabaseError, db.resultCode == .SQLITE_NOTADB {
             return LoomError(.notADatabase, "\(path) is not a SQLite database; open a Loom store, or choose another path.", path: path, underlying: error)
@@ -104,9 +134,7 @@ public final class SQLiteStore: PersistentStore {
                 if tables.contains("loom_metadata") {
                     return try checkExisting(db, schema: schema, path: path)
                 }
-                if !tables.isEmpty {
-                    throw LoomError(.notALoomStore, "\(path) is a SQLite database that Loom did not create (it has tables \(tables.prefix(5).joined(separator: ", ")) and no loom_metadata); Loom does not open foreign databases.", path: path)
-                }
+                if !tables.isEmpty { throw foreign(path: path, tables: tables) }
                 let id = UUID()
                 try db.execute(sql: "CREATE TABLE loom_metadata (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
                 try db.execute(sql: "CREATE TABLE loom_keys (entity TEXT PRIMARY KEY NOT NULL, next INTEGER NOT NULL)")
@@ -123,7 +151,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    private static func checkExisting(_ db: Database, schema: Schema, path: String) throws -> UUID {
+    private static func checkExisting(_ db: Database, schema: Schema, path: String, createIndexes: Bool = true) throws -> UUID {
         var metadata: [String: DatabaseValue] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
             metadata[row["key"]] = row["value"] as DatabaseValue
@@ -139,7 +167,9 @@ public final class SQLiteStore: PersistentStore {
             throw LoomError(.schemaMismatch, "The store at \(path) was made with a different model: \(differences.isEmpty ? "the version hashes differ" : differences.joined(separator: "; ")). Open it with the model it was made with (migrations come later).", path: path)
         }
         // Indexes may change without a migration: create those the model asks for.
-        for statement in SQLGenerator(schema: schema).indexStatements() { try db.execute(sql: statement) }
+        if createIndexes {
+            for statement in SQLGenerator(schema: schema).indexStatements() { try db.execute(sql: statement) }
+        }
         return id
     }
 

@@ -37,7 +37,12 @@ struct PredicateTranslator {
     }
 
     func constant(_ value: Any) throws(LoomError) -> PredicateNode {
-        if let stored = StoredValue.converting(value) { return .constant(stored) }
+        if let stored = StoredValue.converting(value) {
+            if case .text(let text) = stored, text.utf8.contains(0) {
+                throw unsupported("a string constant containing a NUL character, which stores cannot compare exactly")
+            }
+            return .constant(stored)
+        }
         if let id = value as? any LoomObjectIDConvertible {
             return .constant(.integer(id.loomErased.primaryKey))
         }
@@ -256,7 +261,13 @@ extension PredicateExpressions {
     }
 
     /// Builds ``StringLocalizedStandardContains``; called by the `#Predicate` macro.
+    @_disfavoredOverload
     public static func build_localizedStandardContains<Root, Other>(_ root: Root, _ other: Other) -> StringLocalizedStandardContains<Root, Other> {
         StringLocalizedStandardContains(root: root, other: other)
     }
 }
+
+extension PredicateExpressions.StringLocalizedStandardContains: StandardPredicateExpression
+where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
+
+extension PredicateExpressions.StringLocalizedStandardContains: Codable where Root: Codable, Other: Codable {}

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The set of entities a store holds, with a stable version hash.
 ///

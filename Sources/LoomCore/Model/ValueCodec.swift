@@ -5,12 +5,15 @@ import Foundation
 /// Built once per attribute, when its description is created, by looking at the Swift type:
 /// optionals unwrap to their wrapped type, ``PersistentValue`` types convert directly,
 /// `RawRepresentable` types go through their raw value, and `Codable` types through JSON.
-struct ValueCodec: Sendable {
+///
+/// `@unchecked Sendable`: a codec is immutable after creation, and its closures capture only
+/// metatypes and other codecs, which are never mutated.
+struct ValueCodec: @unchecked Sendable {
     let attributeType: AttributeType
     let isOptional: Bool
-    let encode: @Sendable (Any) throws(LoomError) -> StoredValue
+    let encode: (Any) throws(LoomError) -> StoredValue
     /// Returns the Swift value boxed in `Any`, or `nil` when the stored value cannot be one.
-    let decode: @Sendable (StoredValue) -> Any?
+    let decode: (StoredValue) -> Any?
     /// Why this type cannot be stored, when it cannot.
     let unsupportedReason: String?
 

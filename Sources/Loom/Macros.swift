@@ -1,0 +1,92 @@
+public import LoomCore
+
+/// Makes a class a persistent model, whose stored properties Loom keeps in the store.
+///
+/// Every stored instance `var` is persistent unless it is marked ``Transient()``; it needs an
+/// explicit type, and its initial value, if any, becomes the attribute's default value. `static`,
+/// `lazy` and computed properties are not persistent. `@Model` adds the `PersistentModel`
+/// conformance, the entity description `entity`, `init(backing:)` and `init(context:)`.
+///
+/// ```swift
+/// @Model final class Book {
+///     @Attribute(.unique) var isbn: String
+///     var title: String
+///     var pages: Int = 0
+///     @Transient var isExpanded = false
+///     #Index<Book>([\.title])
+///
+///     init(isbn: String, title: String) {
+///         self.isbn = isbn
+///         self.title = title
+///     }
+/// }
+///
+/// let book = Book(context: context)
+/// ```
+@attached(member, names: named(_loomBacking), named(entity), named(init), named(_loomPropertyName))
+@attached(memberAttribute)
+@attached(extension, conformances: PersistentModel)
+public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
+
+/// Stores a property of a ``Model()`` class in its object backing; `@Model` writes it, you don't.
+///
+/// `index` is the property's place among the persistent properties of its class, in
+/// declaration order, which is also its place in the entity's attributes.
+///
+/// ```swift
+/// @_PersistedProperty(index: 2) var pages: Int = 0
+/// ```
+@attached(accessor, names: named(init), named(get), named(set))
+public macro _PersistedProperty(index: Int) =
+    #externalMacro(module: "LoomMacros", type: "PersistedPropertyMacro")
+
+/// Sets options of a persistent property of a ``Model()`` class, such as uniqueness.
+///
+/// ```swift
+/// @Attribute(.unique) var isbn: String
+/// @Attribute(.index) var title: String
+/// ```
+@attached(peer)
+public macro Attribute(_ options: AttributeOption...) =
+    #externalMacro(module: "LoomMacros", type: "AttributeMacro")
+
+/// Keeps a stored property of a ``Model()`` class out of the store; it needs an initial value.
+///
+/// ```swift
+/// @Transient var isExpanded = false
+/// ```
+@attached(peer)
+public macro Transient() = #externalMacro(module: "LoomMacros", type: "TransientMacro")
+
+/// Declares that no two objects of a ``Model()`` class have equal values for the listed properties.
+///
+/// Each array is one constraint; a constraint over several properties forbids only equal
+/// combinations. It must stand in the body of the class, and name persistent properties.
+///
+/// ```swift
+/// @Model final class Book {
+///     var title: String
+///     var edition: Int
+///     #Unique<Book>([\.title, \.edition])
+/// }
+/// ```
+@freestanding(declaration)
+public macro Unique<T>(_ keyPaths: [PartialKeyPath<T>]...) =
+    #externalMacro(module: "LoomMacros", type: "UniqueMacro")
+
+/// Declares indexes of a ``Model()`` class, to speed up fetches that filter or sort on them.
+///
+/// Each array is one index, over one property or several. It must stand in the body of the
+/// class, and name persistent properties.
+///
+/// ```swift
+/// @Model final class Book {
+///     var title: String
+///     var rating: Double?
+///     var pages: Int
+///     #Index<Book>([\.title], [\.rating, \.pages])
+/// }
+/// ```
+@freestanding(declaration)
+public macro Index<T>(_ keyPaths: [PartialKeyPath<T>]...) =
+    #externalMacro(module: "LoomMacros", type: "IndexMacro")

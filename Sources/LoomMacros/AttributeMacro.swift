@@ -1,0 +1,13 @@
+import SwiftSyntax
+import SwiftSyntaxMacros
+
+/// `@Attribute(...)`: a marker that `@Model` reads for a property's options; it adds no code.
+enum AttributeMacro: PeerMacro {
+    static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}

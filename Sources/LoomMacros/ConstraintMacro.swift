@@ -1,0 +1,35 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxMacros
+
+/// `#Unique` and `#Index`: markers that `@Model` reads from the class body; they add no code.
+///
+/// `@Model` checks their key paths, since only it knows the persistent properties. These check
+/// only that they stand in the body of a `@Model` class, where `@Model` can see them.
+protocol ConstraintMacro: DeclarationMacro {
+    /// The macro's name, without `#`.
+    static var name: String { get }
+}
+
+extension ConstraintMacro {
+    static func expansion(
+        of node: some FreestandingMacroExpansionSyntax,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        let enclosingClass = context.lexicalContext.first?.as(ClassDeclSyntax.self)
+        if enclosingClass?.attributes.attribute(named: "Model") == nil {
+            context.diagnose(Diagnostic(node: node, message: LoomDiagnostic.notInModel(name)))
+        }
+        return []
+    }
+}
+
+/// `#Unique<Model>([\.a, \.b], ...)`: a uniqueness constraint over one or more properties.
+enum UniqueMacro: ConstraintMacro {
+    static let name = "Unique"
+}
+
+/// `#Index<Model>([\.a, \.b], ...)`: an index over one or more properties.
+enum IndexMacro: ConstraintMacro {
+    static let name = "Index"
+}

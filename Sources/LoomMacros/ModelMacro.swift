@@ -1,0 +1,151 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@Model`: makes a class a persistent model whose stored properties live in an `ObjectBacking`.
+///
+/// The member-attribute role marks each persistent property `@_PersistedProperty(index:)`; the
+/// member role adds the backing, the entity description, `init(backing:)`, `init(context:)` and
+/// `_loomPropertyName(for:)`; the extension role adds the `PersistentModel` conformance.
+///
+/// The generated code is laid out by hand rather than by swift-syntax's formatter, which would
+/// break each `defaultValue: { 0 }` closure over three lines.
+enum ModelMacro {}
+
+extension ModelMacro: Macro {
+    static var formatMode: FormatMode { .disabled }
+}
+
+extension ModelMacro: MemberMacro {
+    static func expansion(
+        of node: AttributeSyntax,
+        providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let classDeclaration = declaration.as(ClassDeclSyntax.self) else {
+            context.diagnose(Diagnostic(node: node, message: LoomDiagnostic.notAClass))
+            return []
+        }
+        let model = ModelDeclaration(classDeclaration)
+        for diagnostic in model.diagnostics {
+            context.diagnose(diagnostic)
+        }
+        if model.isGeneric { return [] }
+        return [
+            model.backingDeclaration,
+            model.entityDeclaration,
+            model.backingInitializer,
+            model.contextInitializer,
+            model.propertyNameFunction,
+        ]
+    }
+}
+
+extension ModelMacro: MemberAttributeMacro {
+    static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard let classDeclaration = declaration.as(ClassDeclSyntax.self),
+            let variable = member.as(VariableDeclSyntax.self)
+        else { return [] }
+        let model = ModelDeclaration(classDeclaration)
+        guard !model.isGeneric, let index = model.index(of: variable) else { return [] }
+        return ["@_PersistedProperty(index: \(literal: index))"]
+    }
+}
+
+extension ModelMacro: ExtensionMacro {
+    static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        guard let classDeclaration = declaration.as(ClassDeclSyntax.self),
+            classDeclaration.genericParameterClause == nil, !protocols.isEmpty
+        else { return [] }
+        let conformances = protocols.map(\.trimmedDescription).joined(separator: ", ")
+        return [try ExtensionDeclSyntax("extension \(type.trimmed): \(raw: conformances) {}")]
+    }
+}
+
+extension ModelDeclaration {
+    /// `var _loomBacking`, which holds the values of the persistent properties.
+    fileprivate var backingDeclaration: DeclSyntax {
+        """
+        \(raw: accessPrefix)private(set) var \(raw: Self.backingName): ObjectBacking = ObjectBacking(entity: \(typeName).entity)
+        """
+    }
+
+    /// `static let entity`, which describes the class to the store.
+    fileprivate var entityDeclaration: DeclSyntax {
+        var arguments = [
+            "name: \(StringLiteralExprSyntax(content: entityName))",
+            "modelType: \(typeName).self",
+        ]
+        if properties.isEmpty {
+            arguments.append("attributes: []")
+        } else {
+            let attributes = properties.map { "        \($0.attributeDescription)," }
+            arguments.append("attributes: [\n\(attributes.joined(separator: "\n"))\n    ]")
+        }
+        if !uniquenessConstraints.isEmpty {
+            arguments.append("uniquenessConstraints: \(Self.arrayLiteral(uniquenessConstraints))")
+        }
+        if !indexes.isEmpty {
+            arguments.append("indexes: \(Self.arrayLiteral(indexes))")
+        }
+        let argumentList = arguments.map { "    \($0)" }.joined(separator: ",\n")
+        return """
+            \(raw: accessPrefix)static let entity: EntityDescription = EntityDescription(
+            \(raw: argumentList)
+            )
+            """
+    }
+
+    /// `init(backing:)`, through which the runtime makes objects for stored rows.
+    fileprivate var backingInitializer: DeclSyntax {
+        let required = isFinal ? "" : "required "
+        return """
+            \(raw: accessPrefix)\(raw: required)init(backing: ObjectBacking) {
+                self.\(raw: Self.backingName) = backing
+            }
+            """
+    }
+
+    /// `init(context:)`, which makes a new object and inserts it into a context.
+    fileprivate var contextInitializer: DeclSyntax {
+        """
+        \(raw: accessPrefix)convenience init(context: ManagedObjectContext) {
+            self.init(backing: ObjectBacking(entity: \(typeName).entity))
+            context.insert(self)
+        }
+        """
+    }
+
+    /// `_loomPropertyName(for:)`, which maps a key path to the name of a persistent property.
+    fileprivate var propertyNameFunction: DeclSyntax {
+        let tests = properties.map { property in
+            "    if keyPath == \\\(typeName).\(property.identifier) { return \(StringLiteralExprSyntax(content: property.name)) }\n"
+        }
+        return """
+            \(raw: accessPrefix)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+            \(raw: tests.joined())    return nil
+            }
+            """
+    }
+
+    /// `[["a", "b"], ["c"]]`.
+    private static func arrayLiteral(_ groups: [[String]]) -> String {
+        let inner = groups.map { group in
+            "[" + group.map { StringLiteralExprSyntax(content: $0).description }.joined(separator: ", ") + "]"
+        }
+        return "[" + inner.joined(separator: ", ") + "]"
+    }
+}

@@ -1,0 +1,38 @@
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@_PersistedProperty(index:)`: turns a persistent property into accessors of its `ObjectBacking`.
+///
+/// `@Model` attaches it to each persistent property; users don't write it. A property with an
+/// initial value also gets an empty `init` accessor, so that it may keep its initial value: the
+/// value itself reaches the store through the entity's default value.
+enum PersistedPropertyMacro: AccessorMacro {
+    static func expansion(
+        of node: AttributeSyntax,
+        providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+            variable.bindings.count == 1, let binding = variable.bindings.first,
+            let type = binding.typeAnnotation?.type,
+            let index = index(in: node)
+        else { return [] }
+        var accessors: [AccessorDeclSyntax] = []
+        if binding.initializer != nil {
+            accessors.append("init(initialValue) {}")
+        }
+        accessors.append("get { _loomBacking.value(at: \(literal: index), as: \(type.metatypeOperand).self) }")
+        accessors.append("set { _loomBacking.setValue(newValue, at: \(literal: index)) }")
+        return accessors
+    }
+
+    /// The integer literal of the `index:` argument.
+    private static func index(in attribute: AttributeSyntax) -> Int? {
+        guard case .argumentList(let arguments) = attribute.arguments,
+            let argument = arguments.first(where: { $0.label?.text == "index" }),
+            let literal = argument.expression.as(IntegerLiteralExprSyntax.self)
+        else { return nil }
+        return Int(literal.literal.text)
+    }
+}

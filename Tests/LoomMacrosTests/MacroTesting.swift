@@ -1,0 +1,77 @@
+@testable import LoomMacros
+import SwiftSyntax
+import SwiftSyntaxMacros
+import SwiftSyntaxMacroExpansion
+import SwiftSyntaxMacrosGenericTestSupport
+import Testing
+
+/// Every Loom macro, under the names `Loom/Macros.swift` declares them with.
+let loomMacros: [String: MacroSpec] = [
+    "Model": MacroSpec(type: ModelMacro.self, conformances: ["PersistentModel"]),
+    "_PersistedProperty": MacroSpec(type: PersistedPropertyMacro.self),
+    "Attribute": MacroSpec(type: AttributeMacro.self),
+    "Transient": MacroSpec(type: TransientMacro.self),
+    "Unique": MacroSpec(type: UniqueMacro.self),
+    "Index": MacroSpec(type: IndexMacro.self),
+]
+
+/// Expands `source` with Loom's macros and records an issue where the expansion, diagnostics or
+/// Fix-Its differ from the expected ones.
+func assertLoomExpansion(
+    _ source: String,
+    expandedSource: String,
+    diagnostics: [DiagnosticSpec] = [],
+    macros: [String: MacroSpec] = loomMacros,
+    applyFixIts: [String]? = nil,
+    fixedSource: String? = nil,
+    fileID: StaticString = #fileID,
+    filePath: StaticString = #filePath,
+    line: UInt = #line,
+    column: UInt = #column
+) {
+    assertMacroExpansion(
+        source,
+        expandedSource: expandedSource,
+        diagnostics: diagnostics,
+        macroSpecs: macros,
+        applyFixIts: applyFixIts,
+        fixedSource: fixedSource,
+        failureHandler: { failure in
+            Issue.record(
+                Comment(rawValue: failure.message),
+                sourceLocation: SourceLocation(
+                    fileID: failure.location.fileID, filePath: failure.location.filePath,
+                    line: failure.location.line, column: failure.location.column))
+        },
+        fileID: fileID, filePath: filePath, line: line, column: column)
+}
+
+/// `@Model`'s member-attribute role alone, to see the attributes it adds before they expand.
+enum ModelMemberAttributeRole: MemberAttributeMacro {
+    static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        try ModelMacro.expansion(of: node, attachedTo: declaration, providingAttributesFor: member, in: context)
+    }
+}
+
+/// `@Model`'s member role, keeping only `static let entity`, for tests about the entity alone.
+enum ModelEntityOnly: MemberMacro {
+    static var formatMode: FormatMode { ModelMacro.formatMode }
+
+    static func expansion(
+        of node: AttributeSyntax,
+        providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        let members = try ModelMacro.expansion(
+            of: node, providingMembersOf: declaration, conformingTo: protocols, in: context)
+        return members.filter { member in
+            member.as(VariableDeclSyntax.self)?.modifiers.contains { $0.name.text == "static" } == true
+        }
+    }
+}

@@ -1,0 +1,479 @@
+import SwiftSyntaxMacroExpansion
+import Testing
+
+@Suite struct ModelMacroTests {
+    @Test func bookExpandsToTheContract() {
+        assertLoomExpansion(
+            #"""
+            @Model final class Book {
+                @Attribute(.unique) var isbn: String
+                var title: String
+                var pages: Int = 0
+                var rating: Double?
+                var status: Status = .draft
+                @Transient var scratch: Int = 0
+                static var shared = 1
+                var computed: Int { pages * 2 }
+                #Unique<Book>([\.title, \.pages])
+                #Index<Book>([\.title], [\.rating, \.pages])
+                init(isbn: String, title: String) { self.isbn = isbn; self.title = title }
+            }
+            """#,
+            expandedSource: #"""
+                final class Book {
+                    var isbn: String {
+                        get {
+                            _loomBacking.value(at: 0, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 0)
+                        }
+                    }
+                    var title: String {
+                        get {
+                            _loomBacking.value(at: 1, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 1)
+                        }
+                    }
+                    var pages: Int {
+                        init(initialValue) {
+                        }
+                        get {
+                            _loomBacking.value(at: 2, as: Int.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 2)
+                        }
+                    }
+                    var rating: Double? {
+                        get {
+                            _loomBacking.value(at: 3, as: Double?.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 3)
+                        }
+                    }
+                    var status: Status {
+                        init(initialValue) {
+                        }
+                        get {
+                            _loomBacking.value(at: 4, as: Status.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 4)
+                        }
+                    }
+                    var scratch: Int = 0
+                    static var shared = 1
+                    var computed: Int { pages * 2 }
+                    init(isbn: String, title: String) { self.isbn = isbn; self.title = title }
+
+                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Book.entity)
+
+                    static let entity: EntityDescription = EntityDescription(
+                        name: "Book",
+                        modelType: Book.self,
+                        attributes: [
+                            AttributeDescription(name: "isbn", valueType: String.self, isUnique: true),
+                            AttributeDescription(name: "title", valueType: String.self),
+                            AttributeDescription(name: "pages", valueType: Int.self, defaultValue: { 0 }),
+                            AttributeDescription(name: "rating", valueType: Double?.self),
+                            AttributeDescription(name: "status", valueType: Status.self, defaultValue: { .draft }),
+                        ],
+                        uniquenessConstraints: [["title", "pages"]],
+                        indexes: [["title"], ["rating", "pages"]]
+                    )
+
+                    init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Book.entity))
+                        context.insert(self)
+                    }
+
+                    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Book.isbn { return "isbn" }
+                        if keyPath == \Book.title { return "title" }
+                        if keyPath == \Book.pages { return "pages" }
+                        if keyPath == \Book.rating { return "rating" }
+                        if keyPath == \Book.status { return "status" }
+                        return nil
+                    }
+                }
+
+                extension Book: PersistentModel {}
+                """#)
+    }
+
+    @Test func memberAttributeRoleNumbersPersistentPropertiesInDeclarationOrder() {
+        assertLoomExpansion(
+            """
+            @Model final class Book {
+                @Attribute(.unique) var isbn: String
+                @Transient var scratch: Int = 0
+                static var shared = 1
+                var title: String
+                lazy var cache: [String] = []
+                var computed: Int { 0 }
+                var pages: Int = 0
+            }
+            """,
+            expandedSource: """
+                final class Book {
+                    @Attribute(.unique)
+                    @_PersistedProperty(index: 0) var isbn: String
+                    @Transient var scratch: Int = 0
+                    static var shared = 1
+                    @_PersistedProperty(index: 1)
+                    var title: String
+                    lazy var cache: [String] = []
+                    var computed: Int { 0 }
+                    @_PersistedProperty(index: 2)
+                    var pages: Int = 0
+                }
+                """,
+            macros: ["Model": MacroSpec(type: ModelMemberAttributeRole.self)])
+    }
+
+    @Test func publicClassGetsPublicRequiredMembers() {
+        assertLoomExpansion(
+            #"""
+            @Model public class Author {
+                public var name: String
+            }
+            """#,
+            expandedSource: #"""
+                public class Author {
+                    public var name: String {
+                        get {
+                            _loomBacking.value(at: 0, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 0)
+                        }
+                    }
+
+                    public private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Author.entity)
+
+                    public static let entity: EntityDescription = EntityDescription(
+                        name: "Author",
+                        modelType: Author.self,
+                        attributes: [
+                            AttributeDescription(name: "name", valueType: String.self),
+                        ]
+                    )
+
+                    public required init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    public convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Author.entity))
+                        context.insert(self)
+                    }
+
+                    public static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Author.name { return "name" }
+                        return nil
+                    }
+                }
+
+                extension Author: PersistentModel {}
+                """#)
+    }
+
+    @Test(arguments: [
+        ("public final", "public "),
+        ("open", "public "),
+        ("package final", "package "),
+        ("final", ""),
+        ("private final", ""),
+    ])
+    func membersMatchTheAccessOfTheClass(modifiers: String, access: String) {
+        let required = modifiers.contains("final") ? "" : "required "
+        assertLoomExpansion(
+            """
+            @Model \(modifiers) class Tag {
+            }
+            """,
+            expandedSource: #"""
+                \#(modifiers) class Tag {
+
+                    \#(access)private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Tag.entity)
+
+                    \#(access)static let entity: EntityDescription = EntityDescription(
+                        name: "Tag",
+                        modelType: Tag.self,
+                        attributes: []
+                    )
+
+                    \#(access)\#(required)init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    \#(access)convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Tag.entity))
+                        context.insert(self)
+                    }
+
+                    \#(access)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        return nil
+                    }
+                }
+
+                extension Tag: PersistentModel {}
+                """#)
+    }
+
+    @Test func optionalTypesAreKeptAsWritten() {
+        assertLoomExpansion(
+            """
+            @Model final class Reader {
+                var nickname: String?
+                var email: Optional<String>
+                var lastSeen: Date? = nil
+                var favorite: Int!
+            }
+            """,
+            expandedSource: #"""
+                final class Reader {
+                    var nickname: String? {
+                        get {
+                            _loomBacking.value(at: 0, as: String?.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 0)
+                        }
+                    }
+                    var email: Optional<String> {
+                        get {
+                            _loomBacking.value(at: 1, as: Optional<String>.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 1)
+                        }
+                    }
+                    var lastSeen: Date? {
+                        init(initialValue) {
+                        }
+                        get {
+                            _loomBacking.value(at: 2, as: Date?.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 2)
+                        }
+                    }
+                    var favorite: Int! {
+                        get {
+                            _loomBacking.value(at: 3, as: Int?.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 3)
+                        }
+                    }
+
+                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Reader.entity)
+
+                    static let entity: EntityDescription = EntityDescription(
+                        name: "Reader",
+                        modelType: Reader.self,
+                        attributes: [
+                            AttributeDescription(name: "nickname", valueType: String?.self),
+                            AttributeDescription(name: "email", valueType: Optional<String>.self),
+                            AttributeDescription(name: "lastSeen", valueType: Date?.self, defaultValue: { nil }),
+                            AttributeDescription(name: "favorite", valueType: Int?.self),
+                        ]
+                    )
+
+                    init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Reader.entity))
+                        context.insert(self)
+                    }
+
+                    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Reader.nickname { return "nickname" }
+                        if keyPath == \Reader.email { return "email" }
+                        if keyPath == \Reader.lastSeen { return "lastSeen" }
+                        if keyPath == \Reader.favorite { return "favorite" }
+                        return nil
+                    }
+                }
+
+                extension Reader: PersistentModel {}
+                """#)
+    }
+
+    @Test func classWithoutPersistentPropertiesHasAnEntityWithoutAttributes() {
+        assertLoomExpansion(
+            """
+            @Model final class Session {
+                @Transient var openedAt: Int = 0
+                @Transient var note: String?
+                static let shared = 1
+                var uptime: Int { openedAt }
+            }
+            """,
+            expandedSource: """
+                final class Session {
+                    var openedAt: Int = 0
+                    var note: String?
+                    static let shared = 1
+                    var uptime: Int { openedAt }
+
+                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Session.entity)
+
+                    static let entity: EntityDescription = EntityDescription(
+                        name: "Session",
+                        modelType: Session.self,
+                        attributes: []
+                    )
+
+                    init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Session.entity))
+                        context.insert(self)
+                    }
+
+                    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        return nil
+                    }
+                }
+
+                extension Session: PersistentModel {}
+                """)
+    }
+
+    /// `@Loom.Attribute` stays in the expected source only because the test expander knows macros
+    /// by their plain name; the compiler resolves it, and `@Model` reads it either way.
+    @Test func attributeOptionsBecomeEntityArguments() {
+        assertLoomExpansion(
+            """
+            @Model final class Account {
+                @Attribute(.index) var name: String
+                @Attribute(.unique, .index) var email: String = ""
+                @Loom.Attribute(AttributeOption.unique) var handle: String
+            }
+            """,
+            expandedSource: #"""
+                final class Account {
+                    var name: String {
+                        get {
+                            _loomBacking.value(at: 0, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 0)
+                        }
+                    }
+                    var email: String {
+                        init(initialValue) {
+                        }
+                        get {
+                            _loomBacking.value(at: 1, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 1)
+                        }
+                    }
+                    @Loom.Attribute(AttributeOption.unique)
+                    var handle: String {
+                        get {
+                            _loomBacking.value(at: 2, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 2)
+                        }
+                    }
+
+                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Account.entity)
+
+                    static let entity: EntityDescription = EntityDescription(
+                        name: "Account",
+                        modelType: Account.self,
+                        attributes: [
+                            AttributeDescription(name: "name", valueType: String.self, isIndexed: true),
+                            AttributeDescription(name: "email", valueType: String.self, isUnique: true, isIndexed: true, defaultValue: { "" }),
+                            AttributeDescription(name: "handle", valueType: String.self, isUnique: true),
+                        ]
+                    )
+
+                    init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Account.entity))
+                        context.insert(self)
+                    }
+
+                    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Account.name { return "name" }
+                        if keyPath == \Account.email { return "email" }
+                        if keyPath == \Account.handle { return "handle" }
+                        return nil
+                    }
+                }
+
+                extension Account: PersistentModel {}
+                """#)
+    }
+
+    @Test func backtickedNamesAreStoredWithoutBackticks() {
+        assertLoomExpansion(
+            """
+            @Model final class Setting {
+                var `default`: Bool = false
+            }
+            """,
+            expandedSource: #"""
+                final class Setting {
+                    var `default`: Bool {
+                        init(initialValue) {
+                        }
+                        get {
+                            _loomBacking.value(at: 0, as: Bool.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 0)
+                        }
+                    }
+
+                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Setting.entity)
+
+                    static let entity: EntityDescription = EntityDescription(
+                        name: "Setting",
+                        modelType: Setting.self,
+                        attributes: [
+                            AttributeDescription(name: "default", valueType: Bool.self, defaultValue: { false }),
+                        ]
+                    )
+
+                    init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Setting.entity))
+                        context.insert(self)
+                    }
+
+                    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Setting.`default` { return "default" }
+                        return nil
+                    }
+                }
+
+                extension Setting: PersistentModel {}
+                """#)
+    }
+}

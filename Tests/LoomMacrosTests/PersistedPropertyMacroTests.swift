@@ -1,0 +1,64 @@
+import SwiftSyntaxMacroExpansion
+import Testing
+
+@Suite struct PersistedPropertyMacroTests {
+    @Test func propertyWithoutInitialValueGetsOnlyGetAndSet() {
+        assertLoomExpansion(
+            """
+            @_PersistedProperty(index: 7) var title: String
+            """,
+            expandedSource: """
+                var title: String {
+                    get {
+                        _loomBacking.value(at: 7, as: String.self)
+                    }
+                    set {
+                        _loomBacking.setValue(newValue, at: 7)
+                    }
+                }
+                """)
+    }
+
+    @Test func propertyWithInitialValueAlsoGetsAnEmptyInitAccessor() {
+        assertLoomExpansion(
+            """
+            @_PersistedProperty(index: 0) var pages: Int = 0
+            """,
+            expandedSource: """
+                var pages: Int {
+                    init(initialValue) {
+                    }
+                    get {
+                        _loomBacking.value(at: 0, as: Int.self)
+                    }
+                    set {
+                        _loomBacking.setValue(newValue, at: 0)
+                    }
+                }
+                """)
+    }
+
+    @Test(arguments: [
+        ("[String: [Int]]", "[String: [Int]]"),
+        ("Int!", "Int?"),
+        ("any Codable", "(any Codable)"),
+        ("(any Codable)?", "(any Codable)?"),
+        ("Swift.Result<Int, any Error>", "Swift.Result<Int, any Error>"),
+    ])
+    func typeIsWrittenSoThatDotSelfParses(written: String, metatype: String) {
+        assertLoomExpansion(
+            """
+            @_PersistedProperty(index: 1) var value: \(written)
+            """,
+            expandedSource: """
+                var value: \(written) {
+                    get {
+                        _loomBacking.value(at: 1, as: \(metatype).self)
+                    }
+                    set {
+                        _loomBacking.setValue(newValue, at: 1)
+                    }
+                }
+                """)
+    }
+}

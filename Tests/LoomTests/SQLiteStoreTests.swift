@@ -1,0 +1,128 @@
+import Foundation
+import Loom
+import Testing
+
+@MainActor
+@Suite("SQLite store")
+struct SQLiteStoreTests {
+    @Test("Saved data is there after reopening the file")
+    func persistsAcrossOpens() throws {
+        let url = TemporaryDirectory.make().appending(path: "library.loom")
+        let id: ObjectID<Book>
+        do {
+            let container = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
+            let book = Book(isbn: "1", title: "Persistent")
+            container.viewContext.insert(book)
+            try container.viewContext.save()
+            id = book.objectID
+            try container.close()
+        }
+        let reopened = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
+        #expect(try reopened.viewContext.existingObject(with: id).title == "Persistent")
+        // Keys stay permanent: a new object never reuses one.
+        let next = Book(context: reopened.viewContext)
+        #expect(next.objectID.primaryKey > id.primaryKey)
+    }
+
+    @Test("A file that is not SQLite is refused and left untouched")
+    func notSQLite() throws {
+        let url = TemporaryDirectory.make().appending(path: "notes.txt")
+        let content = Data("these are my notes, not a database\n".utf8)
+        try content.write(to: url)
+        let error = try #require(throws: LoomError.self) {
+            try SQLiteStore(url: url, schema: Schema(Book.self))
+        }
+        #expect(error.code == .notADatabase)
+        #expect(error.path == url.path)
+        #expect(try Data(contentsOf: url) == content)
+    }
+
+    @Test("A SQLite database Loom did not create is refused and left untouched")
+    func foreignSQLite() throws {
+        let url = TemporaryDirectory.make().appending(path: "other.sqlite")
+        // Make a foreign database with the SQLite store machinery's own dependency, GRDB, via Loom:
+        // a store with a different schema is still a Loom store, so write raw SQL instead.
+        try ForeignDatabase.create(at: url)
+        let before = try Data(contentsOf: url)
+        let error = try #require(throws: LoomError.self) {
+            try SQLiteStore(url: url, schema: Schema(Book.self))
+        }
+        #expect(error.code == .notALoomStore)
+        #expect(error.message.contains("people"))
+        #expect(try Data(contentsOf: url) == before)
+    }
+
+    @Test("Opening a store with a different model names what differs")
+    func schemaMismatch() throws {
+        let url = TemporaryDirectory.make().appending(path: "library.loom")
+        try SQLiteStore(url: url, schema: Schema(Book.self)).close()
+        let error = try #require(throws: LoomError.self) {
+            try SQLiteStore(url: url, schema: Schema(Book.self, Shelf.self))
+        }
+        #expect(error.code == .schemaMismatch)
+        #expect(error.message.contains("entity Shelf is in the model but not in the store"))
+
+        let changed = EntityDescription(name: "Book", modelType: nil, attributes: [
+            AttributeDescription(name: "isbn", valueType: String.self, isUnique: true),
+            AttributeDescription(name: "title", valueType: Int.self),
+        ])
+        let typeError = try #require(throws: LoomError.self) {
+            try SQLiteStore(url: url, schema: Schema([changed]))
+        }
+        #expect(typeError.message.contains("Book.title is string in the store but integer64 in the model"))
+        #expect(typeError.message.contains("Book.pages is in the store but not in the model"))
+    }
+
+    @Test("The schema saved in the store opens without the model, as dynamic objects")
+    func dynamicAccess() throws {
+        let url = TemporaryDirectory.make().appending(path: "library.loom")
+        do {
+            let container = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
+            container.viewContext.insert(Book(isbn: "1", title: "Dynamic", pages: 12))
+            try container.viewContext.save()
+            try container.close()
+        }
+        let schema = try SQLiteStore.savedSchema(at: url)
+        #expect(schema.versionHash == (try Schema(Book.self)).versionHash)
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        let context = container.viewContext
+        let books = try context.fetch(DynamicFetchRequest(entityName: "Book", sortBy: [("title", true)]))
+        let book = try #require(books.first as? DynamicObject)
+        #expect(book["title"] == .text("Dynamic"))
+        #expect(book["pages"] == .integer(12))
+        book["pages"] = .integer(13)
+        try context.save()
+        let wrong = try DynamicObject(entity: try #require(schema.entity(named: "Book")), context: context)
+        wrong["isbn"] = .text("2")
+        wrong["title"] = .integer(5)
+        let error = try #require(throws: LoomError.self) { try context.save() }
+        #expect(error.code == .typeMismatch)
+        #expect(error.attributeNames == ["title"])
+        #expect(throws: LoomError.self) { try context.fetch(DynamicFetchRequest(entityName: "Nope")) }
+    }
+
+    @Test("synchronous is NORMAL by default and FULL on request")
+    func synchronousMode() throws {
+        let dir = TemporaryDirectory.make()
+        let normal = try SQLiteStore(url: dir.appending(path: "a.loom"), schema: Schema(Book.self))
+        #expect(try normal.pragma("synchronous") == 1)
+        #expect(try normal.pragma("journal_mode") == "wal")
+        let full = try SQLiteStore(url: dir.appending(path: "b.loom"), schema: Schema(Book.self), options: .init(synchronous: .full))
+        #expect(try full.pragma("synchronous") == 2)
+    }
+
+    @Test("A row changed outside Loom to the wrong type is an error, not a crash")
+    func corruptRow() throws {
+        let url = TemporaryDirectory.make().appending(path: "library.loom")
+        let container = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
+        container.viewContext.insert(Book(isbn: "1", title: "Fine", pages: 3))
+        try container.viewContext.save()
+        try ForeignDatabase.execute("UPDATE \"Book\" SET \"pages\" = 'three'", at: url)
+        let fresh = container.newBackgroundContext()
+        let error = try fresh.performAndWait { context in
+            try #require(throws: LoomError.self) { try context.fetch(FetchRequest<Book>()) }
+        }
+        #expect(error.code == .corruptValue)
+        #expect(error.attributeNames == ["pages"])
+    }
+}

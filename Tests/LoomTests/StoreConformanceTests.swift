@@ -1,0 +1,431 @@
+import Foundation
+import Loom
+import Testing
+
+/// Store-level behaviour that must be the same on every store.
+@MainActor
+@Suite("Store conformance")
+struct StoreConformanceTests {
+    @Test("Inserted objects are saved and fetched back", arguments: StoreKind.allCases)
+    func insertSaveFetch(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "Threads", pages: 320)
+        context.insert(book)
+        #expect(book.isInserted)
+        #expect(context.hasChanges)
+        try context.save()
+        #expect(!context.hasChanges)
+        #expect(!book.isInserted)
+
+        let other = container.newBackgroundContext()
+        let titles = try other.performAndWait { context in
+            try context.fetch(FetchRequest<Book>()).map { "\($0.title):\($0.pages)" }
+        }
+        #expect(titles == ["Threads:320"])
+    }
+
+    @Test("IDs are permanent from insert and survive save", arguments: StoreKind.allCases)
+    func permanentIDs(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(context: context)
+        book.isbn = "1"; book.title = "A"
+        let before = book.objectID
+        try context.save()
+        #expect(book.objectID == before)
+        let second = Book(context: context)
+        #expect(second.objectID != before)
+        #expect(second.objectID.primaryKey > 0)
+    }
+
+    @Test("Defaults come from initial values; optionals start nil", arguments: StoreKind.allCases)
+    func defaults(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let book = Book(context: container.viewContext)
+        #expect(book.pages == 0)
+        #expect(book.genre == .fiction)
+        #expect(book.rating == nil)
+        #expect(Book.entity.attribute(named: "scratch") == nil)
+    }
+
+    @Test("Predicates, sorting, limit and offset", arguments: StoreKind.allCases)
+    func queries(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        for (i, title) in ["Alpha", "beta", "Gamma", "delta", "Épsilon"].enumerated() {
+            let book = Book(isbn: "\(i)", title: title, pages: (i + 1) * 100)
+            book.rating = i.isMultiple(of: 2) ? Double(i) : nil
+            book.genre = i < 2 ? .science : .history
+            context.insert(book)
+        }
+        try context.save()
+
+        func titles(_ request: FetchRequest<Book>) throws -> [String] {
+            try context.fetch(request).map(\.title)
+        }
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.pages > 250 }, sortBy: [SortDescriptor(\.pages)])) == ["Gamma", "delta", "Épsilon"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.pages >= 200 && $0.pages <= 300 }, sortBy: [SortDescriptor(\.title)])) == ["Gamma", "beta"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.pages < 200 || $0.pages == 500 }, sortBy: [SortDescriptor(\.pages, order: .reverse)])) == ["Épsilon", "Alpha"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { !($0.pages > 100) })) == ["Alpha"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.rating == nil }, sortBy: [SortDescriptor(\.title)])) == ["beta", "delta"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.rating != nil }, sortBy: [SortDescriptor(\.pages)])) == ["Alpha", "Gamma", "Épsilon"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { ($0.rating ?? -1) > 1 }, sortBy: [SortDescriptor(\.pages)])) == ["Gamma", "Épsilon"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.rating.flatMap { $0 >= 2 } == true }, sortBy: [SortDescriptor(\.pages)])) == ["Gamma", "Épsilon"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.title.contains("ta") }, sortBy: [SortDescriptor(\.pages)])) == ["beta", "delta"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.title.starts(with: "G") })) == ["Gamma"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.title.localizedStandardContains("EPS") })) == ["Épsilon"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.title.localizedStandardContains("alp") })) == ["Alpha"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.title.localizedLowercase == "gamma" })) == ["Gamma"])
+        let wanted = [100, 300]
+        #expect(try titles(FetchRequest(predicate: #Predicate { wanted.contains($0.pages) }, sortBy: [SortDescriptor(\.pages)])) == ["Alpha", "Gamma"])
+        let science = Genre.science
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.genre == science }, sortBy: [SortDescriptor(\.pages)])) == ["Alpha", "beta"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.pages % 200 == 0 }, sortBy: [SortDescriptor(\.pages)])) == ["beta", "delta"])
+        #expect(try titles(FetchRequest(predicate: #Predicate { $0.title.count == 5 }, sortBy: [SortDescriptor(\.pages)])) == ["Alpha", "Gamma", "delta"])
+        // Sort by binary (code point) order: upper case before lower case.
+        #expect(try titles(FetchRequest(sortBy: [SortDescriptor(\.title)])) == ["Alpha", "Gamma", "beta", "delta", "Épsilon"])
+        #expect(try titles(FetchRequest(sortBy: [SortDescriptor(\.pages)], fetchLimit: 2, fetchOffset: 1)) == ["beta", "Gamma"])
+        #expect(try context.count(for: FetchRequest<Book>(predicate: #Predicate { $0.pages > 150 })) == 4)
+        #expect(try context.count(for: FetchRequest<Book>(fetchLimit: 2, fetchOffset: 4)) == 1)
+        #expect(try context.fetchIDs(FetchRequest<Book>(sortBy: [SortDescriptor(\.pages)], fetchLimit: 1)).first?.primaryKey != nil)
+        // Optional sort: nil first ascending, as SQLite orders NULLs.
+        #expect(try titles(FetchRequest(sortBy: [SortDescriptor(\.rating), SortDescriptor(\.title)])) == ["beta", "delta", "Alpha", "Gamma", "Épsilon"])
+    }
+
+    @Test("Fetches reflect unsaved inserts, edits and deletes", arguments: StoreKind.allCases)
+    func pendingChanges(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let a = Book(isbn: "a", title: "A", pages: 100)
+        let b = Book(isbn: "b", title: "B", pages: 200)
+        let c = Book(isbn: "c", title: "C", pages: 300)
+        [a, b, c].forEach(context.insert)
+        try context.save()
+
+        let d = Book(isbn: "d", title: "D", pages: 400)   // unsaved insert
+        context.insert(d)
+        a.pages = 1000                                     // unsaved edit: now matches
+        c.pages = 10                                       // unsaved edit: no longer matches
+        context.delete(b)                                  // unsaved delete
+        let request = FetchRequest<Book>(predicate: #Predicate { $0.pages > 150 }, sortBy: [SortDescriptor(\.pages)])
+        #expect(try context.fetch(request).map(\.title) == ["D", "A"])
+        #expect(try context.count(for: request) == 2)
+        #expect(try context.fetchIDs(request) == [d.objectID, a.objectID])
+        var limited = request
+        limited.fetchLimit = 1
+        #expect(try context.fetch(limited).map(\.title) == ["D"])
+
+        var storeOnly = request
+        storeOnly.includesPendingChanges = false
+        #expect(try context.fetch(storeOnly).map(\.title) == ["B", "C"])
+    }
+
+    @Test("Uniqueness is checked among pending inserts before any write", arguments: StoreKind.allCases)
+    func uniquenessAmongPending(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        context.insert(Book(isbn: "dup-978", title: "One"))
+        let second = Book(isbn: "dup-978", title: "Two")
+        context.insert(second)
+        let error = try #require(throws: LoomError.self) { try context.save() }
+        #expect(error.code == .uniquenessViolation)
+        #expect(error.entityName == "Book")
+        #expect(error.attributeNames == ["isbn"])
+        #expect(!error.message.contains("dup-978"), "values must not leak into messages")
+        // Nothing was written, the context is unchanged and usable.
+        #expect(context.hasChanges)
+        #expect(try context.count(for: FetchRequest<Book>(fetchLimit: nil)) == 2)
+        let fresh = container.newBackgroundContext()
+        #expect(try fresh.performAndWait { try $0.count(for: FetchRequest<Book>()) } == 0)
+        second.isbn = "different"
+        try context.save()
+        #expect(try fresh.performAndWait { try $0.count(for: FetchRequest<Book>()) } == 2)
+    }
+
+    @Test("Uniqueness against saved rows, single and compound", arguments: StoreKind.allCases)
+    func uniquenessAgainstStore(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        context.insert(Book(isbn: "x", title: "One"))
+        context.insert(Shelf(room: "hall", position: 1))
+        context.insert(Shelf(room: "hall", position: 2))
+        try context.save()
+
+        let background = container.newBackgroundContext()
+        let error = try background.performAndWait { context in
+            context.insert(Book(isbn: "x", title: "Two"))
+            return try #require(throws: LoomError.self) { try context.save() }
+        }
+        #expect(error.code == .uniquenessViolation)
+        #expect(error.attributeNames == ["isbn"])
+
+        context.insert(Shelf(room: "hall", position: 2))
+        let compound = try #require(throws: LoomError.self) { try context.save() }
+        #expect(compound.code == .uniquenessViolation)
+        #expect(compound.entityName == "Shelf")
+        #expect(Set(compound.attributeNames) == ["room", "position"])
+        // Same room, other position: fine once the duplicate is fixed.
+        context.rollback()
+        context.insert(Shelf(room: "hall", position: 3))
+        try context.save()
+        #expect(try context.count(for: FetchRequest<Shelf>()) == 3)
+    }
+
+    @Test("A missing required value fails the save and changes nothing", arguments: StoreKind.allCases)
+    func missingRequired(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(context: context)
+        book.isbn = "1"
+        let error = try #require(throws: LoomError.self) { try context.save() }
+        #expect(error.code == .missingRequiredValue)
+        #expect(error.attributeNames == ["title"])
+        #expect(error.objectID == book.anyObjectID)
+        #expect(book.isInserted)
+        book.title = "Now set"
+        try context.save()
+        #expect(!book.isInserted)
+    }
+
+    @Test("A save that conflicts in the store leaves the context exactly as it was", arguments: StoreKind.allCases)
+    func failedSaveLeavesContextIntact(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let kept = Book(isbn: "k", title: "Kept", pages: 1)
+        context.insert(kept)
+        context.insert(Book(isbn: "dup", title: "Saved"))
+        try context.save()
+
+        kept.pages = 2
+        let newBook = Book(isbn: "dup", title: "Clash")
+        context.insert(newBook)
+        #expect(throws: LoomError.self) { try context.save() }
+        #expect(kept.pages == 2)
+        #expect(kept.isUpdated)
+        #expect(newBook.isInserted)
+        #expect(context.hasChanges)
+        // The store still has the old value.
+        let stored = try container.newBackgroundContext().performAndWait { context in
+            try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "k" })).first?.pages
+        }
+        #expect(stored == 1)
+        newBook.isbn = "unique"
+        try context.save()
+    }
+
+    @Test("Rollback restores saved values and forgets inserts", arguments: StoreKind.allCases)
+    func rollback(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "Original")
+        context.insert(book)
+        try context.save()
+        book.title = "Changed"
+        let inserted = Book(isbn: "2", title: "New")
+        context.insert(inserted)
+        let insertedID = inserted.objectID
+        context.delete(book)
+        context.rollback()
+        #expect(book.title == "Original")
+        #expect(!book.isDeleted)
+        #expect(!context.hasChanges)
+        #expect(context.registeredObject(for: insertedID) == nil)
+        #expect(try context.fetch(FetchRequest<Book>()).count == 1)
+    }
+
+    @Test("Deleting saves; an object inserted then deleted leaves no trace", arguments: StoreKind.allCases)
+    func delete(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "Doomed")
+        context.insert(book)
+        try context.save()
+        let id = book.objectID
+        context.delete(book)
+        #expect(book.isDeleted)
+        #expect(try context.fetch(FetchRequest<Book>()).isEmpty)
+        try context.save()
+        #expect(try context.count(for: FetchRequest<Book>(predicate: nil)) == 0)
+        let error = try #require(throws: LoomError.self) { try context.existingObject(with: id) }
+        #expect(error.code == .objectNotFound)
+
+        let ghost = Book(isbn: "2", title: "Ghost")
+        context.insert(ghost)
+        context.delete(ghost)
+        #expect(!context.hasChanges)
+        try context.save()
+        #expect(try context.count(for: FetchRequest<Book>()) == 0)
+    }
+
+    @Test("registeredObject, object(with:) and existingObject(with:) differ as in Core Data", arguments: StoreKind.allCases)
+    func resolvingIDs(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let saved = try container.newBackgroundContext().performAndWait { context in
+            let book = Book(isbn: "1", title: "Saved")
+            context.insert(book)
+            try context.save()
+            return book.objectID
+        }
+        let context = container.viewContext
+        #expect(context.registeredObject(for: saved) == nil)          // never I/O, not registered
+        let fault = try context.object(with: saved)
+        #expect(fault.isFault)                                         // a fault, no I/O yet
+        #expect(context.registeredObject(for: saved) === fault)        // now registered
+        #expect(fault.title == "Saved")                                // fires the fault
+        #expect(!fault.isFault)
+        #expect(try context.existingObject(with: saved) === fault)      // uniquing: one instance per ID
+
+        let fresh = container.newBackgroundContext()
+        let loaded = try fresh.performAndWait { context in
+            let book = try context.existingObject(with: saved)
+            return (book.isFault, book.title)
+        }
+        #expect(loaded == (false, "Saved"))
+    }
+
+    @Test("An unsaved object's ID resolves only in its own context", arguments: StoreKind.allCases)
+    func unsavedIDs(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "Draft")
+        context.insert(book)
+        let id = book.objectID
+        #expect(try context.existingObject(with: id) === book)
+        let error = try container.newBackgroundContext().performAndWait { other in
+            try #require(throws: LoomError.self) { try other.existingObject(with: id) }
+        }
+        #expect(error.code == .objectNotSavedYet)
+        try context.save()
+        let title = try container.newBackgroundContext().performAndWait { try $0.existingObject(with: id).title }
+        #expect(title == "Draft")
+    }
+
+    @Test("Object URIs round-trip through the coordinator; bad ones are clear errors", arguments: StoreKind.allCases)
+    func uris(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "URI")
+        context.insert(book)
+        try context.save()
+        let uri = book.objectID.uriRepresentation
+        #expect(uri.absoluteString == "loom://\(container.coordinator.storeIdentifier.uuidString)/Book/\(book.objectID.primaryKey)")
+        let back = try container.coordinator.objectID(forURIRepresentation: uri)
+        #expect(back == book.objectID.erased)
+        #expect(ObjectID<Book>(back) == book.objectID)
+        #expect(ObjectID<Shelf>(back) == nil)
+
+        func code(_ text: String) -> LoomError.Code? {
+            do { _ = try container.coordinator.objectID(forURIRepresentation: URL(string: text)!); return nil }
+            catch { return error.code }
+        }
+        #expect(code("https://example.com/Book/1") == .malformedURI)
+        #expect(code("loom://not-a-uuid/Book/1") == .malformedURI)
+        #expect(code("loom://\(container.coordinator.storeIdentifier.uuidString)/Book/abc") == .malformedURI)
+        #expect(code("loom://\(container.coordinator.storeIdentifier.uuidString)/Book") == .malformedURI)
+        #expect(code("loom://\(container.coordinator.storeIdentifier.uuidString)/Nope/1") == .unknownEntity)
+        #expect(code("loom://\(UUID().uuidString)/Book/1") == .foreignObjectID)
+    }
+
+    @Test("IDs are Codable and Hashable", arguments: StoreKind.allCases)
+    func idCoding(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let book = Book(context: container.viewContext)
+        let data = try JSONEncoder().encode(book.objectID)
+        let decoded = try JSONDecoder().decode(ObjectID<Book>.self, from: data)
+        #expect(decoded == book.objectID)
+        #expect(Set([decoded, book.objectID]).count == 1)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(ObjectID<Shelf>.self, from: data) }
+    }
+
+    @Test("Changed values and committed values", arguments: StoreKind.allCases)
+    func changedValues(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "Before", pages: 10)
+        context.insert(book)
+        try context.save()
+        #expect(book.changedValues().isEmpty)
+        book.title = "After"
+        #expect(book.changedValues() == ["title": .text("After")])
+        #expect(book.committedValues(forKeys: ["title"]) == ["title": .text("Before")])
+        #expect(book.isUpdated)
+        #expect(context.updated.count == 1)
+    }
+
+    @Test("refresh(mergeChanges:) discards or keeps unsaved edits", arguments: StoreKind.allCases)
+    func refresh(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "Mine", pages: 1)
+        context.insert(book)
+        try context.save()
+        let id = book.objectID
+        try container.newBackgroundContext().performAndWait { other in
+            let theirs = try other.existingObject(with: id)
+            theirs.pages = 99
+            try other.save()
+        }
+        book.title = "Edited"
+        try context.refresh(book, mergeChanges: true)
+        #expect(book.pages == 99)
+        #expect(book.title == "Edited")
+        try context.refresh(book, mergeChanges: false)
+        #expect(book.isFault)
+        #expect(book.title == "Mine")
+        #expect(!context.hasChanges)
+    }
+
+    @Test("Saving an update bumps the version; a stale update is a conflict", arguments: StoreKind.allCases)
+    func optimisticLocking(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "V1")
+        context.insert(book)
+        try context.save()
+        let id = book.objectID
+        _ = book.title   // loaded at version 1
+        try container.newBackgroundContext().performAndWait { other in
+            try other.existingObject(with: id).title = "Theirs"
+            try other.save()
+        }
+        book.title = "Mine"
+        let error = try #require(throws: LoomError.self) { try context.save() }
+        #expect(error.code == .versionConflict)
+        #expect(error.objectID == id.erased)
+        #expect(book.title == "Mine")
+        try context.refresh(book, mergeChanges: true)
+        try context.save()
+        let title = try container.newBackgroundContext().performAndWait { try $0.existingObject(with: id).title }
+        #expect(title == "Mine")
+    }
+
+    @Test("A predicate Loom cannot translate is an error naming the construct", arguments: StoreKind.allCases)
+    func unsupportedPredicate(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        context.insert(Book(isbn: "1", title: "x"))
+        let request = FetchRequest<Book>(predicate: #Predicate { $0.pages > ([1, 2].max() ?? 0) })
+        let error = try #require(throws: LoomError.self) { try context.fetch(request) }
+        #expect(error.code == .unsupportedPredicate)
+        #expect(error.message.contains("SequenceMaximum"))
+        let decimal = FetchRequest<Sample>(predicate: #Predicate { $0.decimal > 3 })
+        let ordering = try #require(throws: LoomError.self) { try context.fetch(decimal) }
+        #expect(ordering.message.contains("decimal"))
+    }
+
+    @Test("Reset forgets registered objects and unsaved changes", arguments: StoreKind.allCases)
+    func reset(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let saved = Book(isbn: "1", title: "Saved")
+        context.insert(saved)
+        try context.save()
+        let id = saved.objectID
+        context.insert(Book(isbn: "2", title: "Unsaved"))
+        context.reset()
+        #expect(!context.hasChanges)
+        #expect(context.registeredObject(for: id) == nil)
+        #expect(try context.fetch(FetchRequest<Book>()).map(\.title) == ["Saved"])
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import Loom
+
+/// The stores every store-independent test runs on.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case inMemory
+    case sqlite
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, empty container of this kind for the test models.
+    func makeContainer(_ types: any PersistentModel.Type... ) throws -> PersistentContainer {
+        let schema = try Schema(types.isEmpty ? [Book.self, Shelf.self, Sample.self] : types)
+        switch self {
+        case .inMemory:
+            return PersistentContainer(store: InMemoryStore(schema: schema))
+        case .sqlite:
+            return PersistentContainer(store: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "test.loom"), schema: schema))
+        }
+    }
+}
+
+enum TemporaryDirectory {
+    /// A new empty folder under the system's temporary directory.
+    static func make() -> URL {
+        let url = FileManager.default.temporaryDirectory.appending(path: "loom-tests-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+import Testing
