@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 /// The one object all contexts of a container share: it owns the store, hands out primary
 /// keys, serializes saves, and keeps a cache of row snapshots that every context fills faults
@@ -14,10 +13,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The store's identifier, as carried by object IDs.
     public let storeIdentifier: UUID
 
-    private let rowCache: Mutex<RowCache>
-    private let keyBlocks = Mutex<[ObjectIdentifier: KeyBlock]>([:])
-    private let unsavedKeys = Mutex<Set<RowCacheKey>>([])
-    private let writeLock = Mutex<Bool>(false)
+    private let rowCache: Locked<RowCache>
+    private let keyBlocks = Locked<[ObjectIdentifier: KeyBlock]>([:])
+    private let unsavedKeys = Locked<Set<RowCacheKey>>([])
+    private let writeLock = Locked<Bool>(false)
 
     struct KeyBlock {
         var next: Int64
@@ -32,7 +31,7 @@ public final class PersistentStoreCoordinator: Sendable {
         self.store = store
         self.schema = store.schema
         self.storeIdentifier = store.identifier
-        self.rowCache = Mutex(RowCache(limit: rowCacheLimit))
+        self.rowCache = Locked(RowCache(limit: rowCacheLimit))
     }
 
     // MARK: Reading

@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 /// A store that keeps everything in memory, for tests and previews. Written against the
 /// ``PersistentStore`` protocol only, with the same semantics as the SQLite store: the store
@@ -13,7 +12,7 @@ public final class InMemoryStore: PersistentStore {
         var nextKeys: [ObjectIdentifier: Int64] = [:]
         var isClosed = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates an empty store for `schema`.
     public init(schema: Schema, identifier: UUID = UUID()) {

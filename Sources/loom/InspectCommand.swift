@@ -1,0 +1,32 @@
+import ArgumentParser
+import Foundation
+import Loom
+
+/// `loom inspect PATH`: prints the schema saved in a store and how many objects each entity has,
+/// without the model it was made with.
+struct InspectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Show the schema and object counts of a Loom store.")
+
+    @Argument(help: "The store file.")
+    var path: String
+
+    func run() throws {
+        let url = URL(filePath: path)
+        let schema = try SQLiteStore.savedSchema(at: url)
+        print("Store \(path)\nSchema version hash \(schema.versionHash)")
+        let store = try SQLiteStore(url: url, schema: schema)
+        defer { try? store.close() }
+        for entity in schema.entities {
+            let count = try store.count(StoreQuery(entity: entity))
+            print("\n\(entity.name): \(count) objects")
+            for attribute in entity.attributes {
+                print("  \(attribute.name): \(attribute.type.rawValue)\(attribute.isOptional ? "?" : "")\(attribute.isUnique ? " unique" : "")")
+            }
+            for constraint in entity.uniquenessConstraints where constraint.count > 1 {
+                print("  unique together: \(constraint.joined(separator: ", "))")
+            }
+        }
+    }
+}
