@@ -109,6 +109,7 @@ public final class ManagedObjectContext {
             throw LoomError(.unknownEntity, "\(backing.entity.name) is not this store's \(backing.entity.name) entity (built from another model).", entity: backing.entity.name)
         }
         let key = try coordinator.allocateKey(for: entity)
+        backing.applyDefaultsIfNeeded()
         backing.key = key
         backing.context = self
         backing.state = .loaded

@@ -34,10 +34,21 @@ public final class ObjectBacking {
 
     /// Creates storage for a new object of `entity`, holding the entity's default values
     /// (and `nil` for optional attributes without one).
+    ///
+    /// The defaults are filled in on first use: `@Model` classes create one of these as the
+    /// initial value of `_loomBacking` even when Loom then hands them a fetched object's backing,
+    /// so creating one must cost no more than an allocation.
     public init(entity: EntityDescription) {
         self.entity = entity
         self.state = .detached
-        self.values = entity.attributes.map { attribute in
+        self.values = []
+    }
+
+    /// Gives a new object its default values, once.
+    @inline(__always)
+    func applyDefaultsIfNeeded() {
+        guard state == .detached || isInserted, values.count != entity.attributes.count else { return }
+        values = entity.attributes.map { attribute in
             if let d = attribute.defaultStoredValue { return d }
             return attribute.isOptional ? .null : nil
         }
@@ -80,13 +91,13 @@ public final class ObjectBacking {
     }
 
     func storedValue(at index: Int) -> StoredValue {
-        if state != .loaded && state != .detached { prepareForAccess() }
+        if state != .loaded { prepareForAccess() }
         ConcurrencyDebugging.check(self)
         return values[index] ?? .null
     }
 
     func setStoredValue(_ stored: StoredValue, at index: Int) {
-        if state != .loaded && state != .detached { prepareForAccess() }
+        if state != .loaded { prepareForAccess() }
         ConcurrencyDebugging.check(self)
         if isDeleted {
             preconditionFailure("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
@@ -109,7 +120,9 @@ public final class ObjectBacking {
             context.fulfillFault(self)
         case .invalidated:
             preconditionFailure("\(entity.name) \(objectIDDescription) was used after \(invalidationReason ?? "its context was reset"); fetch it again from a context.")
-        case .loaded, .detached:
+        case .detached:
+            applyDefaultsIfNeeded()
+        case .loaded:
             break
         }
     }
