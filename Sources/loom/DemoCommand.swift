@@ -2,7 +2,6 @@ import ArgumentParser
 import DebianPackages
 import Foundation
 import Loom
-import Synchronization
 
 /// `loom demo`: imports this machine's Debian package database into a Loom store in a
 /// background context while the view context reports progress, then queries it.
@@ -18,7 +17,10 @@ struct DemoCommand: AsyncParsableCommand {
     var source: String?
 
     @Option(help: "Packages per background save.")
-    var batchSize: Int = 100
+    var batchSize: Int = 50
+
+    @Option(help: "How many background contexts import at once.")
+    var workers: Int = 3
 
     @MainActor
     func run() async throws {
@@ -40,40 +42,52 @@ struct DemoCommand: AsyncParsableCommand {
             }
         }
 
-        // Import on a background context; the main actor watches through the view context.
-        let importer = container.newBackgroundContext(name: "dpkg import")
-        let finished = Atomic<Bool>(false)
+        // Import on several background contexts at once. The view context merges each of their
+        // saves on the main actor and counts the packages from its own objectsDidChange events.
+        let workers = max(1, min(self.workers, packages.count))
         let batchSize = max(1, self.batchSize)
-        let importStarted = ContinuousClock.now
-        async let imported: Int = importer.perform { context in
-            defer { finished.store(true, ordering: .releasing) }
-            var count = 0
-            for batch in stride(from: 0, to: packages.count, by: batchSize) {
-                for package in packages[batch..<min(batch + batchSize, packages.count)] {
-                    Self.insert(package, into: context)
-                    count += 1
+        let total = packages.count
+        let events = view.events()
+        let watcher = Task { @MainActor in
+            var live = 0, reported = -1
+            for await event in events {
+                guard case .objectsDidChange(let changes) = event else { continue }
+                live += changes.inserted.count { $0.entityName == "InstalledPackage" }
+                if live != reported, live == total || live - reported >= total / 10 {
+                    print("  view context merged \(live)/\(total) packages")
+                    reported = live
                 }
-                try context.save()
+                if live >= total { break }
             }
-            return count
         }
-        var reported = -1
-        while true {
-            let done = finished.load(ordering: .acquiring)
-            let count = try view.count(for: FetchRequest<InstalledPackage>())
-            if count != reported {
-                print("  view context sees \(count)/\(packages.count) packages")
-                reported = count
+        let importStarted = ContinuousClock.now
+        let slices = (0..<workers).map { w in Array(packages[(total * w / workers)..<(total * (w + 1) / workers)]) }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (w, slice) in slices.enumerated() {
+                    let importer = container.newBackgroundContext(name: "dpkg import \(w + 1)")
+                    group.addTask {
+                        try await importer.perform { context in
+                            for batch in stride(from: 0, to: slice.count, by: batchSize) {
+                                for package in slice[batch..<min(batch + batchSize, slice.count)] { Self.insert(package, into: context) }
+                                try context.save()
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
             }
-            if done { break }
-            try await Task.sleep(for: .milliseconds(5))
+        } catch {
+            watcher.cancel()
+            throw error
         }
-        let total = try await imported
+        view.mergePendingSaves()
+        await watcher.value
         let importTime = ContinuousClock.now - importStarted
-        print("Imported \(total) packages and \(try view.count(for: FetchRequest<PackageDependency>())) dependencies in \(importTime.formatted(.units(allowed: [.milliseconds])))")
+        print("Imported \(try view.count(for: FetchRequest<InstalledPackage>())) packages and \(try view.count(for: FetchRequest<PackageDependency>())) dependencies with \(workers) background contexts in \(importTime.formatted(.units(allowed: [.milliseconds])))")
 
         try printQueries(view)
-        try container.close()
+        try await container.close()
         print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL.path)")
     }
 

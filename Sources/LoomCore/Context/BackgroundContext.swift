@@ -22,11 +22,11 @@ public actor BackgroundContext {
     /// The context's name, also its queue's label.
     public nonisolated let name: String
 
-    init(coordinator: PersistentStoreCoordinator, name: String) {
+    init(coordinator: PersistentStoreCoordinator, name: String, mergesAutomatically: Bool = false) {
         let queue = ContextQueue(label: name)
         self.executor = ContextExecutor(queue: queue)
         self.name = name
-        self.context = ManagedObjectContext(coordinator: coordinator, isolation: .queue(queue), name: name)
+        self.context = ManagedObjectContext(coordinator: coordinator, isolation: .queue(queue), name: name, mergesAutomatically: mergesAutomatically)
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
@@ -35,9 +35,12 @@ public actor BackgroundContext {
 
     /// Runs `body` with the context on the context's queue and returns its result.
     ///
-    /// Calls are served one at a time, in order.
+    /// Calls are served one at a time, in order. Each ends with
+    /// ``ManagedObjectContext/processPendingChanges()``, which posts `objectsDidChange` for what
+    /// the body changed.
     public func perform<T: Sendable>(_ body: (ManagedObjectContext) throws -> T) rethrows -> T {
-        try body(context)
+        defer { context.processPendingChanges() }
+        return try body(context)
     }
 
     /// Runs `body` with the context on the context's queue, blocking the caller until it is
@@ -53,7 +56,10 @@ public actor BackgroundContext {
             return try assumeIsolated { actor in try body(actor.context) }
         }
         return try executor.queue.queue.sync {
-            try assumeIsolated { actor in try body(actor.context) }
+            try assumeIsolated { actor in
+                defer { actor.context.processPendingChanges() }
+                return try body(actor.context)
+            }
         }
     }
 }

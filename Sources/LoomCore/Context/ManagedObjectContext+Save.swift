@@ -2,66 +2,136 @@ extension ManagedObjectContext {
     /// Writes every unsaved change to the store in one transaction.
     ///
     /// Before writing, the changes are validated: every required attribute has a value of its
-    /// type, and no uniqueness constraint is broken among the objects being saved; the store
+    /// type, and no uniqueness constraint is broken among the objects being saved. The store
     /// then checks uniqueness against saved rows and that no saved row changed underneath
-    /// (optimistic locking). If anything fails, nothing is written, the error says what and
-    /// where, and the context is left exactly as it was, still usable: fix the cause and save
-    /// again.
+    /// (optimistic locking); what it finds is resolved by ``mergePolicy``. If the save fails,
+    /// nothing is written, the error says what and where (with every conflict in
+    /// ``LoomError/conflicts``), and the context is left exactly as it was, still usable: fix
+    /// the cause and save again.
+    ///
+    /// Posts `willSave`, then `didSave` with the saved changes; other contexts of the
+    /// coordinator that merge automatically receive the save on their own isolation.
     ///
     /// - Throws: ``LoomError`` with code ``LoomError/Code/missingRequiredValue``,
     ///   ``LoomError/Code/typeMismatch``, ``LoomError/Code/uniquenessViolation``,
     ///   ``LoomError/Code/versionConflict`` or ``LoomError/Code/storeFailure``.
     public func save() throws(LoomError) {
-        ConcurrencyDebugging.check(self, #function)
-        guard !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty else { return }
-        let inserted = insertedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
-        let updated = updatedObjects.filter { deletedObjects[$0.key] == nil }.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
-        let deleted = deletedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
+        try save(mergingIntoViewContext: true)
+    }
 
-        for object in inserted + updated { try validateValues(object._loomBacking) }
-        try validateUniqueness(among: inserted + updated)
+    func save(mergingIntoViewContext: Bool) throws(LoomError) {
+        ConcurrencyDebugging.check(self, "save()")
+        processPendingChanges()
+        guard hasPendingWork else { return }
+        post(.willSave)
+        processPendingChanges()
+        guard hasPendingWork else { return }
 
+        for object in insertedObjects.values { try validateValues(object._loomBacking) }
+        for (key, object) in updatedObjects where deletedObjects[key] == nil { try validateValues(object._loomBacking) }
+        try validateUniqueness(among: Array(insertedObjects.values) + updatedObjects.filter { deletedObjects[$0.key] == nil }.map(\.value))
+
+        let before = SavedState(of: self)
+        let applied: (changes: StoreChangeSet, number: UInt64)
+        do throws(LoomError) {
+            applied = try coordinator.withWriteLock { () throws(LoomError) -> (StoreChangeSet, UInt64) in
+                var attempt = 0
+                while true {
+                    let changes = makeChangeSet()
+                    if changes.isEmpty { return (changes, 0) }
+                    do throws(LoomError) {
+                        return (changes, try coordinator.save(changes))
+                    } catch let error where (error.code == .versionConflict || error.code == .uniquenessViolation) && attempt < 4 {
+                        attempt += 1
+                        let conflicts = try findConflicts(after: error)
+                        guard !conflicts.isEmpty else { throw error }
+                        try resolve(conflicts, failing: error)
+                    }
+                }
+            }
+        } catch {
+            before.restore(into: self)
+            throw error
+        }
+
+        let changes = commitSavedState()
+        if applied.number > 0 {
+            var rows: [AnyObjectID: StoreRow] = [:]
+            for insert in applied.changes.inserts {
+                rows[objectID(insert.entity, insert.key)] = StoreRow(key: insert.key, version: 1, values: insert.values)
+            }
+            for update in applied.changes.updates {
+                if let object = registry[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)]?.object {
+                    let b = object._loomBacking
+                    rows[objectID(update.entity, update.key)] = StoreRow(key: b.key, version: b.version, values: b.values.map { $0 ?? .null })
+                }
+            }
+            lastSaveNumber = applied.number
+            post(.didSave(changes))
+            coordinator.broadcast(SaveEvent(number: applied.number, changes: changes, rows: rows, origin: ObjectIdentifier(inbox), mergesIntoViewContext: mergingIntoViewContext))
+        }
+    }
+
+    private var hasPendingWork: Bool {
+        !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty
+    }
+
+    func objectID(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
+        AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, primaryKey: key)
+    }
+
+    /// The store change set for the context's current unsaved changes.
+    private func makeChangeSet() -> StoreChangeSet {
         var changes = StoreChangeSet()
-        for object in inserted {
+        for object in insertedObjects.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
             let b = object._loomBacking
             changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values.map { $0 ?? .null }))
         }
-        var updatedIndexes: [ObjectIdentifier: [(Int, StoredValue)]] = [:]
-        for object in updated {
+        for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
             let b = object._loomBacking
             let changed = changedIndexes(b)
-            updatedIndexes[ObjectIdentifier(b)] = changed
             if changed.isEmpty { continue }
             changes.updates.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version, changes: changed.map { (index: $0.0, value: $0.1) }))
         }
-        for object in deleted {
+        for object in deletedObjects.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
             let b = object._loomBacking
             changes.deletes.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version))
         }
+        return changes
+    }
 
-        if !changes.isEmpty { try coordinator.save(changes) }
-
-        // Committed: bring every object's state in line with the store.
-        for object in inserted {
+    /// After a successful save: every object's state in line with the store. Returns what was
+    /// saved, for the `didSave` event.
+    private func commitSavedState() -> ObjectChanges {
+        var changes = ObjectChanges()
+        for object in insertedObjects.values {
             let b = object._loomBacking
             b.isInserted = false
             b.committed = b.values.map { $0 ?? .null }
             b.version = 1
+            changes.inserted.insert(objectID(of: b))
         }
-        for object in updated {
+        for (key, object) in updatedObjects where deletedObjects[key] == nil {
             let b = object._loomBacking
+            let changed = changedIndexes(b)
             b.isUpdated = false
+            if changed.isEmpty { continue }
             b.committed = b.values.map { $0 ?? .null }
-            if !(updatedIndexes[ObjectIdentifier(b)]?.isEmpty ?? true) { b.version += 1 }
+            b.version += 1
+            let id = objectID(of: b)
+            changes.updated.insert(id)
+            changes.changedProperties[id] = Set(changed.map { b.entity.attributes[$0.0].name })
         }
         for (key, object) in deletedObjects {
             registry[key] = nil
+            changes.deleted.insert(objectID(of: object._loomBacking))
             object._loomBacking.invalidate(reason: "it was deleted and the deletion saved")
         }
         insertedObjects = [:]
         updatedObjects = [:]
         deletedObjects = [:]
         changedEntities = [:]
+        return changes
     }
 
     private func validateValues(_ backing: ObjectBacking) throws(LoomError) {
@@ -116,5 +186,73 @@ extension ManagedObjectContext {
 
     func objectID(of backing: ObjectBacking) -> AnyObjectID {
         AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key)
+    }
+}
+
+/// The state of a context and its changed objects before a save, restored if the save fails so
+/// that the context is exactly as it was.
+struct SavedState {
+    struct ObjectState {
+        let backing: ObjectBacking
+        let values: [StoredValue?]
+        let committed: [StoredValue]?
+        let version: Int64
+        let state: ObjectBacking.State
+        let isInserted: Bool, isUpdated: Bool, isDeleted: Bool
+        let context: ManagedObjectContext?
+    }
+    let objects: [ObjectState]
+    let registry: [RowCacheKey: WeakObject]
+    let inserted: [RowCacheKey: any BackedObject]
+    let updated: [RowCacheKey: any BackedObject]
+    let deleted: [RowCacheKey: any BackedObject]
+    let changedEntities: [ObjectIdentifier: Int]
+    /// Objects registered during conflict resolution are kept alive until the restore.
+    let strong: [any BackedObject]
+
+    init(of context: ManagedObjectContext) {
+        let all = Array(context.insertedObjects.values) + Array(context.updatedObjects.values) + Array(context.deletedObjects.values)
+        objects = all.map { object in
+            let b = object._loomBacking
+            return ObjectState(backing: b, values: b.values, committed: b.committed, version: b.version, state: b.state,
+                               isInserted: b.isInserted, isUpdated: b.isUpdated, isDeleted: b.isDeleted, context: b.context)
+        }
+        registry = context.registry
+        inserted = context.insertedObjects
+        updated = context.updatedObjects
+        deleted = context.deletedObjects
+        changedEntities = context.changedEntities
+        strong = all
+    }
+
+    func restore(into context: ManagedObjectContext) {
+        for o in objects {
+            let b = o.backing
+            b.values = o.values
+            b.committed = o.committed
+            b.version = o.version
+            b.state = o.state
+            b.isInserted = o.isInserted
+            b.isUpdated = o.isUpdated
+            b.isDeleted = o.isDeleted
+            b.context = o.context
+            b.invalidationReason = nil
+            if o.isInserted { context.coordinator.noteUnsaved(b.entity, key: b.key) }
+        }
+        // Objects that resolution touched but were clean before go back to clean.
+        for (key, object) in context.updatedObjects where updated[key] == nil && inserted[key] == nil {
+            let b = object._loomBacking
+            if let committed = b.committed { b.values = committed.map { $0 } }
+            b.isUpdated = false
+            b.isDeleted = false
+        }
+        for (key, object) in context.deletedObjects where deleted[key] == nil {
+            object._loomBacking.isDeleted = false
+        }
+        context.registry.merge(registry) { _, old in old }
+        context.insertedObjects = inserted
+        context.updatedObjects = updated
+        context.deletedObjects = deleted
+        context.changedEntities = changedEntities
     }
 }

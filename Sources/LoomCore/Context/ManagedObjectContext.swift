@@ -31,16 +31,54 @@ public final class ManagedObjectContext {
     /// Entities that have unsaved changes, for fetches that must reflect them.
     var changedEntities: [ObjectIdentifier: Int] = [:]
 
-    init(coordinator: PersistentStoreCoordinator, isolation: ContextIsolation, name: String?) {
+    // Events (see ManagedObjectContext+Events.swift).
+    var observers: [(token: ObserverToken, kind: ContextEvent.Kind, handler: (ContextEvent) -> Void)] = []
+    var nextObserverID = 0
+    let eventHub = ContextEventHub()
+    var eventInserted: [ObjectBacking] = []
+    var eventChanged: [ObjectBacking] = []
+    var eventDeleted: [ObjectBacking] = []
+    var endOfEventScheduled = false
+
+    // Merging (see ManagedObjectContext+Merging.swift).
+    let inbox: MergeInbox
+    /// The number of the last save of another context merged into this one.
+    public internal(set) var lastMergedSaveNumber: UInt64 = 0
+    /// The number the coordinator gave this context's last save.
+    public internal(set) var lastSaveNumber: UInt64 = 0
+
+    /// How conflicts found at save are resolved; ``MergePolicy/error`` (the default) fails the
+    /// save and reports them.
+    public var mergePolicy: MergePolicy = .error
+
+    /// How old (in seconds) a cached row may be when it fills a fault; older rows are read again
+    /// from the store. Negative (the default) means any age. Like Core Data's, it only applies
+    /// to faults: objects already loaded are not refreshed by it.
+    public var stalenessInterval: Double = -1
+
+    /// Whether saves of other contexts on the same coordinator are merged into this one
+    /// automatically, on this context's isolation. On by default for the view context, off for
+    /// other contexts.
+    public var automaticallyMergesChanges: Bool {
+        get { inbox.isEnabled }
+        set { inbox.isEnabled = newValue }
+    }
+
+    init(coordinator: PersistentStoreCoordinator, isolation: ContextIsolation, name: String?, mergesAutomatically: Bool = false, isViewContext: Bool = false) {
         self.coordinator = coordinator
         self.isolation = isolation
         self.name = name
+        self.inbox = MergeInbox(isolation: isolation, isViewContext: isViewContext, enabled: mergesAutomatically)
+        inbox.context = UncheckedContext(self)
+        coordinator.register(inbox)
     }
 
     deinit {
+        coordinator.unregister(inbox)
         for (key, object) in insertedObjects {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
+        eventHub.finish()
     }
 
     // MARK: Change tracking
@@ -119,11 +157,12 @@ public final class ManagedObjectContext {
         registry[registryKey] = WeakObject(object)
         insertedObjects[registryKey] = object
         changedEntities[registryKey.entity, default: 0] += 1
+        noteEventChange(backing, inserted: true)
     }
 
     /// Marks an object for deletion at the next save. Deleting an object inserted and not saved
     /// yet forgets it, leaving no trace.
-    public func delete(_ object: some BackedObject) {
+    public func delete(_ object: any BackedObject) {
         ConcurrencyDebugging.check(self, #function)
         let backing = object._loomBacking
         guard backing.context === self else {
@@ -142,6 +181,7 @@ public final class ManagedObjectContext {
         backing.isDeleted = true
         deletedObjects[key] = object
         changedEntities[key.entity, default: 0] += 1
+        noteEventChange(backing, deleted: true)
     }
 
     // MARK: Resolving IDs
@@ -238,7 +278,7 @@ public final class ManagedObjectContext {
     /// Loads a fault's values from the shared row cache or the store.
     func fulfillFault(_ backing: ObjectBacking) {
         do {
-            guard let row = try coordinator.row(of: backing.entity, key: backing.key) else {
+            guard let row = try coordinator.row(of: backing.entity, key: backing.key, maximumAge: stalenessInterval) else {
                 preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere). Use existingObject(with:) to get an error instead.")
             }
             backing.load(row)

@@ -17,10 +17,15 @@ public final class PersistentContainer: Sendable {
     public let coordinator: PersistentStoreCoordinator
     private let viewContextBox: ViewContextBox
 
+    /// The dedicated serial writer behind ``save(mergingIntoViewContext:_:)``.
+    private let writer: BackgroundContext
+    private let closed = Locked(false)
+
     /// Creates a container around an open store.
     public init(store: any PersistentStore) {
         self.coordinator = PersistentStoreCoordinator(store: store)
         self.viewContextBox = ViewContextBox(coordinator: coordinator)
+        self.writer = BackgroundContext(coordinator: coordinator, name: "Loom writer")
     }
 
     /// Creates a container with an ``InMemoryStore`` for these model types.
@@ -47,9 +52,117 @@ public final class PersistentContainer: Sendable {
         return try await background.perform(body)
     }
 
-    /// Closes the store. Contexts must not be used afterwards.
+    /// Runs `body` on the container's one dedicated serial writer, saves, and returns its
+    /// `Sendable` result only after the save committed **and** the view context merged it, so
+    /// that the caller can use the result on the main actor at once.
+    ///
+    /// ```swift
+    /// let id = try await container.save { context in
+    ///     let book = Book(context: context)
+    ///     book.title = "Threads"
+    ///     return book.objectID
+    /// }
+    /// let book = try container.viewContext.existingObject(with: id)   // already merged
+    /// ```
+    ///
+    /// Saves through this helper run one at a time, in order. If `body` throws or the save fails,
+    /// its changes are discarded and the error is rethrown. The writer's context starts empty for
+    /// every call.
+    ///
+    /// - Parameter mergingIntoViewContext: pass `false` to keep this save out of the view
+    ///   context (MagicalRecord's "save without merging"); other contexts still merge it.
+    public func save<T: Sendable>(mergingIntoViewContext: Bool = true, _ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {
+        try checkOpen()
+        let result = try await writer.perform { context in
+            defer { context.reset() }
+            do {
+                let value = try body(context)
+                try context.save(mergingIntoViewContext: mergingIntoViewContext)
+                return value
+            } catch {
+                context.rollback()
+                throw error
+            }
+        }
+        if mergingIntoViewContext {
+            await MainActor.run { viewContextBox.context.mergePendingSaves() }
+        }
+        return result
+    }
+
+    /// The completion-handler form of ``save(mergingIntoViewContext:_:)``: `completion` is
+    /// called on the main actor after the commit and the view context's merge.
+    public func save<T: Sendable>(
+        mergingIntoViewContext: Bool = true, _ body: sending @escaping (ManagedObjectContext) throws -> T,
+        completion: @escaping @MainActor @Sendable (Result<T, any Error>) -> Void
+    ) {
+        // `body` was received `sending`: nothing else holds it; the task below is its only user.
+        nonisolated(unsafe) let body = body
+        Task {
+            let result: Result<T, any Error>
+            do { result = .success(try await save(mergingIntoViewContext: mergingIntoViewContext, body)) } catch { result = .failure(error) }
+            await MainActor.run { completion(result) }
+        }
+    }
+
+    /// Runs `body` on the writer while holding the coordinator's write lock, and saves before
+    /// releasing it: no other save through this container can happen between what `body` reads
+    /// and what it writes, so a read-modify-write needs no conflict handling.
+    ///
+    /// ```swift
+    /// try await container.performExclusiveWrite { context in
+    ///     let counter = try context.fetch(FetchRequest<Counter>()).first!
+    ///     counter.value += 1
+    /// }
+    /// ```
+    /// Keep `body` short: every other save waits for it. Readers never wait.
+    public func performExclusiveWrite<T: Sendable>(_ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {
+        try checkOpen()
+        let coordinator = self.coordinator
+        let result = try await writer.perform { context in
+            defer { context.reset() }
+            do {
+                return try coordinator.withWriteLock { () throws(LoomError) -> T in
+                    do {
+                        let value = try body(context)
+                        try context.save()
+                        return value
+                    } catch let error as LoomError {
+                        throw error
+                    } catch {
+                        throw LoomError(.storeFailure, "The exclusive write block failed.", underlying: error)
+                    }
+                }
+            } catch {
+                context.rollback()
+                throw error
+            }
+        }
+        await MainActor.run { viewContextBox.context.mergePendingSaves() }
+        return result
+    }
+
+    private func checkOpen() throws(LoomError) {
+        if closed.withLock({ $0 }) {
+            throw LoomError(.closed, "The container was closed; open a new one to save again.")
+        }
+    }
+
+    /// Closes the store after the saves in flight finish: saves already running complete and
+    /// are durable; saves asked for afterwards fail with ``LoomError/Code/closed``.
+    public func close() async throws {
+        closed.withLock { $0 = true }
+        // Saves queued on the writer before the close run first.
+        await writer.perform { _ in }
+        try coordinator.withWriteLock { () throws(LoomError) in try coordinator.store.close() }
+    }
+
+    /// Closes the store, waiting for a save that is running to finish. From async code prefer
+    /// the async `close()`, which also lets queued saves of the ``save(mergingIntoViewContext:_:)``
+    /// helper finish.
     public func close() throws(LoomError) {
-        try coordinator.store.close()
+        closed.withLock { $0 = true }
+        try coordinator.withWriteLock { () throws(LoomError) in try coordinator.store.close() }
     }
 }
 
@@ -65,7 +178,7 @@ final class ViewContextBox {
 
     var context: ManagedObjectContext {
         if let storage { return storage }
-        let context = ManagedObjectContext(coordinator: coordinator, isolation: .mainActor, name: "view context")
+        let context = ManagedObjectContext(coordinator: coordinator, isolation: .mainActor, name: "view context", mergesAutomatically: true, isViewContext: true)
         storage = context
         return context
     }

@@ -16,7 +16,10 @@ public final class PersistentStoreCoordinator: Sendable {
     private let rowCache: Locked<RowCache>
     private let keyBlocks = Locked<[ObjectIdentifier: KeyBlock]>([:])
     private let unsavedKeys = Locked<Set<RowCacheKey>>([])
-    private let writeLock = Locked<Bool>(false)
+    /// Held by every save; recursive so that an exclusive write block can save inside it.
+    private let writeLock = NSRecursiveLock()
+    private let saveCounter = Locked<UInt64>(0)
+    private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
 
     struct KeyBlock {
         var next: Int64
@@ -46,10 +49,11 @@ public final class PersistentStoreCoordinator: Sendable {
         try store.count(query)
     }
 
-    /// The current row for a key: from the shared cache when there, else from the store.
-    func row(of entity: EntityDescription, key: Int64, bypassingCache: Bool = false) throws(LoomError) -> StoreRow? {
+    /// The current row for a key: from the shared cache when there (and not older than
+    /// `maximumAge` seconds, when one is given), else from the store.
+    func row(of entity: EntityDescription, key: Int64, bypassingCache: Bool = false, maximumAge: Double = -1) throws(LoomError) -> StoreRow? {
         let cacheKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
-        if !bypassingCache, let cached = rowCache.withLock({ $0.rows[cacheKey] }) { return cached }
+        if !bypassingCache, let cached = rowCache.withLock({ $0.row(for: cacheKey, maximumAge: maximumAge) }) { return cached }
         let rows = try store.rows(of: entity, keys: [key])
         try validate(rows, of: entity)
         guard let row = rows.first else { return nil }
@@ -123,22 +127,37 @@ public final class PersistentStoreCoordinator: Sendable {
 
     // MARK: Writing
 
+    /// Runs `body` holding the coordinator's write lock: no other save through this coordinator
+    /// starts until it returns. Reentrant on the same thread.
+    func withWriteLock<T>(_ body: () throws(LoomError) -> T) throws(LoomError) -> T {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        return try body()
+    }
+
     /// Applies a change set in one store transaction, one save at a time, and updates the
-    /// shared cache.
-    func save(_ changes: StoreChangeSet) throws(LoomError) {
-        try writeLock.withLock { _ throws(LoomError) in
+    /// shared cache. Returns the save's number.
+    @discardableResult
+    func save(_ changes: StoreChangeSet) throws(LoomError) -> UInt64 {
+        try withWriteLock { () throws(LoomError) -> UInt64 in
             try store.apply(changes)
+            didApply(changes)
+            return saveCounter.withLock { counter -> UInt64 in counter += 1; return counter }
         }
+    }
+
+    /// Updates the shared cache after a save.
+    private func didApply(_ changes: StoreChangeSet) {
         rowCache.withLock { cache in
             for insert in changes.inserts {
                 cache.insert(StoreRow(key: insert.key, version: 1, values: insert.values), for: RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key))
             }
             for update in changes.updates {
                 let key = RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)
-                if var row = cache.rows[key], row.version == update.expectedVersion {
+                if var row = cache.rows[key]?.row, row.version == update.expectedVersion {
                     for change in update.changes { row.values[change.index] = change.value }
                     row.version += 1
-                    cache.rows[key] = row
+                    cache.insert(row, for: key)
                 } else {
                     cache.rows[key] = nil
                 }
@@ -150,6 +169,23 @@ public final class PersistentStoreCoordinator: Sendable {
         unsavedKeys.withLock { keys in
             for insert in changes.inserts { keys.remove(RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)) }
         }
+    }
+
+    // MARK: Merging
+
+    func register(_ inbox: MergeInbox) {
+        inboxes.withLock { $0[ObjectIdentifier(inbox)] = inbox }
+    }
+
+    func unregister(_ inbox: MergeInbox) {
+        _ = inboxes.withLock { $0.removeValue(forKey: ObjectIdentifier(inbox)) }
+    }
+
+    /// Hands a committed save to every other context for merging, on their own isolation.
+    /// Never waits for them.
+    func broadcast(_ event: SaveEvent) {
+        let targets = inboxes.withLock { Array($0.values) }
+        for inbox in targets { inbox.deliver(event) }
     }
 
     // MARK: IDs
@@ -180,13 +216,22 @@ struct RowCacheKey: Hashable {
 }
 
 struct RowCache {
-    var rows: [RowCacheKey: StoreRow] = [:]
+    var rows: [RowCacheKey: (row: StoreRow, loadedAt: UInt64)] = [:]
     let limit: Int
 
     init(limit: Int) { self.limit = limit }
 
     mutating func insert(_ row: StoreRow, for key: RowCacheKey) {
         if rows.count >= limit, rows[key] == nil { rows.removeAll(keepingCapacity: true) }
-        rows[key] = row
+        rows[key] = (row, DispatchTime.now().uptimeNanoseconds)
+    }
+
+    func row(for key: RowCacheKey, maximumAge: Double) -> StoreRow? {
+        guard let entry = rows[key] else { return nil }
+        if maximumAge >= 0 {
+            let age = Double(DispatchTime.now().uptimeNanoseconds &- entry.loadedAt) / 1e9
+            if age > maximumAge { return nil }
+        }
+        return entry.row
     }
 }

@@ -71,6 +71,8 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
     public var path: String?
     /// What caused this error, if another error did.
     public var underlying: (any Error & Sendable)?
+    /// For a save that failed on conflicts: every conflict found.
+    public var conflicts: [MergeConflict] = []
 
     public init(
         _ code: Code, _ message: String, entity: String? = nil, attributes: [String] = [],

@@ -29,6 +29,8 @@ public final class ObjectBacking {
     var isInserted = false
     var isUpdated = false
     var isDeleted = false
+    /// Whether the object is already listed in its context's current event.
+    var changedSinceEvent = false
     /// Why the object is invalid, for the trap message.
     var invalidationReason: String?
 
@@ -103,9 +105,12 @@ public final class ObjectBacking {
             preconditionFailure("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
         }
         values[index] = stored
-        if state == .loaded, !isInserted, !isUpdated, let context {
-            isUpdated = true
-            context.objectDidChange(self)
+        if !isInserted, let context {
+            if !isUpdated {
+                isUpdated = true
+                context.objectDidChange(self)
+            }
+            if !changedSinceEvent { context.noteEventChange(self) }
         }
     }
 

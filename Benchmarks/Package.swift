@@ -1,0 +1,42 @@
+// swift-tools-version: 6.1
+import Foundation
+import PackageDescription
+
+// The Loom checkout to measure: this repository by default; `LOOM_PATH=/path/to/loom` measures
+// another one (an older revision, say) with the same workloads.
+let loomPath = ProcessInfo.processInfo.environment["LOOM_PATH"] ?? ".."
+
+// Loom's benchmark suite: one executable that runs every workload against the raw SQLite C API,
+// GRDB and Loom in the same process. Kept apart from the library so that neither its
+// dependencies nor its release build weigh on Loom's own.
+let package = Package(
+    name: "LoomBenchmarks",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "loom-bench", targets: ["LoomBenchmarks"]),
+    ],
+    dependencies: [
+        .package(name: "Loom", path: loomPath),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // glibc's allocator statistics (`mallinfo2`), which Swift's Glibc module does not export.
+        .target(name: "CBenchSupport"),
+        .executableTarget(
+            name: "LoomBenchmarks",
+            dependencies: [
+                "CBenchSupport",
+                .product(name: "Loom", package: "Loom"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // The same system libsqlite3 that GRDB and Loom link, for the raw C API contender.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("InternalImportsByDefault"),
+            ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

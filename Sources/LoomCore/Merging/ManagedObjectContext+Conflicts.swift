@@ -1,0 +1,171 @@
+extension ManagedObjectContext {
+    /// Every conflict behind a store's refusal of a save: rows changed or deleted since they
+    /// were read, or uniqueness constraints broken by saved rows. Runs under the coordinator's
+    /// write lock, so nothing changes underneath before the retry.
+    func findConflicts(after error: LoomError) throws(LoomError) -> [MergeConflict] {
+        var conflicts: [MergeConflict] = []
+        if error.code == .versionConflict {
+            var byEntity: [ObjectIdentifier: (EntityDescription, [ObjectBacking])] = [:]
+            for object in Array(updatedObjects.values) + Array(deletedObjects.values) {
+                let b = object._loomBacking
+                byEntity[ObjectIdentifier(b.entity), default: (b.entity, [])].1.append(b)
+            }
+            for (entity, backings) in byEntity.values {
+                let rows = try coordinator.store.rows(of: entity, keys: backings.map(\.key))
+                let byKey = Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+                for b in backings {
+                    let persisted = byKey[b.key]
+                    if let persisted, persisted.version == b.version { continue }
+                    conflicts.append(conflict(.optimisticLocking, b, persisted: persisted))
+                }
+            }
+        } else {
+            for object in Array(insertedObjects.values) + Array(updatedObjects.values) {
+                let b = object._loomBacking
+                if b.isDeleted { continue }
+                for constraint in b.entity.uniquenessConstraints {
+                    let indexes = constraint.compactMap { b.entity.attributeIndex(named: $0) }
+                    let values = indexes.map { b.values[$0] ?? .null }
+                    if values.contains(where: \.isNull) { continue }
+                    var predicate = PredicateNode.compare(.notEqual, .primaryKey, .constant(.integer(b.key)))
+                    for (i, v) in zip(indexes, values) { predicate = .and(predicate, .compare(.equal, .attribute(i), .constant(v))) }
+                    guard let existing = try coordinator.store.fetch(StoreQuery(entity: b.entity, predicate: predicate, fetchLimit: 1)).first else { continue }
+                    // A saved row this context is deleting in the same save is no conflict.
+                    if deletedObjects[RowCacheKey(entity: ObjectIdentifier(b.entity), key: existing.key)] != nil { continue }
+                    conflicts.append(conflict(.uniqueness(constraint: constraint, existing: objectID(b.entity, existing.key)), b, persisted: existing))
+                }
+            }
+        }
+        return conflicts
+    }
+
+    private func conflict(_ kind: MergeConflict.Kind, _ b: ObjectBacking, persisted: StoreRow?) -> MergeConflict {
+        func snapshot(_ values: [StoredValue]) -> [String: StoredValue] {
+            Dictionary(uniqueKeysWithValues: zip(b.entity.attributes.map(\.name), values))
+        }
+        let cached = try? coordinator.row(of: b.entity, key: b.key)
+        return MergeConflict(
+            kind: kind, objectID: objectID(of: b),
+            originalSnapshot: b.committed.map(snapshot),
+            objectSnapshot: snapshot(b.values.map { $0 ?? .null }),
+            cachedSnapshot: cached.map { snapshot($0.values) },
+            persistedSnapshot: persisted.map { snapshot($0.values) })
+    }
+
+    /// Resolves conflicts by the merge policy, changing this context's objects so that a retry
+    /// of the save succeeds; with the error policy (or a resolver that says `.fail`), throws
+    /// `error` with the conflicts attached.
+    func resolve(_ conflicts: [MergeConflict], failing error: LoomError) throws(LoomError) {
+        var failure = error
+        failure.conflicts = conflicts
+        if conflicts.count > 1 || !conflicts.isEmpty {
+            failure.message += " Conflicts: " + conflicts.prefix(5).map(\.description).joined(separator: "; ") + (conflicts.count > 5 ? "; …" : "") + ". Set the context's mergePolicy to resolve them."
+        }
+        for conflict in conflicts {
+            let resolution: MergeConflict.Resolution
+            switch mergePolicy {
+            case .error: throw failure
+            case .mergeByPropertyStoreTrump: resolution = .storeTrump
+            case .mergeByPropertyObjectTrump: resolution = .objectTrump
+            case .overwrite: resolution = .overwrite
+            case .rollback: resolution = .rollback
+            case .custom(let resolver): resolution = resolver(conflict)
+            }
+            if case .fail = resolution { throw failure }
+            guard let object = registeredObject(for: conflict.objectID) else { continue }
+            let b = object._loomBacking
+            switch conflict.kind {
+            case .optimisticLocking:
+                let persisted = try coordinator.store.rows(of: b.entity, keys: [b.key]).first
+                resolveLocking(b, persisted: persisted, resolution)
+            case .uniqueness(_, let existing):
+                try resolveUniqueness(b, existing: existing, resolution)
+            }
+        }
+    }
+
+    private func resolveLocking(_ b: ObjectBacking, persisted: StoreRow?, _ resolution: MergeConflict.Resolution) {
+        let key = RowCacheKey(entity: ObjectIdentifier(b.entity), key: b.key)
+        guard let persisted else {
+            // Deleted in the store: nothing left to update or delete.
+            detachAsDeleted(b, key: key)
+            return
+        }
+        let committed = b.committed ?? persisted.values
+        let local = changedIndexes(b)
+        let storeChanged = Set(persisted.values.indices.filter { !(committed[$0].isSame(as: persisted.values[$0])) })
+        switch resolution {
+        case .storeTrump:
+            var values = persisted.values.map { Optional($0) }
+            for (i, v) in local where !storeChanged.contains(i) { values[i] = v }
+            b.values = values
+        case .objectTrump:
+            var values = persisted.values.map { Optional($0) }
+            for (i, v) in local { values[i] = v }
+            b.values = values
+        case .overwrite:
+            break
+        case .rollback, .fail:
+            b.values = persisted.values.map { Optional($0) }
+        }
+        b.committed = persisted.values
+        b.version = persisted.version
+        if b.isDeleted, resolution == .storeTrump || resolution == .rollback {
+            b.isDeleted = false
+            deletedObjects[key] = nil
+        }
+        if changedIndexes(b).isEmpty {
+            b.isUpdated = false
+            updatedObjects[key] = nil
+        }
+    }
+
+    private func resolveUniqueness(_ b: ObjectBacking, existing: AnyObjectID, _ resolution: MergeConflict.Resolution) throws(LoomError) {
+        let key = RowCacheKey(entity: ObjectIdentifier(b.entity), key: b.key)
+        switch resolution {
+        case .storeTrump, .rollback, .fail:
+            if b.isInserted {
+                drop(b, key: key)
+            } else if let committed = b.committed {
+                b.values = committed.map { Optional($0) }
+                b.isUpdated = false
+                updatedObjects[key] = nil
+            }
+        case .objectTrump:
+            let target = try existingObject(with: existing)._loomBacking
+            let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0] ?? .null) } : changedIndexes(b)
+            if b.isInserted {
+                drop(b, key: key)
+            } else if let committed = b.committed {
+                b.values = committed.map { Optional($0) }
+                b.isUpdated = false
+                updatedObjects[key] = nil
+            }
+            for (i, v) in source { target.setStoredValue(v, at: i) }
+        case .overwrite:
+            let duplicate = try existingObject(with: existing)
+            delete(duplicate)
+        }
+    }
+
+    /// Takes an inserted object out of the save: it stays readable but belongs to no context.
+    private func drop(_ b: ObjectBacking, key: RowCacheKey) {
+        insertedObjects[key] = nil
+        registry[key] = nil
+        coordinator.forgetUnsaved(b.entity, key: b.key)
+        b.isInserted = false
+        b.isDeleted = true
+        b.context = nil
+    }
+
+    private func detachAsDeleted(_ b: ObjectBacking, key: RowCacheKey) {
+        updatedObjects[key] = nil
+        deletedObjects[key] = nil
+        registry[key] = nil
+        b.isUpdated = false
+        b.isDeleted = true
+        b.context = nil
+    }
+}
+
+extension MergeConflict.Resolution: Equatable {}

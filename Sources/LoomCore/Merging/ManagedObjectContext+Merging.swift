@@ -1,0 +1,74 @@
+extension ManagedObjectContext {
+    /// Merges every save of other contexts that is waiting for this one, then posts one
+    /// `objectsDidChange` for all of them. Automatic merging calls this on the context's
+    /// isolation; call it yourself to be sure pending saves are merged now.
+    ///
+    /// - Complexity: O(objects registered here that the saves changed), plus the IDs' count.
+    public func mergePendingSaves() {
+        ConcurrencyDebugging.check(self, #function)
+        let events = inbox.take()
+        guard !events.isEmpty else { return }
+        processPendingChanges()
+        var merged = ObjectChanges()
+        for event in events {
+            merge(event.changes, rows: event.rows, into: &merged)
+            lastMergedSaveNumber = max(lastMergedSaveNumber, event.number)
+        }
+        if !merged.isEmpty { post(.objectsDidChange(merged)) }
+    }
+
+    /// Merges the changes another context saved (the payload of its `didSave` event) into this
+    /// one: registered objects that were updated get the saved values (unsaved changes made here
+    /// stay on top), registered faults are refreshed too, deleted objects leave this context.
+    /// Posts `objectsDidChange` with what it merged.
+    public func mergeChanges(fromContextDidSave changes: ObjectChanges) {
+        ConcurrencyDebugging.check(self, #function)
+        processPendingChanges()
+        var merged = ObjectChanges()
+        merge(changes, rows: [:], into: &merged)
+        if !merged.isEmpty { post(.objectsDidChange(merged)) }
+    }
+
+    private func merge(_ changes: ObjectChanges, rows: [AnyObjectID: StoreRow], into merged: inout ObjectChanges) {
+        merged.inserted.formUnion(changes.inserted)
+        for id in changes.deleted {
+            merged.deleted.insert(id)
+            guard let object = registeredObject(for: id) else { continue }
+            let backing = object._loomBacking
+            let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+            registry[key] = nil
+            updatedObjects[key] = nil
+            deletedObjects[key] = nil
+            if backing.state == .fault {
+                backing.invalidate(reason: "it was deleted by another context's save")
+            } else {
+                // Keep the last values readable for code still showing the object.
+                backing.isDeleted = true
+                backing.isUpdated = false
+                backing.context = nil
+            }
+        }
+        for id in changes.updated {
+            guard let object = registeredObject(for: id) else {
+                merged.updated.insert(id)
+                if let properties = changes.changedProperties[id] { merged.changedProperties[id] = properties }
+                continue
+            }
+            let backing = object._loomBacking
+            merged.refreshed.insert(id)
+            merged.updated.insert(id)
+            if let properties = changes.changedProperties[id] { merged.changedProperties[id] = properties }
+            guard backing.state == .loaded else { continue }   // a fault: its next use reads the saved row
+            let row: StoreRow?
+            if let saved = rows[id] { row = saved } else { row = try? coordinator.row(of: backing.entity, key: backing.key) }
+            guard let row, row.version > backing.version else { continue }
+            let local = backing.isUpdated ? changedIndexes(backing) : []
+            backing.load(row)
+            for (index, value) in local { backing.values[index] = value }
+            if local.isEmpty && backing.isUpdated {
+                backing.isUpdated = false
+                updatedObjects[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = nil
+            }
+        }
+    }
+}

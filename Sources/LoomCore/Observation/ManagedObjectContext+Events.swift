@@ -1,0 +1,93 @@
+extension ManagedObjectContext {
+    /// Calls `handler` for every event of `kind`, synchronously on this context's isolation.
+    ///
+    /// ```swift
+    /// let token = context.addObserver(for: .didSave) { event in
+    ///     if case .didSave(let changes) = event { print(changes.inserted.count) }
+    /// }
+    /// ```
+    @discardableResult
+    public func addObserver(for kind: ContextEvent.Kind, _ handler: @escaping (ContextEvent) -> Void) -> ObserverToken {
+        nextObserverID += 1
+        observers.append((ObserverToken(id: nextObserverID), kind, handler))
+        return ObserverToken(id: nextObserverID)
+    }
+
+    /// Stops calling an observer.
+    public func removeObserver(_ token: ObserverToken) {
+        observers.removeAll { $0.token == token }
+    }
+
+    /// Every event this context posts from now on, as an `AsyncSequence`. The stream ends when
+    /// the context is deallocated.
+    ///
+    /// ```swift
+    /// Task { @MainActor in
+    ///     for await event in container.viewContext.events() { refreshUI(event) }
+    /// }
+    /// ```
+    public func events() -> AsyncStream<ContextEvent> {
+        eventHub.stream()
+    }
+
+    func post(_ event: ContextEvent) {
+        for observer in observers where observer.kind == event.kind { observer.handler(event) }
+        eventHub.yield(event)
+    }
+
+    /// Ends the current "event": posts `objectsDidChange` for everything inserted, changed or
+    /// deleted since the last one. Runs by itself at the end of every `perform`, before every
+    /// save, after merges, and for the view context at the end of the main actor's turn.
+    public func processPendingChanges() {
+        ConcurrencyDebugging.check(self, #function)
+        guard !eventInserted.isEmpty || !eventChanged.isEmpty || !eventDeleted.isEmpty else { return }
+        var changes = ObjectChanges()
+        for backing in eventInserted where backing.context === self && backing.isInserted {
+            changes.inserted.insert(objectID(of: backing))
+        }
+        for backing in eventChanged where backing.context === self && !backing.isInserted {
+            backing.changedSinceEvent = false
+            let id = objectID(of: backing)
+            changes.updated.insert(id)
+            changes.changedProperties[id] = Set(changedIndexes(backing).map { backing.entity.attributes[$0.0].name })
+        }
+        for backing in eventDeleted { changes.deleted.insert(objectID(of: backing)) }
+        for backing in eventInserted { backing.changedSinceEvent = false }
+        eventInserted = []
+        eventChanged = []
+        eventDeleted = []
+        if !changes.isEmpty { post(.objectsDidChange(changes)) }
+    }
+
+    /// Records that an object changed in the current event, and for the view context makes
+    /// sure the event ends with the main actor's current turn.
+    func noteEventChange(_ backing: ObjectBacking, inserted: Bool = false, deleted: Bool = false) {
+        if inserted { eventInserted.append(backing) }
+        else if deleted { eventDeleted.append(backing) }
+        else if !backing.changedSinceEvent {
+            backing.changedSinceEvent = true
+            eventChanged.append(backing)
+        }
+        scheduleEndOfEventIfNeeded()
+    }
+
+    private func scheduleEndOfEventIfNeeded() {
+        guard case .mainActor = isolation, !endOfEventScheduled else { return }
+        endOfEventScheduled = true
+        let box = UncheckedContext(self)
+        Task { @MainActor in
+            guard let context = box.context else { return }
+            context.endOfEventScheduled = false
+            context.processPendingChanges()
+        }
+    }
+}
+
+/// Carries a context to its own isolation.
+///
+/// `@unchecked Sendable`: the box is only opened on the context's own isolation (the main actor
+/// for the view context, the context's queue otherwise); every use below does so.
+struct UncheckedContext: @unchecked Sendable {
+    weak var context: ManagedObjectContext?
+    init(_ context: ManagedObjectContext) { self.context = context }
+}
