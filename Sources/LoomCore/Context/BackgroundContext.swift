@@ -38,7 +38,7 @@ public actor BackgroundContext {
     /// Calls are served one at a time, in order. Each ends with
     /// ``ManagedObjectContext/processPendingChanges()``, which posts `objectsDidChange` for what
     /// the body changed.
-    public func perform<T: Sendable>(_ body: (ManagedObjectContext) throws -> T) rethrows -> T {
+    public func perform<T: Sendable>(_ body: sending (ManagedObjectContext) throws -> T) rethrows -> T {
         defer { context.processPendingChanges() }
         return try body(context)
     }

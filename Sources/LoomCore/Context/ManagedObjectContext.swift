@@ -24,6 +24,22 @@ public final class ManagedObjectContext {
     /// Every object registered in this context, by entity and key. Clean objects are held
     /// weakly, so that they go away when the app lets go of them, as in Core Data.
     var registry: [RowCacheKey: WeakObject] = [:]
+    /// Every registered object, held strongly, when ``retainsRegisteredObjects`` is on.
+    var retained: [RowCacheKey: any BackedObject] = [:]
+
+    /// Whether the context keeps every registered object alive, rather than only those with
+    /// unsaved changes (Core Data's `retainsRegisteredObjects`, off by default). Turn it on to
+    /// keep a working set in memory across fetches; ``reset()`` releases them.
+    public var retainsRegisteredObjects = false {
+        didSet {
+            if retainsRegisteredObjects {
+                for (key, entry) in registry { if let object = entry.object { retained[key] = object } }
+            } else {
+                retained = [:]
+            }
+        }
+    }
+
     /// Objects with unsaved changes, held strongly until saved, rolled back or reset.
     var insertedObjects: [RowCacheKey: any BackedObject] = [:]
     var updatedObjects: [RowCacheKey: any BackedObject] = [:]
@@ -222,8 +238,9 @@ public final class ManagedObjectContext {
 
     /// The object with this ID, with its values loaded; throws if no such object exists.
     ///
-    /// A registered object is returned as it is in this context. Otherwise the row is read from
-    /// the store (not from a possibly stale cache). Throws ``LoomError/Code/objectNotFound`` when
+    /// The row is always read from the store (not from a possibly stale cache): a registered
+    /// object without unsaved changes is brought up to date with it; one with unsaved changes is
+    /// returned as this context has it. Throws ``LoomError/Code/objectNotFound`` when
     /// the row does not exist, ``LoomError/Code/objectNotSavedYet`` for an object inserted in
     /// another context and not saved yet.
     public func existingObject<Model: PersistentModel>(with id: ObjectID<Model>) throws(LoomError) -> Model {
@@ -241,12 +258,13 @@ public final class ManagedObjectContext {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
         if let registered = registry[key]?.object {
             let backing = registered._loomBacking
-            if backing.state == .fault {
-                guard let row = try coordinator.row(of: entity, key: id.primaryKey, bypassingCache: true) else {
-                    throw notFound(id)
-                }
-                backing.load(row)
+            // An object with unsaved changes is returned as this context has it; any other is
+            // brought up to date with the store.
+            if backing.isInserted || backing.isUpdated || backing.isDeleted { return registered }
+            guard let row = try coordinator.row(of: entity, key: id.primaryKey, bypassingCache: true) else {
+                throw notFound(id)
             }
+            if backing.state == .fault || row.version != backing.version { backing.load(row) }
             return registered
         }
         guard let row = try coordinator.row(of: entity, key: id.primaryKey, bypassingCache: true) else {
@@ -271,7 +289,9 @@ public final class ManagedObjectContext {
         } else {
             DynamicObject(backing: backing)
         }
-        registry[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = WeakObject(object)
+        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        registry[key] = WeakObject(object)
+        if retainsRegisteredObjects { retained[key] = object }
         return object
     }
 
@@ -327,6 +347,7 @@ public final class ManagedObjectContext {
             entry.object?._loomBacking.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
         }
         registry = [:]
+        retained = [:]
         insertedObjects = [:]
         updatedObjects = [:]
         deletedObjects = [:]
@@ -364,6 +385,24 @@ public final class ManagedObjectContext {
             backing.committed = row.values
             backing.version = row.version
         }
+    }
+
+    /// Refreshes every registered object from the store, keeping unsaved changes on top
+    /// (Core Data's `refreshAllObjects()`): loaded objects get current values, faults stay
+    /// faults and will read current data.
+    public func refreshAllObjects() throws(LoomError) {
+        ConcurrencyDebugging.check(self, #function)
+        var changes = ObjectChanges()
+        for entry in Array(registry.values) {
+            guard let object = entry.object else { continue }
+            let backing = object._loomBacking
+            if backing.isInserted { continue }
+            if backing.state == .loaded {
+                try refresh(object, mergeChanges: true)
+            }
+            changes.refreshed.insert(objectID(of: backing))
+        }
+        if !changes.isEmpty { post(.objectsDidChange(changes)) }
     }
 
     func changedIndexes(_ backing: ObjectBacking) -> [(Int, StoredValue)] {

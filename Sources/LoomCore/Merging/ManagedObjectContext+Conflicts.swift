@@ -132,7 +132,9 @@ extension ManagedObjectContext {
                 updatedObjects[key] = nil
             }
         case .objectTrump:
-            let target = try existingObject(with: existing)._loomBacking
+            // Hold the object: the registry is weak, and it must reach updatedObjects below.
+            let targetObject = try existingObject(with: existing)
+            let target = targetObject._loomBacking
             let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0] ?? .null) } : changedIndexes(b)
             if b.isInserted {
                 drop(b, key: key)
@@ -142,6 +144,7 @@ extension ManagedObjectContext {
                 updatedObjects[key] = nil
             }
             for (i, v) in source { target.setStoredValue(v, at: i) }
+            withExtendedLifetime(targetObject) {}
         case .overwrite:
             let duplicate = try existingObject(with: existing)
             delete(duplicate)

@@ -1,0 +1,58 @@
+import Foundation
+import Loom
+
+/// The Loom contender's model: the same attributes as ``ItemData``, and the same index.
+@Model final class Item {
+    var serial: Int
+    var category: Int
+    var quantity: Int
+    var score: Double
+    var price: Double
+    var title: String
+    var notes: String
+    var createdAt: Date
+    var rating: Double?
+    #Index<Item>([\.category, \.score])
+
+    init(_ item: ItemData) {
+        serial = item.serial
+        category = item.category
+        quantity = item.quantity
+        score = item.score
+        price = item.price
+        title = item.title
+        notes = item.notes
+        createdAt = item.createdAt
+        rating = item.rating
+    }
+
+    /// Reads every attribute through the generated accessors.
+    var checksum: Int {
+        serial &+ category &+ quantity &+ Int(score) &+ Int(price) &+ title.utf8.count &+ notes.utf8.count
+            &+ Int(createdAt.timeIntervalSinceReferenceDate) &+ Int(rating ?? 0)
+    }
+}
+
+extension FetchRequest where Model == Item {
+    /// The W3 query: one category, a score range, ordered by score.
+    static func matching(_ query: RangeQuery) -> FetchRequest<Item> {
+        let category = query.category, low = query.low, high = query.high
+        return FetchRequest<Item>(
+            predicate: #Predicate<Item> { $0.category == category && $0.score >= low && $0.score < high },
+            sortBy: [SortDescriptor(\Item.score)])
+    }
+}
+
+extension PersistentContainer {
+    /// A container over a SQLite file, as every Loom run opens it.
+    static func bench(at path: String, synchronous: SQLiteStore.Synchronous = .normal) throws -> PersistentContainer {
+        try PersistentContainer(
+            name: "LoomBench", for: Item.self, location: .file(URL(filePath: path)),
+            options: SQLiteStore.Options(synchronous: synchronous))
+    }
+
+    /// The ID of the object with primary key `key`.
+    func itemID(_ key: Int64) -> ObjectID<Item> {
+        ObjectID<Item>(AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: "Item", primaryKey: key))!
+    }
+}
