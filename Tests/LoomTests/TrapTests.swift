@@ -29,9 +29,9 @@ struct TrapTests {
         }
     }
 
-    @Test("Touching a background context's object off its queue traps with concurrency debugging on")
-    func concurrencyViolation() async {
-        await #expect(processExitsWith: .failure) {
+    @Test("An object touched off its context's queue traps, naming entity, object, context, executor and thread")
+    func objectOffQueue() async throws {
+        let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             ConcurrencyDebugging.isEnabled = true
             let container = try StoreKind.inMemory.makeContainer()
             let background = container.newBackgroundContext(name: "worker")
@@ -41,6 +41,53 @@ struct TrapTests {
                 return UnsafeTransfer(book)
             }
             _ = smuggled.value.title   // on the test's thread, not the context's queue
+        }
+        let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(message.contains("Loom concurrency debugging is on"))
+        #expect(message.contains("Loom concurrency violation: Book Book/1 in context 'worker'"))
+        #expect(message.contains("belongs to queue 'worker'"))
+        #expect(message.contains("was used on"))
+    }
+
+    @Test("A context called off its queue traps")
+    func contextOffQueue() async throws {
+        let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ConcurrencyDebugging.isEnabled = true
+            let container = try StoreKind.inMemory.makeContainer()
+            let background = container.newBackgroundContext(name: "importer")
+            let smuggled = await background.perform { UnsafeTransfer($0) }
+            _ = try smuggled.value.fetch(FetchRequest<Book>())
+        }
+        let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(message.contains("fetch"))
+        #expect(message.contains("context 'importer'"))
+    }
+
+    @Test("The view context used off the main thread traps")
+    func viewContextOffMain() async throws {
+        let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ConcurrencyDebugging.isEnabled = true
+            let container = try StoreKind.inMemory.makeContainer()
+            let smuggled = await MainActor.run { UnsafeTransfer(container.viewContext) }
+            await Task.detached { _ = smuggled.value.hasChanges }.value
+        }
+        let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(message.contains("context 'view context'"))
+        #expect(message.contains("belongs to the main actor"))
+    }
+
+    @Test("With checks off, the same misuse does not trap (the check costs one atomic load)")
+    func offByDefault() async {
+        await #expect(processExitsWith: .success) {
+            let container = try! StoreKind.inMemory.makeContainer()
+            let background = container.newBackgroundContext(name: "worker")
+            let smuggled = await background.perform { context in
+                let book = Book(context: context)
+                book.title = "x"
+                return UnsafeTransfer(book)
+            }
+            _ = await background.perform { _ in smuggled.value.title }   // fine: back on its queue
+            #expect(!ConcurrencyDebugging.isEnabled)
         }
     }
 }

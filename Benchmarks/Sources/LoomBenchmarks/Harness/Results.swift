@@ -17,6 +17,7 @@ struct Summary: Codable, Sendable {
 
 /// How Loom did against a target.
 struct TargetResult: Codable, Sendable {
+    var kind: Target.Kind
     var target: String
     /// The figure compared with the limit (a ratio, seconds or bytes).
     var value: Double
@@ -84,6 +85,6 @@ extension MetricResult {
         }
         guard let value else { return nil }
         let passed = target.kind == .minRatioToRaw ? value >= target.limit : value <= target.limit
-        return TargetResult(target: target.description, value: value, passed: passed)
+        return TargetResult(kind: target.kind, target: target.description, value: value, passed: passed)
     }
 }

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+
+/// `loom-bench`: Loom against the raw SQLite C API and GRDB, measured in one process.
+@main
+struct LoomBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "loom-bench",
+        abstract: "Measures Loom against the raw SQLite C API and GRDB, in the same process, round by round.",
+        discussion: "Run it in release mode: swift run -c release --package-path Benchmarks loom-bench")
+
+    @Flag(help: "Fewer objects (10,000), still at least 9 measured rounds; the whole run takes under 3 minutes.")
+    var quick = false
+
+    @Option(help: "Write every figure as JSON to this path.")
+    var json: String?
+
+    @Option(help: "Run only these workloads, e.g. W1,W3.")
+    var only: String?
+
+    @Option(help: "Run only these contenders (raw, grdb, grdb-record, loom), e.g. for profiling one of them.")
+    var contenders: String?
+
+    @Option(help: "Measured rounds (default 11, --quick 9). Fewer than 9 is for profiling only.")
+    var rounds: Int?
+
+    @Option(help: "Warm-up rounds (default 2, --quick 1).")
+    var warmup: Int?
+
+    @Option(help: "Objects in the populated stores (default 100,000, --quick 10,000).")
+    var objects: Int?
+
+    @Flag(help: "Skip the untimed memory runs.")
+    var noMemory = false
+
+    @Option(help: "Folder for the scratch databases (default: a new folder in the system's temporary directory).")
+    var directory: String?
+
+    func validate() throws {
+        if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1.") }
+        if let objects, objects < 1_000 { throw ValidationError("--objects must be at least 1,000.") }
+        if let only {
+            let known = Set(Catalog.ids)
+            for id in Self.list(only) where !known.contains(id.uppercased()) {
+                throw ValidationError("Unknown workload '\(id)'; the workloads are \(Catalog.ids.joined(separator: ", ")).")
+            }
+        }
+        if let contenders {
+            for name in Self.list(contenders) where Contender(rawValue: name) == nil {
+                throw ValidationError("Unknown contender '\(name)'; the contenders are \(Contender.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+        }
+    }
+
+    static func list(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    func run() async throws {
+        let options = RunOptions(
+            quick: quick, json: json, only: only.map { Set(Self.list($0).map { $0.uppercased() }) },
+            contenders: contenders.map { Set(Self.list($0).compactMap(Contender.init(rawValue:))) },
+            rounds: rounds, warmup: warmup, objects: objects, measuresMemory: !noMemory, directory: directory,
+            command: CommandLine.arguments.joined(separator: " "))
+        try await options.run()
+    }
+}
+
+/// The parsed command line, handed to the main actor.
+struct RunOptions: Sendable {
+    var quick: Bool
+    var json: String?
+    var only: Set<String>?
+    var contenders: Set<Contender>?
+    var rounds: Int?
+    var warmup: Int?
+    var objects: Int?
+    var measuresMemory: Bool
+    var directory: String?
+    var command: String
+
+    @MainActor
+    func run() async throws {
+        let started = monotonicNanoseconds()
+        var sizes = quick ? Sizes.quick : Sizes.standard
+        if let objects { sizes.objects = objects }
+        let measuredRounds = rounds ?? (quick ? 9 : 11)
+        let warmupRounds = warmup ?? (quick ? 1 : 2)
+        if measuredRounds < 9 {
+            FileHandle.standardError.write(Data("[loom-bench] warning: \(measuredRounds) measured rounds (fewer than 9): for profiling, not for reporting.\n".utf8))
+        }
+
+        let folder = directory.map { URL(filePath: $0) }
+            ?? FileManager.default.temporaryDirectory.appending(path: "loom-bench-\(ProcessInfo.processInfo.processIdentifier)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { if directory == nil { try? FileManager.default.removeItem(at: folder) } }
+
+        let bench = Bench(sizes: sizes, directory: folder)
+        defer { bench.removeTemplates() }
+        var environment = try EnvironmentInfo.collect(bench: bench)
+        let runner = Runner(bench: bench, warmupRounds: warmupRounds, measuredRounds: measuredRounds,
+                            contenderFilter: contenders, measuresMemory: measuresMemory)
+        var results: [WorkloadResult] = []
+        for workload in Catalog.workloads() where only?.contains(workload.id) ?? true {
+            results.append(try await runner.run(workload))
+        }
+        environment.loadAverageAtEnd = EnvironmentInfo.loadAverage()
+
+        let report = RunReport(
+            command: command, quick: quick, warmupRounds: warmupRounds, measuredRounds: measuredRounds, sizes: sizes,
+            environment: environment, memoryMethod: RunReport.memoryMethodText, statisticsMethod: RunReport.statisticsMethodText,
+            workloads: results, durationSeconds: seconds(since: started))
+        print(report.text())
+        if let json {
+            try report.writeJSON(to: json)
+            print("JSON written to \(json)")
+        }
+    }
+}
+
+/// Every workload, in report order. W4 and W6 wait for relationships and merging.
+enum Catalog {
+    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10"]
+
+    @MainActor
+    static func workloads() -> [any Workload] {
+        [
+            InsertAndSave(), FetchAll(), RangeQueries(), ToManyFaulting(), ChangeAndSave(), MergeLatency(),
+            MainActorResponsiveness(), ConcurrentReaders(), SingleObjectSaves(), OpenAndFirstFetch(),
+        ]
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import GRDB
+import Loom
+
+/// W3: 1,000 different parameterized queries — one category, a score range, ordered by
+/// score — each returning about 50 rows, every attribute of which is read.
+///
+/// Raw SQLite binds a reused prepared statement; GRDB's fast path a cached statement; GRDB's
+/// record path builds the query with its query interface; Loom builds a `FetchRequest` with a
+/// `#Predicate` and a `SortDescriptor` per query and fetches with the default request settings
+/// (faults, which reading the attributes fires from the rows the fetch cached). An index on
+/// (category, score) serves every contender.
+final class RangeQueries: Workload {
+    let id = "W3"
+    let title = "1,000 different predicate + sort queries, ~50 rows each, every attribute read"
+    let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
+    let metrics = [
+        Metric(key: "p50", label: "query p50", target: .ratioToRaw(2)),
+        Metric(key: "p99", label: "query p99"),
+        Metric(key: "total", label: "1,000 queries"),
+    ]
+    private var bench: Bench!
+
+    func prepare(_ bench: Bench) throws {
+        self.bench = bench
+    }
+
+    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
+        let path = try bench.populatedCopy(for: contender, tag: "W3-\(contender.rawValue)")
+        defer { bench.remove(path) }
+        let meter = round.meter
+        let queries = bench.dataset.queries
+        var times: [Double] = []
+        times.reserveCapacity(queries.count)
+        var rows = 0
+        switch contender {
+        case .raw:
+            let db = try RawDatabase(path: path)
+            _ = try db.scalar(ItemSQL.count)
+            meter?.begin()
+            let statement = try db.prepare(ItemSQL.selectRange)
+            for query in queries {
+                let start = monotonicNanoseconds()
+                let items = try statement.items(matching: query)
+                blackHole(items.checksum)
+                times.append(seconds(since: start))
+                rows += items.count
+            }
+            meter?.end()
+        case .grdb, .grdbRecord:
+            let pool = try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration())
+            _ = try pool.read { try Int.fetchOne($0, sql: ItemSQL.count) }
+            meter?.begin()
+            for query in queries {
+                let start = monotonicNanoseconds()
+                let count: Int
+                if contender == .grdbRecord {
+                    let records = try pool.read { try ItemRecord.matching(query).fetchAll($0) }
+                    blackHole(records.checksum)
+                    count = records.count
+                } else {
+                    let items = try pool.read { try $0.items(matching: query) }
+                    blackHole(items.checksum)
+                    count = items.count
+                }
+                times.append(seconds(since: start))
+                rows += count
+            }
+            meter?.end()
+            try pool.close()
+        case .loom:
+            let container = try PersistentContainer.bench(at: path)
+            let context = container.viewContext
+            _ = try context.count(for: FetchRequest<Item>())
+            meter?.begin()
+            for query in queries {
+                let start = monotonicNanoseconds()
+                let objects = try context.fetch(.matching(query))
+                blackHole(objects.checksum)
+                times.append(seconds(since: start))
+                rows += objects.count
+            }
+            meter?.end()
+            try container.close()
+        }
+        let sorted = times.sorted()
+        return [
+            "p50": Statistics.percentile(sorted: sorted, 0.5),
+            "p99": Statistics.percentile(sorted: sorted, 0.99),
+            "total": times.reduce(0, +),
+            "rows": Double(rows) / Double(queries.count),
+        ]
+    }
+}
