@@ -71,3 +71,25 @@ struct Dimensions: Codable, Sendable, Equatable {
 
     init() {}
 }
+
+/// A row of four counters, each written by one worker in the stress tests.
+@Model final class Tally {
+    @Attribute(.unique) var key: String
+    var a: Int = 0
+    var b: Int = 0
+    var c: Int = 0
+    var d: Int = 0
+
+    init(key: String) { self.key = key }
+
+    func add(_ amount: Int, toField field: Int) {
+        switch field {
+        case 0: a += amount
+        case 1: b += amount
+        case 2: c += amount
+        default: d += amount
+        }
+    }
+
+    var fields: [Int] { [a, b, c, d] }
+}

@@ -10,7 +10,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     /// A fresh, empty container of this kind for the test models.
     func makeContainer(_ types: any PersistentModel.Type... ) throws -> PersistentContainer {
-        let schema = try Schema(types.isEmpty ? [Book.self, Shelf.self, Sample.self] : types)
+        let schema = try Schema(types.isEmpty ? [Book.self, Shelf.self, Sample.self, Tally.self] : types)
         switch self {
         case .inMemory:
             return PersistentContainer(store: InMemoryStore(schema: schema))
