@@ -22,11 +22,30 @@ public actor BackgroundContext {
     /// The context's name, also its queue's label.
     public nonisolated let name: String
 
-    init(coordinator: PersistentStoreCoordinator, name: String, mergesAutomatically: Bool = false) {
+    init(coordinator: PersistentStoreCoordinator, name: String, mergesAutomatically: Bool = false, parent: ParentLink? = nil) {
         let queue = ContextQueue(label: name)
         self.executor = ContextExecutor(queue: queue)
         self.name = name
-        self.context = ManagedObjectContext(coordinator: coordinator, isolation: .queue(queue), name: name, mergesAutomatically: mergesAutomatically)
+        let context = ManagedObjectContext(coordinator: coordinator, isolation: .queue(queue), name: name, mergesAutomatically: mergesAutomatically, parent: parent)
+        self.context = context
+        self.link = ParentLink(context)
+    }
+
+    /// This context, as a parent for children.
+    private nonisolated let link: ParentLink
+
+    /// A new context on its own queue whose parent is this one; see
+    /// ``ManagedObjectContext/newChildContext(name:)``. Callable from anywhere.
+    public nonisolated func newChildContext(name: String = "Loom child context") -> BackgroundContext {
+        BackgroundContext(coordinator: link.coordinator, name: name, parent: link)
+    }
+
+    /// A new main-actor context whose parent is this one: the middle level of the classic
+    /// writer → main → workers stack. Its saves go to this (private, writer) context; call
+    /// `saveRecursively()` on it to reach the store without blocking the main actor on disk for
+    /// longer than the writer's save.
+    @MainActor public func newMainActorChildContext(name: String = "main context") -> ManagedObjectContext {
+        ManagedObjectContext(coordinator: link.coordinator, isolation: .mainActor, name: name, parent: link)
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor {

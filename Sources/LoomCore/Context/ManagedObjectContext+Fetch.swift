@@ -23,7 +23,7 @@ extension ManagedObjectContext {
         let query = try request.storeQuery(for: entity)
         let store = coordinator.storeIdentifier
         if !request.includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
-            return try coordinator.fetch(query).map {
+            return try baseFetch(query).map {
                 ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: entity.name, primaryKey: $0.key))
             }
         }
@@ -38,7 +38,7 @@ extension ManagedObjectContext {
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
         let query = try request.storeQuery(for: entity)
         if !request.includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
-            return try coordinator.count(query)
+            return try baseCount(query)
         }
         return try matchingRows(query).count
     }
@@ -53,26 +53,27 @@ extension ManagedObjectContext {
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
         if !includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
-            let rows = try coordinator.fetch(query)
-            if asFaults { coordinator.cache(rows, of: entity) }
-            return rows.map { materialize($0, of: entity, asFault: asFaults) }
+            let rows = try baseFetch(query)
+            if asFaults && parent == nil { coordinator.cache(rows, of: entity) }
+            // A child's objects are filled at once: its faults would have to ask the parent again.
+            return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
         }
         let matches = try matchingRows(query)
-        if asFaults { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
+        if asFaults && parent == nil { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
         return matches.map { match in
-            match.object ?? materialize(match.row, of: entity, asFault: asFaults)
+            match.object ?? materialize(match.row, of: entity, asFault: asFaults && parent == nil)
         }
     }
 
     /// The store's answer corrected by this context's unsaved changes, sorted and windowed.
-    private func matchingRows(_ query: StoreQuery) throws(LoomError) -> [(row: StoreRow, object: (any BackedObject)?)] {
+    func matchingRows(_ query: StoreQuery) throws(LoomError) -> [(row: StoreRow, object: (any BackedObject)?)] {
         let entity = query.entity
         let entityID = ObjectIdentifier(entity)
         var unwindowed = query
         unwindowed.fetchOffset = 0
         unwindowed.fetchLimit = nil
         var results: [(row: StoreRow, object: (any BackedObject)?)] = []
-        for row in try coordinator.fetch(unwindowed) {
+        for row in try baseFetch(unwindowed) {
             let key = RowCacheKey(entity: entityID, key: row.key)
             if deletedObjects[key] != nil || updatedObjects[key] != nil { continue }
             results.append((row, nil))

@@ -31,6 +31,11 @@ extension ManagedObjectContext {
         for (key, object) in updatedObjects where deletedObjects[key] == nil { try validateValues(object._loomBacking) }
         try validateUniqueness(among: Array(insertedObjects.values) + updatedObjects.filter { deletedObjects[$0.key] == nil }.map(\.value))
 
+        if let parent {
+            try saveIntoParent(parent)
+            return
+        }
+
         let before = SavedState(of: self)
         let applied: (changes: StoreChangeSet, number: UInt64)
         do throws(LoomError) {
@@ -70,6 +75,35 @@ extension ManagedObjectContext {
             post(.didSave(changes))
             coordinator.broadcast(SaveEvent(number: applied.number, changes: changes, rows: rows, origin: ObjectIdentifier(inbox), mergesIntoViewContext: mergingIntoViewContext))
         }
+    }
+
+    /// A child's save: its changes become unsaved changes of its parent.
+    private func saveIntoParent(_ parent: ParentLink) throws(LoomError) {
+        var child = ChildChanges()
+        for object in insertedObjects.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
+            let b = object._loomBacking
+            child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values.map { $0 ?? .null }))
+        }
+        for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
+            let b = object._loomBacking
+            let changed = changedIndexes(b)
+            if !changed.isEmpty { child.updates.append(.init(entity: b.entity, key: b.key, changes: changed)) }
+        }
+        for object in deletedObjects.values {
+            child.deletes.append(.init(entity: object._loomBacking.entity, key: object._loomBacking.key))
+        }
+        let pushed = child
+        try parent.run { (context) throws(LoomError) in
+            try context.absorb(pushed)
+            context.processPendingChanges()
+        }
+        let versions = Dictionary(uniqueKeysWithValues: (Array(insertedObjects.values) + Array(updatedObjects.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
+        let changes = commitSavedState()
+        // A child's objects keep the parent's versions: only the store's saves bump them.
+        for object in registry.values.compactMap(\.object) {
+            if let version = versions[ObjectIdentifier(object._loomBacking)] { object._loomBacking.version = version }
+        }
+        post(.didSave(changes))
     }
 
     private var hasPendingWork: Bool {

@@ -80,8 +80,12 @@ public final class ManagedObjectContext {
         set { inbox.isEnabled = newValue }
     }
 
-    init(coordinator: PersistentStoreCoordinator, isolation: ContextIsolation, name: String?, mergesAutomatically: Bool = false, isViewContext: Bool = false) {
+    /// The parent of a child context; `nil` for a context that saves to the store.
+    let parent: ParentLink?
+
+    init(coordinator: PersistentStoreCoordinator, isolation: ContextIsolation, name: String?, mergesAutomatically: Bool = false, isViewContext: Bool = false, parent: ParentLink? = nil) {
         self.coordinator = coordinator
+        self.parent = parent
         self.isolation = isolation
         self.name = name
         self.inbox = MergeInbox(isolation: isolation, isViewContext: isViewContext, enabled: mergesAutomatically)
@@ -261,13 +265,13 @@ public final class ManagedObjectContext {
             // An object with unsaved changes is returned as this context has it; any other is
             // brought up to date with the store.
             if backing.isInserted || backing.isUpdated || backing.isDeleted { return registered }
-            guard let row = try coordinator.row(of: entity, key: id.primaryKey, bypassingCache: true) else {
+            guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
                 throw notFound(id)
             }
             if backing.state == .fault || row.version != backing.version { backing.load(row) }
             return registered
         }
-        guard let row = try coordinator.row(of: entity, key: id.primaryKey, bypassingCache: true) else {
+        guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
             throw notFound(id)
         }
         let backing = ObjectBacking(entity: entity, key: id.primaryKey, context: self)
@@ -298,7 +302,7 @@ public final class ManagedObjectContext {
     /// Loads a fault's values from the shared row cache or the store.
     func fulfillFault(_ backing: ObjectBacking) {
         do {
-            guard let row = try coordinator.row(of: backing.entity, key: backing.key, maximumAge: stalenessInterval) else {
+            guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: false) else {
                 preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere). Use existingObject(with:) to get an error instead.")
             }
             backing.load(row)
@@ -368,7 +372,7 @@ public final class ManagedObjectContext {
         if backing.isInserted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         let changes: [(Int, StoredValue)] = mergeChanges && backing.state == .loaded ? changedIndexes(backing) : []
-        guard let row = try coordinator.row(of: backing.entity, key: backing.key, bypassingCache: true) else {
+        guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: true) else {
             throw notFound(AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key))
         }
         if mergeChanges {

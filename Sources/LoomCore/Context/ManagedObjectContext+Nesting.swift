@@ -1,0 +1,156 @@
+import Foundation
+
+/// A child context's way to its parent: the parent context and the isolation it must be used on.
+///
+/// `@unchecked Sendable`: `context` is only used inside ``run(_:)``, which runs on the parent's
+/// isolation (its queue, or the main thread), as the parent's own work does.
+final class ParentLink: @unchecked Sendable {
+    private let context: ManagedObjectContext
+    let isolation: ContextIsolation
+    let coordinator: PersistentStoreCoordinator
+
+    init(_ context: ManagedObjectContext) {
+        self.context = context
+        self.isolation = context.isolation
+        self.coordinator = context.coordinator
+    }
+
+    /// Runs `body` with the parent, on the parent's isolation, and waits for it (Core Data's
+    /// `performAndWait` on the parent). A parent must never wait synchronously on its child.
+    func run<T: Sendable>(_ body: (ManagedObjectContext) throws(LoomError) -> T) throws(LoomError) -> T {
+        if isolation.isCurrent { return try body(context) }
+        // The caller waits for the block, so `body` and `context` are never used concurrently.
+        nonisolated(unsafe) let body = body
+        nonisolated(unsafe) let context = context
+        let result: Result<T, LoomError>
+        switch isolation {
+        case .mainActor:
+            result = DispatchQueue.main.sync { Result { () throws(LoomError) -> T in try body(context) } }
+        case .queue(let queue):
+            result = queue.queue.sync { Result { () throws(LoomError) -> T in try body(context) } }
+        }
+        return try result.get()
+    }
+}
+
+extension ManagedObjectContext {
+    // MARK: Where rows come from
+
+    /// Rows for a query as this context's source sees them: the store for a root context, the
+    /// parent (with its unsaved changes) for a child.
+    func baseFetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        guard let parent else { return try coordinator.fetch(query) }
+        return try parent.run { (context) throws(LoomError) -> [StoreRow] in try context.rowsAsSeen(query) }
+    }
+
+    func baseCount(_ query: StoreQuery) throws(LoomError) -> Int {
+        guard parent != nil else { return try coordinator.count(query) }
+        return try baseFetch(query).count
+    }
+
+    /// The current row of one object as this context's source sees it. `fresh` reads past the
+    /// coordinator's cache (root contexts); otherwise the cache serves rows no older than
+    /// ``stalenessInterval``.
+    func baseRow(of entity: EntityDescription, key: Int64, fresh: Bool) throws(LoomError) -> StoreRow? {
+        guard let parent else {
+            return try coordinator.row(of: entity, key: key, bypassingCache: fresh, maximumAge: stalenessInterval)
+        }
+        return try parent.run { (context) throws(LoomError) -> StoreRow? in try context.currentRow(of: entity, key: key, fresh: fresh) }
+    }
+
+    /// What a child sees for a query: this context's objects with their unsaved changes.
+    func rowsAsSeen(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        if changedEntities[ObjectIdentifier(query.entity)] == nil { return try baseFetch(query) }
+        return try matchingRows(query).map(\.row)
+    }
+
+    /// What a child sees for one object: this context's values, unsaved changes included.
+    func currentRow(of entity: EntityDescription, key: Int64, fresh: Bool) throws(LoomError) -> StoreRow? {
+        if let object = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object {
+            let backing = object._loomBacking
+            if backing.isDeleted { return nil }
+            if backing.state == .loaded {
+                return StoreRow(key: key, version: backing.version, values: backing.values.map { $0 ?? .null })
+            }
+        }
+        return try baseRow(of: entity, key: key, fresh: fresh)
+    }
+
+    // MARK: Child contexts
+
+    /// A new context on its own queue whose parent is this context: its fetches and faults see
+    /// this context's unsaved changes, and its `save()` pushes its changes here (one level up),
+    /// not to the store. Use it as a scratchpad: discard it to cancel, save it to keep.
+    ///
+    /// ```swift
+    /// let editor = container.viewContext.newChildContext(name: "editor")
+    /// try await editor.perform { context in
+    ///     try context.existingObject(with: id).title = "Draft"
+    ///     try context.save()             // now an unsaved change of the view context
+    /// }
+    /// ```
+    ///
+    /// Call it on this context's isolation. The child reaches this context synchronously on its
+    /// isolation (like Core Data's children, which `performAndWait` on their parent): never make
+    /// this context wait synchronously for its child.
+    public func newChildContext(name: String = "Loom child context") -> BackgroundContext {
+        ConcurrencyDebugging.check(self, #function)
+        return BackgroundContext(coordinator: coordinator, name: name, parent: ParentLink(self))
+    }
+
+    /// Pushes a saved child's changes into this context as its own unsaved changes.
+    func absorb(_ changes: ChildChanges) throws(LoomError) {
+        // Check everything first, so that a failure changes nothing.
+        var targets: [(any BackedObject, [(Int, StoredValue)])] = []
+        for update in changes.updates {
+            let id = objectID(update.entity, update.key)
+            let object = try existingObject(with: id)
+            if object._loomBacking.isDeleted {
+                throw LoomError(.objectNotFound, "\(id) was deleted in the parent context, so the child's changes to it cannot be saved there.", entity: update.entity.name, objectID: id)
+            }
+            targets.append((object, update.changes))
+        }
+        var doomed: [any BackedObject] = []
+        for delete in changes.deletes {
+            let id = objectID(delete.entity, delete.key)
+            if let object = registeredObject(for: id) { doomed.append(object) } else { doomed.append(try existingObject(with: id)) }
+        }
+        for insert in changes.inserts {
+            let backing = ObjectBacking(entity: insert.entity, key: insert.key, context: self)
+            backing.values = insert.values.map { $0 }
+            backing.state = .loaded
+            backing.isInserted = true
+            let object = register(backing)
+            let key = RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)
+            insertedObjects[key] = object
+            changedEntities[key.entity, default: 0] += 1
+            noteEventChange(backing, inserted: true)
+        }
+        for (object, updates) in targets {
+            for (index, value) in updates { object._loomBacking.setStoredValue(value, at: index) }
+        }
+        for object in doomed where !object._loomBacking.isDeleted { delete(object) }
+    }
+
+    /// Saves this context and then each ancestor in turn, up to the store.
+    ///
+    /// For a root context this is ``save()``.
+    public func saveRecursively() throws(LoomError) {
+        try save()
+        guard let parent else { return }
+        try parent.run { (context) throws(LoomError) in try context.saveRecursively() }
+    }
+
+    /// Whether this context saves into a parent context rather than the store.
+    public var hasParentContext: Bool { parent != nil }
+}
+
+/// A child's saved changes, on their way to its parent.
+struct ChildChanges: Sendable {
+    struct Insert: Sendable { let entity: EntityDescription; let key: Int64; let values: [StoredValue] }
+    struct Update: Sendable { let entity: EntityDescription; let key: Int64; let changes: [(Int, StoredValue)] }
+    struct Delete: Sendable { let entity: EntityDescription; let key: Int64 }
+    var inserts: [Insert] = []
+    var updates: [Update] = []
+    var deletes: [Delete] = []
+}
