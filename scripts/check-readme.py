@@ -1,17 +1,28 @@
-"""Checks that README.md's quick start is, line for line, the code that
-Tests/LoomTests/ReadmeQuickStartTests.swift compiles and runs."""
-import pathlib, re, sys
+"""Checks that every README.md code block marked `<!-- compiled: NAME -->` is, line for line,
+the code between `// BEGIN README NAME` and `// END README NAME` in a test under Tests/, so that
+the README only shows code that compiles and runs."""
+import pathlib, re, sys, difflib
 
 root = pathlib.Path(__file__).resolve().parent.parent
 readme = (root / "README.md").read_text()
-test = (root / "Tests/LoomTests/ReadmeQuickStartTests.swift").read_text()
+tests = "\n".join(p.read_text() for p in sorted((root / "Tests").rglob("*.swift")))
 
-block = re.search(r"<!-- quick-start -->\s*```swift\n(.*?)```", readme, re.S)
-region = re.search(r"// BEGIN README QUICK START\n(.*?)// END README QUICK START", test, re.S)
-if not block or not region:
-    sys.exit("check-readme: missing the <!-- quick-start --> block in README.md or the markers in the test")
-if block.group(1).strip() != region.group(1).strip():
-    import difflib
-    print("\n".join(difflib.unified_diff(block.group(1).splitlines(), region.group(1).splitlines(), "README.md", "ReadmeQuickStartTests.swift", lineterm="")))
-    sys.exit("check-readme: README's quick start differs from the test that compiles it")
-print("README quick start is compiled by ReadmeQuickStartTests.swift")
+blocks = re.findall(r"<!-- compiled: ([A-Z ]+) -->\s*```swift\n(.*?)```", readme, re.S)
+if not blocks:
+    sys.exit("check-readme: README.md has no <!-- compiled: NAME --> blocks")
+failed = False
+for name, block in blocks:
+    region = re.search(r"// BEGIN README " + re.escape(name) + r"\n(.*?)// END README " + re.escape(name), tests, re.S)
+    if not region:
+        print(f"check-readme: no test holds '// BEGIN README {name}'")
+        failed = True
+        continue
+    want = [line.strip() for line in block.strip().splitlines()]
+    have = [line.strip() for line in region.group(1).strip().splitlines()]
+    if want != have:
+        print("\n".join(difflib.unified_diff(want, have, "README.md", f"tests ({name})", lineterm="")))
+        failed = True
+    else:
+        print(f"README block '{name}' is compiled by the tests")
+if failed:
+    sys.exit("check-readme: README code differs from the code the tests compile")

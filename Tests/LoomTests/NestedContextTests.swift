@@ -88,6 +88,21 @@ struct NestedContextTests {
         #expect(pages == 5)
     }
 
+    @Test("The README's nested stack runs")
+    func readmeNestedStack() async throws {
+        let container = try StoreKind.inMemory.makeContainer()
+        // BEGIN README NESTED STACK
+        let writer = container.newBackgroundContext(name: "writer")   // saves to the store
+        let main = writer.newMainActorChildContext()                  // @MainActor; saves into the writer
+        let worker = main.newChildContext(name: "worker")            // saves into main
+        try await worker.perform { context in
+            context.insert(Book(isbn: "1", title: "Nested"))
+            try context.saveRecursively()                             // worker → main → writer → disk
+        }
+        // END README NESTED STACK
+        #expect(try await container.performBackgroundTask { try $0.count(for: FetchRequest<Book>()) } == 1)
+    }
+
     @Test("A child's changes to an object its parent deleted fail cleanly")
     func deletedInParent() async throws {
         let container = try StoreKind.inMemory.makeContainer()

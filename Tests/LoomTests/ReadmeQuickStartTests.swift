@@ -1,7 +1,7 @@
 import Testing
 
 // The code between the markers is README.md's quick start, checked line for line by
-// scripts/check-readme.py, so that the README always shows code that compiles and runs.
+// scripts/check-readme.py (blocks marked `compiled`), so that the README always shows code that compiles and runs.
 
 // BEGIN README QUICK START
 import Foundation
