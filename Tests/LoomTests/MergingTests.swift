@@ -204,14 +204,21 @@ struct MergingTests {
     func closeDrains() async throws {
         let url = TemporaryDirectory.make().appending(path: "close.loom")
         let container = try PersistentContainer(name: "Close", for: Book.self, location: .file(url))
+        let started = DispatchSemaphore(value: 0)
         let pending = Task {
             try await container.save { context in
+                started.signal()
+                Thread.sleep(forTimeInterval: 0.2)   // still running when close() is called
                 for i in 0..<500 { context.insert(Book(isbn: "\(i)", title: "t")) }
             }
         }
-        try await Task.sleep(for: .milliseconds(1))
-        try await pending.value
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { started.wait(); continuation.resume() }
+        }
         try await container.close()
+        // close() returned only after the save in flight committed.
+        let outcome = await pending.result
+        #expect(throws: Never.self) { try outcome.get() }
         let refused = try await #require(throws: LoomError.self) {
             try await container.save { context in context.insert(Book(isbn: "late", title: "t")) }
         }
