@@ -49,6 +49,7 @@ struct DemoCommand: AsyncParsableCommand {
         let total = packages.count
         let events = view.events()
         let watcher = Task { @MainActor in
+            guard total > 0 else { return }
             var live = 0, reported = -1
             for await event in events {
                 guard case .objectsDidChange(let changes) = event else { continue }
