@@ -5,6 +5,8 @@ import PackageDescription
 // The Loom checkout to measure: this repository by default; `LOOM_PATH=/path/to/loom` measures
 // another one (an older revision, say) with the same workloads.
 let loomPath = ProcessInfo.processInfo.environment["LOOM_PATH"] ?? ".."
+let loomDirectory = URL(fileURLWithPath: loomPath, relativeTo: URL(fileURLWithPath: #filePath).deletingLastPathComponent())
+    .standardizedFileURL.path
 
 // Loom's benchmark suite: one executable that runs every workload against the raw SQLite C API,
 // GRDB and Loom in the same process. Kept apart from the library so that neither its
@@ -22,7 +24,8 @@ let package = Package(
     ],
     targets: [
         // glibc's allocator statistics (`mallinfo2`), which Swift's Glibc module does not export.
-        .target(name: "CBenchSupport"),
+        // It also records which Loom checkout was measured, for the report.
+        .target(name: "CBenchSupport", cSettings: [.define("LOOM_BENCH_LOOM_PATH", to: "\"\(loomDirectory)\"")]),
         .executableTarget(
             name: "LoomBenchmarks",
             dependencies: [

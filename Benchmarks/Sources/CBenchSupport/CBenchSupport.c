@@ -12,3 +12,11 @@ uint64_t loom_bench_heap_in_use(void) {
     return 0;
 #endif
 }
+
+#ifndef LOOM_BENCH_LOOM_PATH
+#define LOOM_BENCH_LOOM_PATH "?"
+#endif
+
+const char *loom_bench_loom_path(void) {
+    return LOOM_BENCH_LOOM_PATH;
+}

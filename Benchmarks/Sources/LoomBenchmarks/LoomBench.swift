@@ -3,7 +3,7 @@ import Foundation
 
 /// `loom-bench`: Loom against the raw SQLite C API and GRDB, measured in one process.
 @main
-struct LoomBench: AsyncParsableCommand {
+struct LoomBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loom-bench",
         abstract: "Measures Loom against the raw SQLite C API and GRDB, in the same process, round by round.",
@@ -56,13 +56,26 @@ struct LoomBench: AsyncParsableCommand {
         text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
-    func run() async throws {
+    /// Runs the benchmarks on the main actor, whose jobs the main run loop serves.
+    ///
+    /// Not an `async` main: that parks the main thread in `dispatch_main()`, whose
+    /// `sigsuspend` valgrind 3.19 cannot follow, and profiling under callgrind matters here.
+    func run() throws {
         let options = RunOptions(
             quick: quick, json: json, only: only.map { Set(Self.list($0).map { $0.uppercased() }) },
             contenders: contenders.map { Set(Self.list($0).compactMap(Contender.init(rawValue:))) },
             rounds: rounds, warmup: warmup, objects: objects, measuresMemory: !noMemory, directory: directory,
             command: CommandLine.arguments.joined(separator: " "))
-        try await options.run()
+        Task { @MainActor in
+            do {
+                try await options.run()
+                Foundation.exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("loom-bench: \(error)\n".utf8))
+                Foundation.exit(1)
+            }
+        }
+        while true { _ = RunLoop.main.run(mode: .default, before: .distantFuture) }
     }
 }
 
@@ -102,7 +115,12 @@ struct RunOptions: Sendable {
                             contenderFilter: contenders, measuresMemory: measuresMemory)
         var results: [WorkloadResult] = []
         for workload in Catalog.workloads() where only?.contains(workload.id) ?? true {
-            results.append(try await runner.run(workload))
+            do {
+                results.append(try await runner.run(workload))
+            } catch {
+                FileHandle.standardError.write(Data("[loom-bench] \(workload.id) failed: \(error)\n".utf8))
+                results.append(WorkloadResult(id: workload.id, title: workload.title, available: false, unavailableReason: "FAILED: \(error)"))
+            }
         }
         environment.loadAverageAtEnd = EnvironmentInfo.loadAverage()
 

@@ -8,4 +8,7 @@
 /// mmapped chunks). 0 where mallinfo2 is not available.
 uint64_t loom_bench_heap_in_use(void);
 
+/// The Loom checkout the benchmarks were built against (Package.swift defines it).
+const char *loom_bench_loom_path(void);
+
 #endif

@@ -20,6 +20,20 @@ enum BenchSettings {
         ]
     }
 
+    /// Opens a GRDB `DatabasePool` with the benchmark's settings.
+    ///
+    /// `synchronous` is set again on the writer after opening: `DatabasePool` runs
+    /// `prepareDatabase` first and then, switching the writer to WAL, sets `synchronous = NORMAL`
+    /// on it, so a `FULL` set in `prepareDatabase` alone never reaches the connection that
+    /// commits (readers keep it, which hides the problem from a pragma read on a reader).
+    static func openPool(_ path: String, synchronous: String = "NORMAL") throws -> DatabasePool {
+        let pool = try DatabasePool(path: path, configuration: grdbConfiguration(synchronous: synchronous))
+        if synchronous != "NORMAL" {
+            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+        }
+        return pool
+    }
+
     /// A GRDB configuration with the same settings (`DatabasePool` turns WAL on itself).
     static func grdbConfiguration(synchronous: String = "NORMAL") -> Configuration {
         var configuration = Configuration()

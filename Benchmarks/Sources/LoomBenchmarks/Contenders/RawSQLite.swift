@@ -172,11 +172,5 @@ extension RawDatabase {
 
     /// The version of the SQLite library this process runs.
     static var libraryVersion: String { String(cString: sqlite3_libversion()) }
-    /// The path of the shared library that provides `sqlite3_libversion`.
-    static var libraryPath: String {
-        var info = Dl_info()
-        let symbol = unsafeBitCast(sqlite3_libversion as @convention(c) () -> UnsafePointer<CChar>?, to: UnsafeRawPointer.self)
-        guard dladdr(symbol, &info) != 0, let name = info.dli_fname else { return "?" }
-        return String(cString: name)
-    }
+
 }

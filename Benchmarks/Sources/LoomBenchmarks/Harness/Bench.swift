@@ -64,6 +64,12 @@ final class Bench {
         return path
     }
 
+    /// Builds both templates now, in a workload's `prepare`, so that no round pays for them.
+    func prepareTemplates() throws {
+        if templates["sql"] == nil { templates["sql"] = try makeTemplate(loom: false) }
+        if templates["loom"] == nil { templates["loom"] = try makeTemplate(loom: true) }
+    }
+
     private func makeTemplate(loom: Bool) throws -> String {
         let path = newDatabasePath(loom ? "template-loom" : "template-sql")
         if loom {

@@ -1,3 +1,4 @@
+import CBenchSupport
 import Foundation
 import GRDB
 import Loom
@@ -42,13 +43,19 @@ struct EnvironmentInfo: Codable, Sendable {
     }
 
     static func loadAverage() -> String {
-        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")
-            .split(separator: " ").prefix(3).joined(separator: " ")
+        (procFile("/proc/loadavg") ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
+    }
+
+    /// A /proc file read to its end (their reported size is 0, so read until EOF).
+    static func procFile(_ path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
     }
 
     /// The distinct files in /proc/self/maps whose name contains "sqlite".
     static func sqliteLibraries() -> [String] {
-        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return [] }
+        guard let maps = procFile("/proc/self/maps") else { return [] }
         var paths = Set<String>()
         for line in maps.split(separator: "\n") {
             guard let slash = line.firstIndex(of: "/") else { continue }
@@ -58,13 +65,9 @@ struct EnvironmentInfo: Codable, Sendable {
         return paths.sorted()
     }
 
-    /// The Loom checkout measured: `LOOM_PATH` if set when building, else this repository.
-    static var loomPath: String {
-        if let path = ProcessInfo.processInfo.environment["LOOM_PATH"] { return path }
-        // Sources/LoomBenchmarks/Harness/Environment.swift → the repository root.
-        return URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    }
+    /// The Loom checkout this binary was built against (`LOOM_PATH` when building, else this
+    /// repository), as Package.swift recorded it.
+    static var loomPath: String { String(cString: loom_bench_loom_path()) }
 
     static func revision(of path: String) -> String {
         let process = Process()
@@ -97,9 +100,10 @@ struct EnvironmentInfo: Codable, Sendable {
 
         let grdbPath = bench.newDatabasePath("settings-grdb")
         do {
-            let pool = try DatabasePool(path: grdbPath, configuration: BenchSettings.grdbConfiguration())
+            let pool = try BenchSettings.openPool(grdbPath)
             try pool.write { try $0.createItemSchema() }
-            result[Contender.grdb.rawValue] = try pool.read { db in
+            // On the writer: the connection that commits (readers may differ, see openPool).
+            result[Contender.grdb.rawValue] = try pool.writeWithoutTransaction { db in
                 ConnectionSettings(
                     pageSize: try String.fetchOne(db, sql: "PRAGMA page_size") ?? "?",
                     cacheSize: try String.fetchOne(db, sql: "PRAGMA cache_size") ?? "?",

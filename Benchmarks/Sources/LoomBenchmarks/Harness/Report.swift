@@ -60,7 +60,8 @@ struct RunReport: Codable, Sendable {
         for workload in workloads {
             out += "\n\(workload.id)  \(workload.title)\n"
             guard workload.available else {
-                out += "    not available yet: \(workload.unavailableReason ?? "")\n"
+                let reason = workload.unavailableReason ?? ""
+                out += reason.hasPrefix("FAILED") ? "    \(reason)\n" : "    not available yet: \(reason)\n"
                 continue
             }
             if workload.metrics.isEmpty {
@@ -104,6 +105,7 @@ struct RunReport: Codable, Sendable {
                 }
                 out += "    memory (\(workload.memoryNote ?? "")): " + parts.joined(separator: " · ") + "\n"
             }
+            for note in workload.notes { out += "    note: \(note)\n" }
         }
         out += "\nTargets: \(passed) PASS, \(missed) MISS\n"
         return out

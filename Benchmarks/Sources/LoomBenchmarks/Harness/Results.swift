@@ -49,6 +49,12 @@ struct WorkloadResult: Codable, Sendable {
     var memoryNote: String?
     var metrics: [MetricResult] = []
     var memory: [String: MemoryResult] = [:]
+    var notes: [String] = []
+
+    /// A contender's median on a metric.
+    func median(_ key: String, _ contender: Contender) -> Double? {
+        metrics.first { $0.key == key }?.contenders[contender.rawValue]?.median
+    }
 }
 
 extension MetricResult {

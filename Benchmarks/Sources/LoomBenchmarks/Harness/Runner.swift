@@ -52,6 +52,7 @@ final class Runner {
                 result.memory[contender.rawValue] = MemoryResult(peakGrowthBytes: reading.peakGrowth, retainedBytes: reading.retained, samples: reading.samples)
             }
         }
+        result.notes = workload.notes(result)
         progress("\(workload.id): done in \(Format.seconds(seconds(since: started)))")
         return result
     }

@@ -18,9 +18,25 @@ protocol Workload: AnyObject {
 
     func prepare(_ bench: Bench) throws
     func run(_ contender: Contender, _ round: Round) async throws -> [String: Double]
+    /// Remarks on a finished result worth printing under the workload's table.
+    func notes(_ result: WorkloadResult) -> [String]
+}
+
+/// A workload whose rounds block the main actor from start to end (all but W7). Its body is
+/// synchronous, which also makes GRDB's `read` and `write` resolve to their blocking forms.
+@MainActor
+protocol SynchronousWorkload: Workload {
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double]
+}
+
+extension SynchronousWorkload {
+    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
+        try measure(contender, round)
+    }
 }
 
 extension Workload {
+    func notes(_ result: WorkloadResult) -> [String] { [] }
     var unavailableReason: String? { nil }
     var memoryNote: String { "peak heap growth during the timed part of one untimed run" }
 }

@@ -14,7 +14,7 @@ import Loom
 /// and for Loom objects with every attribute loaded (`returnsObjectsAsFaults = false`), their
 /// registration in the context included; "as faults" is Loom's default fetch with nothing
 /// read, the rows it puts in the coordinator's shared cache included.
-final class OpenAndFirstFetch: Workload {
+final class OpenAndFirstFetch: SynchronousWorkload {
     let id = "W10"
     var title = "Open a store of M objects, fetch the first 100; memory per materialized object"
     let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
@@ -29,10 +29,11 @@ final class OpenAndFirstFetch: Workload {
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
+        try bench.prepareTemplates()
         title = "Open a store of \(Format.count(bench.sizes.objects)) objects, fetch the first 100; heap per materialized object"
     }
 
-    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
         let path = try bench.populatedCopy(for: contender, tag: "W10-\(contender.rawValue)")
         defer { bench.remove(path) }
         let meter = round.meter
@@ -52,7 +53,7 @@ final class OpenAndFirstFetch: Workload {
             }
         case .grdb, .grdbRecord:
             meter?.begin()
-            let (pool, open) = try timed { try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration()) }
+            let (pool, open) = try timed { try BenchSettings.openPool(path) }
             let (_, fetch) = try timed {
                 if contender == .grdbRecord {
                     blackHole(try pool.read { try ItemRecord.order(Column("id")).limit(100).fetchAll($0) }.checksum)

@@ -8,7 +8,7 @@ import Loom
 /// SQLite and GRDB's fast path, `Codable` records for GRDB's record path, `@Model` objects
 /// inserted into a context for Loom. "save" writes them: one transaction of prepared,
 /// reused INSERTs (raw, GRDB), `record.insert(db)` per record, `context.save()`.
-final class InsertAndSave: Workload {
+final class InsertAndSave: SynchronousWorkload {
     let id = "W1"
     var title = "Insert M objects and save once (new file each round)"
     let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
@@ -26,7 +26,7 @@ final class InsertAndSave: Workload {
         title = "Insert \(Format.count(items.count)) objects and save once (new file each round)"
     }
 
-    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
         let path = bench.newDatabasePath("W1-\(contender.rawValue)")
         defer { bench.remove(path) }
         let meter = round.meter
@@ -42,7 +42,7 @@ final class InsertAndSave: Workload {
             meter?.end()
             (create, save) = (c, s)
         case .grdb:
-            let pool = try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration())
+            let pool = try BenchSettings.openPool(path)
             try pool.write { try $0.createItemSchema() }
             meter?.begin()
             let (rows, c) = timed { items.map { $0 } }
@@ -59,7 +59,7 @@ final class InsertAndSave: Workload {
             try pool.close()
             (create, save) = (c, s)
         case .grdbRecord:
-            let pool = try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration())
+            let pool = try BenchSettings.openPool(path)
             try pool.write { try $0.createItemSchema() }
             meter?.begin()
             let (records, c) = timed { items.map(ItemRecord.init) }

@@ -10,7 +10,7 @@ import Loom
 /// `#Predicate` and a `SortDescriptor` per query and fetches with the default request settings
 /// (faults, which reading the attributes fires from the rows the fetch cached). An index on
 /// (category, score) serves every contender.
-final class RangeQueries: Workload {
+final class RangeQueries: SynchronousWorkload {
     let id = "W3"
     let title = "1,000 different predicate + sort queries, ~50 rows each, every attribute read"
     let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
@@ -23,9 +23,10 @@ final class RangeQueries: Workload {
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
+        try bench.prepareTemplates()
     }
 
-    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
         let path = try bench.populatedCopy(for: contender, tag: "W3-\(contender.rawValue)")
         defer { bench.remove(path) }
         let meter = round.meter
@@ -48,7 +49,7 @@ final class RangeQueries: Workload {
             }
             meter?.end()
         case .grdb, .grdbRecord:
-            let pool = try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration())
+            let pool = try BenchSettings.openPool(path)
             _ = try pool.read { try Int.fetchOne($0, sql: ItemSQL.count) }
             meter?.begin()
             for query in queries {

@@ -11,7 +11,7 @@ import Loom
 /// transaction: a reused `UPDATE … SET score = ?, title = ? WHERE id = ?` for raw SQLite and
 /// GRDB, `context.save()` for Loom (which also checks and bumps its optimistic-locking column).
 /// "empty save" is Loom's `save()` with nothing to save, per call, averaged over 10,000 calls.
-final class ChangeAndSave: Workload {
+final class ChangeAndSave: SynchronousWorkload {
     let id = "W5"
     var title = "Change 2 attributes on 10% of M objects and save"
     let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
@@ -25,10 +25,11 @@ final class ChangeAndSave: Workload {
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
+        try bench.prepareTemplates()
         title = "Change 2 attributes on \(Format.count(bench.sizes.objects / 10)) of \(Format.count(bench.sizes.objects)) loaded objects and save; empty save"
     }
 
-    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
         let path = try bench.populatedCopy(for: contender, tag: "W5-\(contender.rawValue)")
         defer { bench.remove(path) }
         let meter = round.meter
@@ -61,7 +62,7 @@ final class ChangeAndSave: Workload {
             blackHole(items)
             result = ["change": change, "save": save, "total": change + save]
         case .grdb:
-            let pool = try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration())
+            let pool = try BenchSettings.openPool(path)
             var items = try pool.read { try $0.items(ItemSQL.selectAll) }
             meter?.begin()
             let (_, change) = timed {
@@ -81,10 +82,11 @@ final class ChangeAndSave: Workload {
                 }
             }
             meter?.end()
+            blackHole(snapshot)
             try pool.close()
             result = ["change": change, "save": save, "total": change + save]
         case .grdbRecord:
-            let pool = try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration())
+            let pool = try BenchSettings.openPool(path)
             let records = try pool.read { try ItemRecord.order(Column("id")).fetchAll($0) }
             meter?.begin()
             let (pairs, change) = timed { () -> [(ItemRecord, ItemRecord)] in
@@ -104,6 +106,7 @@ final class ChangeAndSave: Workload {
                 }
             }
             meter?.end()
+            blackHole((records, pairs))
             try pool.close()
             result = ["change": change, "save": save, "total": change + save]
         case .loom:

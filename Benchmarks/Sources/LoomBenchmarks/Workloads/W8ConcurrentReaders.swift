@@ -14,7 +14,7 @@ import Synchronization
 /// changes the score of 100 random objects per save, one save every 5 ms, until the readers are
 /// done: through its own connection (raw), `pool.write` with a cached statement (both GRDB
 /// paths), or a background context that loads the objects with `existingObject(with:)` (Loom).
-final class ConcurrentReaders: Workload {
+final class ConcurrentReaders: SynchronousWorkload {
     let id = "W8"
     var title = "Concurrent readers: ID lookups and W3 queries, 1 and 2 readers, with and without a writer"
     let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
@@ -46,9 +46,10 @@ final class ConcurrentReaders: Workload {
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
+        try bench.prepareTemplates()
     }
 
-    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
         let path = try bench.populatedCopy(for: contender, tag: "W8-\(contender.rawValue)")
         defer { bench.remove(path) }
         let sizes = bench.sizes
@@ -216,7 +217,7 @@ final class GRDBReadSubject: ReadSubject {
     let records: Bool
     let queries: [RangeQuery]
     init(path: String, records: Bool, queries: [RangeQuery]) throws {
-        pool = try DatabasePool(path: path, configuration: BenchSettings.grdbConfiguration())
+        pool = try BenchSettings.openPool(path)
         self.records = records
         self.queries = queries
         _ = try pool.read { try Int.fetchOne($0, sql: ItemSQL.count) }
