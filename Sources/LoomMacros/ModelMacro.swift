@@ -90,10 +90,10 @@ extension ModelDeclaration {
             "modelType: \(typeName).self",
         ]
         if properties.isEmpty {
-            arguments.append("attributes: []")
+            arguments.append("properties: []")
         } else {
-            let attributes = properties.map { "        \($0.attributeDescription)," }
-            arguments.append("attributes: [\n\(attributes.joined(separator: "\n"))\n    ]")
+            let descriptions = properties.map { "        \($0.propertyDescription)," }
+            arguments.append("properties: [\n\(descriptions.joined(separator: "\n"))\n    ]")
         }
         if !uniquenessConstraints.isEmpty {
             arguments.append("uniquenessConstraints: \(Self.arrayLiteral(uniquenessConstraints))")

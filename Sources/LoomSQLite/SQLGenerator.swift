@@ -10,8 +10,15 @@ struct SQLGenerator: Sendable {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    func columns(_ entity: EntityDescription) -> String {
-        (["\"Z_PK\"", "\"Z_OPT\""] + entity.attributes.map { Self.quote($0.name) }).joined(separator: ", ")
+    func columns(_ entity: EntityDescription, alias: String? = nil) -> String {
+        let prefix = alias.map { "\($0)." } ?? ""
+        return (["Z_PK", "Z_OPT"] + (0..<entity.storedValueCount).map(entity.columnName(at:)))
+            .map { prefix + Self.quote($0) }.joined(separator: ", ")
+    }
+
+    /// The quoted column of a slot.
+    func column(_ entity: EntityDescription, _ slot: Int) -> String {
+        Self.quote(entity.columnName(at: slot))
     }
 
     // MARK: DDL
@@ -20,38 +27,75 @@ struct SQLGenerator: Sendable {
         var statements: [String] = []
         for entity in schema.entities {
             var definitions = ["\"Z_PK\" INTEGER PRIMARY KEY", "\"Z_OPT\" INTEGER NOT NULL"]
-            for attribute in entity.attributes {
-                definitions.append("\(Self.quote(attribute.name)) \(attribute.type.sqlType)\(attribute.isOptional ? "" : " NOT NULL")")
+            for slot in 0..<entity.storedValueCount {
+                switch entity.storedValue(at: slot) {
+                case .attribute(let attribute):
+                    definitions.append("\(column(entity, slot)) \(attribute.type.sqlType)\(attribute.isOptional ? "" : " NOT NULL")")
+                case .foreignKey:
+                    // Nullable even when required: Loom checks required relationships at save.
+                    definitions.append("\(column(entity, slot)) INTEGER")
+                case .order:
+                    definitions.append("\(column(entity, slot)) BLOB")
+                }
             }
             statements.append("CREATE TABLE \(Self.quote(entity.name)) (\(definitions.joined(separator: ", ")))")
             for constraint in entity.uniquenessConstraints {
                 let name = Self.quote("loom_unique_\(entity.name)_\(constraint.joined(separator: "_"))")
-                statements.append("CREATE UNIQUE INDEX \(name) ON \(Self.quote(entity.name)) (\(constraint.map(Self.quote).joined(separator: ", ")))")
+                statements.append("CREATE UNIQUE INDEX \(name) ON \(Self.quote(entity.name)) (\(constraintColumns(entity, constraint)))")
             }
+        }
+        for table in schema.joinTables {
+            let source = Self.quote(JoinTable.sourceColumn), target = Self.quote(JoinTable.targetColumn)
+            statements.append("CREATE TABLE \(Self.quote(table.name)) (\(source) INTEGER NOT NULL, \(target) INTEGER NOT NULL, PRIMARY KEY (\(source), \(target))) WITHOUT ROWID")
+            statements.append("CREATE INDEX \(Self.quote("loom_join_\(table.name)_target")) ON \(Self.quote(table.name)) (\(target), \(source))")
         }
         return statements + indexStatements()
     }
 
+    /// Columns of a constraint or index, whose names are attributes or to-one relationships.
+    func constraintColumns(_ entity: EntityDescription, _ names: [String]) -> String {
+        names.map { name in entity.storedValueIndex(named: name).map { column(entity, $0) } ?? Self.quote(name) }.joined(separator: ", ")
+    }
+
     func indexStatements() -> [String] {
         schema.entities.flatMap { entity in
-            entity.indexes.map { index in
+            var statements = entity.indexes.map { index in
                 let name = Self.quote("loom_index_\(entity.name)_\(index.joined(separator: "_"))")
-                return "CREATE INDEX IF NOT EXISTS \(name) ON \(Self.quote(entity.name)) (\(index.map(Self.quote).joined(separator: ", ")))"
+                return "CREATE INDEX IF NOT EXISTS \(name) ON \(Self.quote(entity.name)) (\(constraintColumns(entity, index)))"
             }
+            // Every foreign key is indexed: to-many faults, prefetches and joins look rows up by it.
+            for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne {
+                guard let slot = entity.storedValueIndex(ofRelationship: j) else { continue }
+                let name = Self.quote("loom_fk_\(entity.name)_\(relationship.name)")
+                statements.append("CREATE INDEX IF NOT EXISTS \(name) ON \(Self.quote(entity.name)) (\(column(entity, slot)))")
+            }
+            return statements
         }
     }
 
     // MARK: DML
 
     func insert(_ entity: EntityDescription) -> String {
-        let names = ["\"Z_PK\""] + entity.attributes.map { Self.quote($0.name) } + ["\"Z_OPT\""]
-        let values = Array(repeating: "?", count: entity.attributes.count + 1) + ["1"]
+        let names = ["\"Z_PK\""] + (0..<entity.storedValueCount).map { column(entity, $0) } + ["\"Z_OPT\""]
+        let values = Array(repeating: "?", count: entity.storedValueCount + 1) + ["1"]
         return "INSERT INTO \(Self.quote(entity.name)) (\(names.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
     }
 
     func update(_ entity: EntityDescription, columns indexes: [Int]) -> String {
-        let sets = indexes.map { "\(Self.quote(entity.attributes[$0].name)) = ?" } + ["\"Z_OPT\" = \"Z_OPT\" + 1"]
+        let sets = indexes.map { "\(column(entity, $0)) = ?" } + ["\"Z_OPT\" = \"Z_OPT\" + 1"]
         return "UPDATE \(Self.quote(entity.name)) SET \(sets.joined(separator: ", ")) WHERE \"Z_PK\" = ? AND \"Z_OPT\" = ?"
+    }
+
+    func insertLink(_ table: JoinTable) -> String {
+        "INSERT OR IGNORE INTO \(Self.quote(table.name)) (\"Z_SOURCE\", \"Z_TARGET\") VALUES (?, ?)"
+    }
+
+    func deleteLink(_ table: JoinTable) -> String {
+        "DELETE FROM \(Self.quote(table.name)) WHERE \"Z_SOURCE\" = ? AND \"Z_TARGET\" = ?"
+    }
+
+    func deleteLinks(_ table: JoinTable, column: String) -> String {
+        "DELETE FROM \(Self.quote(table.name)) WHERE \(Self.quote(column)) = ?"
     }
 
     func delete(_ entity: EntityDescription) -> String {
@@ -66,7 +110,7 @@ struct SQLGenerator: Sendable {
         if let predicate = query.predicate {
             text += " WHERE " + expression(predicate, query.entity, &arguments)
         }
-        let order = query.sortKeys.map { "\(Self.quote(query.entity.attributes[$0.attributeIndex].name)) \($0.ascending ? "ASC" : "DESC")" } + ["\"Z_PK\""]
+        let order = query.sortKeys.map { "\(column(query.entity, $0.attributeIndex)) \($0.ascending ? "ASC" : "DESC")" } + ["\"Z_PK\""]
         text += " ORDER BY " + order.joined(separator: ", ")
         if query.fetchLimit != nil || query.fetchOffset > 0 {
             text += " LIMIT ? OFFSET ?"
@@ -91,9 +135,25 @@ struct SQLGenerator: Sendable {
         return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(arguments))
     }
 
-    func selectByKeys(_ entity: EntityDescription, count: Int) -> String {
-        let placeholders = Array(repeating: "?", count: count).joined(separator: ", ")
-        return "SELECT \(columns(entity)) FROM \(Self.quote(entity.name)) WHERE \"Z_PK\" IN (\(placeholders))"
+    /// Rows by primary key. The keys are one parameter, a JSON array, so that any number of
+    /// keys is one statement (and one cached statement).
+    func selectByKeys(_ entity: EntityDescription) -> String {
+        "SELECT \(columns(entity)) FROM \(Self.quote(entity.name)) WHERE \"Z_PK\" IN (SELECT value FROM json_each(?))"
+    }
+
+    /// The rows a to-many relationship leads to for a JSON array of owner keys, each with its
+    /// owner's key first.
+    func selectRelated(_ relationship: ResolvedRelationship) -> String {
+        let destination = Self.quote(relationship.destination.name)
+        switch relationship.storage {
+        case .inverseForeignKey(let slot):
+            let fk = column(relationship.destination, slot)
+            return "SELECT d.\(fk), \(columns(relationship.destination, alias: "d")) FROM \(destination) AS d WHERE d.\(fk) IN (SELECT value FROM json_each(?)) ORDER BY d.\(fk), d.\"Z_PK\""
+        case .joinTable(let table, let own, let other):
+            return "SELECT j.\(Self.quote(own)), \(columns(relationship.destination, alias: "d")) FROM \(Self.quote(table.name)) AS j JOIN \(destination) AS d ON d.\"Z_PK\" = j.\(Self.quote(other)) WHERE j.\(Self.quote(own)) IN (SELECT value FROM json_each(?)) ORDER BY j.\(Self.quote(own)), d.\"Z_PK\""
+        case .foreignKey:
+            return "SELECT NULL WHERE 0"
+        }
     }
 
     /// SQL for a predicate node; constants become `?` with their value appended to `arguments`.
@@ -104,7 +164,7 @@ struct SQLGenerator: Sendable {
             arguments.append(value.databaseValue)
             return "?"
         case .attribute(let i):
-            return Self.quote(entity.attributes[i].name)
+            return column(entity, i)
         case .primaryKey:
             return "\"Z_PK\""
         case .compare(let op, let l, let r):

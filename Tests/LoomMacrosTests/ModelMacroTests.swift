@@ -75,12 +75,12 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: [
-                            AttributeDescription(name: "isbn", valueType: String.self, isUnique: true),
-                            AttributeDescription(name: "title", valueType: String.self),
-                            AttributeDescription(name: "pages", valueType: Int.self, defaultValue: { 0 }),
-                            AttributeDescription(name: "rating", valueType: Double?.self),
-                            AttributeDescription(name: "status", valueType: Status.self, defaultValue: { .draft }),
+                        properties: [
+                            .property(name: "isbn", valueType: String.self, isUnique: true),
+                            .property(name: "title", valueType: String.self),
+                            .property(name: "pages", valueType: Int.self, defaultValue: { 0 }),
+                            .property(name: "rating", valueType: Double?.self),
+                            .property(name: "status", valueType: Status.self, defaultValue: { .draft }),
                         ],
                         uniquenessConstraints: [["title", "pages"]],
                         indexes: [["title"], ["rating", "pages"]]
@@ -105,7 +105,7 @@ import Testing
                     }
                 }
 
-                extension Book: PersistentModel {}
+                extension Book: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -162,8 +162,8 @@ import Testing
                     public static let entity: EntityDescription = EntityDescription(
                         name: "Author",
                         modelType: Author.self,
-                        attributes: [
-                            AttributeDescription(name: "name", valueType: String.self),
+                        properties: [
+                            .property(name: "name", valueType: String.self),
                         ]
                     )
 
@@ -182,7 +182,7 @@ import Testing
                     }
                 }
 
-                extension Author: PersistentModel {}
+                extension Author: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -208,7 +208,7 @@ import Testing
                     \#(access)static let entity: EntityDescription = EntityDescription(
                         name: "Tag",
                         modelType: Tag.self,
-                        attributes: []
+                        properties: []
                     )
 
                     \#(access)\#(required)init(backing: ObjectBacking) {
@@ -225,7 +225,7 @@ import Testing
                     }
                 }
 
-                extension Tag: PersistentModel {}
+                extension Tag: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -281,11 +281,11 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Reader",
                         modelType: Reader.self,
-                        attributes: [
-                            AttributeDescription(name: "nickname", valueType: String?.self),
-                            AttributeDescription(name: "email", valueType: Optional<String>.self),
-                            AttributeDescription(name: "lastSeen", valueType: Date?.self, defaultValue: { nil }),
-                            AttributeDescription(name: "favorite", valueType: Int?.self),
+                        properties: [
+                            .property(name: "nickname", valueType: String?.self),
+                            .property(name: "email", valueType: Optional<String>.self),
+                            .property(name: "lastSeen", valueType: Date?.self, defaultValue: { nil }),
+                            .property(name: "favorite", valueType: Int?.self),
                         ]
                     )
 
@@ -307,7 +307,7 @@ import Testing
                     }
                 }
 
-                extension Reader: PersistentModel {}
+                extension Reader: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -333,7 +333,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Session",
                         modelType: Session.self,
-                        attributes: []
+                        properties: []
                     )
 
                     init(backing: ObjectBacking) {
@@ -350,7 +350,7 @@ import Testing
                     }
                 }
 
-                extension Session: PersistentModel {}
+                extension Session: PersistentModel, Hashable {}
                 """)
     }
 
@@ -400,10 +400,10 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Account",
                         modelType: Account.self,
-                        attributes: [
-                            AttributeDescription(name: "name", valueType: String.self, isIndexed: true),
-                            AttributeDescription(name: "email", valueType: String.self, isUnique: true, isIndexed: true, defaultValue: { "" }),
-                            AttributeDescription(name: "handle", valueType: String.self, isUnique: true),
+                        properties: [
+                            .property(name: "name", valueType: String.self, isIndexed: true),
+                            .property(name: "email", valueType: String.self, isUnique: true, isIndexed: true, defaultValue: { "" }),
+                            .property(name: "handle", valueType: String.self, isUnique: true),
                         ]
                     )
 
@@ -424,7 +424,7 @@ import Testing
                     }
                 }
 
-                extension Account: PersistentModel {}
+                extension Account: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -453,8 +453,8 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Setting",
                         modelType: Setting.self,
-                        attributes: [
-                            AttributeDescription(name: "default", valueType: Bool.self, defaultValue: { false }),
+                        properties: [
+                            .property(name: "default", valueType: Bool.self, defaultValue: { false }),
                         ]
                     )
 
@@ -473,7 +473,80 @@ import Testing
                     }
                 }
 
-                extension Setting: PersistentModel {}
+                extension Setting: PersistentModel, Hashable {}
+                """#)
+    }
+}
+
+@Suite struct RelationshipMacroTests {
+    @Test func relationshipsAreDescribedByTheirTypeAndAttribute() {
+        assertLoomExpansion(
+            #"""
+            @Model final class Author {
+                var name: String
+                @Relationship(deleteRule: .cascade, inverse: \Book.author) var books: Set<Book> = []
+                var mentor: Author?
+            }
+            """#,
+            expandedSource: #"""
+                final class Author {
+                    var name: String {
+                        get {
+                            _loomBacking.value(at: 0, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 0)
+                        }
+                    }
+                    var books: Set<Book> {
+                        init(initialValue) {
+                        }
+                        get {
+                            _loomBacking.value(at: 1, as: Set<Book>.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 1)
+                        }
+                    }
+                    var mentor: Author? {
+                        get {
+                            _loomBacking.value(at: 2, as: Author?.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 2)
+                        }
+                    }
+
+                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Author.entity)
+
+                    static let entity: EntityDescription = EntityDescription(
+                        name: "Author",
+                        modelType: Author.self,
+                        properties: [
+                            .property(name: "name", valueType: String.self),
+                            .relationship(name: "books", valueType: Set<Book>.self, deleteRule: .cascade, inverse: \Book.author, defaultValue: { [] }),
+                            .property(name: "mentor", valueType: Author?.self),
+                        ]
+                    )
+
+                    init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Author.entity))
+                        context.insert(self)
+                    }
+
+                    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Author.name { return "name" }
+                        if keyPath == \Author.books { return "books" }
+                        if keyPath == \Author.mentor { return "mentor" }
+                        return nil
+                    }
+                }
+
+                extension Author: PersistentModel, Hashable {}
                 """#)
     }
 }

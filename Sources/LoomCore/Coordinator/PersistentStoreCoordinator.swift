@@ -61,6 +61,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return row
     }
 
+    /// The rows a to-many relationship leads to for each of `keys` (one store query), put in
+    /// the shared cache so that faults over them fire without I/O.
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+        let related = try store.fetchRelated(relationship, keys: keys)
+        try validate(related.map(\.row), of: relationship.destination)
+        return related
+    }
+
     /// Puts fetched rows in the shared cache, so that faults over them fire without I/O.
     func cache(_ rows: [StoreRow], of entity: EntityDescription) {
         let id = ObjectIdentifier(entity)
@@ -72,8 +80,15 @@ public final class PersistentStoreCoordinator: Sendable {
     private func validate(_ rows: [StoreRow], of entity: EntityDescription) throws(LoomError) {
         let attributes = entity.attributes
         for row in rows {
-            guard row.values.count == attributes.count else {
-                throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(attributes.count) attributes.", entity: entity.name)
+            guard row.values.count == entity.storedValueCount else {
+                throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(entity.storedValueCount).", entity: entity.name)
+            }
+            for slot in attributes.count..<entity.storedValueCount where !entity.slotAccepts(slot, row.values[slot]) {
+                throw LoomError(
+                    .corruptValue,
+                    "\(entity.name)/\(row.key).\(entity.storedValueName(at: slot)) holds a stored \(row.values[slot].kindName), which is not a valid reference; the row was changed outside Loom.",
+                    entity: entity.name, attributes: [entity.storedValueName(at: slot)],
+                    objectID: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, primaryKey: row.key))
             }
             for (i, attribute) in attributes.enumerated() {
                 let value = row.values[i]

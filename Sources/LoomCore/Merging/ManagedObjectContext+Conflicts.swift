@@ -24,7 +24,7 @@ extension ManagedObjectContext {
                 let b = object._loomBacking
                 if b.isDeleted { continue }
                 for constraint in b.entity.uniquenessConstraints {
-                    let indexes = constraint.compactMap { b.entity.attributeIndex(named: $0) }
+                    let indexes = constraint.compactMap { b.entity.storedValueIndex(named: $0) }
                     let values = indexes.map { b.values[$0] ?? .null }
                     if values.contains(where: \.isNull) { continue }
                     var predicate = PredicateNode.compare(.notEqual, .primaryKey, .constant(.integer(b.key)))
@@ -41,7 +41,7 @@ extension ManagedObjectContext {
 
     private func conflict(_ kind: MergeConflict.Kind, _ b: ObjectBacking, persisted: StoreRow?) -> MergeConflict {
         func snapshot(_ values: [StoredValue]) -> [String: StoredValue] {
-            Dictionary(uniqueKeysWithValues: zip(b.entity.attributes.map(\.name), values))
+            Dictionary(uniqueKeysWithValues: zip((0..<b.entity.storedValueCount).map(b.entity.storedValueName(at:)), values))
         }
         let cached = try? coordinator.row(of: b.entity, key: b.key)
         return MergeConflict(

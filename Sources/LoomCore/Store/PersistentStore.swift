@@ -18,9 +18,14 @@ public protocol PersistentStore: AnyObject, Sendable {
     func count(_ query: StoreQuery) throws(LoomError) -> Int
     /// The rows with these primary keys; missing keys are simply absent from the result.
     func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow]
+    /// The rows that a to-many relationship of each object in `keys` leads to, with the key of
+    /// the object they belong to, ordered by owner then key: one query whatever the number of
+    /// keys. This is how a to-many fault fires and how a fetch prefetches a relationship.
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow]
     /// Applies a change set atomically: all of it, or nothing and an error.
     ///
-    /// Updates and deletes name the version they expect; a row whose version differs (or that
+    /// Deleting an object also deletes its join-table rows. Updates and deletes name the
+    /// version they expect; a row whose version differs (or that
     /// is gone) fails the whole change set with ``LoomError/Code/versionConflict``. A
     /// uniqueness constraint violation fails it with ``LoomError/Code/uniquenessViolation``
     /// naming the entity and attributes.
@@ -107,11 +112,37 @@ public struct StoreChangeSet: Sendable {
         public var expectedVersion: Int64
     }
 
+    /// One row of a join table (a many-to-many pair).
+    public struct LinkChange: Sendable, Hashable {
+        public var table: JoinTable
+        /// The key in ``JoinTable/sourceColumn``.
+        public var source: Int64
+        /// The key in ``JoinTable/targetColumn``.
+        public var target: Int64
+    }
+
     public var inserts: [Insert] = []
     public var updates: [Update] = []
     public var deletes: [Delete] = []
+    /// Join-table rows to add; adding one that exists is not an error.
+    public var linkInserts: [LinkChange] = []
+    /// Join-table rows to remove; removing one that does not exist is not an error.
+    public var linkDeletes: [LinkChange] = []
 
     public init() {}
 
-    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && linkInserts.isEmpty && linkDeletes.isEmpty }
+}
+
+/// A row a to-many relationship leads to, with the key of the object it belongs to.
+public struct RelatedRow: Sendable, Equatable {
+    /// The key of the object whose relationship holds the row.
+    public var owner: Int64
+    /// The destination's row.
+    public var row: StoreRow
+
+    public init(owner: Int64, row: StoreRow) {
+        self.owner = owner
+        self.row = row
+    }
 }
