@@ -26,7 +26,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                     var title: String {
@@ -34,7 +34,7 @@ import Testing
                             _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1)
+                            _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                     var pages: Int {
@@ -44,7 +44,7 @@ import Testing
                             _loomBacking.value(at: 2, as: Int.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2)
+                            _loomBacking.setValue(newValue, at: 2, of: self)
                         }
                     }
                     var rating: Double? {
@@ -52,7 +52,7 @@ import Testing
                             _loomBacking.value(at: 3, as: Double?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 3)
+                            _loomBacking.setValue(newValue, at: 3, of: self)
                         }
                     }
                     var status: Status {
@@ -62,7 +62,7 @@ import Testing
                             _loomBacking.value(at: 4, as: Status.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 4)
+                            _loomBacking.setValue(newValue, at: 4, of: self)
                         }
                     }
                     var scratch: Int = 0
@@ -153,7 +153,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
 
@@ -246,7 +246,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                     var email: Optional<String> {
@@ -254,7 +254,7 @@ import Testing
                             _loomBacking.value(at: 1, as: Optional<String>.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1)
+                            _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                     var lastSeen: Date? {
@@ -264,7 +264,7 @@ import Testing
                             _loomBacking.value(at: 2, as: Date?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2)
+                            _loomBacking.setValue(newValue, at: 2, of: self)
                         }
                     }
                     var favorite: Int! {
@@ -272,7 +272,7 @@ import Testing
                             _loomBacking.value(at: 3, as: Int?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 3)
+                            _loomBacking.setValue(newValue, at: 3, of: self)
                         }
                     }
 
@@ -372,7 +372,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                     var email: String {
@@ -382,7 +382,7 @@ import Testing
                             _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1)
+                            _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                     @Loom.Attribute(AttributeOption.unique)
@@ -391,7 +391,7 @@ import Testing
                             _loomBacking.value(at: 2, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2)
+                            _loomBacking.setValue(newValue, at: 2, of: self)
                         }
                     }
 
@@ -444,7 +444,7 @@ import Testing
                             _loomBacking.value(at: 0, as: Bool.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
 
@@ -495,7 +495,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                     var books: Set<Book> {
@@ -505,7 +505,7 @@ import Testing
                             _loomBacking.value(at: 1, as: Set<Book>.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1)
+                            _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                     var mentor: Author? {
@@ -513,7 +513,7 @@ import Testing
                             _loomBacking.value(at: 2, as: Author?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2)
+                            _loomBacking.setValue(newValue, at: 2, of: self)
                         }
                     }
 

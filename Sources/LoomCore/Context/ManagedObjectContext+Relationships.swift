@@ -125,7 +125,9 @@ extension ManagedObjectContext {
             for (k, o) in insertedDeleted where k.entity == destinationID { changed[k.key] = o._loomBacking }
             if !changed.isEmpty {
                 pairs.removeAll { changed[$0.row.key] != nil }
-                for (key, b) in changed.sorted(by: { $0.key < $1.key }) where !b.isDeleted && b.state == .loaded {
+                // A deleted object leaves relationships when the delete rules run, at the end of
+                // the event, as in Core Data.
+                for (key, b) in changed.sorted(by: { $0.key < $1.key }) where !(b.isDeleted && b.deletePropagated) && b.state == .loaded {
                     if case .integer(let owner) = b.values[slot] ?? .null, wanted.contains(owner) {
                         pairs.append((owner, StoreRow(key: key, version: b.version, values: b.values.map { $0 ?? .null })))
                     }
@@ -147,10 +149,11 @@ extension ManagedObjectContext {
                     pairs.append((owner, row))
                 }
             }
-            // Destinations deleted here are gone from every relationship.
+            // Destinations deleted here are gone once the delete rules ran.
             pairs.removeAll { pair in
                 let k = RowCacheKey(entity: destinationID, key: pair.row.key)
-                return deletedObjects[k] != nil || insertedDeleted[k] != nil
+                let deleted = deletedObjects[k] ?? insertedDeleted[k]
+                return deleted?._loomBacking.deletePropagated == true
             }
             // A destination changed here is shown with its current values.
             pairs = pairs.map { pair in

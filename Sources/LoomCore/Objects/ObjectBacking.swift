@@ -114,6 +114,12 @@ public final class ObjectBacking {
         setStoredValue(stored, at: attributeIndex)
     }
 
+    /// Writes the attribute declared at property position `index` of `owner`. Generated setters
+    /// call this form, which relationships need (see ``setValue(_:at:of:)-(M?,_,_)``).
+    public func setValue<T>(_ value: T, at index: Int, of owner: any BackedObject) {
+        setValue(value, at: index)
+    }
+
     private func attributeSlot(forProperty index: Int) -> Int {
         let entry = index < entity.propertyTable.count ? entity.propertyTable[index] : index
         guard entry >= 0 else {
@@ -163,25 +169,30 @@ public final class ObjectBacking {
         relatedObjects(relationshipIndex(forProperty: index)).map { cast($0, M.self) }
     }
 
-    /// Writes an optional to-one relationship, updating the inverse at once.
-    public func setValue<M: PersistentModel>(_ value: M?, at index: Int) {
-        setRelated(relationshipIndex(forProperty: index), to: value.map { [$0] } ?? [])
+    /// Writes an optional to-one relationship of `owner`, updating the inverse at once.
+    ///
+    /// When `owner` was never inserted and `value` is in a context, `owner` is inserted into
+    /// that context first (as SwiftData does); when neither is, the relationship is kept until
+    /// `owner` is inserted.
+    public func setValue<M: PersistentModel>(_ value: M?, at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: value.map { [$0] } ?? [], owner: owner)
     }
 
-    /// Writes a required to-one relationship, updating the inverse at once.
-    public func setValue<M: PersistentModel>(_ value: M, at index: Int) {
-        setRelated(relationshipIndex(forProperty: index), to: [value])
+    /// Writes a required to-one relationship of `owner`, updating the inverse at once.
+    public func setValue<M: PersistentModel>(_ value: M, at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: [value], owner: owner)
     }
 
-    /// Writes a to-many relationship, updating the inverse of every object added or removed.
-    public func setValue<M: PersistentModel>(_ value: Set<M>, at index: Int) {
-        setRelated(relationshipIndex(forProperty: index), to: value.sorted { $0._loomBacking.key < $1._loomBacking.key })
+    /// Writes a to-many relationship of `owner`, updating the inverse of every object added or
+    /// removed.
+    public func setValue<M: PersistentModel>(_ value: Set<M>, at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: value.sorted { $0._loomBacking.key < $1._loomBacking.key }, owner: owner)
     }
 
-    /// Writes an ordered to-many relationship: its objects in this order, each once (the first
-    /// occurrence of a repeated object counts).
-    public func setValue<M: PersistentModel>(_ value: [M], at index: Int) {
-        setRelated(relationshipIndex(forProperty: index), to: value)
+    /// Writes an ordered to-many relationship of `owner`: its objects in this order, each once
+    /// (the first occurrence of a repeated object counts).
+    public func setValue<M: PersistentModel>(_ value: [M], at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: value, owner: owner)
     }
 
     private func cast<M: PersistentModel>(_ object: any BackedObject, _: M.Type) -> M {
@@ -207,14 +218,19 @@ public final class ObjectBacking {
         return context.destinationObjects(of: self, relationship: j)
     }
 
-    func setRelated(_ j: Int, to objects: [any BackedObject]) {
+    func setRelated(_ j: Int, to objects: [any BackedObject], owner: (any BackedObject)?) {
         if state == .detached {
-            // Kept until the object is inserted; inserting it then relates it (and inserts the
-            // new objects it relates to).
-            var unique: [any BackedObject] = []
-            for object in objects where !unique.contains(where: { $0 === object }) { unique.append(object) }
-            detachedRelated[j] = unique
-            return
+            if let owner, let context = objects.lazy.compactMap({ $0._loomBacking.context }).first {
+                // Join the context of the object it is being related to.
+                do { try context.insertObject(owner) } catch { preconditionFailure(error.message) }
+            } else {
+                // Kept until the object is inserted; inserting it then relates it (and inserts
+                // the new objects it relates to).
+                var unique: [any BackedObject] = []
+                for object in objects where !unique.contains(where: { $0 === object }) { unique.append(object) }
+                detachedRelated[j] = unique
+                return
+            }
         }
         if state != .loaded { prepareForAccess() }
         ConcurrencyDebugging.check(self)

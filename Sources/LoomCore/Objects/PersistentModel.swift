@@ -140,9 +140,9 @@ public final class DynamicObject: BackedObject {
             switch newValue ?? .null {
             case .integer(let key):
                 let destination = context.coordinator.schema.relationship(j, of: entity).destination
-                _loomBacking.setRelated(j, to: [context.object(of: destination, key: key)])
+                _loomBacking.setRelated(j, to: [context.object(of: destination, key: key)], owner: self)
             case .null:
-                _loomBacking.setRelated(j, to: [])
+                _loomBacking.setRelated(j, to: [], owner: self)
             default:
                 preconditionFailure("\(entity.name).\(name) is a relationship: set it to a primary key or NULL.")
             }
