@@ -11,7 +11,9 @@ extension ManagedObjectContext {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
         let query = try request.storeQuery(for: entity)
+        let prefetched = try request.prefetchedRelationships(in: entity)
         let objects = try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: request.returnsObjectsAsFaults)
+        if !prefetched.isEmpty { try prefetch(prefetched, of: entity, for: objects) }
         return objects.map { $0 as! Model }
     }
 
@@ -96,6 +98,63 @@ extension ManagedObjectContext {
         let values = backing.values.map { $0 ?? .null }
         if let predicate = query.predicate, !predicate.matches(key: backing.key, { values[$0] }) { return }
         results.append((StoreRow(key: backing.key, version: backing.version, values: values), object))
+    }
+
+    /// Loads relationships of fetched objects, one query per relationship.
+    func prefetch(_ relationships: [Int], of entity: EntityDescription, for objects: [any BackedObject]) throws(LoomError) {
+        guard !objects.isEmpty else { return }
+        for j in relationships {
+            let r = coordinator.schema.relationship(j, of: entity)
+            switch r.storage {
+            case .foreignKey(let slot):
+                var keys: [Int64] = []
+                var seen: Set<Int64> = []
+                for object in objects {
+                    let backing = object._loomBacking
+                    if backing.state == .fault { fulfillFault(backing) }   // from the cache the fetch filled
+                    guard case .integer(let key) = backing.values[slot] ?? .null, seen.insert(key).inserted else { continue }
+                    if registeredBacking(of: r.destination, key: key)?.state == .loaded { continue }
+                    keys.append(key)
+                }
+                guard !keys.isEmpty else { continue }
+                let rows = try baseRows(of: r.destination, keys: keys)
+                if parent == nil {
+                    coordinator.cache(rows, of: r.destination)
+                } else {
+                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                }
+            default:
+                let owners = objects.map(\._loomBacking).filter { $0.toMany[j] == nil && !$0.isDeleted }
+                guard !owners.isEmpty else { continue }
+                let pairs = try currentRelated(r, keys: owners.map(\.key))
+                var byOwner: [Int64: [Int64]] = [:]
+                for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }
+                for owner in owners { owner.toMany[j] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
+                let rows = pairs.map(\.row)
+                if parent == nil {
+                    coordinator.cache(rows.filter { registeredBacking(of: r.destination, key: $0.key) == nil }, of: r.destination)
+                } else {
+                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                }
+            }
+        }
+    }
+
+    /// Rows by key as this context's source sees them, in one query.
+    func baseRows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        guard let parent else { return try coordinator.rows(of: entity, keys: keys) }
+        return try parent.run { (context) throws(LoomError) -> [StoreRow] in
+            var rows: [StoreRow] = []
+            var missing: [Int64] = []
+            for key in keys {
+                if let object = context.registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object, object._loomBacking.state == .loaded {
+                    if !object._loomBacking.isDeleted { rows.append(try context.currentRow(of: entity, key: key, fresh: false)!) }
+                } else {
+                    missing.append(key)
+                }
+            }
+            return try rows + context.baseRows(of: entity, keys: missing)
+        }
     }
 
     /// The registered object for a row, or a new one; never overwrites a loaded object's values.

@@ -29,6 +29,23 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     /// Whether objects come back as faults whose values load on first use (default `true`).
     /// Their rows go to the coordinator's shared cache, so firing the fault does no I/O.
     public var returnsObjectsAsFaults: Bool
+    /// Relationships to load for all the results at once: one query per relationship, instead
+    /// of one per object when each is first used (Core Data's
+    /// `relationshipKeyPathsForPrefetching`).
+    ///
+    /// ```swift
+    /// var request = FetchRequest<Book>()
+    /// request.relationshipKeyPathsForPrefetching = [\.author, \.tags]
+    /// for book in try context.fetch(request) {
+    ///     print(book.title, book.author?.name ?? "-", book.tags.count)   // no more queries
+    /// }
+    /// ```
+    ///
+    /// A to-one's destinations are loaded into the shared row cache (their objects stay
+    /// faults that fill without I/O); a to-many is loaded for every result. Each key path names
+    /// one relationship of `Model`; a key path to anything else makes the fetch throw
+    /// ``LoomError/Code/unsupportedPredicate``.
+    public var relationshipKeyPathsForPrefetching: [any PartialKeyPath<Model> & Sendable]
 
     public init(
         predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = [],
@@ -40,6 +57,19 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         self.fetchOffset = fetchOffset
         self.includesPendingChanges = true
         self.returnsObjectsAsFaults = true
+        self.relationshipKeyPathsForPrefetching = []
+    }
+
+    /// The relationships to prefetch, by index in `entity`.
+    func prefetchedRelationships(in entity: EntityDescription) throws(LoomError) -> [Int] {
+        var indexes: [Int] = []
+        for keyPath in relationshipKeyPathsForPrefetching {
+            guard let name = Model._loomPropertyName(for: keyPath), let j = entity.relationshipIndex(named: name) else {
+                throw LoomError(.unsupportedPredicate, "A key path to prefetch on \(entity.name) does not name one of its relationships (\(entity.relationships.map(\.name).joined(separator: ", "))); paths through several relationships are not supported yet.", entity: entity.name)
+            }
+            if !indexes.contains(j) { indexes.append(j) }
+        }
+        return indexes
     }
 
     /// Translates this request into a store query for `entity`.

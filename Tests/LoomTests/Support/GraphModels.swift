@@ -110,8 +110,9 @@ final class StatementLog: @unchecked Sendable {
 
     var hook: @Sendable (String) -> Void { { [self] sql in lock.withLock { statements.append(sql) } } }
 
-    /// The statements run so far that read data (SELECT), after `reset()`.
-    var selects: [String] { lock.withLock { statements.filter { $0.hasPrefix("SELECT") } } }
+    /// The statements run so far that read Loom's data (not GRDB's connection set-up), after
+    /// `reset()`.
+    var selects: [String] { lock.withLock { statements.filter { $0.hasPrefix("SELECT") && !$0.contains("sqlite_master") } } }
     var all: [String] { lock.withLock { statements } }
     func reset() { lock.withLock { statements = [] } }
 }
