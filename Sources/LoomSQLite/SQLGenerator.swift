@@ -104,35 +104,49 @@ struct SQLGenerator: Sendable {
 
     // MARK: Queries
 
-    func select(_ query: StoreQuery) -> (String, StatementArguments) {
+    /// The text and arguments of one statement being built; makes table aliases.
+    struct Builder {
         var arguments: [DatabaseValue] = []
-        var text = "SELECT \(columns(query.entity)) FROM \(Self.quote(query.entity.name))"
-        if let predicate = query.predicate {
-            text += " WHERE " + expression(predicate, query.entity, &arguments)
+        private var aliases = 0
+
+        mutating func alias() -> String {
+            aliases += 1
+            return "t\(aliases)"
         }
-        let order = query.sortKeys.map { "\(column(query.entity, $0.attributeIndex)) \($0.ascending ? "ASC" : "DESC")" } + ["\"Z_PK\""]
-        text += " ORDER BY " + order.joined(separator: ", ")
+    }
+
+    func select(_ query: StoreQuery) -> (String, StatementArguments) {
+        var builder = Builder()
+        var text = "SELECT \(columns(query.entity, alias: "t0")) FROM \(Self.quote(query.entity.name)) AS t0"
+        if let predicate = query.predicate {
+            text += " WHERE " + expression(predicate, query.entity, "t0", &builder)
+        }
+        var order: [String] = []
+        for key in query.sortKeys {
+            order.append("\(expression(key.valueNode, query.entity, "t0", &builder)) \(key.ascending ? "ASC" : "DESC")")
+        }
+        text += " ORDER BY " + (order + ["t0.\"Z_PK\""]).joined(separator: ", ")
         if query.fetchLimit != nil || query.fetchOffset > 0 {
             text += " LIMIT ? OFFSET ?"
-            arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
-            arguments.append(Int64(query.fetchOffset).databaseValue)
+            builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
+            builder.arguments.append(Int64(query.fetchOffset).databaseValue)
         }
-        return (text, StatementArguments(arguments))
+        return (text, StatementArguments(builder.arguments))
     }
 
     func count(_ query: StoreQuery) -> (String, StatementArguments) {
-        var arguments: [DatabaseValue] = []
-        var inner = "SELECT 1 FROM \(Self.quote(query.entity.name))"
+        var builder = Builder()
+        var inner = "SELECT 1 FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
-            inner += " WHERE " + expression(predicate, query.entity, &arguments)
+            inner += " WHERE " + expression(predicate, query.entity, "t0", &builder)
         }
         if query.fetchLimit == nil && query.fetchOffset == 0 {
-            return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(arguments))
+            return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(builder.arguments))
         }
         inner += " LIMIT ? OFFSET ?"
-        arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
-        arguments.append(Int64(query.fetchOffset).databaseValue)
-        return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(arguments))
+        builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
+        builder.arguments.append(Int64(query.fetchOffset).databaseValue)
+        return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(builder.arguments))
     }
 
     /// Rows by primary key. The keys are one parameter, a JSON array, so that any number of
@@ -156,17 +170,57 @@ struct SQLGenerator: Sendable {
         }
     }
 
-    /// SQL for a predicate node; constants become `?` with their value appended to `arguments`.
-    func expression(_ node: PredicateNode, _ entity: EntityDescription, _ arguments: inout [DatabaseValue]) -> String {
-        func sub(_ n: PredicateNode) -> String { expression(n, entity, &arguments) }
+    /// The `FROM … WHERE …` that finds the objects of to-many `r` of the row aliased `owner`,
+    /// aliased `alias`: through the destinations' foreign key, or through the join table.
+    func relatedSource(_ r: ResolvedRelationship, owner: String, alias: String, _ builder: inout Builder) -> (from: String, link: String) {
+        let destination = Self.quote(r.destination.name)
+        switch r.storage {
+        case .inverseForeignKey(let slot):
+            return ("\(destination) AS \(alias)", "\(alias).\(column(r.destination, slot)) = \(owner).\"Z_PK\"")
+        case .joinTable(let table, let own, let other):
+            let join = builder.alias()
+            return ("\(Self.quote(table.name)) AS \(join) JOIN \(destination) AS \(alias) ON \(alias).\"Z_PK\" = \(join).\(Self.quote(other))",
+                    "\(join).\(Self.quote(own)) = \(owner).\"Z_PK\"")
+        case .foreignKey(let slot):
+            return ("\(destination) AS \(alias)", "\(alias).\"Z_PK\" = \(owner).\(column(r.source, slot))")
+        }
+    }
+
+    /// SQL for a predicate node evaluated on the row aliased `alias` of `entity`; constants
+    /// become `?` with their value appended to the builder's arguments, in text order.
+    func expression(_ node: PredicateNode, _ entity: EntityDescription, _ alias: String, _ builder: inout Builder) -> String {
+        func sub(_ n: PredicateNode) -> String { expression(n, entity, alias, &builder) }
         switch node {
         case .constant(let value):
-            arguments.append(value.databaseValue)
+            builder.arguments.append(value.databaseValue)
             return "?"
         case .attribute(let i):
-            return column(entity, i)
+            return "\(alias).\(column(entity, i))"
         case .primaryKey:
-            return "\"Z_PK\""
+            return "\(alias).\"Z_PK\""
+        case .toOne(let reference, let inner):
+            guard let r = schema.relationship(reference), case .foreignKey(let slot) = r.storage else { return "NULL" }
+            let other = builder.alias()
+            let value = expression(inner, r.destination, other, &builder)
+            return "(SELECT \(value) FROM \(Self.quote(r.destination.name)) AS \(other) WHERE \(other).\"Z_PK\" = \(alias).\(column(entity, slot)))"
+        case .anyRelated(let reference, let test):
+            guard let r = schema.relationship(reference) else { return "0" }
+            let other = builder.alias()
+            let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
+            let condition = expression(test, r.destination, other, &builder)
+            return "EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (\(condition)))"
+        case .allRelated(let reference, let test):
+            guard let r = schema.relationship(reference) else { return "1" }
+            let other = builder.alias()
+            let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
+            let condition = expression(test, r.destination, other, &builder)
+            // A member fails the test unless it is true: false and NULL both fail, as in memory.
+            return "NOT EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (CASE WHEN (\(condition)) THEN 0 ELSE 1 END))"
+        case .relatedCount(let reference):
+            guard let r = schema.relationship(reference) else { return "0" }
+            let other = builder.alias()
+            let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
+            return "(SELECT COUNT(*) FROM \(from) WHERE \(link))"
         case .compare(let op, let l, let r):
             let a = sub(l), b = sub(r)
             let symbol = switch op {
@@ -205,7 +259,7 @@ struct SQLGenerator: Sendable {
         case .isIn(let n, let list):
             let a = sub(n)
             if list.isEmpty { return "(CASE WHEN \(a) IS NULL THEN NULL ELSE 0 END)" }
-            for value in list { arguments.append(value.databaseValue) }
+            for value in list { builder.arguments.append(value.databaseValue) }
             return "(\(a) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", "))))"
         case .arithmetic(let op, let l, let r):
             let a = sub(l), b = sub(r)

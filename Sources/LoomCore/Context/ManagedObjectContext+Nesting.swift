@@ -60,7 +60,7 @@ extension ManagedObjectContext {
 
     /// What a child sees for a query: this context's objects with their unsaved changes.
     func rowsAsSeen(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        if changedEntities[ObjectIdentifier(query.entity)] == nil { return try baseFetch(query) }
+        if !hasPendingChanges(affecting: query) { return try baseFetch(query) }
         return try matchingRows(query).map(\.row)
     }
 

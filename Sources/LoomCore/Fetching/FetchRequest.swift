@@ -72,11 +72,11 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         return indexes
     }
 
-    /// Translates this request into a store query for `entity`.
-    func storeQuery(for entity: EntityDescription) throws(LoomError) -> StoreQuery {
+    /// Translates this request into a store query for `entity` of `schema`.
+    func storeQuery(for entity: EntityDescription, in schema: Schema) throws(LoomError) -> StoreQuery {
         var node: PredicateNode?
         if let predicate {
-            var translator = PredicateTranslator(entity: entity, propertyName: Model._loomPropertyName(for:))
+            var translator = PredicateTranslator(schema: schema, entity: entity, propertyName: Model._loomPropertyName(for:))
             translator.bindings[predicate.variable.key] = .object
             node = try translator.translate(any: predicate.expression)
         }
@@ -131,27 +131,60 @@ public struct DynamicFetchRequest: Sendable {
             }
             keys.append(SortKey(attributeIndex: index, ascending: ascending))
         }
-        if let predicate { try predicate.validate(for: entity) }
+        if let predicate { try predicate.validate(for: entity, in: schema) }
         return StoreQuery(entity: entity, predicate: predicate, sortKeys: keys, fetchOffset: fetchOffset, fetchLimit: fetchLimit)
     }
 }
 
 extension PredicateNode {
-    /// Checks that every attribute position exists in `entity`.
-    func validate(for entity: EntityDescription) throws(LoomError) {
+    /// Checks that every attribute position exists in the entity it is evaluated on, and that
+    /// every relationship exists and has the right kind.
+    func validate(for entity: EntityDescription, in schema: Schema) throws(LoomError) {
+        func relationship(_ reference: RelationshipReference, toMany: Bool) throws(LoomError) -> ResolvedRelationship {
+            guard reference.entityName == entity.name, let r = schema.relationship(reference), r.description.isToMany == toMany else {
+                throw LoomError(.unsupportedPredicate, "A predicate on \(entity.name) refers to \(reference), which is not a \(toMany ? "to-many" : "to-one") relationship of \(entity.name).", entity: entity.name)
+            }
+            return r
+        }
         switch self {
         case .attribute(let i):
-            guard entity.attributes.indices.contains(i) else {
+            guard i >= 0, i < entity.storedValueCount else {
                 throw LoomError(.unsupportedPredicate, "A predicate on \(entity.name) refers to attribute #\(i), which does not exist.", entity: entity.name)
             }
         case .constant, .primaryKey: break
         case .compare(_, let a, let b), .and(let a, let b), .or(let a, let b), .coalesce(let a, let b),
              .nullPropagating(let a, let b), .string(_, let a, let b), .arithmetic(_, let a, let b):
-            try a.validate(for: entity); try b.validate(for: entity)
+            try a.validate(for: entity, in: schema); try b.validate(for: entity, in: schema)
         case .not(let a), .lowercase(let a), .length(let a), .negate(let a), .isIn(let a, _):
-            try a.validate(for: entity)
+            try a.validate(for: entity, in: schema)
         case .conditional(let a, let b, let c):
-            try a.validate(for: entity); try b.validate(for: entity); try c.validate(for: entity)
+            try a.validate(for: entity, in: schema); try b.validate(for: entity, in: schema); try c.validate(for: entity, in: schema)
+        case .toOne(let reference, let node):
+            try node.validate(for: relationship(reference, toMany: false).destination, in: schema)
+        case .anyRelated(let reference, let node), .allRelated(let reference, let node):
+            try node.validate(for: relationship(reference, toMany: true).destination, in: schema)
+        case .relatedCount(let reference):
+            _ = try relationship(reference, toMany: true)
+        }
+    }
+
+    /// Every chain of relationships the node follows from its entity, each ending at a
+    /// relationship the node reads through (prefixes are implied).
+    var relationshipPaths: [[RelationshipReference]] {
+        switch self {
+        case .attribute, .constant, .primaryKey: return []
+        case .compare(_, let a, let b), .and(let a, let b), .or(let a, let b), .coalesce(let a, let b),
+             .nullPropagating(let a, let b), .string(_, let a, let b), .arithmetic(_, let a, let b):
+            return a.relationshipPaths + b.relationshipPaths
+        case .not(let a), .lowercase(let a), .length(let a), .negate(let a), .isIn(let a, _):
+            return a.relationshipPaths
+        case .conditional(let a, let b, let c):
+            return a.relationshipPaths + b.relationshipPaths + c.relationshipPaths
+        case .toOne(let reference, let node), .anyRelated(let reference, let node), .allRelated(let reference, let node):
+            let inner = node.relationshipPaths
+            return inner.isEmpty ? [[reference]] : inner.map { [reference] + $0 }
+        case .relatedCount(let reference):
+            return [[reference]]
         }
     }
 }

@@ -32,15 +32,22 @@ public final class InMemoryStore: PersistentStore {
     }
 
     public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        let rows = try state.withLock { state throws(LoomError) -> [StoreRow] in
+        let snapshot = try state.withLock { state throws(LoomError) -> State in
             try checkOpen(state)
-            return Array(state.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values)
+            return state
         }
+        let graph = TableGraph(schema: schema, tables: snapshot.tables, links: snapshot.links)
+        let rows = Array(snapshot.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values).map { TableGraph.Row(entity: query.entity, row: $0) }
         var matching = rows
         if let predicate = query.predicate {
-            matching = rows.filter { row in predicate.matches(key: row.key) { row.values[$0] } }
+            matching = rows.filter { predicate.matches($0, in: graph) }
         }
-        matching.sort { SortKey.areInIncreasingOrder(query.sortKeys, $0, $1) }
+        SortKey.sort(&matching, by: query.sortKeys, row: { $0 }, in: graph)
+        let sorted = matching.map(\.row)
+        return window(sorted, query)
+    }
+
+    private func window(_ matching: [StoreRow], _ query: StoreQuery) -> [StoreRow] {
         let start = min(query.fetchOffset, matching.count)
         let end = query.fetchLimit.map { min(start + $0, matching.count) } ?? matching.count
         return Array(matching[start..<end])
