@@ -39,6 +39,7 @@ extension ModelMacro: MemberMacro {
             model.backingInitializer,
             model.contextInitializer,
             model.propertyNameFunction,
+            model.keyPathFunction,
         ]
     }
 }
@@ -137,6 +138,21 @@ extension ModelDeclaration {
         return """
             \(raw: accessPrefix)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
             \(raw: tests.joined())    return nil
+            }
+            """
+    }
+
+    /// `_loomKeyPath(for:optionalChained:)`, which gives the key path of a persistent property,
+    /// plain or optional-chained, so that sort descriptors through relationships can be matched.
+    fileprivate var keyPathFunction: DeclSyntax {
+        let cases = properties.map { property in
+            "    case \(StringLiteralExprSyntax(content: property.name)): optionalChained ? \\\(typeName)?.?.\(property.identifier) : \\\(typeName).\(property.identifier)\n"
+        }
+        return """
+            \(raw: accessPrefix)static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                switch name {
+            \(raw: cases.joined())    default: nil
+                }
             }
             """
     }

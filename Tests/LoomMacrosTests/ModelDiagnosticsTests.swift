@@ -248,6 +248,12 @@ import Testing
                     static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        default: nil
+                        }
+                    }
                 }
 
                 extension Book: PersistentModel, Hashable {}

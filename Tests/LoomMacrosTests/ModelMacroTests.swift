@@ -103,6 +103,17 @@ import Testing
                         if keyPath == \Book.status { return "status" }
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "isbn": optionalChained ? \Book?.?.isbn : \Book.isbn
+                        case "title": optionalChained ? \Book?.?.title : \Book.title
+                        case "pages": optionalChained ? \Book?.?.pages : \Book.pages
+                        case "rating": optionalChained ? \Book?.?.rating : \Book.rating
+                        case "status": optionalChained ? \Book?.?.status : \Book.status
+                        default: nil
+                        }
+                    }
                 }
 
                 extension Book: PersistentModel, Hashable {}
@@ -180,6 +191,13 @@ import Testing
                         if keyPath == \Author.name { return "name" }
                         return nil
                     }
+
+                    public static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "name": optionalChained ? \Author?.?.name : \Author.name
+                        default: nil
+                        }
+                    }
                 }
 
                 extension Author: PersistentModel, Hashable {}
@@ -222,6 +240,12 @@ import Testing
 
                     \#(access)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
                         return nil
+                    }
+
+                    \#(access)static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        default: nil
+                        }
                     }
                 }
 
@@ -305,6 +329,16 @@ import Testing
                         if keyPath == \Reader.favorite { return "favorite" }
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "nickname": optionalChained ? \Reader?.?.nickname : \Reader.nickname
+                        case "email": optionalChained ? \Reader?.?.email : \Reader.email
+                        case "lastSeen": optionalChained ? \Reader?.?.lastSeen : \Reader.lastSeen
+                        case "favorite": optionalChained ? \Reader?.?.favorite : \Reader.favorite
+                        default: nil
+                        }
+                    }
                 }
 
                 extension Reader: PersistentModel, Hashable {}
@@ -347,6 +381,12 @@ import Testing
 
                     static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
                         return nil
+                    }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        default: nil
+                        }
                     }
                 }
 
@@ -422,6 +462,15 @@ import Testing
                         if keyPath == \Account.handle { return "handle" }
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "name": optionalChained ? \Account?.?.name : \Account.name
+                        case "email": optionalChained ? \Account?.?.email : \Account.email
+                        case "handle": optionalChained ? \Account?.?.handle : \Account.handle
+                        default: nil
+                        }
+                    }
                 }
 
                 extension Account: PersistentModel, Hashable {}
@@ -470,6 +519,13 @@ import Testing
                     static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
                         if keyPath == \Setting.`default` { return "default" }
                         return nil
+                    }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "default": optionalChained ? \Setting?.?.`default` : \Setting.`default`
+                        default: nil
+                        }
                     }
                 }
 
@@ -543,6 +599,15 @@ import Testing
                         if keyPath == \Author.books { return "books" }
                         if keyPath == \Author.mentor { return "mentor" }
                         return nil
+                    }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "name": optionalChained ? \Author?.?.name : \Author.name
+                        case "books": optionalChained ? \Author?.?.books : \Author.books
+                        case "mentor": optionalChained ? \Author?.?.mentor : \Author.mentor
+                        default: nil
+                        }
                     }
                 }
 

@@ -143,6 +143,38 @@ struct GraphQueryTests {
         #expect(error.message.contains("enclosing scope"))
     }
 
+    @Test("Sorting by to-one key paths: one hop, two hops, required, with unsaved changes", arguments: StoreKind.allCases)
+    func sortThroughToOne(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let lib = try library(context)
+        func order(_ sort: [SortDescriptor<Novel>]) throws -> [String] {
+            try context.fetch(FetchRequest<Novel>(sortBy: sort)).map(\.title)
+        }
+        // No author sorts first (NULL), ties by the next descriptor.
+        #expect(try order([SortDescriptor(\.author?.name), SortDescriptor(\.title)]) == ["Gulf", "Dune", "Emma", "Fog"])
+        #expect(try order([SortDescriptor(\.author?.rating, order: .reverse), SortDescriptor(\.title, order: .reverse)]) == ["Emma", "Dune", "Fog", "Gulf"])
+        #expect(try order([SortDescriptor(\.author?.publisher?.name), SortDescriptor(\.title)]) == ["Fog", "Gulf", "Dune", "Emma"])
+        // Unsaved: Bob renamed before Ann; a new novel by him.
+        lib.bob.name = "Aaron"
+        context.insert(Novel(title: "Hut", author: lib.bob))
+        #expect(try order([SortDescriptor(\.author?.name), SortDescriptor(\.title)]) == ["Gulf", "Fog", "Hut", "Dune", "Emma"])
+        var limited = FetchRequest<Novel>(sortBy: [SortDescriptor(\.author?.name), SortDescriptor(\.title)])
+        limited.fetchLimit = 2
+        limited.fetchOffset = 1
+        #expect(try context.fetch(limited).map(\.title) == ["Fog", "Hut"])
+        try context.save()
+        // A required to-one.
+        context.insert(Review(text: "r1", novel: lib.fog))
+        context.insert(Review(text: "r2", novel: lib.dune))
+        try context.save()
+        let reviews = try context.fetch(FetchRequest<Review>(sortBy: [SortDescriptor(\.novel.title)])).map(\.text)
+        #expect(reviews == ["r2", "r1"])
+        // Not an attribute at the end of the path: a clear error.
+        let error = try #require(throws: LoomError.self) { try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.author?.name.count)])) }
+        #expect(error.code == .unsupportedSort)
+    }
+
     @Test("The SQL of a graph query")
     func recordedSQL() throws {
         let log = StatementLog()
@@ -154,5 +186,8 @@ struct GraphQueryTests {
         let sql = try #require(log.selects.first)
         print("SQL graph query: \(sql)")
         #expect(sql.contains("EXISTS (SELECT 1 FROM \"Novel\""))
+        log.reset()
+        _ = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.author?.name)]))
+        print("SQL sort through a to-one: \(log.selects.first ?? "-")")
     }
 }

@@ -60,6 +60,37 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         self.relationshipKeyPathsForPrefetching = []
     }
 
+    /// The attribute a sort key path leads to: one of `entity`'s, or one of an object reached
+    /// through up to three to-one relationships (`\.author?.publisher?.name`).
+    ///
+    /// Swift cannot take a key path apart, so candidates are built from the models' key-path
+    /// tables (`@Model` generates them) and compared with the descriptor's key path.
+    static func sortTarget(_ keyPath: AnyKeyPath, _ entity: EntityDescription, _ schema: Schema) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
+        if let name = Model._loomPropertyName(for: keyPath), let index = entity.attributeIndex(named: name) { return ([], index) }
+        let wanted = String(describing: keyPath)
+        func matches(_ candidate: AnyKeyPath) -> Bool { candidate == keyPath || String(describing: candidate) == wanted }
+        func search(_ prefix: AnyKeyPath?, optional: Bool, _ owner: EntityDescription, _ path: [ResolvedRelationship]) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
+            guard let model = owner.modelType else { return nil }
+            func extend(_ name: String) -> AnyKeyPath? {
+                guard let prefix else { return model._loomKeyPath(for: name, optionalChained: false) }
+                return model._loomKeyPath(for: name, optionalChained: optional).flatMap { prefix.appending(path: $0) }
+            }
+            if !path.isEmpty {
+                for (i, attribute) in owner.attributes.enumerated() {
+                    if let candidate = extend(attribute.name), matches(candidate) { return (path, i) }
+                }
+            }
+            guard path.count < 3 else { return nil }
+            for (j, relationship) in owner.relationships.enumerated() where relationship.kind == .toOne {
+                guard let next = extend(relationship.name) else { continue }
+                let r = schema.relationship(j, of: owner)
+                if let found = search(next, optional: optional || relationship.isOptional, r.destination, path + [r]) { return found }
+            }
+            return nil
+        }
+        return search(nil, optional: false, entity, [])
+    }
+
     /// The relationships to prefetch, by index in `entity`.
     func prefetchedRelationships(in entity: EntityDescription) throws(LoomError) -> [Int] {
         var indexes: [Int] = []
@@ -82,17 +113,19 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         }
         var keys: [SortKey] = []
         for descriptor in sortBy {
-            guard let keyPath = descriptor.keyPath, let name = Model._loomPropertyName(for: keyPath),
-                  let index = entity.attributeIndex(named: name) else {
-                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")).", entity: entity.name)
+            guard let keyPath = descriptor.keyPath,
+                  let (path, index) = Self.sortTarget(keyPath, entity, schema) else {
+                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).", entity: entity.name)
             }
+            let owner = path.last?.destination ?? entity
+            let name = owner.attributes[index].name
             if descriptor.stringComparator != nil {
-                throw LoomError(.unsupportedSort, "Sorting \(entity.name).\(name) with a localized string comparator is not supported; use SortDescriptor(\\.\(name)) for code-point order.", entity: entity.name, attributes: [name])
+                throw LoomError(.unsupportedSort, "Sorting \(owner.name).\(name) with a localized string comparator is not supported; use SortDescriptor(\\.\(name)) for code-point order.", entity: entity.name, attributes: [name])
             }
-            if !entity.attributes[index].type.isOrderable {
-                throw LoomError(.unsupportedSort, "\(entity.name).\(name) is a \(entity.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values.", entity: entity.name, attributes: [name])
+            if !owner.attributes[index].type.isOrderable {
+                throw LoomError(.unsupportedSort, "\(owner.name).\(name) is a \(owner.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values.", entity: entity.name, attributes: [name])
             }
-            keys.append(SortKey(attributeIndex: index, ascending: descriptor.order == .forward))
+            keys.append(SortKey(attributeIndex: index, ascending: descriptor.order == .forward, relationshipPath: path.map(\.reference)))
         }
         guard fetchOffset >= 0, (fetchLimit ?? 0) >= 0 else {
             throw LoomError(.unsupportedPredicate, "fetchOffset and fetchLimit must not be negative.", entity: entity.name)

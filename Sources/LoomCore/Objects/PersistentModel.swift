@@ -14,6 +14,9 @@ public protocol PersistentModel: AnyObject, BackedObject, Hashable {
     init(backing: ObjectBacking)
     /// The stored attribute a key path leads to, for predicates and sort descriptors.
     static func _loomPropertyName(for keyPath: AnyKeyPath) -> String?
+    /// The key path of a persistent property, plain (`\Book.title`) or optional-chained
+    /// (`\Book?.?.title`), for sort descriptors through relationships.
+    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath?
 }
 
 /// An object whose state lives in an ``ObjectBacking``: every `@Model` class and
@@ -24,6 +27,9 @@ public protocol BackedObject: AnyObject {
 }
 
 extension PersistentModel {
+    /// Models made before `@Model` generated key-path tables: no sorting through relationships.
+    public static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? { nil }
+
     /// Identity: two references are equal when they are the same instance.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
 
