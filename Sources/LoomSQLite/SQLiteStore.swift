@@ -348,8 +348,13 @@ public final class SQLiteStore: PersistentStore {
         if db.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || db.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
             // "UNIQUE constraint failed: Book.isbn, Book.title"
             let detail = db.message?.components(separatedBy: "failed: ").last ?? ""
-            let columns = detail.components(separatedBy: ", ").map { $0.components(separatedBy: ".").last ?? $0 }
             let entityName = entity?.name ?? detail.components(separatedBy: ".").first ?? "?"
+            // Columns back to property names: `Z_author` is the relationship `author`.
+            let described = entity ?? schema.entity(named: entityName)
+            let columns = detail.components(separatedBy: ", ").map { $0.components(separatedBy: ".").last ?? $0 }.map { column in
+                guard let described else { return column }
+                return (0..<described.storedValueCount).first { described.columnName(at: $0) == column }.map(described.storedValueName(at:)) ?? column
+            }
             return LoomError(
                 .uniquenessViolation,
                 "Another \(entityName) already has the same \(columns.joined(separator: ", ")), which must be unique.",
