@@ -76,3 +76,55 @@ struct GraphUniquenessTests {
         #expect(pages == [999])
     }
 }
+
+@MainActor
+@Suite("Uniqueness conflicts keep relationships")
+struct UniquenessRelationshipMergeTests {
+    /// Two contexts each create "Ann" with novels; the second save meets the first's Ann.
+    func conflict(_ kind: StoreKind, _ policy: MergePolicy) async throws -> (PersistentContainer, [String: [String]]) {
+        let container = try kind.makeGraphContainer()
+        let first = container.newBackgroundContext(), second = container.newBackgroundContext()
+        await second.perform { context in
+            let ann = Author(name: "Ann", rating: 1)
+            context.insert(Novel(title: "From the second", author: ann))
+            ann.mentor = ann
+        }
+        try await first.perform { context in
+            let ann = Author(name: "Ann", rating: 5)
+            context.insert(Novel(title: "From the first", author: ann))
+            ann.students = [Author(name: "Bob")]
+            try context.save()
+        }
+        try await second.perform { context in
+            context.mergePolicy = policy
+            try context.save()
+        }
+        let view = try await container.performBackgroundTask { context in
+            var out: [String: [String]] = [:]
+            for author in try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)])) {
+                out[author.name] = author.novels.map(\.title).sorted() + ["rating \(author.rating)", "students \(author.students.map(\.name).sorted())"]
+            }
+            return out
+        }
+        return (container, view)
+    }
+
+    @Test("Store trump keeps the saved object and merges the duplicate's to-many relationships into it", arguments: StoreKind.allCases)
+    func storeTrump(kind: StoreKind) async throws {
+        let (_, view) = try await conflict(kind, .mergeByPropertyStoreTrump)
+        #expect(view["Ann"] == ["From the first", "From the second", "rating 5", "students [\"Ann\", \"Bob\"]"])
+    }
+
+    @Test("Object trump moves the new values onto the saved object and merges to-many relationships", arguments: StoreKind.allCases)
+    func objectTrump(kind: StoreKind) async throws {
+        let (_, view) = try await conflict(kind, .mergeByPropertyObjectTrump)
+        #expect(view["Ann"] == ["From the first", "From the second", "rating 1", "students [\"Ann\", \"Bob\"]"])
+    }
+
+    @Test("Overwrite keeps the new object, deletes the saved one, and takes over its to-many relationships", arguments: StoreKind.allCases)
+    func overwrite(kind: StoreKind) async throws {
+        let (_, view) = try await conflict(kind, .overwrite)
+        #expect(view["Ann"] == ["From the first", "From the second", "rating 1", "students [\"Ann\", \"Bob\"]"])
+        #expect(view.count == 2)
+    }
+}
