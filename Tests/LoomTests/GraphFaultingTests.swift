@@ -89,6 +89,27 @@ struct GraphFaultingTests {
         for (label, sql) in Self.recorded.sorted(by: { $0.key < $1.key }) { print("SQL \(label): \(sql)") }
     }
 
+    @Test("Delete rules load what they need with one query per relationship, not one per object")
+    func deletePropagationQueries() throws {
+        let url = TemporaryDirectory.make().appending(path: "graph.loom")
+        let schema = try Schema(StoreKind.graphTypes)
+        let writer = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        try populate(writer, count: 300)
+        try writer.close()
+        let log = StatementLog()
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: schema, options: .init(trace: log.hook)))
+        let context = container.viewContext
+        let authors = try context.fetch(FetchRequest<Author>())
+        log.reset()
+        for author in authors { context.delete(author) }   // cascades to 300 novels, nullifies their tags
+        context.processPendingChanges()
+        #expect(context.deleted.count == 600)
+        #expect(log.selects.count < 15, "\(log.selects.count) queries")
+        try context.save()
+        #expect(try context.count(for: FetchRequest<Novel>()) == 0)
+        #expect(try context.count(for: FetchRequest<Tag>(predicate: #Predicate { !$0.novels.isEmpty })) == 0)
+    }
+
     nonisolated(unsafe) static var recorded: [String: String] = [:]   // the test above runs on the main actor only
 
     @Test("Prefetching gives the same answers as faulting, on both stores and in child contexts", arguments: StoreKind.allCases)

@@ -393,25 +393,33 @@ extension ManagedObjectContext {
             for object in insertedDeleted.values where !object._loomBacking.deletePropagated { work.append(object) }
         }
         if work.isEmpty && insertedDeleted.isEmpty { return }
-        work.sort { $0._loomBacking.key > $1._loomBacking.key }
-        while let object = work.popLast() {
-            let backing = object._loomBacking
-            if backing.deletePropagated { continue }
-            backing.deletePropagated = true
-            for r in coordinator.schema.relationships(of: backing.entity) {
-                switch r.description.deleteRule {
-                case .nullify:
-                    for other in relatedKeys(of: backing, r) { detachInverse(r, backing, other) }
-                case .cascade:
-                    for other in relatedKeys(of: backing, r) {
-                        let target = self.object(of: r.destination, key: other)
-                        let b = target._loomBacking
-                        if b.isDeleted || b.isInaccessible { continue }
-                        delete(target)
-                        if b.isDeleted && !b.isInaccessible { work.append(target) }
+        // In waves: each wave's to-many relationships are loaded with one query per
+        // relationship, then its rules run; the objects they cascade to make the next wave.
+        while !work.isEmpty {
+            var seen: Set<ObjectIdentifier> = []
+            let wave = work.filter { !$0._loomBacking.deletePropagated && seen.insert(ObjectIdentifier($0._loomBacking)).inserted }
+                .sorted { $0._loomBacking.key < $1._loomBacking.key }
+            work = []
+            loadToManyRelationships(of: wave.map(\._loomBacking)) { $0 != .noAction }
+            for object in wave {
+                let backing = object._loomBacking
+                if backing.deletePropagated { continue }
+                backing.deletePropagated = true
+                for r in coordinator.schema.relationships(of: backing.entity) {
+                    switch r.description.deleteRule {
+                    case .nullify:
+                        for other in relatedKeys(of: backing, r) { detachInverse(r, backing, other) }
+                    case .cascade:
+                        for other in relatedKeys(of: backing, r) {
+                            let target = self.object(of: r.destination, key: other)
+                            let b = target._loomBacking
+                            if b.isDeleted || b.isInaccessible { continue }
+                            delete(target)
+                            if b.isDeleted && !b.isInaccessible { work.append(target) }
+                        }
+                    case .deny, .noAction:
+                        break
                     }
-                case .deny, .noAction:
-                    break
                 }
             }
         }
@@ -429,6 +437,32 @@ extension ManagedObjectContext {
                     || (link.table.targetEntityName == backing.entity.name && link.target == backing.key))
             }
             backing.invalidate(reason: "it was deleted before it was ever saved")
+        }
+    }
+
+    /// Loads, for many objects at once, the to-many relationships whose delete rule passes
+    /// `rule`: one query per relationship (as prefetching does), their rows put in the cache.
+    func loadToManyRelationships(of backings: [ObjectBacking], where rule: (DeleteRule) -> Bool) {
+        var byEntity: [ObjectIdentifier: (EntityDescription, [ObjectBacking])] = [:]
+        for b in backings { byEntity[ObjectIdentifier(b.entity), default: (b.entity, [])].1.append(b) }
+        for (entity, owners) in byEntity.values {
+            for r in coordinator.schema.relationships(of: entity) where r.description.isToMany && rule(r.description.deleteRule) {
+                let unloaded = owners.filter { $0.toMany[r.index] == nil }
+                guard unloaded.count > 1 else { continue }
+                let pairs: [(owner: Int64, row: StoreRow)]
+                do { pairs = try currentRelated(r, keys: unloaded.map(\.key)) } catch {
+                    preconditionFailure("\(entity.name).\(r.description.name) could not be loaded: \(error.message)")
+                }
+                var byOwner: [Int64: [Int64]] = [:]
+                for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }
+                for owner in unloaded { owner.toMany[r.index] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
+                let rows = pairs.map(\.row).filter { registeredBacking(of: r.destination, key: $0.key) == nil }
+                if parent == nil {
+                    coordinator.cache(rows, of: r.destination)
+                } else {
+                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                }
+            }
         }
     }
 

@@ -32,9 +32,9 @@ extension ManagedObjectContext {
 
         for object in insertedObjects.values { try validateValues(object._loomBacking) }
         for (key, object) in updatedObjects where deletedObjects[key] == nil { try validateValues(object._loomBacking) }
-        for object in (Array(deletedObjects.values) + Array(insertedDeleted.values)).sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
-            try validateDeletion(object._loomBacking)
-        }
+        let doomed = (Array(deletedObjects.values) + Array(insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
+        loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
+        for object in doomed { try validateDeletion(object._loomBacking) }
         try validateUniqueness(among: Array(insertedObjects.values) + updatedObjects.filter { deletedObjects[$0.key] == nil }.map(\.value))
 
         if let parent {
