@@ -3,9 +3,12 @@ public import LoomCore
 /// Makes a class a persistent model, whose stored properties Loom keeps in the store.
 ///
 /// Every stored instance `var` is persistent unless it is marked ``Transient()``; it needs an
-/// explicit type, and its initial value, if any, becomes the attribute's default value. `static`,
-/// `lazy` and computed properties are not persistent. `@Model` adds the `PersistentModel`
-/// conformance, the entity description `entity`, `init(backing:)` and `init(context:)`.
+/// explicit type, and its initial value, if any, becomes the attribute's default value. A
+/// property typed with another `@Model` class is a relationship: `Author?` (to-one), `Author`
+/// (required to-one), `Set<Book>` (to-many) or `[Book]` (ordered to-many); see
+/// ``Relationship(deleteRule:inverse:)``. `static`, `lazy` and computed properties are not
+/// persistent. `@Model` adds the `PersistentModel` conformance (models are `Hashable` by
+/// identity), the entity description `entity`, `init(backing:)` and `init(context:)`.
 ///
 /// ```swift
 /// @Model final class Book {
