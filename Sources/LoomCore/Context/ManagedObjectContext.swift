@@ -120,7 +120,7 @@ public final class ManagedObjectContext {
 
     deinit {
         coordinator.unregister(inbox)
-        for (key, object) in insertedObjects {
+        for (key, object) in Array(insertedObjects) + Array(insertedDeleted) {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         eventHub.finish()

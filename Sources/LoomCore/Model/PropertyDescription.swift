@@ -7,7 +7,9 @@
 /// model types only. You only write these when building an entity by hand with
 /// ``EntityDescription/init(name:modelType:properties:uniquenessConstraints:indexes:)``.
 public enum PropertyDescription: Sendable {
+    /// A stored value.
     case attribute(AttributeDescription)
+    /// A relationship to objects of another (or the same) entity.
     case relationship(RelationshipDescription)
 
     /// The property name.

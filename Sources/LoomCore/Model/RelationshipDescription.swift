@@ -173,6 +173,7 @@ public struct RelationshipReference: Sendable, Hashable, CustomStringConvertible
     /// The relationship's name.
     public let name: String
 
+    /// Names relationship `name` of entity `entityName`; the schema resolves it when used.
     public init(entityName: String, name: String) {
         self.entityName = entityName
         self.name = name

@@ -4,7 +4,8 @@ extension Schema {
         resolved[ObjectIdentifier(entity)] ?? []
     }
 
-    /// One relationship of an entity, resolved.
+    /// One relationship of an entity, resolved. The entity must be one of this schema's and
+    /// `index` one of its relationships' positions (a programmer error otherwise).
     public func relationship(_ index: Int, of entity: EntityDescription) -> ResolvedRelationship {
         resolved[ObjectIdentifier(entity)]![index]
     }
