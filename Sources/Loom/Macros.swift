@@ -3,9 +3,12 @@ public import LoomCore
 /// Makes a class a persistent model, whose stored properties Loom keeps in the store.
 ///
 /// Every stored instance `var` is persistent unless it is marked ``Transient()``; it needs an
-/// explicit type, and its initial value, if any, becomes the attribute's default value. `static`,
-/// `lazy` and computed properties are not persistent. `@Model` adds the `PersistentModel`
-/// conformance, the entity description `entity`, `init(backing:)` and `init(context:)`.
+/// explicit type, and its initial value, if any, becomes the attribute's default value. A
+/// property typed with another `@Model` class is a relationship: `Author?` (to-one), `Author`
+/// (required to-one), `Set<Book>` (to-many) or `[Book]` (ordered to-many); see
+/// ``Relationship(deleteRule:inverse:)``. `static`, `lazy` and computed properties are not
+/// persistent. `@Model` adds the `PersistentModel` conformance (models are `Hashable` by
+/// identity), the entity description `entity`, `init(backing:)` and `init(context:)`.
 ///
 /// ```swift
 /// @Model final class Book {
@@ -23,9 +26,9 @@ public import LoomCore
 ///
 /// let book = Book(context: context)
 /// ```
-@attached(member, names: named(_loomBacking), named(entity), named(init), named(_loomPropertyName))
+@attached(member, names: named(_loomBacking), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
-@attached(extension, conformances: PersistentModel)
+@attached(extension, conformances: PersistentModel, Hashable)
 public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
 
 /// Stores a property of a ``Model()`` class in its object backing; `@Model` writes it, you don't.
@@ -49,6 +52,29 @@ public macro _PersistedProperty(index: Int) =
 @attached(peer)
 public macro Attribute(_ options: AttributeOption...) =
     #externalMacro(module: "LoomMacros", type: "AttributeMacro")
+
+/// Declares a relationship of a ``Model()`` class: its delete rule and its inverse.
+///
+/// A property typed with a model class is a relationship even without this attribute: `Author?`
+/// is an optional to-one, `Author` a required to-one, `Set<Book>` a to-many and `[Book]` an
+/// ordered to-many. Every relationship needs an inverse, named on at least one side:
+///
+/// ```swift
+/// @Model final class Author {
+///     var name: String
+///     @Relationship(deleteRule: .cascade, inverse: \Book.author) var books: Set<Book> = []
+/// }
+/// @Model final class Book {
+///     var title: String
+///     var author: Author?          // the inverse of Author.books
+/// }
+/// ```
+///
+/// Setting either side updates the other at once. Delete rules run when the context processes
+/// pending changes (see ``DeleteRule``).
+@attached(peer)
+public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil) =
+    #externalMacro(module: "LoomMacros", type: "RelationshipMacro")
 
 /// Keeps a stored property of a ``Model()`` class out of the store; it needs an initial value.
 ///

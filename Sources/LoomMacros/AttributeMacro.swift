@@ -11,3 +11,15 @@ enum AttributeMacro: PeerMacro {
         []
     }
 }
+
+/// `@Relationship(deleteRule:inverse:)`: a marker that `@Model` reads for a relationship's delete
+/// rule and inverse; it adds no code.
+enum RelationshipMacro: PeerMacro {
+    static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}

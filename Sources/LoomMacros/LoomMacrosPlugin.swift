@@ -8,6 +8,7 @@ struct LoomMacrosPlugin: CompilerPlugin {
         ModelMacro.self,
         PersistedPropertyMacro.self,
         AttributeMacro.self,
+        RelationshipMacro.self,
         TransientMacro.self,
         UniqueMacro.self,
         IndexMacro.self,

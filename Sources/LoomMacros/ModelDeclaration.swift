@@ -134,7 +134,8 @@ struct ModelDeclaration {
         }
         let property = PersistentProperty(
             identifier: pattern.identifier, type: type, initialValue: binding.initializer?.value,
-            attribute: variable.attributes.attribute(named: "Attribute"))
+            attribute: variable.attributes.attribute(named: "Attribute"),
+            relationship: variable.attributes.attribute(named: "Relationship"))
         return (property, [])
     }
 

@@ -39,6 +39,7 @@ extension ModelMacro: MemberMacro {
             model.backingInitializer,
             model.contextInitializer,
             model.propertyNameFunction,
+            model.keyPathFunction,
         ]
     }
 }
@@ -90,10 +91,10 @@ extension ModelDeclaration {
             "modelType: \(typeName).self",
         ]
         if properties.isEmpty {
-            arguments.append("attributes: []")
+            arguments.append("properties: []")
         } else {
-            let attributes = properties.map { "        \($0.attributeDescription)," }
-            arguments.append("attributes: [\n\(attributes.joined(separator: "\n"))\n    ]")
+            let descriptions = properties.map { "        \($0.propertyDescription)," }
+            arguments.append("properties: [\n\(descriptions.joined(separator: "\n"))\n    ]")
         }
         if !uniquenessConstraints.isEmpty {
             arguments.append("uniquenessConstraints: \(Self.arrayLiteral(uniquenessConstraints))")
@@ -137,6 +138,21 @@ extension ModelDeclaration {
         return """
             \(raw: accessPrefix)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
             \(raw: tests.joined())    return nil
+            }
+            """
+    }
+
+    /// `_loomKeyPath(for:optionalChained:)`, which gives the key path of a persistent property,
+    /// plain or optional-chained, so that sort descriptors through relationships can be matched.
+    fileprivate var keyPathFunction: DeclSyntax {
+        let cases = properties.map { property in
+            "    case \(StringLiteralExprSyntax(content: property.name)): optionalChained ? \\\(typeName)?.?.\(property.identifier) : \\\(typeName).\(property.identifier)\n"
+        }
+        return """
+            \(raw: accessPrefix)static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                switch name {
+            \(raw: cases.joined())    default: nil
+                }
             }
             """
     }

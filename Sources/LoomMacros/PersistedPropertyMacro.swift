@@ -23,7 +23,7 @@ enum PersistedPropertyMacro: AccessorMacro {
             accessors.append("init(initialValue) {}")
         }
         accessors.append("get { _loomBacking.value(at: \(literal: index), as: \(type.metatypeOperand).self) }")
-        accessors.append("set { _loomBacking.setValue(newValue, at: \(literal: index)) }")
+        accessors.append("set { _loomBacking.setValue(newValue, at: \(literal: index), of: self) }")
         return accessors
     }
 

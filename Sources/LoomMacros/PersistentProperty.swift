@@ -18,14 +18,22 @@ struct PersistentProperty {
     /// Whether `@Attribute(.index)` asks for an index.
     let isIndexed: Bool
 
+    /// The `@Relationship(...)` marking the property, if any: its `deleteRule:` and `inverse:`
+    /// arguments are passed on as written, and the type must be a model type.
+    let relationship: AttributeSyntax?
+
     /// The name of the attribute in the store.
     var name: String { identifier.plainName }
 
     /// Reads the options of the property's `@Attribute(...)`, if it has one.
-    init(identifier: TokenSyntax, type: TypeSyntax, initialValue: ExprSyntax?, attribute: AttributeSyntax?) {
+    init(
+        identifier: TokenSyntax, type: TypeSyntax, initialValue: ExprSyntax?, attribute: AttributeSyntax?,
+        relationship: AttributeSyntax? = nil
+    ) {
         self.identifier = identifier.trimmed
         self.type = type.trimmed
         self.initialValue = initialValue?.trimmed
+        self.relationship = relationship?.trimmed
         var options: Set<String> = []
         if case .argumentList(let arguments) = attribute?.arguments {
             for argument in arguments {
@@ -38,17 +46,27 @@ struct PersistentProperty {
         self.isIndexed = options.contains("index")
     }
 
-    /// The `AttributeDescription(...)` expression that describes the property in the entity.
+    /// The `.property(...)` or `.relationship(...)` expression that describes the property in
+    /// the entity.
     ///
-    /// Arguments that keep their default value are left out.
-    var attributeDescription: ExprSyntax {
+    /// The type decides what a `.property` is: the runtime has overloads for model types
+    /// (relationships) and for everything else (attributes). Arguments that keep their default
+    /// value are left out.
+    var propertyDescription: ExprSyntax {
         var arguments = [
             "name: \(StringLiteralExprSyntax(content: name))",
             "valueType: \(type.metatypeOperand).self",
         ]
+        if case .argumentList(let list) = relationship?.arguments {
+            for argument in list {
+                guard let label = argument.label?.text, label == "deleteRule" || label == "inverse" else { continue }
+                arguments.append("\(label): \(argument.expression.trimmedDescription)")
+            }
+        }
         if isUnique { arguments.append("isUnique: true") }
         if isIndexed { arguments.append("isIndexed: true") }
         if let initialValue { arguments.append("defaultValue: { \(initialValue) }") }
-        return "AttributeDescription(\(raw: arguments.joined(separator: ", ")))"
+        let function = relationship == nil ? "property" : "relationship"
+        return ".\(raw: function)(\(raw: arguments.joined(separator: ", ")))"
     }
 }

@@ -11,8 +11,10 @@ import GRDB
 /// ```
 ///
 /// The file holds one table per entity (primary key `Z_PK`, optimistic-locking version
-/// `Z_OPT`, one column per attribute), unique indexes for uniqueness constraints, and Loom's
-/// own tables: `loom_metadata` (store UUID, saved schema, version hash) and `loom_keys` (the
+/// `Z_OPT`, one column per attribute, an indexed `Z_<name>` foreign-key column per to-one
+/// relationship, a `Z_<name>_ORDER` column per ordered to-many), one join table per
+/// many-to-many relationship (`Z_<Entity>_<relationship>`, indexed both ways), unique indexes
+/// for uniqueness constraints, and Loom's own tables: `loom_metadata` (store UUID, saved schema, version hash) and `loom_keys` (the
 /// primary-key allocator).
 public final class SQLiteStore: PersistentStore {
     /// How durable a commit is.
@@ -29,9 +31,19 @@ public final class SQLiteStore: PersistentStore {
         public var synchronous: Synchronous = .normal
         /// How many connections may read at once.
         public var maximumReaderCount: Int = 4
-        public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4) {
+        /// Called with the SQL of every statement the store runs, on the connection's thread,
+        /// for diagnostics and tests that count queries. Parameters are not expanded: values
+        /// can be personal data.
+        ///
+        /// ```swift
+        /// var options = SQLiteStore.Options()
+        /// options.trace = { sql in print(sql) }
+        /// ```
+        public var trace: (@Sendable (String) -> Void)?
+        public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4, trace: (@Sendable (String) -> Void)? = nil) {
             self.synchronous = synchronous
             self.maximumReaderCount = maximumReaderCount
+            self.trace = trace
         }
     }
 
@@ -60,9 +72,15 @@ public final class SQLiteStore: PersistentStore {
         configuration.maximumReaderCount = max(1, options.maximumReaderCount)
         configuration.journalMode = .wal
         let synchronous = options.synchronous.rawValue
+        let trace = options.trace
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             SQLFunctions.register(in: db)
+            if let trace {
+                db.trace(options: .statement) { event in
+                    if case .statement(let statement) = event { trace(statement.sql) }
+                }
+            }
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -206,7 +224,7 @@ public final class SQLiteStore: PersistentStore {
 
     public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
         let (text, arguments) = sql.select(query)
-        let width = query.entity.attributes.count
+        let width = query.entity.storedValueCount
         return try read { db in
             let statement = try db.cachedStatement(sql: text)
             let cursor = try Row.fetchCursor(statement, arguments: arguments)
@@ -223,23 +241,43 @@ public final class SQLiteStore: PersistentStore {
 
     public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
         if keys.isEmpty { return [] }
-        let width = entity.attributes.count
+        let width = entity.storedValueCount
+        let text = sql.selectByKeys(entity)
         return try read { db in
             var rows: [StoreRow] = []
-            for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
-                let text = sql.selectByKeys(entity, count: chunk.count)
-                let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: StatementArguments(chunk))
-                while let row = try cursor.next() { rows.append(SQLiteStore.storeRow(row, width: width)) }
-            }
+            let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: [SQLiteStore.jsonArray(keys)])
+            while let row = try cursor.next() { rows.append(SQLiteStore.storeRow(row, width: width)) }
             return rows
         }
     }
 
-    static func storeRow(_ row: Row, width: Int) -> StoreRow {
+    public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+        if keys.isEmpty { return [] }
+        if case .foreignKey = relationship.storage {
+            throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
+        }
+        let width = relationship.destination.storedValueCount
+        let text = sql.selectRelated(relationship)
+        return try read { db in
+            var related: [RelatedRow] = []
+            let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: [SQLiteStore.jsonArray(keys)])
+            while let row = try cursor.next() {
+                related.append(RelatedRow(owner: row[0], row: SQLiteStore.storeRow(row, width: width, offset: 1)))
+            }
+            return related
+        }
+    }
+
+    /// Keys as one JSON array parameter, read back with `json_each`.
+    static func jsonArray(_ keys: [Int64]) -> String {
+        "[" + keys.map(String.init).joined(separator: ",") + "]"
+    }
+
+    static func storeRow(_ row: Row, width: Int, offset: Int = 0) -> StoreRow {
         var values: [StoredValue] = []
         values.reserveCapacity(width)
-        for i in 0..<width { values.append(StoredValue((row[i + 2] as DatabaseValue).storage)) }
-        return StoreRow(key: row[0], version: row[1], values: values)
+        for i in 0..<width { values.append(StoredValue((row[offset + i + 2] as DatabaseValue).storage)) }
+        return StoreRow(key: row[offset], version: row[offset + 1], values: values)
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
@@ -260,6 +298,9 @@ public final class SQLiteStore: PersistentStore {
                 for delete in changes.deletes {
                     try db.cachedStatement(sql: sql.delete(delete.entity)).execute(arguments: [delete.key, delete.expectedVersion])
                     if db.changesCount != 1 { throw conflict(delete.entity, delete.key) }
+                    for (table, column) in schema.joinTables(involving: delete.entity) {
+                        try db.cachedStatement(sql: sql.deleteLinks(table, column: column)).execute(arguments: [delete.key])
+                    }
                 }
                 for update in changes.updates {
                     let statement = try db.cachedStatement(sql: sql.update(update.entity, columns: update.changes.map(\.index)))
@@ -279,6 +320,12 @@ public final class SQLiteStore: PersistentStore {
                     } catch {
                         throw translate(error, entity: insert.entity, key: insert.key)
                     }
+                }
+                for link in changes.linkDeletes {
+                    try db.cachedStatement(sql: sql.deleteLink(link.table)).execute(arguments: [link.source, link.target])
+                }
+                for link in changes.linkInserts {
+                    try db.cachedStatement(sql: sql.insertLink(link.table)).execute(arguments: [link.source, link.target])
                 }
             }
         } catch let error as LoomError {
@@ -301,8 +348,13 @@ public final class SQLiteStore: PersistentStore {
         if db.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || db.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
             // "UNIQUE constraint failed: Book.isbn, Book.title"
             let detail = db.message?.components(separatedBy: "failed: ").last ?? ""
-            let columns = detail.components(separatedBy: ", ").map { $0.components(separatedBy: ".").last ?? $0 }
             let entityName = entity?.name ?? detail.components(separatedBy: ".").first ?? "?"
+            // Columns back to property names: `Z_author` is the relationship `author`.
+            let described = entity ?? schema.entity(named: entityName)
+            let columns = detail.components(separatedBy: ", ").map { $0.components(separatedBy: ".").last ?? $0 }.map { column in
+                guard let described else { return column }
+                return (0..<described.storedValueCount).first { described.columnName(at: $0) == column }.map(described.storedValueName(at:)) ?? column
+            }
             return LoomError(
                 .uniquenessViolation,
                 "Another \(entityName) already has the same \(columns.joined(separator: ", ")), which must be unique.",

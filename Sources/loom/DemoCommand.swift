@@ -3,8 +3,10 @@ import DebianPackages
 import Foundation
 import Loom
 
-/// `loom demo`: imports this machine's Debian package database into a Loom store in a
-/// background context while the view context reports progress, then queries it.
+/// `loom demo`: imports this machine's Debian package database into a Loom store as an object
+/// graph (packages, their maintainers, and dependencies linking packages to the packages they
+/// need) on background contexts while the view context reports progress, then queries across
+/// the relationships.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
@@ -30,14 +32,15 @@ struct DemoCommand: AsyncParsableCommand {
         print("Loom demo: importing \(packages.count) packages from \(sourceName)")
         print("Store: \(storeURL.path)")
 
-        let container = try PersistentContainer(name: "LoomDemo", for: InstalledPackage.self, PackageDependency.self, location: .file(storeURL))
+        let container = try PersistentContainer(name: "LoomDemo", for: Maintainer.self, InstalledPackage.self, PackageDependency.self, location: .file(storeURL))
         let view = container.viewContext
         let existing = try view.count(for: FetchRequest<InstalledPackage>())
         if existing > 0 {
             print("The store already holds \(existing) packages; replacing them.")
             try await container.performBackgroundTask { context in
+                // Deleting a package cascades to its dependencies (and nullifies the others' targets).
                 for package in try context.fetch(FetchRequest<InstalledPackage>()) { context.delete(package) }
-                for dependency in try context.fetch(FetchRequest<PackageDependency>()) { context.delete(dependency) }
+                for maintainer in try context.fetch(FetchRequest<Maintainer>()) { context.delete(maintainer) }
                 try context.save()
             }
         }
@@ -69,9 +72,16 @@ struct DemoCommand: AsyncParsableCommand {
                     let importer = container.newBackgroundContext(name: "dpkg import \(w + 1)")
                     group.addTask {
                         try await importer.perform { context in
+                            // Two workers may create the same maintainer at once; the save that
+                            // comes second keeps the saved one and moves its packages to it.
+                            context.mergePolicy = .mergeByPropertyStoreTrump
+                            var maintainers: [String: Maintainer] = [:]
                             for batch in stride(from: 0, to: slice.count, by: batchSize) {
-                                for package in slice[batch..<min(batch + batchSize, slice.count)] { Self.insert(package, into: context) }
+                                for package in slice[batch..<min(batch + batchSize, slice.count)] {
+                                    try Self.insert(package, into: context, maintainers: &maintainers)
+                                }
                                 try context.save()
+                                maintainers = [:]   // a merged duplicate is gone: look them up again
                             }
                         }
                     }
@@ -84,8 +94,10 @@ struct DemoCommand: AsyncParsableCommand {
         }
         view.mergePendingSaves()
         await watcher.value
+        // Every package is in now: point each dependency at the installed package it names.
+        let linked = try await container.save(mergingIntoViewContext: false) { context in try Self.linkTargets(in: context) }
         let importTime = ContinuousClock.now - importStarted
-        print("Imported \(try view.count(for: FetchRequest<InstalledPackage>())) packages and \(try view.count(for: FetchRequest<PackageDependency>())) dependencies with \(workers) background contexts in \(importTime.formatted(.units(allowed: [.milliseconds])))")
+        print("Imported \(try view.count(for: FetchRequest<InstalledPackage>())) packages, \(try view.count(for: FetchRequest<Maintainer>())) maintainers and \(try view.count(for: FetchRequest<PackageDependency>())) dependencies (\(linked) of them to installed packages) with \(workers) background contexts in \(importTime.formatted(.units(allowed: [.milliseconds])))")
 
         try printQueries(view)
         try await container.close()
@@ -107,21 +119,51 @@ struct DemoCommand: AsyncParsableCommand {
         return (packages, name)
     }
 
-    private static func insert(_ package: DebianPackage, into context: ManagedObjectContext) {
+    private static func insert(_ package: DebianPackage, into context: ManagedObjectContext, maintainers: inout [String: Maintainer]) throws {
         let record = InstalledPackage(name: package.name, architecture: package.architecture ?? "all", version: package.version ?? "")
         record.section = package.section
         record.priority = package.priority
         record.installedSizeKiB = package.installedSizeKiB
-        record.maintainerName = package.maintainer?.name
-        record.maintainerEmail = package.maintainer?.email
         record.summary = package.summary
-        record.dependencyCount = package.dependencies.count
         context.insert(record)
+        if let maintainer = package.maintainer {
+            record.maintainer = try Self.maintainer(named: maintainer.name, email: maintainer.email ?? "", in: context, cache: &maintainers)
+        }
         for dependency in package.dependencies {
             guard let first = dependency.alternatives.first else { continue }
             let alternatives = dependency.alternatives.map(\.description).joined(separator: " | ")
-            context.insert(PackageDependency(packageName: package.name, kind: dependency.kind.rawValue, target: first.name, alternatives: alternatives))
+            let entry = PackageDependency(kind: dependency.kind.rawValue, targetName: first.name, alternatives: alternatives)
+            entry.package = record   // inserts the entry into the package's context
         }
+    }
+
+    /// The maintainer with this name and address: one this worker made or fetched, one already
+    /// saved, or a new one.
+    private static func maintainer(named name: String, email: String, in context: ManagedObjectContext, cache: inout [String: Maintainer]) throws -> Maintainer {
+        let key = "\(name)\u{0}\(email)"
+        if let known = cache[key] { return known }
+        let found = try context.fetch(FetchRequest<Maintainer>(predicate: #Predicate { $0.name == name && $0.email == email })).first
+        let maintainer = found ?? Maintainer(name: name, email: email)
+        if found == nil { context.insert(maintainer) }
+        cache[key] = maintainer
+        return maintainer
+    }
+
+    /// Sets every dependency's target to the installed package its first alternative names
+    /// (of the same architecture when there are several). Returns how many it linked.
+    private static func linkTargets(in context: ManagedObjectContext) throws -> Int {
+        var byName: [String: [InstalledPackage]] = [:]
+        for package in try context.fetch(FetchRequest<InstalledPackage>()) { byName[package.name, default: []].append(package) }
+        var request = FetchRequest<PackageDependency>(predicate: #Predicate { $0.target == nil })
+        request.relationshipKeyPathsForPrefetching = [\.package]
+        var linked = 0
+        for dependency in try context.fetch(request) {
+            guard let candidates = byName[dependency.targetName] else { continue }
+            let architecture = dependency.package?.architecture
+            dependency.target = candidates.first { $0.architecture == architecture } ?? candidates[0]
+            linked += 1
+        }
+        return linked
     }
 
     @MainActor
@@ -138,11 +180,32 @@ struct DemoCommand: AsyncParsableCommand {
         let libraries = try view.count(for: FetchRequest<InstalledPackage>(predicate: #Predicate { $0.summary.flatMap { $0.localizedStandardContains("library") } == true }))
         print("\nPackages whose summary mentions \"library\" (any case): \(libraries)")
 
+        // Queries that cross relationships.
         let target = "libc6"
-        let libcUsers = try view.fetch(FetchRequest<PackageDependency>(
-            predicate: #Predicate { $0.target == target && ($0.kind == "Depends" || $0.kind == "Pre-Depends") },
-            sortBy: [SortDescriptor(\.packageName)]))
-        print("Packages that depend on libc6: \(libcUsers.count) (first: \(libcUsers.prefix(5).map(\.packageName).joined(separator: ", ")))")
+        var libcUsers = FetchRequest<InstalledPackage>(
+            predicate: #Predicate { $0.dependencies.contains { $0.targetName == target && ($0.kind == "Depends" || $0.kind == "Pre-Depends") } },
+            sortBy: [SortDescriptor(\.name)])
+        libcUsers.relationshipKeyPathsForPrefetching = [\.maintainer]
+        let users = try view.fetch(libcUsers)
+        print("Packages that depend on libc6: \(users.count) (first: \(users.prefix(3).map { "\($0.name) by \($0.maintainer?.name ?? "?")" }.joined(separator: ", ")))")
+
+        let teams = try view.fetch(FetchRequest<InstalledPackage>(
+            predicate: #Predicate { $0.maintainer?.email.contains("lists.") == true && $0.dependencies.contains { $0.target?.section == "libs" } },
+            sortBy: [SortDescriptor(\.maintainer?.name), SortDescriptor(\.name)]))
+        print("Packages maintained by a team (a lists. address) that need a package of section libs: \(teams.count) (first: \(teams.prefix(3).map { "\($0.name) (\($0.maintainer?.name ?? "?"))" }.joined(separator: ", ")))")
+
+        var popular = FetchRequest<InstalledPackage>(predicate: #Predicate { $0.dependents.count >= 40 })
+        popular.relationshipKeyPathsForPrefetching = [\.dependents]
+        let mostNeeded = try view.fetch(popular).sorted { ($0.dependents.count, $1.name) > ($1.dependents.count, $0.name) }
+        print("Most depended-on packages: " + mostNeeded.prefix(5).map { "\($0.name) (\($0.dependents.count))" }.joined(separator: ", "))
+
+        var busy = FetchRequest<Maintainer>(predicate: #Predicate { $0.packages.count >= 10 })
+        busy.relationshipKeyPathsForPrefetching = [\.packages]
+        let maintainers = try view.fetch(busy).sorted { ($0.packages.count, $1.name) > ($1.packages.count, $0.name) }
+        print("Maintainers with the most packages: " + maintainers.prefix(3).map { "\($0.name) (\($0.packages.count))" }.joined(separator: ", "))
+
+        let orphans = try view.count(for: FetchRequest<InstalledPackage>(predicate: #Predicate { $0.dependents.isEmpty && $0.priority != "required" }))
+        print("Packages nothing installed depends on (not required): \(orphans)")
 
         let sections = try view.fetch(FetchRequest<InstalledPackage>(predicate: #Predicate { $0.section != nil }))
         let bySection = Dictionary(grouping: sections, by: { $0.section ?? "" }).mapValues(\.count).sorted { ($0.value, $1.key) > ($1.value, $0.key) }

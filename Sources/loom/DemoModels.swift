@@ -1,5 +1,20 @@
 import Loom
 
+/// A maintainer from dpkg's `Maintainer:` field. Each is stored once: workers that create the
+/// same maintainer at the same time meet at save, and the merge policy joins their packages.
+@Model final class Maintainer {
+    var name: String
+    /// Empty when dpkg gives no address, so that (name, email) identifies a maintainer.
+    var email: String = ""
+    @Relationship(inverse: \InstalledPackage.maintainer) var packages: Set<InstalledPackage> = []
+    #Unique<Maintainer>([\.name, \.email])
+
+    init(name: String, email: String) {
+        self.name = name
+        self.email = email
+    }
+}
+
 /// One package from dpkg's database, as the demo stores it.
 @Model final class InstalledPackage {
     var name: String
@@ -8,12 +23,14 @@ import Loom
     var section: String?
     var priority: String?
     var installedSizeKiB: Int?
-    var maintainerName: String?
-    var maintainerEmail: String?
     var summary: String?
-    var dependencyCount: Int = 0
+    var maintainer: Maintainer?
+    /// What this package needs: deleting the package deletes them.
+    @Relationship(deleteRule: .cascade, inverse: \PackageDependency.package) var dependencies: Set<PackageDependency> = []
+    /// The dependencies of other packages that this one satisfies.
+    @Relationship(inverse: \PackageDependency.target) var dependents: Set<PackageDependency> = []
     #Unique<InstalledPackage>([\.name, \.architecture])
-    #Index<InstalledPackage>([\.section], [\.installedSizeKiB])
+    #Index<InstalledPackage>([\.name], [\.section], [\.installedSizeKiB])
 
     init(name: String, architecture: String, version: String) {
         self.name = name
@@ -24,18 +41,20 @@ import Loom
 
 /// One `Depends:`/`Pre-Depends:`/`Recommends:`… entry: a package needs one of some others.
 @Model final class PackageDependency {
-    var packageName: String
     var kind: String
     /// The first alternative's package name.
-    var target: String
+    var targetName: String
     /// The whole entry as dpkg wrote it, e.g. `libc6 (>= 2.34) | musl`.
     var alternatives: String
-    #Index<PackageDependency>([\.target], [\.packageName])
+    /// The package that has this dependency.
+    var package: InstalledPackage?
+    /// The installed package the first alternative names; `nil` when it is not installed.
+    var target: InstalledPackage?
+    #Index<PackageDependency>([\.targetName])
 
-    init(packageName: String, kind: String, target: String, alternatives: String) {
-        self.packageName = packageName
+    init(kind: String, targetName: String, alternatives: String) {
         self.kind = kind
-        self.target = target
+        self.targetName = targetName
         self.alternatives = alternatives
     }
 }

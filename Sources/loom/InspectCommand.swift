@@ -24,6 +24,15 @@ struct InspectCommand: ParsableCommand {
             for attribute in entity.attributes {
                 print("  \(attribute.name): \(attribute.type.rawValue)\(attribute.isOptional ? "?" : "")\(attribute.isUnique ? " unique" : "")")
             }
+            for relationship in schema.relationships(of: entity) {
+                let d = relationship.description
+                let kind = switch d.kind {
+                case .toOne: d.isOptional ? "\(relationship.destination.name)?" : relationship.destination.name
+                case .toMany: "Set<\(relationship.destination.name)>"
+                case .orderedToMany: "[\(relationship.destination.name)]"
+                }
+                print("  \(d.name): \(kind), inverse \(relationship.destination.name).\(relationship.inverse.name), delete rule \(d.deleteRule.rawValue)")
+            }
             for constraint in entity.uniquenessConstraints where constraint.count > 1 {
                 print("  unique together: \(constraint.joined(separator: ", "))")
             }

@@ -33,10 +33,10 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Edition",
                         modelType: Edition.self,
-                        attributes: [
-                            AttributeDescription(name: "title", valueType: String.self),
-                            AttributeDescription(name: "number", valueType: Int.self),
-                            AttributeDescription(name: "isbn", valueType: String.self),
+                        properties: [
+                            .property(name: "title", valueType: String.self),
+                            .property(name: "number", valueType: Int.self),
+                            .property(name: "isbn", valueType: String.self),
                         ],
                         uniquenessConstraints: [["isbn"], ["title", "number"]],
                         indexes: [["title", "number"], ["isbn"]]
@@ -64,8 +64,8 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Edition",
                         modelType: Edition.self,
-                        attributes: [
-                            AttributeDescription(name: "title", valueType: String.self),
+                        properties: [
+                            .property(name: "title", valueType: String.self),
                         ],
                         uniquenessConstraints: [["title"]]
                     )
@@ -100,8 +100,8 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Edition",
                         modelType: Edition.self,
-                        attributes: [
-                            AttributeDescription(name: "title", valueType: String.self),
+                        properties: [
+                            .property(name: "title", valueType: String.self),
                         ],
                         indexes: [["title"]]
                     )

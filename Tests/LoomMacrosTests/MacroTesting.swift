@@ -7,9 +7,10 @@ import Testing
 
 /// Every Loom macro, under the names `Loom/Macros.swift` declares them with.
 let loomMacros: [String: MacroSpec] = [
-    "Model": MacroSpec(type: ModelMacro.self, conformances: ["PersistentModel"]),
+    "Model": MacroSpec(type: ModelMacro.self, conformances: ["PersistentModel", "Hashable"]),
     "_PersistedProperty": MacroSpec(type: PersistedPropertyMacro.self),
     "Attribute": MacroSpec(type: AttributeMacro.self),
+    "Relationship": MacroSpec(type: RelationshipMacro.self),
     "Transient": MacroSpec(type: TransientMacro.self),
     "Unique": MacroSpec(type: UniqueMacro.self),
     "Index": MacroSpec(type: IndexMacro.self),

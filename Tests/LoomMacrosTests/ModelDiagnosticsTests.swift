@@ -40,7 +40,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: []
+                        properties: []
                     )
                 }
                 """,
@@ -73,7 +73,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: []
+                        properties: []
                     )
                 }
                 """,
@@ -106,7 +106,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: []
+                        properties: []
                     )
                 }
                 """,
@@ -134,7 +134,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: []
+                        properties: []
                     )
                 }
                 """,
@@ -159,7 +159,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: []
+                        properties: []
                     )
                 }
                 """,
@@ -186,7 +186,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: []
+                        properties: []
                     )
                 }
                 """,
@@ -233,7 +233,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: []
+                        properties: []
                     )
 
                     init(backing: ObjectBacking) {
@@ -248,9 +248,15 @@ import Testing
                     static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Book: PersistentModel {}
+                extension Book: PersistentModel, Hashable {}
                 """#,
             diagnostics: [
                 DiagnosticSpec(message: "add an explicit type to 'x' so Loom can store it", line: 2, column: 9)

@@ -26,7 +26,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                     var title: String {
@@ -34,7 +34,7 @@ import Testing
                             _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1)
+                            _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                     var pages: Int {
@@ -44,7 +44,7 @@ import Testing
                             _loomBacking.value(at: 2, as: Int.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2)
+                            _loomBacking.setValue(newValue, at: 2, of: self)
                         }
                     }
                     var rating: Double? {
@@ -52,7 +52,7 @@ import Testing
                             _loomBacking.value(at: 3, as: Double?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 3)
+                            _loomBacking.setValue(newValue, at: 3, of: self)
                         }
                     }
                     var status: Status {
@@ -62,7 +62,7 @@ import Testing
                             _loomBacking.value(at: 4, as: Status.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 4)
+                            _loomBacking.setValue(newValue, at: 4, of: self)
                         }
                     }
                     var scratch: Int = 0
@@ -75,12 +75,12 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,
-                        attributes: [
-                            AttributeDescription(name: "isbn", valueType: String.self, isUnique: true),
-                            AttributeDescription(name: "title", valueType: String.self),
-                            AttributeDescription(name: "pages", valueType: Int.self, defaultValue: { 0 }),
-                            AttributeDescription(name: "rating", valueType: Double?.self),
-                            AttributeDescription(name: "status", valueType: Status.self, defaultValue: { .draft }),
+                        properties: [
+                            .property(name: "isbn", valueType: String.self, isUnique: true),
+                            .property(name: "title", valueType: String.self),
+                            .property(name: "pages", valueType: Int.self, defaultValue: { 0 }),
+                            .property(name: "rating", valueType: Double?.self),
+                            .property(name: "status", valueType: Status.self, defaultValue: { .draft }),
                         ],
                         uniquenessConstraints: [["title", "pages"]],
                         indexes: [["title"], ["rating", "pages"]]
@@ -103,9 +103,20 @@ import Testing
                         if keyPath == \Book.status { return "status" }
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "isbn": optionalChained ? \Book?.?.isbn : \Book.isbn
+                        case "title": optionalChained ? \Book?.?.title : \Book.title
+                        case "pages": optionalChained ? \Book?.?.pages : \Book.pages
+                        case "rating": optionalChained ? \Book?.?.rating : \Book.rating
+                        case "status": optionalChained ? \Book?.?.status : \Book.status
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Book: PersistentModel {}
+                extension Book: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -153,7 +164,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
 
@@ -162,8 +173,8 @@ import Testing
                     public static let entity: EntityDescription = EntityDescription(
                         name: "Author",
                         modelType: Author.self,
-                        attributes: [
-                            AttributeDescription(name: "name", valueType: String.self),
+                        properties: [
+                            .property(name: "name", valueType: String.self),
                         ]
                     )
 
@@ -180,9 +191,16 @@ import Testing
                         if keyPath == \Author.name { return "name" }
                         return nil
                     }
+
+                    public static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "name": optionalChained ? \Author?.?.name : \Author.name
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Author: PersistentModel {}
+                extension Author: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -208,7 +226,7 @@ import Testing
                     \#(access)static let entity: EntityDescription = EntityDescription(
                         name: "Tag",
                         modelType: Tag.self,
-                        attributes: []
+                        properties: []
                     )
 
                     \#(access)\#(required)init(backing: ObjectBacking) {
@@ -223,9 +241,15 @@ import Testing
                     \#(access)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
                         return nil
                     }
+
+                    \#(access)static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Tag: PersistentModel {}
+                extension Tag: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -246,7 +270,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                     var email: Optional<String> {
@@ -254,7 +278,7 @@ import Testing
                             _loomBacking.value(at: 1, as: Optional<String>.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1)
+                            _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                     var lastSeen: Date? {
@@ -264,7 +288,7 @@ import Testing
                             _loomBacking.value(at: 2, as: Date?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2)
+                            _loomBacking.setValue(newValue, at: 2, of: self)
                         }
                     }
                     var favorite: Int! {
@@ -272,7 +296,7 @@ import Testing
                             _loomBacking.value(at: 3, as: Int?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 3)
+                            _loomBacking.setValue(newValue, at: 3, of: self)
                         }
                     }
 
@@ -281,11 +305,11 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Reader",
                         modelType: Reader.self,
-                        attributes: [
-                            AttributeDescription(name: "nickname", valueType: String?.self),
-                            AttributeDescription(name: "email", valueType: Optional<String>.self),
-                            AttributeDescription(name: "lastSeen", valueType: Date?.self, defaultValue: { nil }),
-                            AttributeDescription(name: "favorite", valueType: Int?.self),
+                        properties: [
+                            .property(name: "nickname", valueType: String?.self),
+                            .property(name: "email", valueType: Optional<String>.self),
+                            .property(name: "lastSeen", valueType: Date?.self, defaultValue: { nil }),
+                            .property(name: "favorite", valueType: Int?.self),
                         ]
                     )
 
@@ -305,9 +329,19 @@ import Testing
                         if keyPath == \Reader.favorite { return "favorite" }
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "nickname": optionalChained ? \Reader?.?.nickname : \Reader.nickname
+                        case "email": optionalChained ? \Reader?.?.email : \Reader.email
+                        case "lastSeen": optionalChained ? \Reader?.?.lastSeen : \Reader.lastSeen
+                        case "favorite": optionalChained ? \Reader?.?.favorite : \Reader.favorite
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Reader: PersistentModel {}
+                extension Reader: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -333,7 +367,7 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Session",
                         modelType: Session.self,
-                        attributes: []
+                        properties: []
                     )
 
                     init(backing: ObjectBacking) {
@@ -348,9 +382,15 @@ import Testing
                     static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Session: PersistentModel {}
+                extension Session: PersistentModel, Hashable {}
                 """)
     }
 
@@ -372,7 +412,7 @@ import Testing
                             _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                     var email: String {
@@ -382,7 +422,7 @@ import Testing
                             _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1)
+                            _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                     @Loom.Attribute(AttributeOption.unique)
@@ -391,7 +431,7 @@ import Testing
                             _loomBacking.value(at: 2, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2)
+                            _loomBacking.setValue(newValue, at: 2, of: self)
                         }
                     }
 
@@ -400,10 +440,10 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Account",
                         modelType: Account.self,
-                        attributes: [
-                            AttributeDescription(name: "name", valueType: String.self, isIndexed: true),
-                            AttributeDescription(name: "email", valueType: String.self, isUnique: true, isIndexed: true, defaultValue: { "" }),
-                            AttributeDescription(name: "handle", valueType: String.self, isUnique: true),
+                        properties: [
+                            .property(name: "name", valueType: String.self, isIndexed: true),
+                            .property(name: "email", valueType: String.self, isUnique: true, isIndexed: true, defaultValue: { "" }),
+                            .property(name: "handle", valueType: String.self, isUnique: true),
                         ]
                     )
 
@@ -422,9 +462,18 @@ import Testing
                         if keyPath == \Account.handle { return "handle" }
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "name": optionalChained ? \Account?.?.name : \Account.name
+                        case "email": optionalChained ? \Account?.?.email : \Account.email
+                        case "handle": optionalChained ? \Account?.?.handle : \Account.handle
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Account: PersistentModel {}
+                extension Account: PersistentModel, Hashable {}
                 """#)
     }
 
@@ -444,7 +493,7 @@ import Testing
                             _loomBacking.value(at: 0, as: Bool.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0)
+                            _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
 
@@ -453,8 +502,8 @@ import Testing
                     static let entity: EntityDescription = EntityDescription(
                         name: "Setting",
                         modelType: Setting.self,
-                        attributes: [
-                            AttributeDescription(name: "default", valueType: Bool.self, defaultValue: { false }),
+                        properties: [
+                            .property(name: "default", valueType: Bool.self, defaultValue: { false }),
                         ]
                     )
 
@@ -471,9 +520,98 @@ import Testing
                         if keyPath == \Setting.`default` { return "default" }
                         return nil
                     }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "default": optionalChained ? \Setting?.?.`default` : \Setting.`default`
+                        default: nil
+                        }
+                    }
                 }
 
-                extension Setting: PersistentModel {}
+                extension Setting: PersistentModel, Hashable {}
+                """#)
+    }
+}
+
+@Suite struct RelationshipMacroTests {
+    @Test func relationshipsAreDescribedByTheirTypeAndAttribute() {
+        assertLoomExpansion(
+            #"""
+            @Model final class Author {
+                var name: String
+                @Relationship(deleteRule: .cascade, inverse: \Book.author) var books: Set<Book> = []
+                var mentor: Author?
+            }
+            """#,
+            expandedSource: #"""
+                final class Author {
+                    var name: String {
+                        get {
+                            _loomBacking.value(at: 0, as: String.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 0, of: self)
+                        }
+                    }
+                    var books: Set<Book> {
+                        init(initialValue) {
+                        }
+                        get {
+                            _loomBacking.value(at: 1, as: Set<Book>.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 1, of: self)
+                        }
+                    }
+                    var mentor: Author? {
+                        get {
+                            _loomBacking.value(at: 2, as: Author?.self)
+                        }
+                        set {
+                            _loomBacking.setValue(newValue, at: 2, of: self)
+                        }
+                    }
+
+                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Author.entity)
+
+                    static let entity: EntityDescription = EntityDescription(
+                        name: "Author",
+                        modelType: Author.self,
+                        properties: [
+                            .property(name: "name", valueType: String.self),
+                            .relationship(name: "books", valueType: Set<Book>.self, deleteRule: .cascade, inverse: \Book.author, defaultValue: { [] }),
+                            .property(name: "mentor", valueType: Author?.self),
+                        ]
+                    )
+
+                    init(backing: ObjectBacking) {
+                        self._loomBacking = backing
+                    }
+
+                    convenience init(context: ManagedObjectContext) {
+                        self.init(backing: ObjectBacking(entity: Author.entity))
+                        context.insert(self)
+                    }
+
+                    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Author.name { return "name" }
+                        if keyPath == \Author.books { return "books" }
+                        if keyPath == \Author.mentor { return "mentor" }
+                        return nil
+                    }
+
+                    static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "name": optionalChained ? \Author?.?.name : \Author.name
+                        case "books": optionalChained ? \Author?.?.books : \Author.books
+                        case "mentor": optionalChained ? \Author?.?.mentor : \Author.mentor
+                        default: nil
+                        }
+                    }
+                }
+
+                extension Author: PersistentModel, Hashable {}
                 """#)
     }
 }

@@ -13,7 +13,7 @@ import Testing
                         _loomBacking.value(at: 7, as: String.self)
                     }
                     set {
-                        _loomBacking.setValue(newValue, at: 7)
+                        _loomBacking.setValue(newValue, at: 7, of: self)
                     }
                 }
                 """)
@@ -32,7 +32,7 @@ import Testing
                         _loomBacking.value(at: 0, as: Int.self)
                     }
                     set {
-                        _loomBacking.setValue(newValue, at: 0)
+                        _loomBacking.setValue(newValue, at: 0, of: self)
                     }
                 }
                 """)
@@ -56,7 +56,7 @@ import Testing
                         _loomBacking.value(at: 1, as: \(metatype).self)
                     }
                     set {
-                        _loomBacking.setValue(newValue, at: 1)
+                        _loomBacking.setValue(newValue, at: 1, of: self)
                     }
                 }
                 """)

@@ -106,3 +106,119 @@ struct FaultingTests {
         #expect(book.title == "Edited, unsaved")   // a fetch never overwrites unsaved edits
     }
 }
+
+@Suite("Schema relationships")
+struct SchemaRelationshipTests {
+    @Test("@Model describes relationships: kind, destination, inverse, delete rule")
+    func described() throws {
+        let schema = try Schema(StoreKind.graphTypes)
+        let author = try #require(schema.entity(named: "Author"))
+        #expect(author.attributes.map(\.name) == ["name", "rating", "born"])
+        #expect(author.relationships.map(\.name) == ["publisher", "novels", "profile", "mentor", "students"])
+        let novels = try #require(author.relationship(named: "novels"))
+        #expect(novels.kind == .toMany && novels.deleteRule == .cascade && novels.destinationEntityName == "Novel" && novels.inverseName == "author")
+        let resolved = schema.relationships(of: author)
+        #expect(resolved[1].inverse.name == "author")
+        #expect(resolved[4].inverse.name == "mentor")          // inferred from Author.mentor's side
+        let novel = try #require(schema.entity(named: "Novel"))
+        #expect(novel.relationship(named: "chapters")?.kind == .orderedToMany)
+        #expect(novel.relationship(named: "author")?.kind == .toOne)
+        #expect(novel.uniquenessConstraints == [["title", "author"]])
+        #expect(schema.joinTables.map(\.name) == ["Z_Novel_tags"])
+        let review = try #require(schema.entity(named: "Review"))
+        #expect(review.relationship(named: "novel")?.isOptional == false)
+    }
+
+    @Test("A relationship to an entity outside the model is refused, naming both")
+    func unknownDestination() throws {
+        let error = try #require(throws: LoomError.self) { try Schema(Novel.self, Tag.self, Chapter.self, Review.self) }
+        #expect(error.code == .invalidModel)
+        #expect(error.message.contains("Novel.author leads to entity Author, which is not in this model"))
+    }
+
+    @Test("A relationship without an inverse, or with one that disagrees, is refused")
+    func inverses() throws {
+        func entity(_ name: String, _ relationships: [RelationshipDescription]) -> EntityDescription {
+            EntityDescription(name: name, modelType: nil, attributes: [], relationships: relationships)
+        }
+        let lonely = try #require(throws: LoomError.self) {
+            try Schema([
+                entity("A", [RelationshipDescription(name: "b", destination: "B", kind: .toOne, inverse: nil)]),
+                entity("B", [RelationshipDescription(name: "a", destination: "A", kind: .toMany, inverse: nil)]),
+            ])
+        }
+        #expect(lonely.message.contains("A.b has no inverse"))
+        #expect(lonely.message.contains("@Relationship(inverse:"))
+
+        let disagree = try #require(throws: LoomError.self) {
+            try Schema([
+                entity("A", [RelationshipDescription(name: "b", destination: "B", kind: .toOne, inverse: "a"),
+                             RelationshipDescription(name: "c", destination: "B", kind: .toOne, inverse: "a")]),
+                entity("B", [RelationshipDescription(name: "a", destination: "A", kind: .toMany, inverse: "b")]),
+            ])
+        }
+        #expect(disagree.message.contains("A.c names B.a as its inverse, but that one names A.b"))
+
+        let missing = try #require(throws: LoomError.self) {
+            try Schema([
+                entity("A", [RelationshipDescription(name: "b", destination: "B", kind: .toOne, inverse: "nope")]),
+                entity("B", []),
+            ])
+        }
+        #expect(missing.message.contains("A.b names 'nope' as its inverse, which is not a relationship of B"))
+
+        let symmetric = try #require(throws: LoomError.self) {
+            try Schema([entity("P", [RelationshipDescription(name: "friends", destination: "P", kind: .toMany, inverse: "friends")])])
+        }
+        #expect(symmetric.message.contains("P.friends is its own inverse"))
+
+        let constrained = try #require(throws: LoomError.self) {
+            try Schema([
+                EntityDescription(name: "A", modelType: nil, attributes: [], relationships: [
+                    RelationshipDescription(name: "bs", destination: "B", kind: .toMany, inverse: "a"),
+                ], uniquenessConstraints: [["bs"]]),
+                entity("B", [RelationshipDescription(name: "a", destination: "A", kind: .toOne, inverse: nil)]),
+            ])
+        }
+        #expect(constrained.message.contains("names 'bs', a to-many relationship"))
+    }
+
+    @Test("Relationships are part of the version hash and of the saved record")
+    func hashAndRecord() throws {
+        let schema = try Schema(StoreKind.graphTypes)
+        let record = try JSONDecoder().decode(SchemaRecord.self, from: JSONEncoder().encode(schema.record))
+        #expect(record == schema.record)
+        let rebuilt = try Schema(record: record)
+        #expect(rebuilt.versionHash == schema.versionHash)
+        #expect(rebuilt.entity(named: "Author")?.relationship(named: "novels")?.deleteRule == .cascade)
+        #expect(rebuilt.entity(named: "Novel")?.relationship(named: "chapters")?.kind == .orderedToMany)
+
+        func pair(_ kind: RelationshipDescription.Kind) throws -> String {
+            try Schema([
+                EntityDescription(name: "A", modelType: nil, attributes: [], relationships: [RelationshipDescription(name: "b", destination: "B", kind: .toOne, inverse: "a")]),
+                EntityDescription(name: "B", modelType: nil, attributes: [], relationships: [RelationshipDescription(name: "a", destination: "A", kind: kind, inverse: nil)]),
+            ]).versionHash
+        }
+        #expect(try pair(.toMany) != pair(.orderedToMany))
+    }
+
+    @Test("A store made with relationships opens without its model, foreign keys readable by name")
+    func dynamicObjects() async throws {
+        let url = TemporaryDirectory.make().appending(path: "graph.loom")
+        let schema = try Schema(StoreKind.graphTypes)
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        let annID = try await container.performBackgroundTask { context in
+            let ann = Author(name: "Ann")
+            context.insert(Novel(title: "N", author: ann))
+            try context.save()
+            return ann.objectID
+        }
+        try await container.close()
+        let saved = try SQLiteStore.savedSchema(at: url)
+        let reopened = PersistentContainer(store: try SQLiteStore(url: url, schema: saved))
+        let author = try await reopened.performBackgroundTask { context in
+            (try context.fetch(DynamicFetchRequest(entityName: "Novel")).first as? DynamicObject)?["author"]
+        }
+        #expect(author == .integer(annID.primaryKey))
+    }
+}

@@ -10,8 +10,10 @@ extension ManagedObjectContext {
     public func fetch<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> [Model] {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        let query = try request.storeQuery(for: entity)
+        let query = try request.storeQuery(for: entity, in: coordinator.schema)
+        let prefetched = try request.prefetchedRelationships(in: entity)
         let objects = try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: request.returnsObjectsAsFaults)
+        if !prefetched.isEmpty { try prefetch(prefetched, of: entity, for: objects) }
         return objects.map { $0 as! Model }
     }
 
@@ -20,9 +22,9 @@ extension ManagedObjectContext {
     public func fetchIDs<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> [ObjectID<Model>] {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        let query = try request.storeQuery(for: entity)
+        let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let store = coordinator.storeIdentifier
-        if !request.includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
+        if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
             return try baseFetch(query).map {
                 ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: entity.name, primaryKey: $0.key))
             }
@@ -36,8 +38,8 @@ extension ManagedObjectContext {
     public func count<Model: PersistentModel>(for request: FetchRequest<Model>) throws(LoomError) -> Int {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        let query = try request.storeQuery(for: entity)
-        if !request.includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
+        let query = try request.storeQuery(for: entity, in: coordinator.schema)
+        if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
             return try baseCount(query)
         }
         return try matchingRows(query).count
@@ -52,7 +54,7 @@ extension ManagedObjectContext {
 
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
-        if !includesPendingChanges || changedEntities[ObjectIdentifier(entity)] == nil {
+        if !includesPendingChanges || !hasPendingChanges(affecting: query) {
             let rows = try baseFetch(query)
             if asFaults && parent == nil { coordinator.cache(rows, of: entity) }
             // A child's objects are filled at once: its faults would have to ask the parent again.
@@ -66,36 +68,112 @@ extension ManagedObjectContext {
     }
 
     /// The store's answer corrected by this context's unsaved changes, sorted and windowed.
+    ///
+    /// Objects whose answer may differ from the store's (changed here, or reaching a changed
+    /// object through the relationships the query follows) are judged in memory, on their
+    /// current values and relationships; the others keep the store's verdict.
     func matchingRows(_ query: StoreQuery) throws(LoomError) -> [(row: StoreRow, object: (any BackedObject)?)] {
         let entity = query.entity
         let entityID = ObjectIdentifier(entity)
+        let affected = try affectedKeys(query)
         var unwindowed = query
         unwindowed.fetchOffset = 0
         unwindowed.fetchLimit = nil
-        var results: [(row: StoreRow, object: (any BackedObject)?)] = []
-        for row in try baseFetch(unwindowed) {
-            let key = RowCacheKey(entity: entityID, key: row.key)
-            if deletedObjects[key] != nil || updatedObjects[key] != nil { continue }
-            results.append((row, nil))
+        let graph = ContextGraph(self)
+        var results: [(row: StoreRow, object: (any BackedObject)?, graphRow: ContextGraph.Row)] = []
+        for row in try baseFetch(unwindowed) where !affected.contains(row.key) {
+            results.append((row, nil, graph.remember(entity, row)))
         }
-        // Changed and inserted objects are judged on their in-memory values.
-        for (key, object) in updatedObjects where key.entity == entityID && deletedObjects[key] == nil {
-            appendIfMatching(object, query, &results)
+        var candidates: [ContextGraph.Row] = []
+        for key in affected.sorted() {
+            if let row = graph.row(entity, key) { candidates.append(row) }
         }
-        for (key, object) in insertedObjects where key.entity == entityID {
-            appendIfMatching(object, query, &results)
+        if let failure = graph.failure { throw failure }
+        // Judge the candidates on what they are now, loading what the predicate follows in
+        // one query per relationship at the first level.
+        if let predicate = query.predicate {
+            for path in predicate.relationshipPaths {
+                guard let first = path.first, let r = coordinator.schema.relationship(first) else { continue }
+                if r.description.isToMany { graph.warmMembers(r, of: candidates.map(\.key)) } else { graph.warmDestinations(r, of: candidates) }
+            }
         }
-        results.sort { SortKey.areInIncreasingOrder(query.sortKeys, $0.row, $1.row) }
+        for candidate in candidates where query.predicate?.matches(candidate, in: graph) ?? true {
+            let k = RowCacheKey(entity: entityID, key: candidate.key)
+            let object = insertedObjects[k] ?? updatedObjects[k]
+            let version = object?._loomBacking.version ?? registry[k]?.object?._loomBacking.version ?? 0
+            results.append((StoreRow(key: candidate.key, version: version, values: candidate.values), object, candidate))
+        }
+        if let failure = graph.failure { throw failure }
+        if SortKey.usesRelationships(query.sortKeys) {
+            for key in query.sortKeys {
+                guard let first = key.relationshipPath.first, let r = coordinator.schema.relationship(first) else { continue }
+                graph.warmDestinations(r, of: results.map(\.graphRow))
+            }
+            SortKey.sort(&results, by: query.sortKeys, row: \.graphRow, in: graph)
+            if let failure = graph.failure { throw failure }
+        } else {
+            results.sort { SortKey.areInIncreasingOrder(query.sortKeys, $0.row, $1.row) }
+        }
         let start = min(query.fetchOffset, results.count)
         let end = query.fetchLimit.map { min(start + $0, results.count) } ?? results.count
-        return Array(results[start..<end])
+        return results[start..<end].map { ($0.row, $0.object) }
     }
 
-    private func appendIfMatching(_ object: any BackedObject, _ query: StoreQuery, _ results: inout [(row: StoreRow, object: (any BackedObject)?)]) {
-        let backing = object._loomBacking
-        let values = backing.values.map { $0 ?? .null }
-        if let predicate = query.predicate, !predicate.matches(key: backing.key, { values[$0] }) { return }
-        results.append((StoreRow(key: backing.key, version: backing.version, values: values), object))
+    /// Loads relationships of fetched objects, one query per relationship.
+    func prefetch(_ relationships: [Int], of entity: EntityDescription, for objects: [any BackedObject]) throws(LoomError) {
+        guard !objects.isEmpty else { return }
+        for j in relationships {
+            let r = coordinator.schema.relationship(j, of: entity)
+            switch r.storage {
+            case .foreignKey(let slot):
+                var keys: [Int64] = []
+                var seen: Set<Int64> = []
+                for object in objects {
+                    let backing = object._loomBacking
+                    if backing.state == .fault { fulfillFault(backing) }   // from the cache the fetch filled
+                    guard case .integer(let key) = backing.values[slot] ?? .null, seen.insert(key).inserted else { continue }
+                    if registeredBacking(of: r.destination, key: key)?.state == .loaded { continue }
+                    keys.append(key)
+                }
+                guard !keys.isEmpty else { continue }
+                let rows = try baseRows(of: r.destination, keys: keys)
+                if parent == nil {
+                    coordinator.cache(rows, of: r.destination)
+                } else {
+                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                }
+            default:
+                let owners = objects.map(\._loomBacking).filter { $0.toMany[j] == nil && !$0.isDeleted }
+                guard !owners.isEmpty else { continue }
+                let pairs = try currentRelated(r, keys: owners.map(\.key))
+                var byOwner: [Int64: [Int64]] = [:]
+                for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }
+                for owner in owners { owner.toMany[j] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
+                let rows = pairs.map(\.row)
+                if parent == nil {
+                    coordinator.cache(rows.filter { registeredBacking(of: r.destination, key: $0.key) == nil }, of: r.destination)
+                } else {
+                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                }
+            }
+        }
+    }
+
+    /// Rows by key as this context's source sees them, in one query.
+    func baseRows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        guard let parent else { return try coordinator.rows(of: entity, keys: keys) }
+        return try parent.run { (context) throws(LoomError) -> [StoreRow] in
+            var rows: [StoreRow] = []
+            var missing: [Int64] = []
+            for key in keys {
+                if let object = context.registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object, object._loomBacking.state == .loaded {
+                    if !object._loomBacking.isDeleted { rows.append(try context.currentRow(of: entity, key: key, fresh: false)!) }
+                } else {
+                    missing.append(key)
+                }
+            }
+            return try rows + context.baseRows(of: entity, keys: missing)
+        }
     }
 
     /// The registered object for a row, or a new one; never overwrites a loaded object's values.

@@ -60,7 +60,7 @@ extension ManagedObjectContext {
 
     /// What a child sees for a query: this context's objects with their unsaved changes.
     func rowsAsSeen(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        if changedEntities[ObjectIdentifier(query.entity)] == nil { return try baseFetch(query) }
+        if !hasPendingChanges(affecting: query) { return try baseFetch(query) }
         return try matchingRows(query).map(\.row)
     }
 
@@ -115,21 +115,58 @@ extension ManagedObjectContext {
             let id = objectID(delete.entity, delete.key)
             if let object = registeredObject(for: id) { doomed.append(object) } else { doomed.append(try existingObject(with: id)) }
         }
+        var inserted: [any BackedObject] = []
         for insert in changes.inserts {
             let backing = ObjectBacking(entity: insert.entity, key: insert.key, context: self)
             backing.values = insert.values.map { $0 }
             backing.state = .loaded
             backing.isInserted = true
             let object = register(backing)
+            inserted.append(object)
             let key = RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)
             insertedObjects[key] = object
             changedEntities[key.entity, default: 0] += 1
             noteEventChange(backing, inserted: true)
         }
+        let schema = coordinator.schema
+        // The inserted objects' to-one relationships join their destinations' inverses.
+        for object in inserted {
+            let backing = object._loomBacking
+            for r in schema.relationships(of: backing.entity) {
+                guard case .foreignKey(let slot) = r.storage, case .integer(let other) = backing.values[slot] ?? .null else { continue }
+                backing.values[slot] = .null
+                relate(r, backing, other)
+            }
+        }
         for (object, updates) in targets {
-            for (index, value) in updates { object._loomBacking.setStoredValue(value, at: index) }
+            let backing = object._loomBacking
+            for (index, value) in updates {
+                guard index >= backing.entity.attributes.count else {
+                    backing.setStoredValue(value, at: index)
+                    continue
+                }
+                let j = backing.entity.slotRelationships[index - backing.entity.attributes.count]
+                let r = schema.relationship(j, of: backing.entity)
+                if case .foreignKey = r.storage {
+                    if case .integer(let other) = value { relate(r, backing, other) } else { for old in relatedKeys(of: backing, r) { unrelate(r, backing, old) } }
+                } else {
+                    backing.setStoredValue(value, at: index)
+                    backing.toMany[j] = nil
+                }
+            }
+        }
+        for link in changes.links {
+            guard let source = schema.entity(named: link.table.sourceEntityName),
+                  let r = schema.relationships(of: source).first(where: {
+                      if case .joinTable(let t, let own, _) = $0.storage { return t == link.table && own == JoinTable.sourceColumn }
+                      return false
+                  }) else { continue }
+            withObject(source, link.source) { backing in
+                if link.added { relate(r, backing, link.target) } else { unrelate(r, backing, link.target) }
+            }
         }
         for object in doomed where !object._loomBacking.isDeleted { delete(object) }
+        withExtendedLifetime(inserted) {}
     }
 
     /// Saves this context and then each ancestor in turn, up to the store.
@@ -150,7 +187,9 @@ struct ChildChanges: Sendable {
     struct Insert: Sendable { let entity: EntityDescription; let key: Int64; let values: [StoredValue] }
     struct Update: Sendable { let entity: EntityDescription; let key: Int64; let changes: [(Int, StoredValue)] }
     struct Delete: Sendable { let entity: EntityDescription; let key: Int64 }
+    struct Link: Sendable { let table: JoinTable; let source: Int64; let target: Int64; let added: Bool }
     var inserts: [Insert] = []
     var updates: [Update] = []
     var deletes: [Delete] = []
+    var links: [Link] = []
 }

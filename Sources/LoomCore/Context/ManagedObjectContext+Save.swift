@@ -1,8 +1,10 @@
 extension ManagedObjectContext {
     /// Writes every unsaved change to the store in one transaction.
     ///
-    /// Before writing, the changes are validated: every required attribute has a value of its
-    /// type, and no uniqueness constraint is broken among the objects being saved. The store
+    /// First the delete rules of deleted objects run (``processPendingChanges()``). Then the
+    /// changes are validated: every required attribute and to-one relationship has a value of
+    /// its type, no deleted object still holds objects in a relationship whose rule is
+    /// ``DeleteRule/deny``, and no uniqueness constraint is broken among the objects being saved. The store
     /// then checks uniqueness against saved rows and that no saved row changed underneath
     /// (optimistic locking); what it finds is resolved by ``mergePolicy``. If the save fails,
     /// nothing is written, the error says what and where (with every conflict in
@@ -13,8 +15,9 @@ extension ManagedObjectContext {
     /// coordinator that merge automatically receive the save on their own isolation.
     ///
     /// - Throws: ``LoomError`` with code ``LoomError/Code/missingRequiredValue``,
-    ///   ``LoomError/Code/typeMismatch``, ``LoomError/Code/uniquenessViolation``,
-    ///   ``LoomError/Code/versionConflict`` or ``LoomError/Code/storeFailure``.
+    ///   ``LoomError/Code/typeMismatch``, ``LoomError/Code/deleteDenied``,
+    ///   ``LoomError/Code/uniquenessViolation``, ``LoomError/Code/versionConflict`` or
+    ///   ``LoomError/Code/storeFailure``.
     public func save() throws(LoomError) {
         try save(mergingIntoViewContext: true)
     }
@@ -29,6 +32,9 @@ extension ManagedObjectContext {
 
         for object in insertedObjects.values { try validateValues(object._loomBacking) }
         for (key, object) in updatedObjects where deletedObjects[key] == nil { try validateValues(object._loomBacking) }
+        let doomed = (Array(deletedObjects.values) + Array(insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
+        loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
+        for object in doomed { try validateDeletion(object._loomBacking) }
         try validateUniqueness(among: Array(insertedObjects.values) + updatedObjects.filter { deletedObjects[$0.key] == nil }.map(\.value))
 
         if let parent {
@@ -38,6 +44,7 @@ extension ManagedObjectContext {
 
         let before = SavedState(of: self)
         let applied: (changes: StoreChangeSet, number: UInt64)
+        var resolved = false
         do throws(LoomError) {
             applied = try coordinator.withWriteLock { () throws(LoomError) -> (StoreChangeSet, UInt64) in
                 var attempt = 0
@@ -48,6 +55,7 @@ extension ManagedObjectContext {
                         return (changes, try coordinator.save(changes))
                     } catch let error where (error.code == .versionConflict || error.code == .uniquenessViolation) && attempt < 4 {
                         attempt += 1
+                        resolved = true
                         let conflicts = try findConflicts(after: error)
                         guard !conflicts.isEmpty else { throw error }
                         try resolve(conflicts, failing: error)
@@ -56,8 +64,11 @@ extension ManagedObjectContext {
             }
         } catch {
             before.restore(into: self)
+            if resolved { forgetLoadedRelationships() }
             throw error
         }
+        // Conflict resolution may have changed foreign keys behind the loaded lists' back.
+        if resolved { forgetLoadedRelationships() }
 
         let changes = commitSavedState()
         if applied.number > 0 {
@@ -92,6 +103,9 @@ extension ManagedObjectContext {
         for object in deletedObjects.values {
             child.deletes.append(.init(entity: object._loomBacking.entity, key: object._loomBacking.key))
         }
+        for (link, added) in pendingLinks.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
+            child.links.append(.init(table: link.table, source: link.source, target: link.target, added: added))
+        }
         let pushed = child
         try parent.run { (context) throws(LoomError) in
             try context.absorb(pushed)
@@ -107,7 +121,7 @@ extension ManagedObjectContext {
     }
 
     private var hasPendingWork: Bool {
-        !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty
+        !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty || !pendingLinks.isEmpty || !insertedDeleted.isEmpty
     }
 
     func objectID(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
@@ -131,7 +145,22 @@ extension ManagedObjectContext {
             let b = object._loomBacking
             changes.deletes.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version))
         }
+        for (link, added) in pendingLinks.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
+            let change = StoreChangeSet.LinkChange(table: link.table, source: link.source, target: link.target)
+            if added {
+                // A row for an object deleted in this save would outlive it.
+                if isDeletedHere(link.table.sourceEntityName, link.source) || isDeletedHere(link.table.targetEntityName, link.target) { continue }
+                changes.linkInserts.append(change)
+            } else {
+                changes.linkDeletes.append(change)
+            }
+        }
         return changes
+    }
+
+    private func isDeletedHere(_ entityName: String, _ key: Int64) -> Bool {
+        guard let entity = coordinator.schema.entity(named: entityName) else { return false }
+        return deletedObjects[RowCacheKey(entity: ObjectIdentifier(entity), key: key)] != nil
     }
 
     /// After a successful save: every object's state in line with the store. Returns what was
@@ -154,17 +183,26 @@ extension ManagedObjectContext {
             b.version += 1
             let id = objectID(of: b)
             changes.updated.insert(id)
-            changes.changedProperties[id] = Set(changed.map { b.entity.attributes[$0.0].name })
+            changes.changedProperties[id, default: []].formUnion(changed.map { b.entity.storedValueName(at: $0.0) })
         }
         for (key, object) in deletedObjects {
             registry[key] = nil
             changes.deleted.insert(objectID(of: object._loomBacking))
             object._loomBacking.invalidate(reason: "it was deleted and the deletion saved")
         }
+        // Owners whose to-many relationships gained or lost objects (stored on the other side).
+        for (key, entry) in relationshipChanges.entries where insertedObjects[key] == nil && deletedObjects[key] == nil {
+            let id = objectID(entry.entity, entry.key)
+            changes.updated.insert(id)
+            changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })
+        }
         insertedObjects = [:]
         updatedObjects = [:]
         deletedObjects = [:]
+        insertedDeleted = [:]
         changedEntities = [:]
+        pendingLinks = [:]
+        relationshipChanges = RelationshipChangeLog()
         return changes
     }
 
@@ -191,6 +229,24 @@ extension ManagedObjectContext {
                     entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
             }
         }
+        for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
+            guard let slot = entity.storedValueIndex(ofRelationship: j) else { continue }
+            if (backing.values[slot] ?? .null).isNull {
+                throw LoomError(
+                    .missingRequiredValue,
+                    "\(entity.name).\(relationship.name) is a required relationship but is empty in \(backing.objectIDDescription); set it, or make it optional.",
+                    entity: entity.name, attributes: [relationship.name], objectID: objectID(of: backing))
+            }
+        }
+    }
+
+    /// Refuses the deletion of an object whose deny relationship still holds objects.
+    private func validateDeletion(_ backing: ObjectBacking) throws(LoomError) {
+        guard let (relationship, count) = deniedRelationship(of: backing) else { return }
+        throw LoomError(
+            .deleteDenied,
+            "\(backing.objectIDDescription) cannot be deleted: its relationship '\(relationship)' (delete rule deny) still holds \(count) object\(count == 1 ? "" : "s"); empty it or delete them first, or roll back.",
+            entity: backing.entity.name, attributes: [relationship], objectID: objectID(of: backing))
     }
 
     /// Finds two objects being saved that share values for a uniqueness constraint, before any
@@ -201,7 +257,7 @@ extension ManagedObjectContext {
         for backings in byEntity.values where backings.count > 1 {
             let entity = backings[0].entity
             for constraint in entity.uniquenessConstraints {
-                let indexes = constraint.compactMap { entity.attributeIndex(named: $0) }
+                let indexes = constraint.compactMap { entity.storedValueIndex(named: $0) }
                 var seen: [[StoredValue]: ObjectBacking] = [:]
                 for backing in backings {
                     let values = indexes.map { backing.values[$0] ?? .null }
@@ -241,6 +297,9 @@ struct SavedState {
     let updated: [RowCacheKey: any BackedObject]
     let deleted: [RowCacheKey: any BackedObject]
     let changedEntities: [ObjectIdentifier: Int]
+    let insertedDeleted: [RowCacheKey: any BackedObject]
+    let pendingLinks: [LinkKey: Bool]
+    let relationshipChanges: RelationshipChangeLog
     /// Objects registered during conflict resolution are kept alive until the restore.
     let strong: [any BackedObject]
 
@@ -256,6 +315,9 @@ struct SavedState {
         updated = context.updatedObjects
         deleted = context.deletedObjects
         changedEntities = context.changedEntities
+        insertedDeleted = context.insertedDeleted
+        pendingLinks = context.pendingLinks
+        relationshipChanges = context.relationshipChanges
         strong = all
     }
 
@@ -288,5 +350,8 @@ struct SavedState {
         context.updatedObjects = updated
         context.deletedObjects = deleted
         context.changedEntities = changedEntities
+        context.insertedDeleted = insertedDeleted
+        context.pendingLinks = pendingLinks
+        context.relationshipChanges = relationshipChanges
     }
 }

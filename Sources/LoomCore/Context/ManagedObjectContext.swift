@@ -47,6 +47,31 @@ public final class ManagedObjectContext {
     /// Entities that have unsaved changes, for fetches that must reflect them.
     var changedEntities: [ObjectIdentifier: Int] = [:]
 
+    // Relationships (see ManagedObjectContext+Relationships.swift).
+    /// Objects inserted and then deleted before a save, kept until the delete rules have run
+    /// (and, for a deny rule that still holds objects, until the save reports it).
+    var insertedDeleted: [RowCacheKey: any BackedObject] = [:]
+    /// Unsaved changes to join tables: `true` to add the row, `false` to remove it.
+    var pendingLinks: [LinkKey: Bool] = [:]
+    /// To-many relationships whose members changed since the last save, by owner.
+    var relationshipChanges = RelationshipChangeLog()
+    /// The same, since the last `objectsDidChange`.
+    var eventRelationshipChanges = RelationshipChangeLog()
+    /// Objects found deleted when their fault fired, since the last `objectsDidChange`.
+    var eventInaccessible: [AnyObjectID] = []
+
+    /// What happens when a fault fires and its row no longer exists (another context or
+    /// process deleted it): with `true` (the default, Core Data's `shouldDeleteInaccessibleFaults`)
+    /// the object becomes *deleted*: ``BackedObject/isDeleted`` is true, it leaves the context,
+    /// optional attributes read `nil`, others their default value or their type's zero value
+    /// (`0`, `""`, `false`, empty data), relationships read empty — never stale values — and
+    /// the next `objectsDidChange` lists it as deleted. With `false`, the access traps with a
+    /// message naming the object (useful while debugging).
+    ///
+    /// To get an error instead, load the object first with ``fulfillFault(of:)``, or use
+    /// ``existingObject(with:)``.
+    public var deletesInaccessibleFaults = true
+
     // Events (see ManagedObjectContext+Events.swift).
     var observers: [(token: ObserverToken, kind: ContextEvent.Kind, handler: (ContextEvent) -> Void)] = []
     var nextObserverID = 0
@@ -95,7 +120,7 @@ public final class ManagedObjectContext {
 
     deinit {
         coordinator.unregister(inbox)
-        for (key, object) in insertedObjects {
+        for (key, object) in Array(insertedObjects) + Array(insertedDeleted) {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         eventHub.finish()
@@ -106,10 +131,10 @@ public final class ManagedObjectContext {
     /// Whether any object was inserted, changed or deleted since the last save.
     public var hasChanges: Bool {
         ConcurrencyDebugging.check(self, #function)
-        return !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty
+        return !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty || !pendingLinks.isEmpty || !insertedDeleted.isEmpty
     }
 
-    /// The inserted objects not saved yet.
+    /// The inserted objects not saved yet (not those inserted and then deleted).
     public var inserted: [any BackedObject] {
         ConcurrencyDebugging.check(self, #function)
         return insertedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
@@ -170,6 +195,7 @@ public final class ManagedObjectContext {
         backing.applyDefaultsIfNeeded()
         backing.key = key
         backing.context = self
+        backing.storeIdentifier = coordinator.storeIdentifier
         backing.state = .loaded
         backing.isInserted = true
         coordinator.noteUnsaved(entity, key: key)
@@ -178,26 +204,43 @@ public final class ManagedObjectContext {
         insertedObjects[registryKey] = object
         changedEntities[registryKey.entity, default: 0] += 1
         noteEventChange(backing, inserted: true)
+        // Relationships set before the insertion, and the new objects they lead to.
+        let pending = backing.detachedRelated
+        backing.detachedRelated = [:]
+        for (j, related) in pending.sorted(by: { $0.key < $1.key }) {
+            for other in related where other._loomBacking.state == .detached { try insertObject(other) }
+            setRelationship(j, of: backing, to: related)
+        }
     }
 
-    /// Marks an object for deletion at the next save. Deleting an object inserted and not saved
-    /// yet forgets it, leaving no trace.
+    /// Marks an object for deletion at the next save.
+    ///
+    /// The delete rules of its relationships run when the context next processes pending
+    /// changes (at the end of the current `perform` or main-actor turn, or at the start of a
+    /// save). Deleting an object inserted and not saved yet applies its rules at once and forgets
+    /// it, leaving no trace (unless a deny rule holds it back: then the next save reports it).
+    /// Deleting an object already deleted, or one found deleted elsewhere, does nothing.
     public func delete(_ object: any BackedObject) {
         ConcurrencyDebugging.check(self, #function)
         let backing = object._loomBacking
+        if backing.isInaccessible || (backing.context == nil && backing.isDeleted) { return }
         guard backing.context === self else {
             preconditionFailure("delete(_:) was given a \(backing.entity.name) that is not registered in context '\(name ?? "unnamed")'.")
         }
+        if backing.isDeleted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         if backing.isInserted {
             insertedObjects[key] = nil
-            registry[key] = nil
-            coordinator.forgetUnsaved(backing.entity, key: backing.key)
-            backing.invalidate(reason: "it was deleted before it was ever saved")
+            insertedDeleted[key] = object
+            backing.isDeleted = true
+            noteEventChange(backing, deleted: true)
+            propagateDeletes([object])
             return
         }
-        if backing.isDeleted { return }
-        if backing.state == .fault { fulfillFault(backing) }
+        if backing.state == .fault {
+            fulfillFault(backing)
+            if backing.isInaccessible { return }
+        }
         backing.isDeleted = true
         deletedObjects[key] = object
         changedEntities[key.entity, default: 0] += 1
@@ -268,7 +311,13 @@ public final class ManagedObjectContext {
             guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
                 throw notFound(id)
             }
-            if backing.state == .fault || row.version != backing.version { backing.load(row) }
+            if backing.state == .fault {
+                backing.load(row)
+            } else if row.version != backing.version {
+                let before = backing.values
+                backing.load(row)
+                forgetInverseLists(of: backing, before: before)
+            }
             return registered
         }
         guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
@@ -294,21 +343,78 @@ public final class ManagedObjectContext {
             DynamicObject(backing: backing)
         }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        backing.storeIdentifier = coordinator.storeIdentifier
         registry[key] = WeakObject(object)
         if retainsRegisteredObjects { retained[key] = object }
         return object
     }
 
-    /// Loads a fault's values from the shared row cache or the store.
+    /// Loads a fault's values from the shared row cache or the store. A fault whose row is gone
+    /// becomes a deleted object (see ``deletesInaccessibleFaults``).
     func fulfillFault(_ backing: ObjectBacking) {
+        let row: StoreRow?
         do {
-            guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: false) else {
-                preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere). Use existingObject(with:) to get an error instead.")
-            }
-            backing.load(row)
+            row = try baseRow(of: backing.entity, key: backing.key, fresh: false)
         } catch {
             preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: \(error.message)")
         }
+        guard let row else {
+            guard deletesInaccessibleFaults else {
+                preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere), and deletesInaccessibleFaults is off. Use fulfillFault(of:) or existingObject(with:) to get an error instead.")
+            }
+            forgetInaccessible(backing)
+            return
+        }
+        backing.load(row)
+    }
+
+    /// Takes an object whose row is gone out of this context and makes it read as deleted.
+    func forgetInaccessible(_ backing: ObjectBacking) {
+        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        let id = objectID(of: backing)
+        registry[key] = nil
+        retained[key] = nil
+        updatedObjects[key] = nil
+        deletedObjects[key] = nil
+        backing.becomeInaccessible()
+        eventInaccessible.append(id)
+        scheduleEndOfEventIfNeeded()
+    }
+
+    /// Loads an object's values now if it is a fault; throws when its row no longer exists.
+    ///
+    /// Reading a property of a fault whose row was deleted elsewhere cannot throw: the object
+    /// just reads as deleted (see ``deletesInaccessibleFaults``). Call this first where you want
+    /// an error instead, for instance before showing an object reached through a relationship:
+    ///
+    /// ```swift
+    /// if let author = book.author {
+    ///     try context.fulfillFault(of: author)   // throws objectNotFound naming Author/12
+    ///     show(author.name)
+    /// }
+    /// ```
+    ///
+    /// Call it on this context's isolation. Does no I/O for an object already loaded.
+    ///
+    /// - Throws: ``LoomError/Code/objectNotFound`` naming the object when its row is gone (the
+    ///   object is then deleted, as a property read would have made it);
+    ///   ``LoomError/Code/wrongContext`` for an object of another context.
+    public func fulfillFault(of object: some BackedObject) throws(LoomError) {
+        ConcurrencyDebugging.check(self, #function)
+        let backing = object._loomBacking
+        if backing.isInaccessible {
+            throw LoomError(.objectNotFound, "\(backing.objectIDDescription) was deleted elsewhere: its row no longer exists in the store.", entity: backing.entity.name, objectID: backing.requireObjectID())
+        }
+        guard backing.context === self else {
+            throw LoomError(.wrongContext, "fulfillFault(of:) was given a \(backing.entity.name) that is not registered in this context.", entity: backing.entity.name)
+        }
+        guard backing.state == .fault else { return }
+        guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: false) else {
+            let id = objectID(of: backing)
+            forgetInaccessible(backing)
+            throw LoomError(.objectNotFound, "\(id) was deleted elsewhere: its row no longer exists in the store.", entity: id.entityName, objectID: id)
+        }
+        backing.load(row)
     }
 
     // MARK: Discarding changes
@@ -317,7 +423,7 @@ public final class ManagedObjectContext {
     /// changed ones get their last saved values back. No I/O.
     public func rollback() {
         ConcurrencyDebugging.check(self, #function)
-        for (key, object) in insertedObjects {
+        for (key, object) in Array(insertedObjects) + Array(insertedDeleted) {
             let backing = object._loomBacking
             registry[key] = nil
             coordinator.forgetUnsaved(backing.entity, key: backing.key)
@@ -333,18 +439,24 @@ public final class ManagedObjectContext {
             if let committed = backing.committed { backing.values = committed.map { $0 } }
             backing.isDeleted = false
             backing.isUpdated = false
+            backing.deletePropagated = false
         }
         insertedObjects = [:]
         updatedObjects = [:]
         deletedObjects = [:]
+        insertedDeleted = [:]
         changedEntities = [:]
+        pendingLinks = [:]
+        relationshipChanges = RelationshipChangeLog()
+        eventRelationshipChanges = RelationshipChangeLog()
+        forgetLoadedRelationships()
     }
 
     /// Forgets every registered object and every unsaved change. Objects obtained from this
     /// context before the reset must not be used again: any use traps with a message saying so.
     public func reset() {
         ConcurrencyDebugging.check(self, #function)
-        for (key, object) in insertedObjects {
+        for (key, object) in Array(insertedObjects) + Array(insertedDeleted) {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         for entry in registry.values {
@@ -355,7 +467,12 @@ public final class ManagedObjectContext {
         insertedObjects = [:]
         updatedObjects = [:]
         deletedObjects = [:]
+        insertedDeleted = [:]
         changedEntities = [:]
+        pendingLinks = [:]
+        relationshipChanges = RelationshipChangeLog()
+        eventRelationshipChanges = RelationshipChangeLog()
+        eventInaccessible = []
     }
 
     /// Refreshes an object from the store.
@@ -375,11 +492,15 @@ public final class ManagedObjectContext {
         guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: true) else {
             throw notFound(AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key))
         }
+        let before = backing.values
+        backing.toMany = [:]
         if mergeChanges {
             backing.load(row)
             for (i, v) in changes { backing.values[i] = v }
             if changes.isEmpty, !backing.isDeleted { updatedObjects[key] = nil; backing.isUpdated = false }
+            forgetInverseLists(of: backing, before: before)
         } else {
+            forgetInverseLists(of: backing, before: before, dropAll: true)
             backing.state = .fault
             backing.values = []
             backing.isUpdated = false
@@ -396,6 +517,7 @@ public final class ManagedObjectContext {
     /// faults and will read current data.
     public func refreshAllObjects() throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
+        forgetLoadedRelationships()
         var changes = ObjectChanges()
         for entry in Array(registry.values) {
             guard let object = entry.object else { continue }

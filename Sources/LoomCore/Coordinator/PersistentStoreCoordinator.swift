@@ -61,6 +61,23 @@ public final class PersistentStoreCoordinator: Sendable {
         return row
     }
 
+    /// The rows with these keys, read from the store in one query and put in the shared cache.
+    func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        if keys.isEmpty { return [] }
+        let rows = try store.rows(of: entity, keys: keys)
+        try validate(rows, of: entity)
+        cache(rows, of: entity)
+        return rows
+    }
+
+    /// The rows a to-many relationship leads to for each of `keys` (one store query), put in
+    /// the shared cache so that faults over them fire without I/O.
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+        let related = try store.fetchRelated(relationship, keys: keys)
+        try validate(related.map(\.row), of: relationship.destination)
+        return related
+    }
+
     /// Puts fetched rows in the shared cache, so that faults over them fire without I/O.
     func cache(_ rows: [StoreRow], of entity: EntityDescription) {
         let id = ObjectIdentifier(entity)
@@ -72,8 +89,15 @@ public final class PersistentStoreCoordinator: Sendable {
     private func validate(_ rows: [StoreRow], of entity: EntityDescription) throws(LoomError) {
         let attributes = entity.attributes
         for row in rows {
-            guard row.values.count == attributes.count else {
-                throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(attributes.count) attributes.", entity: entity.name)
+            guard row.values.count == entity.storedValueCount else {
+                throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(entity.storedValueCount).", entity: entity.name)
+            }
+            for slot in attributes.count..<entity.storedValueCount where !entity.slotAccepts(slot, row.values[slot]) {
+                throw LoomError(
+                    .corruptValue,
+                    "\(entity.name)/\(row.key).\(entity.storedValueName(at: slot)) holds a stored \(row.values[slot].kindName), which is not a valid reference; the row was changed outside Loom.",
+                    entity: entity.name, attributes: [entity.storedValueName(at: slot)],
+                    objectID: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, primaryKey: row.key))
             }
             for (i, attribute) in attributes.enumerated() {
                 let value = row.values[i]
@@ -163,7 +187,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 }
             }
             for delete in changes.deletes {
-                cache.rows[RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)] = nil
+                cache.remove(deleted: RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key))
             }
         }
         unsavedKeys.withLock { keys in
@@ -217,13 +241,28 @@ struct RowCacheKey: Hashable {
 
 struct RowCache {
     var rows: [RowCacheKey: (row: StoreRow, loadedAt: UInt64)] = [:]
+    /// Keys of rows deleted by a save through this coordinator (keys are never reused).
+    var deleted: Set<RowCacheKey> = []
     let limit: Int
 
     init(limit: Int) { self.limit = limit }
 
+    /// Caches a row, unless the cache already has a newer version of it or knows it was
+    /// deleted: a fetch that read the store before another context's save may hand its rows in
+    /// after that save updated the cache, and must not put the older row back.
     mutating func insert(_ row: StoreRow, for key: RowCacheKey) {
-        if rows.count >= limit, rows[key] == nil { rows.removeAll(keepingCapacity: true) }
+        if let cached = rows[key]?.row, cached.version > row.version { return }
+        if deleted.contains(key) { return }
+        if rows.count >= limit, rows[key] == nil {
+            rows.removeAll(keepingCapacity: true)
+            deleted.removeAll(keepingCapacity: true)
+        }
         rows[key] = (row, DispatchTime.now().uptimeNanoseconds)
+    }
+
+    mutating func remove(deleted key: RowCacheKey) {
+        rows[key] = nil
+        deleted.insert(key)
     }
 
     func row(for key: RowCacheKey, maximumAge: Double) -> StoreRow? {

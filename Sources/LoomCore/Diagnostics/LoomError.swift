@@ -56,6 +56,8 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let wrongContext = Code(rawValue: "wrongContext")
         /// The container or store was closed.
         public static let closed = Code(rawValue: "closed")
+        /// A deleted object still holds objects in a relationship whose delete rule is deny.
+        public static let deleteDenied = Code(rawValue: "deleteDenied")
     }
 
     public var code: Code
@@ -118,4 +120,5 @@ extension LoomError {
     public static var missingRequiredValue: Code { .missingRequiredValue }
     public static var objectNotFound: Code { .objectNotFound }
     public static var schemaMismatch: Code { .schemaMismatch }
+    public static var deleteDenied: Code { .deleteDenied }
 }

@@ -29,6 +29,23 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     /// Whether objects come back as faults whose values load on first use (default `true`).
     /// Their rows go to the coordinator's shared cache, so firing the fault does no I/O.
     public var returnsObjectsAsFaults: Bool
+    /// Relationships to load for all the results at once: one query per relationship, instead
+    /// of one per object when each is first used (Core Data's
+    /// `relationshipKeyPathsForPrefetching`).
+    ///
+    /// ```swift
+    /// var request = FetchRequest<Book>()
+    /// request.relationshipKeyPathsForPrefetching = [\.author, \.tags]
+    /// for book in try context.fetch(request) {
+    ///     print(book.title, book.author?.name ?? "-", book.tags.count)   // no more queries
+    /// }
+    /// ```
+    ///
+    /// A to-one's destinations are loaded into the shared row cache (their objects stay
+    /// faults that fill without I/O); a to-many is loaded for every result. Each key path names
+    /// one relationship of `Model`; a key path to anything else makes the fetch throw
+    /// ``LoomError/Code/unsupportedPredicate``.
+    public var relationshipKeyPathsForPrefetching: [any PartialKeyPath<Model> & Sendable]
 
     public init(
         predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = [],
@@ -40,29 +57,75 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         self.fetchOffset = fetchOffset
         self.includesPendingChanges = true
         self.returnsObjectsAsFaults = true
+        self.relationshipKeyPathsForPrefetching = []
     }
 
-    /// Translates this request into a store query for `entity`.
-    func storeQuery(for entity: EntityDescription) throws(LoomError) -> StoreQuery {
+    /// The attribute a sort key path leads to: one of `entity`'s, or one of an object reached
+    /// through up to three to-one relationships (`\.author?.publisher?.name`).
+    ///
+    /// Swift cannot take a key path apart, so candidates are built from the models' key-path
+    /// tables (`@Model` generates them) and compared with the descriptor's key path.
+    static func sortTarget(_ keyPath: AnyKeyPath, _ entity: EntityDescription, _ schema: Schema) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
+        if let name = Model._loomPropertyName(for: keyPath), let index = entity.attributeIndex(named: name) { return ([], index) }
+        let wanted = String(describing: keyPath)
+        func matches(_ candidate: AnyKeyPath) -> Bool { candidate == keyPath || String(describing: candidate) == wanted }
+        func search(_ prefix: AnyKeyPath?, optional: Bool, _ owner: EntityDescription, _ path: [ResolvedRelationship]) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
+            guard let model = owner.modelType else { return nil }
+            func extend(_ name: String) -> AnyKeyPath? {
+                guard let prefix else { return model._loomKeyPath(for: name, optionalChained: false) }
+                return model._loomKeyPath(for: name, optionalChained: optional).flatMap { prefix.appending(path: $0) }
+            }
+            if !path.isEmpty {
+                for (i, attribute) in owner.attributes.enumerated() {
+                    if let candidate = extend(attribute.name), matches(candidate) { return (path, i) }
+                }
+            }
+            guard path.count < 3 else { return nil }
+            for (j, relationship) in owner.relationships.enumerated() where relationship.kind == .toOne {
+                guard let next = extend(relationship.name) else { continue }
+                let r = schema.relationship(j, of: owner)
+                if let found = search(next, optional: optional || relationship.isOptional, r.destination, path + [r]) { return found }
+            }
+            return nil
+        }
+        return search(nil, optional: false, entity, [])
+    }
+
+    /// The relationships to prefetch, by index in `entity`.
+    func prefetchedRelationships(in entity: EntityDescription) throws(LoomError) -> [Int] {
+        var indexes: [Int] = []
+        for keyPath in relationshipKeyPathsForPrefetching {
+            guard let name = Model._loomPropertyName(for: keyPath), let j = entity.relationshipIndex(named: name) else {
+                throw LoomError(.unsupportedPredicate, "A key path to prefetch on \(entity.name) does not name one of its relationships (\(entity.relationships.map(\.name).joined(separator: ", "))); paths through several relationships are not supported yet.", entity: entity.name)
+            }
+            if !indexes.contains(j) { indexes.append(j) }
+        }
+        return indexes
+    }
+
+    /// Translates this request into a store query for `entity` of `schema`.
+    func storeQuery(for entity: EntityDescription, in schema: Schema) throws(LoomError) -> StoreQuery {
         var node: PredicateNode?
         if let predicate {
-            var translator = PredicateTranslator(entity: entity, propertyName: Model._loomPropertyName(for:))
+            var translator = PredicateTranslator(schema: schema, entity: entity, propertyName: Model._loomPropertyName(for:))
             translator.bindings[predicate.variable.key] = .object
             node = try translator.translate(any: predicate.expression)
         }
         var keys: [SortKey] = []
         for descriptor in sortBy {
-            guard let keyPath = descriptor.keyPath, let name = Model._loomPropertyName(for: keyPath),
-                  let index = entity.attributeIndex(named: name) else {
-                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")).", entity: entity.name)
+            guard let keyPath = descriptor.keyPath,
+                  let (path, index) = Self.sortTarget(keyPath, entity, schema) else {
+                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).", entity: entity.name)
             }
+            let owner = path.last?.destination ?? entity
+            let name = owner.attributes[index].name
             if descriptor.stringComparator != nil {
-                throw LoomError(.unsupportedSort, "Sorting \(entity.name).\(name) with a localized string comparator is not supported; use SortDescriptor(\\.\(name)) for code-point order.", entity: entity.name, attributes: [name])
+                throw LoomError(.unsupportedSort, "Sorting \(owner.name).\(name) with a localized string comparator is not supported; use SortDescriptor(\\.\(name)) for code-point order.", entity: entity.name, attributes: [name])
             }
-            if !entity.attributes[index].type.isOrderable {
-                throw LoomError(.unsupportedSort, "\(entity.name).\(name) is a \(entity.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values.", entity: entity.name, attributes: [name])
+            if !owner.attributes[index].type.isOrderable {
+                throw LoomError(.unsupportedSort, "\(owner.name).\(name) is a \(owner.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values.", entity: entity.name, attributes: [name])
             }
-            keys.append(SortKey(attributeIndex: index, ascending: descriptor.order == .forward))
+            keys.append(SortKey(attributeIndex: index, ascending: descriptor.order == .forward, relationshipPath: path.map(\.reference)))
         }
         guard fetchOffset >= 0, (fetchLimit ?? 0) >= 0 else {
             throw LoomError(.unsupportedPredicate, "fetchOffset and fetchLimit must not be negative.", entity: entity.name)
@@ -101,27 +164,60 @@ public struct DynamicFetchRequest: Sendable {
             }
             keys.append(SortKey(attributeIndex: index, ascending: ascending))
         }
-        if let predicate { try predicate.validate(for: entity) }
+        if let predicate { try predicate.validate(for: entity, in: schema) }
         return StoreQuery(entity: entity, predicate: predicate, sortKeys: keys, fetchOffset: fetchOffset, fetchLimit: fetchLimit)
     }
 }
 
 extension PredicateNode {
-    /// Checks that every attribute position exists in `entity`.
-    func validate(for entity: EntityDescription) throws(LoomError) {
+    /// Checks that every attribute position exists in the entity it is evaluated on, and that
+    /// every relationship exists and has the right kind.
+    func validate(for entity: EntityDescription, in schema: Schema) throws(LoomError) {
+        func relationship(_ reference: RelationshipReference, toMany: Bool) throws(LoomError) -> ResolvedRelationship {
+            guard reference.entityName == entity.name, let r = schema.relationship(reference), r.description.isToMany == toMany else {
+                throw LoomError(.unsupportedPredicate, "A predicate on \(entity.name) refers to \(reference), which is not a \(toMany ? "to-many" : "to-one") relationship of \(entity.name).", entity: entity.name)
+            }
+            return r
+        }
         switch self {
         case .attribute(let i):
-            guard entity.attributes.indices.contains(i) else {
+            guard i >= 0, i < entity.storedValueCount else {
                 throw LoomError(.unsupportedPredicate, "A predicate on \(entity.name) refers to attribute #\(i), which does not exist.", entity: entity.name)
             }
         case .constant, .primaryKey: break
         case .compare(_, let a, let b), .and(let a, let b), .or(let a, let b), .coalesce(let a, let b),
              .nullPropagating(let a, let b), .string(_, let a, let b), .arithmetic(_, let a, let b):
-            try a.validate(for: entity); try b.validate(for: entity)
+            try a.validate(for: entity, in: schema); try b.validate(for: entity, in: schema)
         case .not(let a), .lowercase(let a), .length(let a), .negate(let a), .isIn(let a, _):
-            try a.validate(for: entity)
+            try a.validate(for: entity, in: schema)
         case .conditional(let a, let b, let c):
-            try a.validate(for: entity); try b.validate(for: entity); try c.validate(for: entity)
+            try a.validate(for: entity, in: schema); try b.validate(for: entity, in: schema); try c.validate(for: entity, in: schema)
+        case .toOne(let reference, let node):
+            try node.validate(for: relationship(reference, toMany: false).destination, in: schema)
+        case .anyRelated(let reference, let node), .allRelated(let reference, let node):
+            try node.validate(for: relationship(reference, toMany: true).destination, in: schema)
+        case .relatedCount(let reference):
+            _ = try relationship(reference, toMany: true)
+        }
+    }
+
+    /// Every chain of relationships the node follows from its entity, each ending at a
+    /// relationship the node reads through (prefixes are implied).
+    var relationshipPaths: [[RelationshipReference]] {
+        switch self {
+        case .attribute, .constant, .primaryKey: return []
+        case .compare(_, let a, let b), .and(let a, let b), .or(let a, let b), .coalesce(let a, let b),
+             .nullPropagating(let a, let b), .string(_, let a, let b), .arithmetic(_, let a, let b):
+            return a.relationshipPaths + b.relationshipPaths
+        case .not(let a), .lowercase(let a), .length(let a), .negate(let a), .isIn(let a, _):
+            return a.relationshipPaths
+        case .conditional(let a, let b, let c):
+            return a.relationshipPaths + b.relationshipPaths + c.relationshipPaths
+        case .toOne(let reference, let node), .anyRelated(let reference, let node), .allRelated(let reference, let node):
+            let inner = node.relationshipPaths
+            return inner.isEmpty ? [[reference]] : inner.map { [reference] + $0 }
+        case .relatedCount(let reference):
+            return [[reference]]
         }
     }
 }

@@ -6,6 +6,9 @@ import Foundation
 /// same nodes are evaluated in memory for unsaved changes and by ``InMemoryStore``. Both follow
 /// SQLite's rules (three-valued logic with NULL, numeric comparison across integer and real,
 /// binary string comparison), so a query gives the same answer wherever it runs.
+///
+/// Nodes inside ``toOne(_:_:)``, ``anyRelated(_:_:)`` and ``allRelated(_:_:)`` are evaluated on
+/// the related object: their ``attribute(_:)`` positions are the destination entity's.
 public indirect enum PredicateNode: Sendable, Hashable {
     /// A constant, bound as a parameter.
     case constant(StoredValue)
@@ -32,6 +35,17 @@ public indirect enum PredicateNode: Sendable, Hashable {
     case isIn(PredicateNode, [StoredValue])
     case arithmetic(ArithmeticOperator, PredicateNode, PredicateNode)
     case negate(PredicateNode)
+    /// The node evaluated on the object a to-one relationship leads to; NULL when it is empty
+    /// (`$0.author?.name`).
+    case toOne(RelationshipReference, PredicateNode)
+    /// 1 when at least one object of a to-many relationship satisfies the test (true, not
+    /// NULL), else 0 (`$0.books.contains { … }`, SQL `EXISTS`).
+    case anyRelated(RelationshipReference, PredicateNode)
+    /// 1 when every object of a to-many relationship satisfies the test (true, not NULL), else
+    /// 0; 1 for an empty relationship (`$0.books.allSatisfy { … }`).
+    case allRelated(RelationshipReference, PredicateNode)
+    /// How many objects a to-many relationship holds (`$0.books.count`).
+    case relatedCount(RelationshipReference)
 
     public enum ComparisonOperator: String, Sendable, Hashable {
         /// Equality where NULL equals NULL (SQL `IS`), as Swift's `==` on optionals.
@@ -77,15 +91,68 @@ public enum LoomStringFunctions {
     }
 }
 
+/// Where a predicate evaluated in memory finds an object's values and the objects it relates
+/// to: a store's tables, or a context's objects with their unsaved changes.
+protocol PredicateGraph {
+    associatedtype Row
+    func key(of row: Row) -> Int64
+    func value(_ index: Int, of row: Row) -> StoredValue
+    /// The object a to-one relationship of `row` leads to, if any.
+    func destination(of row: Row, _ relationship: RelationshipReference) -> Row?
+    /// The objects a to-many relationship of `row` holds.
+    func destinations(of row: Row, _ relationship: RelationshipReference) -> [Row]
+}
+
+/// One object's values without relationships: relationship nodes see none.
+struct FlatPredicateGraph: PredicateGraph {
+    let rowKey: Int64
+    let values: (Int) -> StoredValue
+    func key(of row: Void) -> Int64 { rowKey }
+    func value(_ index: Int, of row: Void) -> StoredValue { values(index) }
+    func destination(of row: Void, _ relationship: RelationshipReference) -> Void? { nil }
+    func destinations(of row: Void, _ relationship: RelationshipReference) -> [Void] { [] }
+}
+
 extension PredicateNode {
-    /// Evaluates the node for one object. `value(i)` returns attribute `i`.
+    /// Evaluates the node for one object. `value(i)` returns the value in slot `i`.
+    /// Relationship nodes see empty relationships here; stores and contexts evaluate them
+    /// against their objects.
     public func evaluate(key: Int64, _ value: (Int) -> StoredValue) -> StoredValue {
+        withoutActuallyEscaping(value) { value in
+            evaluate((), in: FlatPredicateGraph(rowKey: key, values: value))
+        }
+    }
+
+    /// Whether an object matches: the node evaluates to true (not false, not NULL).
+    public func matches(key: Int64, _ value: (Int) -> StoredValue) -> Bool {
+        evaluate(key: key, value).truth == true
+    }
+
+    /// Whether `row` of `graph` matches.
+    func matches<G: PredicateGraph>(_ row: G.Row, in graph: G) -> Bool {
+        evaluate(row, in: graph).truth == true
+    }
+
+    /// Evaluates the node for `row` of `graph`.
+    func evaluate<G: PredicateGraph>(_ row: G.Row, in graph: G) -> StoredValue {
+        func eval(_ node: PredicateNode) -> StoredValue { node.evaluate(row, in: graph) }
         switch self {
         case .constant(let v): return v
-        case .attribute(let i): return value(i)
-        case .primaryKey: return .integer(key)
+        case .attribute(let i): return graph.value(i, of: row)
+        case .primaryKey: return .integer(graph.key(of: row))
+        case .toOne(let relationship, let node):
+            guard let destination = graph.destination(of: row, relationship) else { return .null }
+            return node.evaluate(destination, in: graph)
+        case .anyRelated(let relationship, let test):
+            for destination in graph.destinations(of: row, relationship) where test.matches(destination, in: graph) { return .bool(true) }
+            return .bool(false)
+        case .allRelated(let relationship, let test):
+            for destination in graph.destinations(of: row, relationship) where !test.matches(destination, in: graph) { return .bool(false) }
+            return .bool(true)
+        case .relatedCount(let relationship):
+            return .integer(Int64(graph.destinations(of: row, relationship).count))
         case .compare(let op, let l, let r):
-            let a = l.evaluate(key: key, value), b = r.evaluate(key: key, value)
+            let a = eval(l), b = eval(r)
             switch op {
             case .equal: return .bool(a.isSame(as: b))
             case .notEqual: return .bool(!a.isSame(as: b))
@@ -100,39 +167,39 @@ extension PredicateNode {
                 }
             }
         case .and(let l, let r):
-            let a = l.evaluate(key: key, value).truth
+            let a = eval(l).truth
             if a == false { return .bool(false) }
-            let b = r.evaluate(key: key, value).truth
+            let b = eval(r).truth
             if b == false { return .bool(false) }
             if a == nil || b == nil { return .null }
             return .bool(true)
         case .or(let l, let r):
-            let a = l.evaluate(key: key, value).truth
+            let a = eval(l).truth
             if a == true { return .bool(true) }
-            let b = r.evaluate(key: key, value).truth
+            let b = eval(r).truth
             if b == true { return .bool(true) }
             if a == nil || b == nil { return .null }
             return .bool(false)
         case .not(let n):
-            guard let t = n.evaluate(key: key, value).truth else { return .null }
+            guard let t = eval(n).truth else { return .null }
             return .bool(!t)
         case .coalesce(let l, let r):
-            let a = l.evaluate(key: key, value)
-            return a.isNull ? r.evaluate(key: key, value) : a
+            let a = eval(l)
+            return a.isNull ? eval(r) : a
         case .nullPropagating(let test, let then):
-            return test.evaluate(key: key, value).isNull ? .null : then.evaluate(key: key, value)
+            return eval(test).isNull ? .null : eval(then)
         case .conditional(let test, let a, let b):
-            return test.evaluate(key: key, value).truth == true ? a.evaluate(key: key, value) : b.evaluate(key: key, value)
+            return eval(test).truth == true ? eval(a) : eval(b)
         case .string(let op, let l, let r):
-            guard case .text(let a) = l.evaluate(key: key, value), case .text(let b) = r.evaluate(key: key, value) else { return .null }
+            guard case .text(let a) = eval(l), case .text(let b) = eval(r) else { return .null }
             return .bool(LoomStringFunctions.evaluate(op, a, b))
         case .lowercase(let n):
-            guard case .text(let a) = n.evaluate(key: key, value) else { return .null }
+            guard case .text(let a) = eval(n) else { return .null }
             return .text(LoomStringFunctions.lowercase(a))
         case .length(let n):
-            return LoomStringFunctions.length(n.evaluate(key: key, value))
+            return LoomStringFunctions.length(eval(n))
         case .isIn(let n, let list):
-            let a = n.evaluate(key: key, value)
+            let a = eval(n)
             if a.isNull { return .null }
             var sawNull = false
             for item in list {
@@ -141,9 +208,9 @@ extension PredicateNode {
             }
             return sawNull ? .null : .bool(false)
         case .arithmetic(let op, let l, let r):
-            return StoredValue.arithmetic(op, l.evaluate(key: key, value), r.evaluate(key: key, value))
+            return StoredValue.arithmetic(op, eval(l), eval(r))
         case .negate(let n):
-            switch n.evaluate(key: key, value) {
+            switch eval(n) {
             case .integer(let v): return v == .min ? .real(-Double(v)) : .integer(-v)
             case .real(let v): return .real(-v)
             default: return .null
@@ -151,10 +218,6 @@ extension PredicateNode {
         }
     }
 
-    /// Whether an object matches: the node evaluates to true (not false, not NULL).
-    public func matches(key: Int64, _ value: (Int) -> StoredValue) -> Bool {
-        evaluate(key: key, value).truth == true
-    }
 }
 
 extension StoredValue {

@@ -2,18 +2,84 @@ public import Foundation
 
 /// The state of one translation from a Foundation `Predicate` to a ``PredicateNode``.
 struct PredicateTranslator {
+    let schema: Schema
+    /// The entity of the objects the predicate tests (inside `contains(where:)`, the related
+    /// objects').
     let entity: EntityDescription
     let propertyName: (AnyKeyPath) -> String?
-    /// What each predicate variable stands for: the object itself, or an already translated value.
+    /// What each predicate variable stands for: the object itself, an object a chain of to-one
+    /// relationships leads to, or an already translated value.
     var bindings: [PredicateExpressions.VariableID: Binding] = [:]
 
     enum Binding {
         case object
+        case related([ResolvedRelationship])
         case value(PredicateNode)
     }
 
     func unsupported(_ what: String) -> LoomError {
-        LoomError(.unsupportedPredicate, "A predicate on \(entity.name) uses \(what), which Loom cannot translate into a store query. Rewrite it with comparisons, &&, ||, !, ??, contains, starts(with:) or localizedStandardContains.", entity: entity.name)
+        LoomError(.unsupportedPredicate, "A predicate on \(entity.name) uses \(what), which Loom cannot translate into a store query. Rewrite it with comparisons, &&, ||, !, ??, contains, starts(with:), localizedStandardContains, optional chaining through to-one relationships (author?.name), or contains(where:), allSatisfy, isEmpty and count on to-many relationships.", entity: entity.name)
+    }
+
+    /// A translator for the objects of a to-many relationship, inside `contains(where:)` or
+    /// `allSatisfy`: `variable` is the related object; variables of the enclosing closure are
+    /// out of reach.
+    func scope(_ destination: EntityDescription, _ variable: PredicateExpressions.VariableID) -> PredicateTranslator {
+        PredicateTranslator(schema: schema, entity: destination, propertyName: { destination.modelType?._loomPropertyName(for: $0) },
+                            bindings: [variable: .object])
+    }
+
+    /// The property a key path names in `entity`.
+    func name(of keyPath: AnyKeyPath, in entity: EntityDescription) -> String? {
+        if entity === self.entity { return propertyName(keyPath) }
+        return entity.modelType?._loomPropertyName(for: keyPath)
+    }
+
+    /// `node` evaluated at the end of a chain of to-one relationships.
+    func wrap(_ path: [ResolvedRelationship], _ node: PredicateNode) -> PredicateNode {
+        path.reversed().reduce(node) { .toOne($1.reference, $0) }
+    }
+
+    /// The key a chain of to-one relationships leads to (NULL when one is empty).
+    func foreignKey(_ path: [ResolvedRelationship]) -> PredicateNode {
+        guard let last = path.last else { return .primaryKey }
+        return wrap(Array(path.dropLast()), .attribute(last.storage.foreignKeySlot))
+    }
+
+    /// The chain of to-one relationships a model-typed expression stands for (`[]` for the
+    /// object itself), or `nil` when the expression is not an object.
+    func objectPath(_ expression: Any) throws(LoomError) -> [ResolvedRelationship]? {
+        if let variable = expression as? any LoomVariableExpression {
+            switch bindings[variable.loomKey] {
+            case .object: return []
+            case .related(let path): return path
+            default: return nil
+            }
+        }
+        if let unwrap = expression as? any LoomForcedUnwrapExpression { return try objectPath(unwrap.loomInner) }
+        // `$0.author?.publisher`: a flatMap whose result is itself an object.
+        if let flatMap = expression as? any LoomOptionalFlatMapExpression, let base = try objectPath(flatMap.loomWrapped), !base.isEmpty {
+            var inner = self
+            inner.bindings[flatMap.loomVariable] = .related(base)
+            return try inner.objectPath(flatMap.loomTransform)
+        }
+        if let keyPath = expression as? any LoomKeyPathExpression, let base = try objectPath(keyPath.loomRoot) {
+            let owner = base.last?.destination ?? entity
+            guard let name = name(of: keyPath.loomKeyPath, in: owner), let j = owner.relationshipIndex(named: name),
+                  owner.relationships[j].kind == .toOne else { return nil }
+            return base + [schema.relationship(j, of: owner)]
+        }
+        return nil
+    }
+
+    /// The to-many relationship a collection-typed expression reads, with the chain of to-one
+    /// relationships leading to its owner.
+    func collectionPath(_ expression: Any) throws(LoomError) -> (path: [ResolvedRelationship], relationship: ResolvedRelationship)? {
+        guard let keyPath = expression as? any LoomKeyPathExpression, let base = try objectPath(keyPath.loomRoot) else { return nil }
+        let owner = base.last?.destination ?? entity
+        guard let name = name(of: keyPath.loomKeyPath, in: owner), let j = owner.relationshipIndex(named: name),
+              owner.relationships[j].isToMany else { return nil }
+        return (base, schema.relationship(j, of: owner))
     }
 
     func translate(_ expression: some PredicateExpression) throws(LoomError) -> PredicateNode {
@@ -49,18 +115,26 @@ struct PredicateTranslator {
         throw unsupported("a constant of type \(type(of: value))")
     }
 
-    func attributeNode(named name: String) throws(LoomError) -> PredicateNode {
-        guard let index = entity.attributeIndex(named: name) else {
-            throw unsupported("the key path to '\(name)', which is not a stored attribute of \(entity.name)")
-        }
-        return .attribute(index)
-    }
-
     /// Rejects ordering on attributes whose Swift order differs from their stored order.
     func checkOrderable(_ node: PredicateNode) throws(LoomError) {
-        if case .attribute(let i) = node, !entity.attributes[i].type.isOrderable {
-            throw unsupported("an ordering comparison on \(entity.name).\(entity.attributes[i].name), a \(entity.attributes[i].type.rawValue) attribute whose stored form does not sort like its values")
+        var node = node
+        var owner = entity
+        while case .toOne(let reference, let inner) = node, let r = schema.relationship(reference) {
+            owner = r.destination
+            node = inner
         }
+        if case .attribute(let i) = node, i < owner.attributes.count, !owner.attributes[i].type.isOrderable {
+            throw unsupported("an ordering comparison on \(owner.name).\(owner.attributes[i].name), a \(owner.attributes[i].type.rawValue) attribute whose stored form does not sort like its values")
+        }
+    }
+}
+
+extension PredicateNode {
+    /// Whether the node is read at the end of exactly these to-one relationships.
+    func follows(_ path: [RelationshipReference]) -> Bool {
+        guard let first = path.first else { return true }
+        if case .toOne(let reference, let inner) = self, reference == first { return inner.follows(Array(path.dropFirst())) }
+        return false
     }
 }
 
@@ -86,21 +160,40 @@ extension PredicateExpressions.Variable: LoomTranslatableExpression {
         switch t.bindings[key] {
         case .value(let node): return node
         case .object: return .primaryKey
-        case nil: throw t.unsupported("a variable from an enclosing scope")
+        case .related(let path): return t.foreignKey(path)
+        case nil: throw t.unsupported("a variable from an enclosing scope (inside contains(where:) or allSatisfy, only the related object is in reach)")
         }
     }
 }
 
 extension PredicateExpressions.KeyPath: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
-        // `$0.attribute`
-        if let variable = root as? any LoomVariableExpression, case .object = t.bindings[variable.loomKey] {
-            if let name = t.propertyName(keyPath) { return try t.attributeNode(named: name) }
-            throw t.unsupported("the key path \(keyPath), which is not a stored attribute of \(t.entity.name)")
+        let path: AnyKeyPath = keyPath
+        // A property of the object or of an object reached through to-one relationships:
+        // `$0.title`, `$0.author?.name`, `$0.author!.publisher?.name`, `$0.objectID`.
+        if let base = try t.objectPath(root) {
+            let owner = base.last?.destination ?? t.entity
+            if let model = owner.modelType, model._loomIsObjectIDKeyPath(path) { return t.foreignKey(base) }
+            guard let name = t.name(of: path, in: owner) else {
+                throw t.unsupported("the key path \(keyPath), which is not a stored property of \(owner.name)")
+            }
+            if let i = owner.attributeIndex(named: name) { return t.wrap(base, .attribute(i)) }
+            if let j = owner.relationshipIndex(named: name) {
+                if owner.relationships[j].kind == .toOne { return t.wrap(base, .attribute(owner.relationshipSlots[j])) }
+                throw t.unsupported("the to-many relationship \(owner.name).\(name) as a value (use contains(where:), allSatisfy, isEmpty or count on it)")
+            }
+            throw t.unsupported("the key path \(keyPath), which is not a stored property of \(owner.name)")
+        }
+        // `$0.books.count`, `$0.books.isEmpty`.
+        if let (base, relationship) = try t.collectionPath(root) {
+            switch relationship.destination.modelType?._loomCollectionProperty(path) {
+            case .count?: return t.wrap(base, .relatedCount(relationship.reference))
+            case .isEmpty?: return t.wrap(base, .compare(.equal, .relatedCount(relationship.reference), .constant(.integer(0))))
+            case nil: throw t.unsupported("the key path \(keyPath) on the to-many relationship \(relationship.reference)")
+            }
         }
         // Properties of a value: `$0.title.count`, `.isEmpty`, `.localizedLowercase`.
         let base = try t.translate(root)
-        let path: AnyKeyPath = keyPath
         if path == \String.count || path == \Data.count { return .length(base) }
         if path == \String.isEmpty || path == \Data.isEmpty { return .compare(.equal, .length(base), .constant(.integer(0))) }
         if path == \String.localizedLowercase { return .lowercase(base) }
@@ -110,6 +203,29 @@ extension PredicateExpressions.KeyPath: LoomTranslatableExpression {
 
 protocol LoomVariableExpression { var loomKey: PredicateExpressions.VariableID { get } }
 extension PredicateExpressions.Variable: LoomVariableExpression { var loomKey: PredicateExpressions.VariableID { key } }
+
+protocol LoomKeyPathExpression {
+    var loomRoot: Any { get }
+    var loomKeyPath: AnyKeyPath { get }
+}
+extension PredicateExpressions.KeyPath: LoomKeyPathExpression {
+    var loomRoot: Any { root }
+    var loomKeyPath: AnyKeyPath { keyPath }
+}
+
+protocol LoomForcedUnwrapExpression { var loomInner: Any { get } }
+
+protocol LoomOptionalFlatMapExpression {
+    var loomWrapped: Any { get }
+    var loomVariable: PredicateExpressions.VariableID { get }
+    var loomTransform: Any { get }
+}
+extension PredicateExpressions.OptionalFlatMap: LoomOptionalFlatMapExpression {
+    var loomWrapped: Any { wrapped }
+    var loomVariable: PredicateExpressions.VariableID { variable.key }
+    var loomTransform: Any { transform }
+}
+extension PredicateExpressions.ForcedUnwrap: LoomForcedUnwrapExpression { var loomInner: Any { inner } }
 
 extension PredicateExpressions.Conjunction: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode { .and(try t.translate(lhs), try t.translate(rhs)) }
@@ -156,6 +272,15 @@ extension PredicateExpressions.ForcedUnwrap: LoomTranslatableExpression {
 
 extension PredicateExpressions.OptionalFlatMap: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
+        // `$0.author?.…`: inside, the variable is the related object.
+        if let path = try t.objectPath(wrapped), !path.isEmpty {
+            var inner = t
+            inner.bindings[variable.key] = .related(path)
+            let node = try inner.translate(transform)
+            // A value read through the same relationships is NULL already when one is empty.
+            if node.follows(path.map(\.reference)) { return node }
+            return .nullPropagating(t.foreignKey(path), node)
+        }
         let wrappedNode = try t.translate(wrapped)
         var inner = t
         inner.bindings[variable.key] = .value(wrappedNode)
@@ -181,11 +306,31 @@ extension PredicateExpressions.SequenceStartsWith: LoomTranslatableExpression {
     }
 }
 
+extension PredicateExpressions.SequenceContainsWhere: LoomTranslatableExpression {
+    func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
+        guard let (path, relationship) = try t.collectionPath(sequence) else {
+            throw t.unsupported("`contains(where:)` on something other than a to-many relationship")
+        }
+        let test = try t.scope(relationship.destination, variable.key).translate(self.test)
+        return t.wrap(path, .anyRelated(relationship.reference, test))
+    }
+}
+
+extension PredicateExpressions.SequenceAllSatisfy: LoomTranslatableExpression {
+    func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
+        guard let (path, relationship) = try t.collectionPath(sequence) else {
+            throw t.unsupported("`allSatisfy` on something other than a to-many relationship")
+        }
+        let test = try t.scope(relationship.destination, variable.key).translate(self.test)
+        return t.wrap(path, .allRelated(relationship.reference, test))
+    }
+}
+
 extension PredicateExpressions.SequenceContains: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
         // `[constants].contains($0.attribute)`
         guard let constant = sequence as? any LoomConstantExpression else {
-            throw t.unsupported("`contains` on a sequence that is not a constant (relationships come later)")
+            throw t.unsupported("`contains` on a sequence that is not a constant (for a to-many relationship, use contains(where:) with the object's ID)")
         }
         guard let elements = constant.loomElements else { throw t.unsupported("`contains` on a value that is not a sequence") }
         var list: [StoredValue] = []

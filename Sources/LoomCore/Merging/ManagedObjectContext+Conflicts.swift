@@ -24,7 +24,7 @@ extension ManagedObjectContext {
                 let b = object._loomBacking
                 if b.isDeleted { continue }
                 for constraint in b.entity.uniquenessConstraints {
-                    let indexes = constraint.compactMap { b.entity.attributeIndex(named: $0) }
+                    let indexes = constraint.compactMap { b.entity.storedValueIndex(named: $0) }
                     let values = indexes.map { b.values[$0] ?? .null }
                     if values.contains(where: \.isNull) { continue }
                     var predicate = PredicateNode.compare(.notEqual, .primaryKey, .constant(.integer(b.key)))
@@ -41,7 +41,7 @@ extension ManagedObjectContext {
 
     private func conflict(_ kind: MergeConflict.Kind, _ b: ObjectBacking, persisted: StoreRow?) -> MergeConflict {
         func snapshot(_ values: [StoredValue]) -> [String: StoredValue] {
-            Dictionary(uniqueKeysWithValues: zip(b.entity.attributes.map(\.name), values))
+            Dictionary(uniqueKeysWithValues: zip((0..<b.entity.storedValueCount).map(b.entity.storedValueName(at:)), values))
         }
         let cached = try? coordinator.row(of: b.entity, key: b.key)
         return MergeConflict(
@@ -125,6 +125,13 @@ extension ManagedObjectContext {
         switch resolution {
         case .storeTrump, .rollback, .fail:
             if b.isInserted {
+                // The saved object wins; the duplicate's to-many relationships join it (Core Data's
+                // store-trump merges them too), so that nothing the duplicate held is lost.
+                if resolution == .storeTrump {
+                    let targetObject = try existingObject(with: existing)
+                    mergeRelationships(from: b, into: targetObject._loomBacking, includingToOne: false)
+                    withExtendedLifetime(targetObject) {}
+                }
                 drop(b, key: key)
             } else if let committed = b.committed {
                 b.values = committed.map { Optional($0) }
@@ -136,18 +143,41 @@ extension ManagedObjectContext {
             let targetObject = try existingObject(with: existing)
             let target = targetObject._loomBacking
             let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0] ?? .null) } : changedIndexes(b)
-            if b.isInserted {
+            let wasInserted = b.isInserted
+            if wasInserted {
+                // This object's attributes and relationships move onto the saved object, which
+                // keeps its ID; to-many relationships are merged.
+                mergeRelationships(from: b, into: target, includingToOne: true)
                 drop(b, key: key)
             } else if let committed = b.committed {
                 b.values = committed.map { Optional($0) }
                 b.isUpdated = false
                 updatedObjects[key] = nil
             }
-            for (i, v) in source { target.setStoredValue(v, at: i) }
+            // An inserted duplicate's relationships were merged above; only its attributes remain.
+            for (i, v) in source where i < b.entity.attributes.count || !wasInserted { target.setStoredValue(v, at: i) }
             withExtendedLifetime(targetObject) {}
         case .overwrite:
+            // This object wins and the saved one goes; its to-many relationships join this one.
             let duplicate = try existingObject(with: existing)
+            mergeRelationships(from: duplicate._loomBacking, into: b, includingToOne: false)
             delete(duplicate)
+            propagateDeletes([duplicate])
+        }
+    }
+
+    /// Moves the objects `source`'s to-many relationships hold (and, when asked, its to-ones)
+    /// to `target`, keeping every inverse in step.
+    private func mergeRelationships(from source: ObjectBacking, into target: ObjectBacking, includingToOne: Bool) {
+        for r in coordinator.schema.relationships(of: source.entity) {
+            // A self-reference of the duplicate becomes one of the object it merges into.
+            func mapped(_ other: Int64) -> Int64 { r.destination === source.entity && other == source.key ? target.key : other }
+            if r.description.kind == .toOne {
+                guard includingToOne, case .foreignKey(let slot) = r.storage, case .integer(let other) = source.values[slot] ?? .null else { continue }
+                relate(r, target, mapped(other))
+            } else {
+                for other in relatedKeys(of: source, r) { relate(r, target, mapped(other)) }
+            }
         }
     }
 
@@ -155,6 +185,10 @@ extension ManagedObjectContext {
     private func drop(_ b: ObjectBacking, key: RowCacheKey) {
         insertedObjects[key] = nil
         registry[key] = nil
+        relationshipChanges.entries[key] = nil
+        pendingLinks = pendingLinks.filter { link, _ in
+            !((link.table.sourceEntityName == b.entity.name && link.source == b.key) || (link.table.targetEntityName == b.entity.name && link.target == b.key))
+        }
         coordinator.forgetUnsaved(b.entity, key: b.key)
         b.isInserted = false
         b.isDeleted = true

@@ -40,11 +40,13 @@ extension ManagedObjectContext {
             updatedObjects[key] = nil
             deletedObjects[key] = nil
             if backing.state == .fault {
-                backing.invalidate(reason: "it was deleted by another context's save")
+                // Never loaded here: it reads as deleted, with no stale values to show.
+                backing.becomeInaccessible()
             } else {
                 // Keep the last values readable for code still showing the object.
                 backing.isDeleted = true
                 backing.isUpdated = false
+                backing.toMany = [:]
                 backing.context = nil
             }
         }
@@ -57,14 +59,22 @@ extension ManagedObjectContext {
             let backing = object._loomBacking
             merged.refreshed.insert(id)
             merged.updated.insert(id)
-            if let properties = changes.changedProperties[id] { merged.changedProperties[id] = properties }
+            if let properties = changes.changedProperties[id] {
+                merged.changedProperties[id] = properties
+                // To-many lists that gained or lost objects are loaded again when next read.
+                for name in properties {
+                    if let j = backing.entity.relationshipIndex(named: name), backing.entity.relationships[j].isToMany { backing.toMany[j] = nil }
+                }
+            }
             guard backing.state == .loaded else { continue }   // a fault: its next use reads the saved row
             let row: StoreRow?
             if let saved = rows[id] { row = saved } else { row = try? coordinator.row(of: backing.entity, key: backing.key) }
             guard let row, row.version > backing.version else { continue }
             let local = backing.isUpdated ? changedIndexes(backing) : []
+            let before = backing.values
             backing.load(row)
             for (index, value) in local { backing.values[index] = value }
+            forgetInverseLists(of: backing, before: before)
             if local.isEmpty && backing.isUpdated {
                 backing.isUpdated = false
                 updatedObjects[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = nil

@@ -69,12 +69,20 @@ public struct AttributeDescription: Sendable {
                 return v
             },
             decode: { $0 },
-            unsupportedReason: nil)
+            unsupportedReason: nil,
+            placeholder: ValueCodec.zeroCandidates(type).first)
         self.makeDefault = nil
     }
 
     /// The default value to give a newly created object, as stored.
     var defaultStoredValue: StoredValue? { makeDefault?() }
+
+    /// What an object whose row was found deleted shows: `nil` for an optional, else the
+    /// default value, else the type's zero value (`nil` when it has none).
+    var placeholderStoredValue: StoredValue? {
+        if isOptional { return .null }
+        return defaultStoredValue ?? codec.placeholder
+    }
 
     /// The part of the schema's identity that this attribute contributes.
     var signature: String {

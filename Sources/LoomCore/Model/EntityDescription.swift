@@ -1,5 +1,5 @@
-/// The description of one kind of object: its name, attributes, uniqueness constraints and
-/// indexes. An entity is stored as one table.
+/// The description of one kind of object: its name, attributes, relationships, uniqueness
+/// constraints and indexes. An entity is stored as one table.
 ///
 /// `@Model` generates a class's entity as `static let entity`. For a schema built in code:
 ///
@@ -7,31 +7,107 @@
 /// let book = EntityDescription(name: "Book", modelType: nil, attributes: [
 ///     AttributeDescription(name: "isbn", valueType: String.self, isUnique: true),
 ///     AttributeDescription(name: "title", valueType: String.self),
+/// ], relationships: [
+///     RelationshipDescription(name: "author", destination: "Author", kind: .toOne, inverse: "books"),
 /// ])
 /// ```
 /// Objects of an entity without a model type are ``DynamicObject``s.
+///
+/// An object's stored values are laid out in *slots*: one per attribute, in order, then one
+/// per to-one relationship (the destination's primary key, a foreign key), then one per
+/// ordered to-many relationship (the order of its objects). To-many relationships without
+/// order take no slot: they are recorded on the other side (its foreign key, or a join table).
 public final class EntityDescription: Sendable, CustomStringConvertible {
     /// The entity name; also its table name.
     public let name: String
     /// The stored attributes, in declaration order (their positions are fixed).
     public let attributes: [AttributeDescription]
-    /// Sets of attribute names whose values must be unique together. Includes the attributes
-    /// marked `isUnique` as one-element sets.
+    /// The relationships, in declaration order.
+    public let relationships: [RelationshipDescription]
+    /// Sets of attribute (or to-one relationship) names whose values must be unique together.
+    /// Includes the attributes and to-one relationships marked unique as one-element sets.
     public let uniquenessConstraints: [[String]]
-    /// Sets of attribute names the store indexes.
+    /// Sets of attribute (or to-one relationship) names the store indexes. Foreign keys are
+    /// always indexed and are not listed here.
     public let indexes: [[String]]
+    /// How many stored values an object of this entity has: see the type's discussion.
+    public let storedValueCount: Int
     let modelTypeBox: ModelTypeBox?
     let indexByName: [String: Int]
+    let slotByName: [String: Int]
+    let relationshipIndexByName: [String: Int]
+    /// For each property in declaration order: its attribute index, or `-1 - relationship index`.
+    let propertyTable: [Int]
+    /// For each relationship: the slot of its foreign key (to-one) or order (ordered to-many), else -1.
+    let relationshipSlots: [Int]
+    /// For each slot past the attributes: the relationship it belongs to.
+    let slotRelationships: [Int]
+    /// Problems found while building, reported by ``Schema``.
+    let buildProblems: [String]
 
-    /// Creates an entity description.
-    public init(
+    /// Creates an entity description from attributes and relationships.
+    public convenience init(
         name: String, modelType: (any PersistentModel.Type)?, attributes: [AttributeDescription],
+        relationships: [RelationshipDescription] = [], uniquenessConstraints: [[String]] = [], indexes: [[String]] = []
+    ) {
+        self.init(name: name, modelType: modelType,
+                  properties: attributes.map(PropertyDescription.attribute) + relationships.map(PropertyDescription.relationship),
+                  uniquenessConstraints: uniquenessConstraints, indexes: indexes)
+    }
+
+    /// Creates an entity description from its properties in declaration order; what `@Model`
+    /// generates.
+    public init(
+        name: String, modelType: (any PersistentModel.Type)?, properties: [PropertyDescription],
         uniquenessConstraints: [[String]] = [], indexes: [[String]] = []
     ) {
+        var attributes: [AttributeDescription] = []
+        var relationships: [RelationshipDescription] = []
+        var table: [Int] = []
+        for property in properties {
+            switch property {
+            case .attribute(let a):
+                table.append(attributes.count)
+                attributes.append(a)
+            case .relationship(let r):
+                table.append(-1 - relationships.count)
+                relationships.append(r)
+            }
+        }
         self.name = name
         self.attributes = attributes
+        self.relationships = relationships
+        self.propertyTable = table
         self.modelTypeBox = modelType.map(ModelTypeBox.init)
-        var unique = attributes.filter(\.isUnique).map { [$0.name] }
+
+        var slots = Array(repeating: -1, count: relationships.count)
+        var slotRelationships: [Int] = []
+        var next = attributes.count
+        for (j, r) in relationships.enumerated() where r.kind == .toOne {
+            slots[j] = next; next += 1; slotRelationships.append(j)
+        }
+        for (j, r) in relationships.enumerated() where r.kind == .orderedToMany {
+            slots[j] = next; next += 1; slotRelationships.append(j)
+        }
+        self.relationshipSlots = slots
+        self.slotRelationships = slotRelationships
+        self.storedValueCount = next
+
+        var byName: [String: Int] = [:]
+        for (i, attribute) in attributes.enumerated() where byName[attribute.name] == nil {
+            byName[attribute.name] = i
+        }
+        self.indexByName = byName
+        var slotByName = byName
+        var relationshipIndexByName: [String: Int] = [:]
+        for (j, r) in relationships.enumerated() {
+            if relationshipIndexByName[r.name] == nil { relationshipIndexByName[r.name] = j }
+            if r.kind == .toOne, slotByName[r.name] == nil { slotByName[r.name] = slots[j] }
+        }
+        self.slotByName = slotByName
+        self.relationshipIndexByName = relationshipIndexByName
+
+        var unique = attributes.filter(\.isUnique).map { [$0.name] } + relationships.filter(\.isUnique).map { [$0.name] }
         for constraint in uniquenessConstraints where !unique.contains(constraint) {
             unique.append(constraint)
         }
@@ -39,11 +115,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         var allIndexes = attributes.filter(\.isIndexed).map { [$0.name] }
         for index in indexes where !allIndexes.contains(index) { allIndexes.append(index) }
         self.indexes = allIndexes
-        var byName: [String: Int] = [:]
-        for (i, attribute) in attributes.enumerated() where byName[attribute.name] == nil {
-            byName[attribute.name] = i
-        }
-        self.indexByName = byName
+        self.buildProblems = relationships.compactMap { r in r.problem.map { "\(name).\(r.name): \($0)" } }
     }
 
     /// The Swift class of this entity's objects, when the schema was built from `@Model` classes.
@@ -57,14 +129,67 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         indexByName[name].map { attributes[$0] }
     }
 
-    public var description: String { "Entity \(name) (\(attributes.map(\.name).joined(separator: ", ")))" }
+    /// The position of a relationship, or `nil` when the entity has none of that name.
+    public func relationshipIndex(named name: String) -> Int? { relationshipIndexByName[name] }
 
-    /// Problems that make this entity unusable, as sentences.
+    /// The relationship of that name, if any.
+    public func relationship(named name: String) -> RelationshipDescription? {
+        relationshipIndexByName[name].map { relationships[$0] }
+    }
+
+    /// The slot holding an attribute's value or a to-one relationship's foreign key, by name.
+    public func storedValueIndex(named name: String) -> Int? { slotByName[name] }
+
+    /// The slot of a to-one relationship's foreign key or of an ordered to-many's order; `nil`
+    /// for a to-many without order.
+    public func storedValueIndex(ofRelationship index: Int) -> Int? {
+        let slot = relationshipSlots[index]
+        return slot < 0 ? nil : slot
+    }
+
+    /// What a slot holds.
+    public func storedValue(at slot: Int) -> StoredValueSlot {
+        if slot < attributes.count { return .attribute(attributes[slot]) }
+        let j = slotRelationships[slot - attributes.count]
+        return relationships[j].kind == .toOne ? .foreignKey(relationships[j]) : .order(relationships[j])
+    }
+
+    /// The property name a slot belongs to.
+    public func storedValueName(at slot: Int) -> String {
+        if slot < attributes.count { return attributes[slot].name }
+        return relationships[slotRelationships[slot - attributes.count]].name
+    }
+
+    /// The column a store keeps a slot in: the attribute's name, `Z_<name>` for a foreign key,
+    /// `Z_<name>_ORDER` for an order.
+    public func columnName(at slot: Int) -> String {
+        switch storedValue(at: slot) {
+        case .attribute(let a): a.name
+        case .foreignKey(let r): "Z_\(r.name)"
+        case .order(let r): "Z_\(r.name)_ORDER"
+        }
+    }
+
+    /// Whether a stored value may be kept in a slot (its storage class fits).
+    func slotAccepts(_ slot: Int, _ value: StoredValue) -> Bool {
+        switch storedValue(at: slot) {
+        case .attribute(let a): a.type.accepts(value)
+        case .foreignKey: value.isNull || { if case .integer = value { true } else { false } }()
+        case .order: value.isNull || { if case .blob = value { true } else { false } }()
+        }
+    }
+
+    public var description: String {
+        "Entity \(name) (\((attributes.map(\.name) + relationships.map(\.name)).joined(separator: ", ")))"
+    }
+
+    /// Problems that make this entity unusable on its own, as sentences.
     func validationProblems() -> [String] {
-        var problems: [String] = []
+        var problems = buildProblems
         if name.isEmpty { problems.append("an entity has an empty name") }
-        if name.lowercased().hasPrefix("loom_") || name.lowercased().hasPrefix("sqlite_") {
-            problems.append("entity name '\(name)' is reserved (names starting with loom_ or sqlite_ are Loom's)")
+        let lowered = name.lowercased()
+        if lowered.hasPrefix("loom_") || lowered.hasPrefix("sqlite_") || name.hasPrefix("Z_") {
+            problems.append("entity name '\(name)' is reserved (names starting with loom_, sqlite_ or Z_ are Loom's)")
         }
         if name.contains("\"") || name.contains("\0") { problems.append("entity name '\(name)' contains a quote or NUL") }
         var seen: Set<String> = []
@@ -79,13 +204,39 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
                 problems.append("\(name).\(attribute.name): \(reason)")
             }
         }
+        for relationship in relationships {
+            if !seen.insert(relationship.name.lowercased()).inserted {
+                problems.append("\(name).\(relationship.name) is declared twice")
+            }
+            if relationship.name.hasPrefix("Z_") || relationship.name.isEmpty || relationship.name.contains("\"") || relationship.name.contains("\0") {
+                problems.append("\(name).\(relationship.name) is not a valid relationship name (empty, quoted, or starting with Z_)")
+            }
+        }
+        var columns: Set<String> = []
+        for slot in 0..<storedValueCount where !columns.insert(columnName(at: slot).lowercased()).inserted {
+            problems.append("\(name): two properties are stored in the same column \(columnName(at: slot)); rename one")
+        }
         for set in uniquenessConstraints + indexes {
-            for attributeName in set where indexByName[attributeName] == nil {
-                problems.append("\(name): a uniqueness constraint or index names '\(attributeName)', which is not one of its attributes")
+            for propertyName in set where slotByName[propertyName] == nil {
+                if relationshipIndexByName[propertyName] != nil {
+                    problems.append("\(name): a uniqueness constraint or index names '\(propertyName)', a to-many relationship; only attributes and to-one relationships can be constrained or indexed")
+                } else {
+                    problems.append("\(name): a uniqueness constraint or index names '\(propertyName)', which is not one of its attributes")
+                }
             }
         }
         return problems
     }
+}
+
+/// What one slot of an object's stored values holds; see ``EntityDescription``.
+public enum StoredValueSlot: Sendable {
+    /// An attribute's value.
+    case attribute(AttributeDescription)
+    /// A to-one relationship's destination key (NULL when empty).
+    case foreignKey(RelationshipDescription)
+    /// An ordered to-many relationship's order: its objects' keys, 8 bytes each, little-endian.
+    case order(RelationshipDescription)
 }
 
 /// Carries a model metatype across isolation domains.

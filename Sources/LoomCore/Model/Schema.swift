@@ -13,9 +13,14 @@ public struct Schema: Sendable {
     /// The entities, in the order given.
     public let entities: [EntityDescription]
     let entityByName: [String: EntityDescription]
+    let resolved: [ObjectIdentifier: [ResolvedRelationship]]
+    /// The join tables of the many-to-many relationships.
+    public let joinTables: [JoinTable]
 
     /// Builds a schema from entity descriptions; throws ``LoomError/Code/invalidModel`` with
-    /// every problem found.
+    /// every problem found: duplicate or reserved names, constraints on unknown properties,
+    /// relationships to entities not in the schema, and relationships without a consistent
+    /// inverse.
     public init(_ entities: [EntityDescription]) throws(LoomError) {
         var problems: [String] = []
         var byName: [String: EntityDescription] = [:]
@@ -24,11 +29,14 @@ public struct Schema: Sendable {
             byName[entity.name] = entity
             problems += entity.validationProblems()
         }
+        let (resolved, joinTables) = Schema.resolveRelationships(entities, byName: byName, problems: &problems)
         if !problems.isEmpty {
             throw LoomError(.invalidModel, "The model is invalid: " + problems.joined(separator: "; "))
         }
         self.entities = entities
         self.entityByName = byName
+        self.resolved = resolved
+        self.joinTables = joinTables
     }
 
     /// Builds a schema from `@Model` classes.
@@ -52,8 +60,9 @@ public struct Schema: Sendable {
         return entity
     }
 
-    /// A hash of everything that decides the store's layout: entity and attribute names, types,
-    /// optionality and uniqueness. Indexes do not count (they can change without migration).
+    /// A hash of everything that decides the store's layout: entity, attribute and relationship
+    /// names, types, optionality, uniqueness, and where relationships lead. Indexes and delete
+    /// rules do not count (they can change without migration).
     /// Stable across runs, machines and Loom versions.
     public var versionHash: String {
         SchemaRecord(self).versionHash
@@ -71,6 +80,10 @@ public struct Schema: Sendable {
                 attributes: entity.attributes.map {
                     AttributeDescription(name: $0.name, type: $0.type, isOptional: $0.isOptional, isUnique: $0.isUnique, isIndexed: $0.isIndexed)
                 },
+                relationships: (entity.relationships ?? []).map {
+                    RelationshipDescription(name: $0.name, destination: $0.destination, kind: $0.kind, inverse: $0.inverse,
+                                            deleteRule: $0.deleteRule, isOptional: $0.isOptional, isUnique: $0.isUnique)
+                },
                 uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
         })
     }
@@ -85,9 +98,21 @@ public struct SchemaRecord: Codable, Sendable, Equatable {
         public var isUnique: Bool
         public var isIndexed: Bool
     }
+    public struct Relationship: Codable, Sendable, Equatable {
+        public var name: String
+        public var destination: String
+        /// Always the inverse's name, whichever side named it in the model.
+        public var inverse: String
+        public var kind: RelationshipDescription.Kind
+        public var deleteRule: DeleteRule
+        public var isOptional: Bool
+        public var isUnique: Bool
+    }
     public struct Entity: Codable, Sendable, Equatable {
         public var name: String
         public var attributes: [Attribute]
+        /// `nil` for an entity without relationships (and in stores saved before Loom had them).
+        public var relationships: [Relationship]?
         public var uniquenessConstraints: [[String]]
         public var indexes: [[String]]
     }
@@ -99,6 +124,11 @@ public struct SchemaRecord: Codable, Sendable, Equatable {
                 name: entity.name,
                 attributes: entity.attributes.map {
                     Attribute(name: $0.name, type: $0.type, isOptional: $0.isOptional, isUnique: $0.isUnique, isIndexed: $0.isIndexed)
+                },
+                relationships: entity.relationships.isEmpty ? nil : schema.relationships(of: entity).map { r in
+                    let d = r.description
+                    return Relationship(name: d.name, destination: r.destination.name, inverse: r.inverse.name, kind: d.kind,
+                                        deleteRule: d.deleteRule, isOptional: d.isOptional, isUnique: d.isUnique)
                 },
                 uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
         }
@@ -114,6 +144,10 @@ public struct SchemaRecord: Codable, Sendable, Equatable {
             }
             for u in entity.uniquenessConstraints.map({ $0.sorted().joined(separator: ",") }).sorted() {
                 canonical += "U(\(u));"
+            }
+            // Delete rules do not change the layout, so they are left out, like indexes.
+            for r in (entity.relationships ?? []).sorted(by: { $0.name < $1.name }) {
+                canonical += "R\(r.name)>\(r.destination)/\(r.inverse):\(r.kind.rawValue)\(r.isOptional ? "?" : "")\(r.isUnique ? "!" : "");"
             }
             canonical += "}"
         }
@@ -149,6 +183,20 @@ public struct SchemaRecord: Codable, Sendable, Equatable {
                 if x.type != y.type { out.append("\(name).\(a) is \(x.type.rawValue) in the store but \(y.type.rawValue) in the model") }
                 if x.isOptional != y.isOptional {
                     out.append("\(name).\(a) is \(x.isOptional ? "optional" : "required") in the store but \(y.isOptional ? "optional" : "required") in the model")
+                }
+            }
+            let sr = Dictionary((s.relationships ?? []).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let wr = Dictionary((w.relationships ?? []).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            for r in wr.keys.sorted() where sr[r] == nil { out.append("relationship \(name).\(r) is in the model but not in the store") }
+            for r in sr.keys.sorted() where wr[r] == nil { out.append("relationship \(name).\(r) is in the store but not in the model") }
+            for r in sr.keys.sorted() {
+                guard let x = sr[r], let y = wr[r] else { continue }
+                if x.destination != y.destination || x.inverse != y.inverse {
+                    out.append("relationship \(name).\(r) leads to \(x.destination).\(x.inverse) in the store but to \(y.destination).\(y.inverse) in the model")
+                }
+                if x.kind != y.kind { out.append("relationship \(name).\(r) is \(x.kind.rawValue) in the store but \(y.kind.rawValue) in the model") }
+                if x.isOptional != y.isOptional {
+                    out.append("relationship \(name).\(r) is \(x.isOptional ? "optional" : "required") in the store but \(y.isOptional ? "optional" : "required") in the model")
                 }
             }
             let su = Set(s.uniquenessConstraints.map { $0.sorted() }), wu = Set(w.uniquenessConstraints.map { $0.sorted() })

@@ -16,6 +16,9 @@ struct ValueCodec: @unchecked Sendable {
     let decode: (StoredValue) -> Any?
     /// Why this type cannot be stored, when it cannot.
     let unsupportedReason: String?
+    /// A stored value that decodes to the type's "zero" (0, "", false, empty data…), shown by
+    /// objects whose row was found deleted; `nil` when the type has none.
+    var placeholder: StoredValue? = nil
 
     static func make<T>(for type: T.Type) -> ValueCodec {
         if let optional = T.self as? any LoomOptional.Type {
@@ -25,6 +28,13 @@ struct ValueCodec: @unchecked Sendable {
     }
 
     static func makeNonOptional(for type: Any.Type) -> ValueCodec {
+        if type is any PersistentModel.Type {
+            return ValueCodec(
+                attributeType: .codable, isOptional: false,
+                encode: { _ throws(LoomError) in throw LoomError(.unsupportedType, "\(type) cannot be stored as an attribute") },
+                decode: { _ in nil },
+                unsupportedReason: "\(type) is a model, not a value: declare the relationship as a property of type \(type)?, \(type), Set<\(type)> or [\(type)]")
+        }
         if let persistent = type as? any PersistentValue.Type {
             return direct(persistent)
         }
@@ -49,7 +59,22 @@ struct ValueCodec: @unchecked Sendable {
                 return v.storedValue
             },
             decode: { P(storedValue: $0) },
-            unsupportedReason: nil)
+            unsupportedReason: nil,
+            placeholder: zeroCandidates(P.attributeType).first { P(storedValue: $0) != nil })
+    }
+
+    /// Stored values that mean "zero" for an attribute type, most natural first.
+    static func zeroCandidates(_ type: AttributeType) -> [StoredValue] {
+        switch type {
+        case .bool, .integer16, .integer32, .integer64: [.integer(0)]
+        case .double, .float, .date: [.real(0)]
+        case .string: [.text("")]
+        case .binary: [.blob(Data())]
+        case .uuid: [.blob(Data(count: 16))]
+        case .url: [.text("about:blank")]
+        case .decimal: [.text("0")]
+        case .codable: ["{}", "[]", "0", "\"\"", "false", "null"].map { .blob(Data($0.utf8)) }
+        }
     }
 
     private static func rawRepresentable<R: RawRepresentable>(_: R.Type) -> ValueCodec? {
@@ -70,8 +95,22 @@ struct ValueCodec: @unchecked Sendable {
                 guard let p = P(storedValue: stored), let raw = p as? R.RawValue else { return nil }
                 return R(rawValue: raw)
             },
-            unsupportedReason: nil)
+            unsupportedReason: nil,
+            placeholder: rawPlaceholder(R.self, P.self))
     }
+
+    /// The raw value of a zero-like case, or of the first case of a `CaseIterable` enum.
+    private static func rawPlaceholder<R: RawRepresentable, P: PersistentValue>(_: R.Type, _: P.Type) -> StoredValue? {
+        for candidate in zeroCandidates(P.attributeType) {
+            if let p = P(storedValue: candidate), let raw = p as? R.RawValue, R(rawValue: raw) != nil { return candidate }
+        }
+        if let iterable = R.self as? any CaseIterable.Type, let first = firstCase(iterable) as? R, let raw = first.rawValue as? P {
+            return raw.storedValue
+        }
+        return nil
+    }
+
+    private static func firstCase<C: CaseIterable>(_: C.Type) -> Any? { C.allCases.first }
 
     private static func json<C: Codable>(_: C.Type) -> ValueCodec {
         ValueCodec(
@@ -88,7 +127,11 @@ struct ValueCodec: @unchecked Sendable {
                 guard case .blob(let data) = stored else { return nil }
                 return try? JSONDecoder().decode(C.self, from: data)
             },
-            unsupportedReason: nil)
+            unsupportedReason: nil,
+            placeholder: zeroCandidates(.codable).first { stored in
+                guard case .blob(let data) = stored else { return false }
+                return (try? JSONDecoder().decode(C.self, from: data)) != nil
+            })
     }
 }
 
@@ -115,7 +158,8 @@ extension Optional: LoomOptional {
                 guard let v = inner.decode(stored) as? Wrapped else { return nil }
                 return Wrapped?.some(v) as Any
             },
-            unsupportedReason: inner.unsupportedReason)
+            unsupportedReason: inner.unsupportedReason,
+            placeholder: .null)
     }
 
     var loomWrapped: Any? {

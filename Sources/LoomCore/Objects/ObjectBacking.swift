@@ -1,8 +1,10 @@
+import Foundation
+
 /// The storage behind one managed object: its values, its identity, its state in its context.
 ///
 /// `@Model` generates a stored `_loomBacking` and accessors that call ``value(at:as:)`` and
-/// ``setValue(_:at:)``; user code never needs this type. Not `Sendable`: it belongs to the
-/// context its object is registered in.
+/// ``setValue(_:at:)`` (with overloads for relationships); user code never needs this type. Not
+/// `Sendable`: it belongs to the context its object is registered in.
 public final class ObjectBacking {
     enum State: UInt8 {
         /// Created and not inserted into a context yet.
@@ -17,7 +19,8 @@ public final class ObjectBacking {
 
     let entity: EntityDescription
     var state: State
-    /// The current values; `nil` at a position means "never set" (only for new objects).
+    /// The current values, one per slot (see ``EntityDescription``); `nil` at a position means
+    /// "never set" (only for new objects).
     var values: [StoredValue?]
     /// The values as last fetched or saved; `nil` for objects never saved.
     var committed: [StoredValue]?
@@ -29,10 +32,18 @@ public final class ObjectBacking {
     var isInserted = false
     var isUpdated = false
     var isDeleted = false
+    /// Whether the object's row was found missing when its fault fired: it reads as deleted.
+    var isInaccessible = false
     /// Whether the object is already listed in its context's current event.
     var changedSinceEvent = false
+    /// Whether the delete rules were applied for this object's deletion.
+    var deletePropagated = false
     /// Why the object is invalid, for the trap message.
     var invalidationReason: String?
+    /// The loaded to-many relationships, by relationship index: the destinations' keys.
+    var toMany: [Int: MemberList] = [:]
+    /// Relationships set while the object was detached, applied when it is inserted.
+    var detachedRelated: [Int: [any BackedObject]] = [:]
 
     /// Creates storage for a new object of `entity`, holding the entity's default values
     /// (and `nil` for optional attributes without one).
@@ -49,11 +60,15 @@ public final class ObjectBacking {
     /// Gives a new object its default values, once.
     @inline(__always)
     func applyDefaultsIfNeeded() {
-        guard state == .detached || isInserted, values.count != entity.attributes.count else { return }
-        values = entity.attributes.map { attribute in
+        guard state == .detached || isInserted, values.count != entity.storedValueCount else { return }
+        var fresh: [StoredValue?] = entity.attributes.map { attribute in
             if let d = attribute.defaultStoredValue { return d }
             return attribute.isOptional ? .null : nil
         }
+        for slot in entity.attributes.count..<entity.storedValueCount {
+            if case .foreignKey(let r) = entity.storedValue(at: slot), !r.isOptional { fresh.append(nil) } else { fresh.append(.null) }
+        }
+        values = fresh
     }
 
     init(entity: EntityDescription, key: Int64, context: ManagedObjectContext) {
@@ -62,35 +77,173 @@ public final class ObjectBacking {
         self.values = []
         self.key = key
         self.context = context
+        self.storeIdentifier = context.coordinator.storeIdentifier
     }
 
-    // MARK: Accessors
+    // MARK: Attribute accessors
 
-    /// Reads attribute `index` as a `T`. Generated accessors call this.
+    /// Reads the attribute declared at property position `index` as a `T`. Generated accessors
+    /// call this.
     ///
     /// Loads the object's values if it is a fault. Traps if the object is used off its context's
     /// isolation (with concurrency debugging on), after its context was reset, or if a required
     /// attribute is read before it was ever set.
     public func value<T>(at index: Int, as type: T.Type) -> T {
-        let stored = storedValue(at: index)
-        if let value = entity.attributes[index].codec.decode(stored) as? T { return value }
-        let attribute = entity.attributes[index]
+        let attributeIndex = attributeSlot(forProperty: index)
+        let stored = storedValue(at: attributeIndex)
+        let attribute = entity.attributes[attributeIndex]
+        if let value = attribute.codec.decode(stored) as? T { return value }
         if stored == .null, !attribute.isOptional {
+            if isInaccessible {
+                preconditionFailure("\(entity.name) \(objectIDDescription) was deleted elsewhere (its row is gone), and \(entity.name).\(attribute.name) has no default value to show; give it one, or check isDeleted first.")
+            }
             preconditionFailure("\(entity.name).\(attribute.name) was read before a value was set; give it a value or a default.")
         }
         preconditionFailure("\(entity.name).\(attribute.name) holds a stored \(stored.kindName) that is not a \(T.self).")
     }
 
-    /// Writes attribute `index`. Generated accessors call this.
+    /// Writes the attribute declared at property position `index`. Generated accessors call this.
     public func setValue<T>(_ value: T, at index: Int) {
+        let attributeIndex = attributeSlot(forProperty: index)
         let stored: StoredValue
         do {
-            stored = try entity.attributes[index].codec.encode(value)
+            stored = try entity.attributes[attributeIndex].codec.encode(value)
         } catch {
-            preconditionFailure("\(entity.name).\(entity.attributes[index].name) cannot store a \(Swift.type(of: value)): \(error.message)")
+            preconditionFailure("\(entity.name).\(entity.attributes[attributeIndex].name) cannot store a \(Swift.type(of: value)): \(error.message)")
         }
-        setStoredValue(stored, at: index)
+        setStoredValue(stored, at: attributeIndex)
     }
+
+    /// Writes the attribute declared at property position `index` of `owner`. Generated setters
+    /// call this form, which relationships need (see ``setValue(_:at:of:)-(M?,_,_)``).
+    public func setValue<T>(_ value: T, at index: Int, of owner: any BackedObject) {
+        setValue(value, at: index)
+    }
+
+    private func attributeSlot(forProperty index: Int) -> Int {
+        let entry = index < entity.propertyTable.count ? entity.propertyTable[index] : index
+        guard entry >= 0 else {
+            preconditionFailure("\(entity.name).\(entity.relationships[-1 - entry].name) is a relationship, read as an attribute.")
+        }
+        return entry
+    }
+
+    private func relationshipIndex(forProperty index: Int) -> Int {
+        let entry = entity.propertyTable[index]
+        guard entry < 0 else {
+            preconditionFailure("\(entity.name).\(entity.attributes[entry].name) is an attribute, read as a relationship.")
+        }
+        return -1 - entry
+    }
+
+    // MARK: Relationship accessors
+
+    /// Reads an optional to-one relationship. Generated accessors call this.
+    ///
+    /// Returns the registered object, or a fault that loads its values when first used; no I/O
+    /// happens here unless this object itself is a fault.
+    public func value<M: PersistentModel>(at index: Int, as type: M?.Type) -> M? {
+        relatedObject(relationshipIndex(forProperty: index)).map { cast($0, M.self) }
+    }
+
+    /// Reads a required to-one relationship. Traps if it was never set.
+    public func value<M: PersistentModel>(at index: Int, as type: M.Type) -> M {
+        let j = relationshipIndex(forProperty: index)
+        guard let object = relatedObject(j) else {
+            if isInaccessible {
+                preconditionFailure("\(entity.name) \(objectIDDescription) was deleted elsewhere (its row is gone), so its required relationship '\(entity.relationships[j].name)' has no object; check isDeleted first.")
+            }
+            preconditionFailure("\(entity.name).\(entity.relationships[j].name) was read before it was set; set it before reading it.")
+        }
+        return cast(object, M.self)
+    }
+
+    /// Reads a to-many relationship. The first read loads every destination's key (one query);
+    /// the objects are faults until used.
+    public func value<M: PersistentModel>(at index: Int, as type: Set<M>.Type) -> Set<M> {
+        Set(relatedObjects(relationshipIndex(forProperty: index)).map { cast($0, M.self) })
+    }
+
+    /// Reads an ordered to-many relationship, in its order.
+    public func value<M: PersistentModel>(at index: Int, as type: [M].Type) -> [M] {
+        relatedObjects(relationshipIndex(forProperty: index)).map { cast($0, M.self) }
+    }
+
+    /// Writes an optional to-one relationship of `owner`, updating the inverse at once.
+    ///
+    /// When `owner` was never inserted and `value` is in a context, `owner` is inserted into
+    /// that context first (as SwiftData does); when neither is, the relationship is kept until
+    /// `owner` is inserted.
+    public func setValue<M: PersistentModel>(_ value: M?, at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: value.map { [$0] } ?? [], owner: owner)
+    }
+
+    /// Writes a required to-one relationship of `owner`, updating the inverse at once.
+    public func setValue<M: PersistentModel>(_ value: M, at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: [value], owner: owner)
+    }
+
+    /// Writes a to-many relationship of `owner`, updating the inverse of every object added or
+    /// removed.
+    public func setValue<M: PersistentModel>(_ value: Set<M>, at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: value.sorted { $0._loomBacking.key < $1._loomBacking.key }, owner: owner)
+    }
+
+    /// Writes an ordered to-many relationship of `owner`: its objects in this order, each once
+    /// (the first occurrence of a repeated object counts).
+    public func setValue<M: PersistentModel>(_ value: [M], at index: Int, of owner: any BackedObject) {
+        setRelated(relationshipIndex(forProperty: index), to: value, owner: owner)
+    }
+
+    private func cast<M: PersistentModel>(_ object: any BackedObject, _: M.Type) -> M {
+        guard let model = object as? M else {
+            preconditionFailure("\(object._loomBacking.entity.name) \(object._loomBacking.objectIDDescription) is not a \(M.self).")
+        }
+        return model
+    }
+
+    func relatedObject(_ j: Int) -> (any BackedObject)? {
+        if state == .detached { return detachedRelated[j]?.first }
+        if state != .loaded { prepareForAccess() }
+        ConcurrencyDebugging.check(self)
+        guard let context else { return nil }
+        return context.destinationObject(of: self, relationship: j)
+    }
+
+    func relatedObjects(_ j: Int) -> [any BackedObject] {
+        if state == .detached { return detachedRelated[j] ?? [] }
+        if state != .loaded { prepareForAccess() }
+        ConcurrencyDebugging.check(self)
+        guard let context else { return [] }
+        return context.destinationObjects(of: self, relationship: j)
+    }
+
+    func setRelated(_ j: Int, to objects: [any BackedObject], owner: (any BackedObject)?) {
+        if state == .detached {
+            if let owner, let context = objects.lazy.compactMap({ $0._loomBacking.context }).first {
+                // Join the context of the object it is being related to.
+                do { try context.insertObject(owner) } catch { preconditionFailure(error.message) }
+            } else {
+                // Kept until the object is inserted; inserting it then relates it (and inserts
+                // the new objects it relates to).
+                var unique: [any BackedObject] = []
+                for object in objects where !unique.contains(where: { $0 === object }) { unique.append(object) }
+                detachedRelated[j] = unique
+                return
+            }
+        }
+        if state != .loaded { prepareForAccess() }
+        ConcurrencyDebugging.check(self)
+        guard let context else {
+            preconditionFailure("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object left its context (it was deleted).")
+        }
+        if isDeleted {
+            preconditionFailure("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object was deleted.")
+        }
+        context.setRelationship(j, of: self, to: objects)
+    }
+
+    // MARK: Stored values
 
     func storedValue(at index: Int) -> StoredValue {
         if state != .loaded { prepareForAccess() }
@@ -115,7 +268,7 @@ public final class ObjectBacking {
     }
 
     /// Fires the fault, or traps with the reason the object cannot be used.
-    private func prepareForAccess() {
+    func prepareForAccess() {
         switch state {
         case .fault:
             guard let context else {
@@ -137,38 +290,62 @@ public final class ObjectBacking {
     var objectIDDescription: String { key == 0 ? "(not inserted)" : "\(entity.name)/\(key)" }
 
     func requireObjectID() -> AnyObjectID {
-        guard key != 0, let context else {
+        guard key != 0, state != .invalidated, let storeIdentifier else {
             if state == .invalidated {
                 preconditionFailure("\(entity.name) \(objectIDDescription) was used after \(invalidationReason ?? "its context was reset").")
             }
             preconditionFailure("This \(entity.name) has no object ID: insert it into a context first.")
         }
-        return AnyObjectID(storeIdentifier: context.coordinator.storeIdentifier, entityName: entity.name, primaryKey: key)
+        return AnyObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, primaryKey: key)
     }
+
+    /// The store the object belongs to, set when it is registered; kept when the object leaves
+    /// its context (deleted elsewhere), so that its ID stays readable.
+    var storeIdentifier: UUID?
 
     func load(_ row: StoreRow) {
         values = row.values.map { $0 }
         committed = row.values
         version = row.version
         state = .loaded
+        isInaccessible = false
     }
 
     func invalidate(reason: String) {
         state = .invalidated
         invalidationReason = reason
         values = []
+        toMany = [:]
+        context = nil
+    }
+
+    /// Turns the object into a deleted one that left its context because its row is gone:
+    /// optional attributes read `nil`, others their default or their type's zero value,
+    /// relationships are empty. Nothing stale is ever shown.
+    func becomeInaccessible() {
+        var placeholder: [StoredValue?] = entity.attributes.map { $0.placeholderStoredValue }
+        placeholder += Array(repeating: StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
+        values = placeholder
+        committed = nil
+        state = .loaded
+        isInaccessible = true
+        isDeleted = true
+        isUpdated = false
+        isInserted = false
+        toMany = [:]
         context = nil
     }
 
     func changedValues() -> [String: StoredValue] {
         if state == .fault { return [:] }
         var out: [String: StoredValue] = [:]
-        for (i, attribute) in entity.attributes.enumerated() {
-            let now = values[i] ?? .null
+        for slot in 0..<entity.storedValueCount {
+            if case .order = entity.storedValue(at: slot) { continue }
+            let now = values[slot] ?? .null
             if let committed {
-                if !committed[i].isSame(as: now) || committed[i].kindName != now.kindName { out[attribute.name] = now }
+                if !committed[slot].isSame(as: now) || committed[slot].kindName != now.kindName { out[entity.storedValueName(at: slot)] = now }
             } else {
-                out[attribute.name] = now
+                out[entity.storedValueName(at: slot)] = now
             }
         }
         return out
@@ -178,11 +355,35 @@ public final class ObjectBacking {
         if state == .fault, let context { context.fulfillFault(self) }
         guard let committed else { return [:] }
         var out: [String: StoredValue] = [:]
-        for (i, attribute) in entity.attributes.enumerated() where keys?.contains(attribute.name) ?? true {
-            out[attribute.name] = committed[i]
+        for slot in 0..<entity.storedValueCount {
+            if case .order = entity.storedValue(at: slot) { continue }
+            let name = entity.storedValueName(at: slot)
+            if keys?.contains(name) ?? true { out[name] = committed[slot] }
         }
         return out
     }
+}
+
+/// The keys of a loaded to-many relationship: in order for an ordered one, by key otherwise.
+struct MemberList: Equatable {
+    private(set) var keys: [Int64] = []
+    private(set) var set: Set<Int64> = []
+
+    init(_ keys: [Int64] = []) {
+        for key in keys where set.insert(key).inserted { self.keys.append(key) }
+    }
+
+    func contains(_ key: Int64) -> Bool { set.contains(key) }
+
+    mutating func append(_ key: Int64) {
+        if set.insert(key).inserted { keys.append(key) }
+    }
+
+    mutating func remove(_ key: Int64) {
+        if set.remove(key) != nil { keys.removeAll { $0 == key } }
+    }
+
+    var count: Int { keys.count }
 }
 
 extension StoredValue {
@@ -194,5 +395,27 @@ extension StoredValue {
         case .text: "text"
         case .blob: "blob"
         }
+    }
+
+    /// An ordered relationship's keys, packed as the order slot stores them.
+    static func order(_ keys: [Int64]) -> StoredValue {
+        var data = Data(capacity: keys.count * 8)
+        for key in keys { withUnsafeBytes(of: key.littleEndian) { data.append(contentsOf: $0) } }
+        return .blob(data)
+    }
+
+    /// The keys an order slot holds; empty for NULL or a malformed value.
+    var orderKeys: [Int64] {
+        guard case .blob(let data) = self, data.count % 8 == 0 else { return [] }
+        var keys: [Int64] = []
+        keys.reserveCapacity(data.count / 8)
+        var index = data.startIndex
+        while index < data.endIndex {
+            var raw: UInt64 = 0
+            for shift in 0..<8 { raw |= UInt64(data[index + shift]) << (8 * UInt64(shift)) }
+            keys.append(Int64(bitPattern: raw))
+            index += 8
+        }
+        return keys
     }
 }

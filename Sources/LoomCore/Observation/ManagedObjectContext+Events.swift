@@ -35,27 +35,40 @@ extension ManagedObjectContext {
         eventHub.yield(event)
     }
 
-    /// Ends the current "event": posts `objectsDidChange` for everything inserted, changed or
-    /// deleted since the last one. Runs by itself at the end of every `perform`, before every
-    /// save, after merges, and for the view context at the end of the main actor's turn.
+    /// Ends the current "event": applies the delete rules of the objects deleted since the last
+    /// one, then posts `objectsDidChange` for everything inserted, changed or deleted. Runs by
+    /// itself at the end of every `perform`, before every save, after merges, and for the view
+    /// context at the end of the main actor's turn.
     public func processPendingChanges() {
         ConcurrencyDebugging.check(self, #function)
-        guard !eventInserted.isEmpty || !eventChanged.isEmpty || !eventDeleted.isEmpty else { return }
+        propagateDeletes()
+        guard !eventInserted.isEmpty || !eventChanged.isEmpty || !eventDeleted.isEmpty
+            || !eventRelationshipChanges.isEmpty || !eventInaccessible.isEmpty else { return }
         var changes = ObjectChanges()
-        for backing in eventInserted where backing.context === self && backing.isInserted {
+        for backing in eventInserted where backing.context === self && backing.isInserted && !backing.isDeleted {
             changes.inserted.insert(objectID(of: backing))
         }
         for backing in eventChanged where backing.context === self && !backing.isInserted {
             backing.changedSinceEvent = false
             let id = objectID(of: backing)
             changes.updated.insert(id)
-            changes.changedProperties[id] = Set(changedIndexes(backing).map { backing.entity.attributes[$0.0].name })
+            changes.changedProperties[id] = Set(changedIndexes(backing).map { backing.entity.storedValueName(at: $0.0) })
         }
-        for backing in eventDeleted { changes.deleted.insert(objectID(of: backing)) }
+        for entry in eventRelationshipChanges.entries.values {
+            let k = RowCacheKey(entity: ObjectIdentifier(entry.entity), key: entry.key)
+            if insertedObjects[k] != nil || deletedObjects[k] != nil || insertedDeleted[k] != nil { continue }
+            let id = objectID(entry.entity, entry.key)
+            changes.updated.insert(id)
+            changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })
+        }
+        for backing in eventDeleted where !backing.isInserted { changes.deleted.insert(objectID(of: backing)) }
+        changes.deleted.formUnion(eventInaccessible)
         for backing in eventInserted { backing.changedSinceEvent = false }
         eventInserted = []
         eventChanged = []
         eventDeleted = []
+        eventRelationshipChanges = RelationshipChangeLog()
+        eventInaccessible = []
         if !changes.isEmpty { post(.objectsDidChange(changes)) }
     }
 
@@ -71,7 +84,7 @@ extension ManagedObjectContext {
         scheduleEndOfEventIfNeeded()
     }
 
-    private func scheduleEndOfEventIfNeeded() {
+    func scheduleEndOfEventIfNeeded() {
         guard case .mainActor = isolation, !endOfEventScheduled else { return }
         endOfEventScheduled = true
         let box = UncheckedContext(self)

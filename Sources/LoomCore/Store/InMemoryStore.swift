@@ -7,10 +7,17 @@ public final class InMemoryStore: PersistentStore {
     public let identifier: UUID
     public let schema: Schema
 
-    private struct State {
+    struct State {
         var tables: [ObjectIdentifier: [Int64: StoreRow]] = [:]
+        /// Join tables by name: each row a (source, target) pair.
+        var links: [String: Set<Link>] = [:]
         var nextKeys: [ObjectIdentifier: Int64] = [:]
         var isClosed = false
+    }
+
+    struct Link: Hashable {
+        let source: Int64
+        let target: Int64
     }
     private let state = Locked(State())
 
@@ -25,15 +32,22 @@ public final class InMemoryStore: PersistentStore {
     }
 
     public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        let rows = try state.withLock { state throws(LoomError) -> [StoreRow] in
+        let snapshot = try state.withLock { state throws(LoomError) -> State in
             try checkOpen(state)
-            return Array(state.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values)
+            return state
         }
+        let graph = TableGraph(schema: schema, tables: snapshot.tables, links: snapshot.links)
+        let rows = Array(snapshot.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values).map { TableGraph.Row(entity: query.entity, row: $0) }
         var matching = rows
         if let predicate = query.predicate {
-            matching = rows.filter { row in predicate.matches(key: row.key) { row.values[$0] } }
+            matching = rows.filter { predicate.matches($0, in: graph) }
         }
-        matching.sort { SortKey.areInIncreasingOrder(query.sortKeys, $0, $1) }
+        SortKey.sort(&matching, by: query.sortKeys, row: { $0 }, in: graph)
+        let sorted = matching.map(\.row)
+        return window(sorted, query)
+    }
+
+    private func window(_ matching: [StoreRow], _ query: StoreQuery) -> [StoreRow] {
         let start = min(query.fetchOffset, matching.count)
         let end = query.fetchLimit.map { min(start + $0, matching.count) } ?? matching.count
         return Array(matching[start..<end])
@@ -51,16 +65,44 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
+    public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+        let snapshot = try state.withLock { state throws(LoomError) -> State in
+            try checkOpen(state)
+            return state
+        }
+        let wanted = Set(keys)
+        let destination = snapshot.tables[ObjectIdentifier(relationship.destination)] ?? [:]
+        var related: [RelatedRow] = []
+        switch relationship.storage {
+        case .foreignKey:
+            throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
+        case .inverseForeignKey(let slot):
+            for row in destination.values {
+                if case .integer(let owner) = row.values[slot], wanted.contains(owner) { related.append(RelatedRow(owner: owner, row: row)) }
+            }
+        case .joinTable(let table, let ownColumn, _):
+            for link in snapshot.links[table.name] ?? [] {
+                let (owner, other) = ownColumn == JoinTable.sourceColumn ? (link.source, link.target) : (link.target, link.source)
+                if wanted.contains(owner), let row = destination[other] { related.append(RelatedRow(owner: owner, row: row)) }
+            }
+        }
+        return related.sorted { ($0.owner, $0.row.key) < ($1.owner, $1.row.key) }
+    }
+
     public func apply(_ changes: StoreChangeSet) throws(LoomError) {
         try state.withLock { state throws(LoomError) in
             try checkOpen(state)
             var tables = state.tables
+            var links = state.links
             for delete in changes.deletes {
                 let id = ObjectIdentifier(delete.entity)
                 guard let row = tables[id]?[delete.key], row.version == delete.expectedVersion else {
                     throw conflict(delete.entity, delete.key)
                 }
                 tables[id]?[delete.key] = nil
+                for (table, column) in schema.joinTables(involving: delete.entity) {
+                    links[table.name] = links[table.name]?.filter { (column == JoinTable.sourceColumn ? $0.source : $0.target) != delete.key }
+                }
             }
             for update in changes.updates {
                 let id = ObjectIdentifier(update.entity)
@@ -78,6 +120,8 @@ public final class InMemoryStore: PersistentStore {
                 }
                 tables[id, default: [:]][insert.key] = StoreRow(key: insert.key, version: 1, values: insert.values)
             }
+            for link in changes.linkDeletes { links[link.table.name]?.remove(Link(source: link.source, target: link.target)) }
+            for link in changes.linkInserts { links[link.table.name, default: []].insert(Link(source: link.source, target: link.target)) }
             // Uniqueness, checked on the result as SQLite's unique indexes would.
             var touched: Set<ObjectIdentifier> = []
             for i in changes.inserts { touched.insert(ObjectIdentifier(i.entity)) }
@@ -86,6 +130,7 @@ public final class InMemoryStore: PersistentStore {
                 try checkUniqueness(entity, tables[ObjectIdentifier(entity)] ?? [:])
             }
             state.tables = tables
+            state.links = links
         }
     }
 
@@ -96,7 +141,7 @@ public final class InMemoryStore: PersistentStore {
 
     private func checkUniqueness(_ entity: EntityDescription, _ table: [Int64: StoreRow]) throws(LoomError) {
         for constraint in entity.uniquenessConstraints {
-            let indexes = constraint.compactMap { entity.attributeIndex(named: $0) }
+            let indexes = constraint.compactMap { entity.storedValueIndex(named: $0) }
             var seen: Set<[StoredValue]> = []
             for row in table.values {
                 let values = indexes.map { row.values[$0] }

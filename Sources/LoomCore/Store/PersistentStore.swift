@@ -18,9 +18,14 @@ public protocol PersistentStore: AnyObject, Sendable {
     func count(_ query: StoreQuery) throws(LoomError) -> Int
     /// The rows with these primary keys; missing keys are simply absent from the result.
     func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow]
+    /// The rows that a to-many relationship of each object in `keys` leads to, with the key of
+    /// the object they belong to, ordered by owner then key: one query whatever the number of
+    /// keys. This is how a to-many fault fires and how a fetch prefetches a relationship.
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow]
     /// Applies a change set atomically: all of it, or nothing and an error.
     ///
-    /// Updates and deletes name the version they expect; a row whose version differs (or that
+    /// Deleting an object also deletes its join-table rows. Updates and deletes name the
+    /// version they expect; a row whose version differs (or that
     /// is gone) fails the whole change set with ``LoomError/Code/versionConflict``. A
     /// uniqueness constraint violation fails it with ``LoomError/Code/uniquenessViolation``
     /// naming the entity and attributes.
@@ -48,6 +53,10 @@ public struct StoreRow: Sendable, Equatable {
 }
 
 /// What to fetch: an entity, an optional filter, an order, and a window.
+///
+/// The predicate and sort keys may reach related objects (``PredicateNode/toOne(_:_:)`` and
+/// its siblings, ``SortKey/relationshipPath``); a store resolves the relationships they name
+/// through its ``PersistentStore/schema``.
 public struct StoreQuery: Sendable {
     public var entity: EntityDescription
     public var predicate: PredicateNode?
@@ -64,25 +73,62 @@ public struct StoreQuery: Sendable {
     }
 }
 
-/// One ordering term: an attribute, ascending or descending. Stores break ties by primary key,
-/// so every order is total and the same on every store.
+/// One ordering term: an attribute, ascending or descending, of the fetched object or of an
+/// object a chain of to-one relationships leads to. Stores break ties by primary key, so every
+/// order is total and the same on every store.
 public struct SortKey: Sendable, Hashable {
-    /// The attribute's position in its entity.
+    /// The attribute's position in its entity: the fetched entity, or the last relationship's
+    /// destination.
     public var attributeIndex: Int
     public var ascending: Bool
+    /// The to-one relationships that lead to the attribute's object; empty for the fetched
+    /// object's own attribute. An empty relationship sorts as NULL (first when ascending).
+    public var relationshipPath: [RelationshipReference]
 
-    public init(attributeIndex: Int, ascending: Bool) {
+    public init(attributeIndex: Int, ascending: Bool, relationshipPath: [RelationshipReference] = []) {
         self.attributeIndex = attributeIndex
         self.ascending = ascending
+        self.relationshipPath = relationshipPath
     }
 
-    /// Orders two rows by these keys, then by primary key.
+    /// The value this key sorts by, as a node of the fetched entity.
+    public var valueNode: PredicateNode {
+        relationshipPath.reversed().reduce(PredicateNode.attribute(attributeIndex)) { .toOne($1, $0) }
+    }
+
+    /// Orders two rows by these keys, then by primary key. For keys without relationship paths.
     static func areInIncreasingOrder(_ keys: [SortKey], _ a: StoreRow, _ b: StoreRow) -> Bool {
         for key in keys {
             let c = StoredValue.compare(a.values[key.attributeIndex], b.values[key.attributeIndex])
             if c != 0 { return key.ascending ? c < 0 : c > 0 }
         }
         return a.key < b.key
+    }
+
+    /// Sorts items by these keys, then by primary key, reading each key's value once per item.
+    static func sort<G: PredicateGraph, Item>(_ items: inout [Item], by keys: [SortKey], row: (Item) -> G.Row, in graph: G) {
+        if keys.isEmpty {
+            items.sort { graph.key(of: row($0)) < graph.key(of: row($1)) }
+            return
+        }
+        let nodes = keys.map(\.valueNode)
+        var decorated = items.map { item -> (values: [StoredValue], key: Int64, item: Item) in
+            let r = row(item)
+            return (nodes.map { $0.evaluate(r, in: graph) }, graph.key(of: r), item)
+        }
+        decorated.sort { a, b in
+            for (i, key) in keys.enumerated() {
+                let c = StoredValue.compare(a.values[i], b.values[i])
+                if c != 0 { return key.ascending ? c < 0 : c > 0 }
+            }
+            return a.key < b.key
+        }
+        items = decorated.map(\.item)
+    }
+
+    /// Whether any key sorts through a relationship.
+    static func usesRelationships(_ keys: [SortKey]) -> Bool {
+        keys.contains { !$0.relationshipPath.isEmpty }
     }
 }
 
@@ -107,11 +153,37 @@ public struct StoreChangeSet: Sendable {
         public var expectedVersion: Int64
     }
 
+    /// One row of a join table (a many-to-many pair).
+    public struct LinkChange: Sendable, Hashable {
+        public var table: JoinTable
+        /// The key in ``JoinTable/sourceColumn``.
+        public var source: Int64
+        /// The key in ``JoinTable/targetColumn``.
+        public var target: Int64
+    }
+
     public var inserts: [Insert] = []
     public var updates: [Update] = []
     public var deletes: [Delete] = []
+    /// Join-table rows to add; adding one that exists is not an error.
+    public var linkInserts: [LinkChange] = []
+    /// Join-table rows to remove; removing one that does not exist is not an error.
+    public var linkDeletes: [LinkChange] = []
 
     public init() {}
 
-    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && linkInserts.isEmpty && linkDeletes.isEmpty }
+}
+
+/// A row a to-many relationship leads to, with the key of the object it belongs to.
+public struct RelatedRow: Sendable, Equatable {
+    /// The key of the object whose relationship holds the row.
+    public var owner: Int64
+    /// The destination's row.
+    public var row: StoreRow
+
+    public init(owner: Int64, row: StoreRow) {
+        self.owner = owner
+        self.row = row
+    }
 }

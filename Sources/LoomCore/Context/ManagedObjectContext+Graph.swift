@@ -1,0 +1,185 @@
+/// A context's objects as a predicate graph: every object with its unsaved changes, deleted
+/// objects absent, relationships as they are now. Built for one fetch.
+///
+/// Not `Sendable`: used on its context's isolation only. Store failures met while following
+/// relationships are kept in ``failure`` (graph methods cannot throw) and rethrown by the fetch.
+final class ContextGraph: PredicateGraph {
+    struct Row {
+        let entity: EntityDescription
+        let key: Int64
+        let values: [StoredValue]
+    }
+
+    unowned let context: ManagedObjectContext
+    private var rows: [RowCacheKey: Row?] = [:]
+    private var related: [RelationshipReference: [Int64: [Row]]] = [:]
+    private(set) var failure: LoomError?
+
+    init(_ context: ManagedObjectContext) { self.context = context }
+
+    func key(of row: Row) -> Int64 { row.key }
+
+    func value(_ index: Int, of row: Row) -> StoredValue { row.values[index] }
+
+    /// The object with this key as the context sees it now; `nil` when it is deleted or gone.
+    func row(_ entity: EntityDescription, _ key: Int64) -> Row? {
+        let k = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
+        if let known = rows[k] { return known }
+        var found: Row?
+        if let backing = context.registry[k]?.object?._loomBacking, backing.state == .loaded {
+            found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values.map { $0 ?? .null })
+        } else {
+            do {
+                found = try context.baseRow(of: entity, key: key, fresh: false).map { Row(entity: entity, key: key, values: $0.values) }
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        rows[k] = found
+        return found
+    }
+
+    /// Records a row the caller already has (a store row not changed here).
+    func remember(_ entity: EntityDescription, _ row: StoreRow) -> Row {
+        let k = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
+        if let known = rows[k], let known { return known }
+        let made = Row(entity: entity, key: row.key, values: row.values)
+        rows[k] = made
+        return made
+    }
+
+    /// Loads the destination rows of a to-one for many keys at once (one query).
+    func warmDestinations(_ r: ResolvedRelationship, of sources: [Row]) {
+        guard case .foreignKey(let slot) = r.storage else { return }
+        var keys: [Int64] = []
+        var seen: Set<Int64> = []
+        for source in sources {
+            guard case .integer(let key) = source.values[slot], seen.insert(key).inserted else { continue }
+            let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: key)
+            if rows[k] == nil, context.registry[k]?.object == nil { keys.append(key) }
+        }
+        guard !keys.isEmpty else { return }
+        do {
+            let found = try context.baseRows(of: r.destination, keys: keys)
+            for row in found { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: row.key)] = Row(entity: r.destination, key: row.key, values: row.values) }
+            let present = Set(found.map(\.key))
+            for key in keys where !present.contains(key) { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: key)] = .some(nil) }
+        } catch {
+            failure = failure ?? error
+        }
+    }
+
+    /// Loads the members of a to-many for many owners at once (one query).
+    func warmMembers(_ r: ResolvedRelationship, of owners: [Int64]) {
+        let missing = owners.filter { related[r.reference]?[$0] == nil }
+        guard !missing.isEmpty else { return }
+        do {
+            var byOwner: [Int64: [Row]] = [:]
+            for pair in try context.currentRelated(r, keys: missing) {
+                let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: pair.row.key)
+                if let backing = context.registry[k]?.object?._loomBacking, backing.isDeleted { continue }
+                byOwner[pair.owner, default: []].append(Row(entity: r.destination, key: pair.row.key, values: pair.row.values))
+            }
+            for owner in missing { related[r.reference, default: [:]][owner] = byOwner[owner] ?? [] }
+        } catch {
+            failure = failure ?? error
+        }
+    }
+
+    func destination(of row: Row, _ relationship: RelationshipReference) -> Row? {
+        guard let r = context.coordinator.schema.relationship(relationship), case .foreignKey(let slot) = r.storage,
+              case .integer(let key) = row.values[slot] else { return nil }
+        return self.row(r.destination, key)
+    }
+
+    func destinations(of row: Row, _ relationship: RelationshipReference) -> [Row] {
+        guard let r = context.coordinator.schema.relationship(relationship) else { return [] }
+        if case .foreignKey = r.storage { return destination(of: row, relationship).map { [$0] } ?? [] }
+        if related[relationship]?[row.key] == nil { warmMembers(r, of: [row.key]) }
+        return related[relationship]?[row.key] ?? []
+    }
+}
+
+extension ManagedObjectContext {
+    /// Whether this context has unsaved changes that can change the answer to `query`: to its
+    /// entity, or to an entity its predicate or sort reaches through relationships.
+    func hasPendingChanges(affecting query: StoreQuery) -> Bool {
+        if changedEntities[ObjectIdentifier(query.entity)] != nil { return true }
+        let schema = coordinator.schema
+        for path in query.relationshipPaths {
+            for reference in path {
+                guard let r = schema.relationship(reference) else { continue }
+                if changedEntities[ObjectIdentifier(r.destination)] != nil { return true }
+            }
+        }
+        return false
+    }
+
+    /// The keys of `entity`'s objects whose unsaved changes (or links) touch it.
+    func changedKeys(of entity: EntityDescription) -> Set<Int64> {
+        let id = ObjectIdentifier(entity)
+        var keys: Set<Int64> = []
+        for k in insertedObjects.keys where k.entity == id { keys.insert(k.key) }
+        for k in updatedObjects.keys where k.entity == id { keys.insert(k.key) }
+        for k in deletedObjects.keys where k.entity == id { keys.insert(k.key) }
+        for k in relationshipChanges.entries.keys where k.entity == id { keys.insert(k.key) }
+        for link in pendingLinks.keys {
+            if link.table.sourceEntityName == entity.name { keys.insert(link.source) }
+            if link.table.targetEntityName == entity.name { keys.insert(link.target) }
+        }
+        return keys
+    }
+
+    /// The objects of the query's entity whose answer this context must compute itself: those
+    /// changed here, and those that reach, through the relationships the query follows, an
+    /// object changed here (now or before the change).
+    func affectedKeys(_ query: StoreQuery) throws(LoomError) -> Set<Int64> {
+        let schema = coordinator.schema
+        var affected = changedKeys(of: query.entity)
+        for path in query.relationshipPaths {
+            let hops = path.compactMap { schema.relationship($0) }
+            guard hops.count == path.count else { continue }
+            var frontier: Set<Int64> = []
+            for level in stride(from: hops.count - 1, through: 0, by: -1) {
+                let r = hops[level]
+                frontier.formUnion(changedKeys(of: r.destination))
+                frontier = try predecessors(of: frontier, via: r)
+            }
+            affected.formUnion(frontier)
+        }
+        return affected
+    }
+
+    /// The objects of `r`'s source that `r` leads (or led, before unsaved changes) to `keys`.
+    private func predecessors(of keys: Set<Int64>, via r: ResolvedRelationship) throws(LoomError) -> Set<Int64> {
+        guard !keys.isEmpty else { return [] }
+        let schema = coordinator.schema
+        let inverse = schema.relationship(r.inverseIndex, of: r.destination)
+        var found: Set<Int64> = []
+        switch (r.storage, inverse.storage) {
+        case (.foreignKey, .foreignKey(let slot)), (.inverseForeignKey, .foreignKey(let slot)):
+            // The destination holds the key back to its source: read it now and as saved.
+            for key in keys {
+                if let backing = registeredBacking(of: r.destination, key: key), backing.state == .loaded {
+                    if case .integer(let k)? = backing.values[slot] { found.insert(k) }
+                    if let committed = backing.committed, case .integer(let k) = committed[slot] { found.insert(k) }
+                } else if let row = try baseRow(of: r.destination, key: key, fresh: false), case .integer(let k) = row.values[slot] {
+                    found.insert(k)
+                }
+            }
+        default:
+            // The source holds the key (its objects are the inverse to-many's members), or a
+            // join table does: the inverse's members now. Members that left are changed objects
+            // of the source entity, which the caller counts already.
+            for pair in try currentRelated(inverse, keys: Array(keys)) { found.insert(pair.row.key) }
+        }
+        return found
+    }
+}
+
+extension StoreQuery {
+    /// Every chain of relationships the predicate and the sort keys follow.
+    var relationshipPaths: [[RelationshipReference]] {
+        (predicate?.relationshipPaths ?? []) + sortKeys.filter { !$0.relationshipPath.isEmpty }.map(\.relationshipPath)
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import Loom
+import Testing
+
+/// Faulting across relationships: what loads when, with how many queries, and what a fault
+/// whose row is gone does.
+@MainActor
+@Suite("Graph faulting")
+struct GraphFaultingTests {
+    /// `count` novels, each by its own author, each with one tag.
+    func populate(_ container: PersistentContainer, count: Int) throws {
+        try container.newBackgroundContext().performAndWait { context in
+            for i in 0..<count {
+                let novel = Novel(title: "N\(i)", pages: i, author: Author(name: "A\(i)"))
+                novel.tags = [Tag(name: "T\(i)")]
+                context.insert(novel)             // inserts its author and tag too
+            }
+            try context.save()
+        }
+    }
+
+    @Test("A fetched object's to-one is a fault until touched; a to-many loads when first read", arguments: StoreKind.allCases)
+    func faultsUntilTouched(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        try container.newBackgroundContext().performAndWait { context in
+            let ann = Author(name: "Ann")
+            context.insert(ann)
+            for i in 0..<3 { context.insert(Novel(title: "N\(i)", author: ann)) }
+            try context.save()
+        }
+        let context = container.viewContext
+        let novels = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]))
+        let author = try #require(novels[0].author)
+        #expect(author.isFault)
+        #expect(novels.allSatisfy { $0.author === author })   // one instance per object
+        #expect(author.name == "Ann")
+        #expect(!author.isFault)
+        #expect(author.novels.count == 3)
+    }
+
+    @Test("A to-many fault is one query; prefetching loads a relationship for 1,000 objects in one query")
+    func queryCounts() throws {
+        // Written by one container, read by another, whose shared row cache starts empty.
+        let url = TemporaryDirectory.make().appending(path: "graph.loom")
+        let schema = try Schema(StoreKind.graphTypes)
+        let writer = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        try populate(writer, count: 1000)
+        try writer.close()
+        let log = StatementLog()
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: schema, options: .init(trace: log.hook)))
+        let context = container.viewContext
+
+        // To-one, without prefetching: one query per author.
+        log.reset()
+        var names = 0
+        for novel in try context.fetch(FetchRequest<Novel>()) { names += novel.author?.name.count ?? 0 }
+        #expect(names > 0)
+        let withoutToOne = log.selects.count
+        #expect(withoutToOne == 1 + 1000)
+
+        // To-one, prefetched: the fetch, then one query for all the authors.
+        context.reset()
+        log.reset()
+        var request = FetchRequest<Novel>()
+        request.relationshipKeyPathsForPrefetching = [\.author]
+        for novel in try context.fetch(request) { names += novel.author?.name.count ?? 0 }
+        #expect(log.selects.count == 2)
+        Self.recorded["prefetch"] = log.selects.last
+
+        // To-many, without prefetching: one query per object.
+        context.reset()
+        log.reset()
+        var tags = 0
+        for novel in try context.fetch(FetchRequest<Novel>()) { tags += novel.tags.count }
+        #expect(tags == 1000)
+        #expect(log.selects.count == 1 + 1000)
+        Self.recorded["to-many fault"] = log.selects.last
+
+        // To-many, prefetched, and the tags' values: still two queries.
+        context.reset()
+        log.reset()
+        var both = FetchRequest<Novel>()
+        both.relationshipKeyPathsForPrefetching = [\.tags]
+        tags = 0
+        for novel in try context.fetch(both) { tags += novel.tags.map(\.name.count).reduce(0, +) }
+        #expect(tags > 1000)
+        #expect(log.selects.count == 2)
+        Self.recorded["to-many prefetch"] = log.selects.last
+        for (label, sql) in Self.recorded.sorted(by: { $0.key < $1.key }) { print("SQL \(label): \(sql)") }
+    }
+
+    @Test("Delete rules load what they need with one query per relationship, not one per object")
+    func deletePropagationQueries() throws {
+        let url = TemporaryDirectory.make().appending(path: "graph.loom")
+        let schema = try Schema(StoreKind.graphTypes)
+        let writer = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        try populate(writer, count: 300)
+        try writer.close()
+        let log = StatementLog()
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: schema, options: .init(trace: log.hook)))
+        let context = container.viewContext
+        let authors = try context.fetch(FetchRequest<Author>())
+        log.reset()
+        for author in authors { context.delete(author) }   // cascades to 300 novels, nullifies their tags
+        context.processPendingChanges()
+        #expect(context.deleted.count == 600)
+        #expect(log.selects.count < 15, "\(log.selects.count) queries")
+        try context.save()
+        #expect(try context.count(for: FetchRequest<Novel>()) == 0)
+        #expect(try context.count(for: FetchRequest<Tag>(predicate: #Predicate { !$0.novels.isEmpty })) == 0)
+    }
+
+    nonisolated(unsafe) static var recorded: [String: String] = [:]   // the test above runs on the main actor only
+
+    @Test("Prefetching gives the same answers as faulting, on both stores and in child contexts", arguments: StoreKind.allCases)
+    func prefetchAnswers(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        try populate(container, count: 20)
+        let context = container.viewContext
+        var request = FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)])
+        request.relationshipKeyPathsForPrefetching = [\.author, \.tags, \.chapters]
+        let plain = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)])).map { "\($0.title) \($0.author?.name ?? "-") \($0.tags.map(\.name))" }
+        context.reset()
+        let prefetched = try context.fetch(request).map { "\($0.title) \($0.author?.name ?? "-") \($0.tags.map(\.name))" }
+        #expect(prefetched == plain)
+        let child = context.newChildContext()
+        let fromChild = try await child.perform { context in
+            try context.fetch(request).map { "\($0.title) \($0.author?.name ?? "-") \($0.tags.map(\.name))" }
+        }
+        #expect(fromChild == plain)
+        var wrong = FetchRequest<Novel>()
+        wrong.relationshipKeyPathsForPrefetching = [\.title]
+        let error = try #require(throws: LoomError.self) { try context.fetch(wrong) }
+        #expect(error.message.contains("does not name one of its relationships"))
+    }
+
+    @Test("A fault whose row was deleted elsewhere reads as deleted: no crash, no stale values", arguments: StoreKind.allCases)
+    func inaccessibleFault(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        let reader = container.newBackgroundContext(name: "reader")   // does not merge other saves
+        let writer = container.newBackgroundContext(name: "writer")
+        try await writer.perform { context in
+            let ann = Author(name: "Ann", rating: 5)
+            ann.born = Date(timeIntervalSince1970: 0)
+            context.insert(Novel(title: "N", author: ann))
+            try context.save()
+        }
+        let novelID = try await reader.perform { context in
+            context.retainsRegisteredObjects = true
+            let novel = try context.fetch(FetchRequest<Novel>()).first!
+            _ = novel.title                       // loaded; its author is still a fault
+            return novel.objectID
+        }
+        try await writer.perform { context in
+            let author = try context.fetch(FetchRequest<Author>()).first!
+            author.novels = []
+            context.delete(author)
+            try context.save()
+        }
+        let seen = try await reader.perform { context in
+            let novel = try #require(context.registeredObject(for: novelID))   // loaded before the delete
+            let author = try #require(novel.author)
+            var events: [ObjectChanges] = []
+            context.addObserver(for: .objectsDidChange) { if case .objectsDidChange(let c) = $0 { events.append(c) } }
+            let view = "\(author.name)|\(author.rating)|\(author.born == nil)|\(author.novels.count)|\(author.isDeleted)|\(author.managedObjectContext == nil)"
+            context.processPendingChanges()
+            let error = try #require(throws: LoomError.self) { try context.fulfillFault(of: author) }
+            #expect(error.code == .objectNotFound)
+            #expect(error.message.contains("Author/1"))
+            #expect(error.objectID == author.anyObjectID)
+            #expect(events.last?.deleted.contains(author.anyObjectID) == true)
+            return view
+        }
+        #expect(seen == "|0|true|0|true|true")
+    }
+
+    @Test("fulfillFault(of:) throws for a fault whose row is gone, before anything reads it", arguments: StoreKind.allCases)
+    func fulfillFaultThrows(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        let reader = container.newBackgroundContext(name: "reader")
+        let writer = container.newBackgroundContext(name: "writer")
+        let id = try await writer.perform { context in
+            let tag = Tag(name: "t")
+            context.insert(tag)
+            try context.save()
+            return tag.objectID
+        }
+        try await writer.perform { context in
+            context.delete(try context.existingObject(with: id))
+            try context.save()
+        }
+        let code = try await reader.perform { context in
+            let tag = try context.object(with: id)    // a fault, no I/O
+            do { try context.fulfillFault(of: tag); return "loaded" } catch { return "\((error as? LoomError)?.code.rawValue ?? "?")" }
+        }
+        #expect(code == "objectNotFound")
+    }
+
+    @Test("With deletesInaccessibleFaults off, touching such a fault traps with its ID")
+    func inaccessibleTraps() async throws {
+        let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let container = try StoreKind.inMemory.makeGraphContainer()
+            let reader = container.newBackgroundContext(name: "reader")
+            let writer = container.newBackgroundContext(name: "writer")
+            let id = try await writer.perform { context in
+                let tag = Tag(name: "t")
+                context.insert(tag)
+                try context.save()
+                return tag.objectID
+            }
+            try await writer.perform { context in
+                context.delete(try context.existingObject(with: id))
+                try context.save()
+            }
+            try await reader.perform { context in
+                context.deletesInaccessibleFaults = false
+                _ = try context.object(with: id).name
+            }
+        }
+        let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(message.contains("Tag Tag/1 could not be loaded: its row no longer exists"))
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import Loom
+import Testing
+
+/// Relationships: both sides always in step, in memory at once and in the store after a save.
+@MainActor
+@Suite("Relationships")
+struct RelationshipTests {
+    @Test("Setting a to-one updates the inverse to-many at once, and moving it moves it", arguments: StoreKind.allCases)
+    func toOneUpdatesInverse(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann"), bob = Author(name: "Bob")
+        context.insert(ann); context.insert(bob)
+        let novel = Novel(title: "Threads")
+        context.insert(novel)
+        #expect(ann.novels.isEmpty)
+
+        novel.author = ann
+        #expect(ann.novels == [novel])
+        novel.author = bob
+        #expect(ann.novels.isEmpty)
+        #expect(bob.novels == [novel])
+        novel.author = nil
+        #expect(bob.novels.isEmpty)
+        novel.author = ann
+        try context.save()
+
+        let other = container.newBackgroundContext()
+        let names = try other.performAndWait { context in
+            try context.fetch(FetchRequest<Novel>()).map { $0.author?.name ?? "-" }
+        }
+        #expect(names == ["Ann"])
+        let titles = try other.performAndWait { context in
+            try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)])).map { $0.novels.map(\.title).sorted() }
+        }
+        #expect(titles == [["Threads"], []])
+    }
+
+    @Test("Setting a to-many sets and clears the inverse to-ones", arguments: StoreKind.allCases)
+    func toManyUpdatesInverse(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann"), bob = Author(name: "Bob")
+        let a = Novel(title: "A"), b = Novel(title: "B"), c = Novel(title: "C")
+        for object in [ann, bob] { context.insert(object) }
+        for object in [a, b, c] { context.insert(object) }
+
+        ann.novels = [a, b]
+        #expect(a.author === ann && b.author === ann && c.author == nil)
+        bob.novels.insert(b)            // moves b from Ann to Bob
+        #expect(b.author === bob)
+        #expect(ann.novels == [a])
+        ann.novels = [c]
+        #expect(a.author == nil && c.author === ann)
+        try context.save()
+
+        let fresh = container.newBackgroundContext()
+        let view = try fresh.performAndWait { context in
+            try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)])).map { "\($0.title):\($0.author?.name ?? "-")" }
+        }
+        #expect(view == ["A:-", "B:Bob", "C:Ann"])
+    }
+
+    @Test("Many-to-many: both sides in step, saved in a join table", arguments: StoreKind.allCases)
+    func manyToMany(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let fantasy = Tag(name: "fantasy"), classic = Tag(name: "classic")
+        let a = Novel(title: "A"), b = Novel(title: "B")
+        for object in [fantasy, classic] { context.insert(object) }
+        for object in [a, b] { context.insert(object) }
+
+        a.tags = [fantasy, classic]
+        fantasy.novels.insert(b)
+        #expect(fantasy.novels == [a, b])
+        #expect(classic.novels == [a])
+        #expect(b.tags == [fantasy])
+        try context.save()
+
+        classic.novels = []
+        #expect(a.tags == [fantasy])
+        a.tags.insert(classic)
+        a.tags.remove(classic)          // undone before the save: no change
+        try context.save()
+
+        let fresh = container.newBackgroundContext()
+        let view = try fresh.performAndWait { context in
+            try context.fetch(FetchRequest<Tag>(sortBy: [SortDescriptor(\.name)])).map { "\($0.name):\($0.novels.map(\.title).sorted())" }
+        }
+        #expect(view == ["classic:[]", "fantasy:[\"A\", \"B\"]"])
+    }
+
+    @Test("An ordered to-many keeps its order through saves; repeated objects count once", arguments: StoreKind.allCases)
+    func orderedToMany(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let novel = Novel(title: "N")
+        context.insert(novel)
+        let chapters = ["One", "Two", "Three"].map { Chapter(title: $0) }
+        novel.chapters = [chapters[2], chapters[0], chapters[1], chapters[0]]
+        #expect(novel.chapters.map(\.title) == ["Three", "One", "Two"])
+        #expect(chapters.allSatisfy { $0.novel === novel })
+        try context.save()
+
+        let id = novel.objectID
+        let fresh = container.newBackgroundContext()
+        let order = try fresh.performAndWait { context in try context.existingObject(with: id).chapters.map(\.title) }
+        #expect(order == ["Three", "One", "Two"])
+
+        novel.chapters = [chapters[1], chapters[2]]
+        #expect(chapters[0].novel == nil)
+        let extra = Chapter(title: "Four")
+        extra.novel = novel               // added from the to-one side: goes at the end
+        context.insert(extra)
+        #expect(novel.chapters.map(\.title) == ["Two", "Three", "Four"])
+        try context.save()
+        let after = try fresh.performAndWait { context in
+            try context.refresh(context.existingObject(with: id), mergeChanges: false)
+            return try context.existingObject(with: id).chapters.map(\.title)
+        }
+        #expect(after == ["Two", "Three", "Four"])
+    }
+
+    @Test("One-to-one: taking a partner frees the previous one", arguments: StoreKind.allCases)
+    func oneToOne(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann"), bob = Author(name: "Bob")
+        let p = Profile(bio: "p"), q = Profile(bio: "q")
+        for object in [ann, bob] { context.insert(object) }
+        for object in [p, q] { context.insert(object) }
+        ann.profile = p
+        #expect(p.author === ann)
+        bob.profile = p                    // p leaves Ann
+        #expect(ann.profile == nil)
+        #expect(p.author === bob)
+        q.author = bob                     // Bob leaves p
+        #expect(bob.profile === q)
+        #expect(p.author == nil)
+        try context.save()
+        let fresh = container.newBackgroundContext()
+        let pairs = try fresh.performAndWait { context in
+            try context.fetch(FetchRequest<Profile>(sortBy: [SortDescriptor(\.bio)])).map { "\($0.bio):\($0.author?.name ?? "-"):\($0.author?.profile?.bio ?? "-")" }
+        }
+        #expect(pairs == ["p:-:-", "q:Bob:q"])
+    }
+
+    @Test("Self-referencing: mentor and students", arguments: StoreKind.allCases)
+    func selfReferencing(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann"), bob = Author(name: "Bob"), cy = Author(name: "Cy")
+        for object in [ann, bob, cy] { context.insert(object) }
+        bob.mentor = ann
+        cy.mentor = ann
+        ann.mentor = ann                   // one's own mentor, why not
+        #expect(ann.students == [ann, bob, cy])
+        try context.save()
+        let fresh = container.newBackgroundContext()
+        let students = try fresh.performAndWait { context in
+            try context.fetch(FetchRequest<Author>(predicate: #Predicate { $0.name == "Ann" })).first!.students.map(\.name).sorted()
+        }
+        #expect(students == ["Ann", "Bob", "Cy"])
+    }
+
+    @Test("Relationships set before insertion apply at insertion, inserting the new objects too", arguments: StoreKind.allCases)
+    func detachedObjects(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann")
+        let novel = Novel(title: "Early", author: ann)   // both new, neither inserted
+        let tag = Tag(name: "t")
+        novel.tags = [tag]
+        #expect(novel.author === ann)
+        context.insert(novel)
+        #expect(ann.isInserted && tag.isInserted)
+        #expect(ann.novels == [novel])
+        #expect(tag.novels == [novel])
+        try context.save()
+        #expect(try context.count(for: FetchRequest<Author>()) == 1)
+    }
+
+    @Test("Relationship changes are events: the owner is updated, with the relationship's name", arguments: StoreKind.allCases)
+    func events(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann"), novel = Novel(title: "N")
+        context.insert(ann); context.insert(novel)
+        try context.save()
+        var seen: [ObjectChanges] = []
+        context.addObserver(for: .objectsDidChange) { if case .objectsDidChange(let c) = $0 { seen.append(c) } }
+        var saved: [ObjectChanges] = []
+        context.addObserver(for: .didSave) { if case .didSave(let c) = $0 { saved.append(c) } }
+        novel.author = ann
+        context.processPendingChanges()
+        #expect(seen.last?.updated == [ann.anyObjectID, novel.anyObjectID])
+        #expect(seen.last?.changedProperties[ann.anyObjectID] == ["novels"])
+        #expect(seen.last?.changedProperties[novel.anyObjectID] == ["author"])
+        #expect(!ann.isUpdated)            // its row does not change: the novel holds the key
+        try context.save()
+        #expect(saved.last?.changedProperties[ann.anyObjectID] == ["novels"])
+    }
+
+    @Test("A save in another context reaches loaded relationships when merged", arguments: StoreKind.allCases)
+    func merging(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann"), bob = Author(name: "Bob")
+        let novel = Novel(title: "N", author: ann)
+        context.insert(ann); context.insert(bob); context.insert(novel)
+        try context.save()
+        #expect(ann.novels == [novel])       // loaded
+        #expect(bob.novels.isEmpty)          // loaded
+
+        let novelID = novel.objectID, bobID = bob.objectID
+        try await container.save { context in
+            let novel = try context.existingObject(with: novelID)
+            novel.author = try context.existingObject(with: bobID)
+        }
+        #expect(novel.author === bob)
+        #expect(ann.novels.isEmpty)
+        #expect(bob.novels == [novel])
+    }
+
+    @Test("A child context's relationship changes reach the parent and then the store", arguments: StoreKind.allCases)
+    func childContexts(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann")
+        let tag = Tag(name: "t")
+        context.insert(ann); context.insert(tag)
+        try context.save()
+        let annID = ann.objectID, tagID = tag.objectID
+        let child = context.newChildContext()
+        try await child.perform { context in
+            let ann = try context.existingObject(with: annID)
+            let novel = Novel(title: "From the child", author: ann)
+            novel.tags = [try context.existingObject(with: tagID)]
+            context.insert(novel)
+            try context.save()
+        }
+        #expect(ann.novels.map(\.title) == ["From the child"])
+        #expect(tag.novels.map(\.title) == ["From the child"])
+        try context.save()
+        let fresh = container.newBackgroundContext()
+        let view = try fresh.performAndWait { context in
+            try context.fetch(FetchRequest<Novel>()).map { "\($0.title):\($0.author?.name ?? "-"):\($0.tags.map(\.name))" }
+        }
+        #expect(view == ["From the child:Ann:[\"t\"]"])
+    }
+
+    @Test("Rollback puts relationships back", arguments: StoreKind.allCases)
+    func rollback(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann"), bob = Author(name: "Bob")
+        let novel = Novel(title: "N", author: ann)
+        let tag = Tag(name: "t")
+        for object in [ann, bob] { context.insert(object) }
+        context.insert(novel); context.insert(tag)
+        novel.tags = [tag]
+        try context.save()
+        novel.author = bob
+        novel.tags = []
+        context.rollback()
+        #expect(novel.author === ann)
+        #expect(ann.novels == [novel])
+        #expect(bob.novels.isEmpty)
+        #expect(novel.tags == [tag])
+        #expect(!context.hasChanges)
+    }
+}
