@@ -2,11 +2,12 @@ public import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Reads a SQLite pragma (`synchronous`, `journal_mode`, `page_size`…) on a reader
-    /// connection: an `Int64`, `Double`, `String`, `Data` or `nil`. For diagnostics and tests.
+    /// Reads a SQLite pragma (`synchronous`, `journal_mode`, `page_size`…) on the writer
+    /// connection, the one whose settings decide how commits are made: an `Int`, `Double`,
+    /// `String`, `Data` or `nil`. For diagnostics and tests.
     public func unsafePragma(_ name: String) throws -> (any Sendable)? {
         guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else { return nil }
-        return try pool.read { db -> (any Sendable)? in
+        return try pool.writeWithoutTransaction { db -> (any Sendable)? in
             switch try DatabaseValue.fetchOne(db, sql: "PRAGMA \(name)")?.storage ?? .null {
             case .null: return nil
             case .int64(let v): return Int(v)

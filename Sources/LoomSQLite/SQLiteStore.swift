@@ -84,6 +84,9 @@ public final class SQLiteStore: PersistentStore {
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB's WAL set-up resets the writer to NORMAL after prepareDatabase ran: say it
+            // again on the writer, or `.full` would silently not sync every commit.
+            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = \(synchronous)") }
         } catch {
             throw SQLiteStore.openError(error, path: path)
         }
