@@ -97,7 +97,7 @@ extension ManagedObjectContext {
         }
         for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
             let b = object._loomBacking
-            let changed = changedIndexes(b)
+            let changed = b.changedSlots()
             if !changed.isEmpty { child.updates.append(.init(entity: b.entity, key: b.key, changes: changed)) }
         }
         for object in deletedObjects.values {
@@ -137,7 +137,7 @@ extension ManagedObjectContext {
         }
         for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
             let b = object._loomBacking
-            let changed = changedIndexes(b)
+            let changed = b.changedSlots()
             if changed.isEmpty { continue }
             changes.updates.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version, changes: changed.map { (index: $0.0, value: $0.1) }))
         }
@@ -176,7 +176,7 @@ extension ManagedObjectContext {
         }
         for (key, object) in updatedObjects where deletedObjects[key] == nil {
             let b = object._loomBacking
-            let changed = changedIndexes(b)
+            let changed = b.changedSlots()
             b.isUpdated = false
             if changed.isEmpty { continue }
             b.committed = b.values.map { $0 ?? .null }

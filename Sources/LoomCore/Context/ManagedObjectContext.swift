@@ -488,7 +488,7 @@ public final class ManagedObjectContext {
         }
         if backing.isInserted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        let changes: [(Int, StoredValue)] = mergeChanges && backing.state == .loaded ? changedIndexes(backing) : []
+        let changes: [(Int, StoredValue)] = mergeChanges && backing.state == .loaded ? backing.changedSlots() : []
         guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: true) else {
             throw notFound(AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key))
         }
@@ -529,18 +529,6 @@ public final class ManagedObjectContext {
             changes.refreshed.insert(objectID(of: backing))
         }
         if !changes.isEmpty { post(.objectsDidChange(changes)) }
-    }
-
-    func changedIndexes(_ backing: ObjectBacking) -> [(Int, StoredValue)] {
-        guard let committed = backing.committed else {
-            return backing.values.enumerated().compactMap { i, v in v.map { (i, $0) } }
-        }
-        var out: [(Int, StoredValue)] = []
-        for i in backing.values.indices {
-            let now = backing.values[i] ?? .null
-            if !(committed[i].isSame(as: now) && committed[i].kindName == now.kindName) { out.append((i, now)) }
-        }
-        return out
     }
 }
 

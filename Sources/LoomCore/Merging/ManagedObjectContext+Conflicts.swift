@@ -92,7 +92,7 @@ extension ManagedObjectContext {
             return
         }
         let committed = b.committed ?? persisted.values
-        let local = changedIndexes(b)
+        let local = b.changedSlots()
         let storeChanged = Set(persisted.values.indices.filter { !(committed[$0].isSame(as: persisted.values[$0])) })
         switch resolution {
         case .storeTrump:
@@ -114,7 +114,7 @@ extension ManagedObjectContext {
             b.isDeleted = false
             deletedObjects[key] = nil
         }
-        if changedIndexes(b).isEmpty {
+        if b.changedSlots().isEmpty {
             b.isUpdated = false
             updatedObjects[key] = nil
         }
@@ -142,7 +142,7 @@ extension ManagedObjectContext {
             // Hold the object: the registry is weak, and it must reach updatedObjects below.
             let targetObject = try existingObject(with: existing)
             let target = targetObject._loomBacking
-            let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0] ?? .null) } : changedIndexes(b)
+            let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0] ?? .null) } : b.changedSlots()
             let wasInserted = b.isInserted
             if wasInserted {
                 // This object's attributes and relationships move onto the saved object, which

@@ -70,7 +70,7 @@ extension ManagedObjectContext {
             let row: StoreRow?
             if let saved = rows[id] { row = saved } else { row = try? coordinator.row(of: backing.entity, key: backing.key) }
             guard let row, row.version > backing.version else { continue }
-            let local = backing.isUpdated ? changedIndexes(backing) : []
+            let local = backing.isUpdated ? backing.changedSlots() : []
             let before = backing.values
             backing.load(row)
             for (index, value) in local { backing.values[index] = value }

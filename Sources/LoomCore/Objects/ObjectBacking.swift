@@ -336,17 +336,35 @@ public final class ObjectBacking {
         context = nil
     }
 
+    /// The slots whose value differs from the last saved or fetched one (every set slot for an
+    /// object never saved), with their current values. The one definition of "changed" that
+    /// saves, merges, conflict resolution, events and `changedValues()` share.
+    func changedSlots() -> [(Int, StoredValue)] {
+        guard let committed else {
+            return values.enumerated().compactMap { i, v in v.map { (i, $0) } }
+        }
+        var out: [(Int, StoredValue)] = []
+        for i in values.indices {
+            let now = values[i] ?? .null
+            if !(committed[i].isSame(as: now) && committed[i].kindName == now.kindName) { out.append((i, now)) }
+        }
+        return out
+    }
+
     func changedValues() -> [String: StoredValue] {
         if state == .fault { return [:] }
         var out: [String: StoredValue] = [:]
-        for slot in 0..<entity.storedValueCount {
-            if case .order = entity.storedValue(at: slot) { continue }
-            let now = values[slot] ?? .null
-            if let committed {
-                if !committed[slot].isSame(as: now) || committed[slot].kindName != now.kindName { out[entity.storedValueName(at: slot)] = now }
-            } else {
-                out[entity.storedValueName(at: slot)] = now
+        if committed == nil {
+            // Never saved: every value is a change, unset optionals included.
+            for slot in 0..<entity.storedValueCount {
+                if case .order = entity.storedValue(at: slot) { continue }
+                out[entity.storedValueName(at: slot)] = values[slot] ?? .null
             }
+            return out
+        }
+        for (slot, value) in changedSlots() {
+            if case .order = entity.storedValue(at: slot) { continue }
+            out[entity.storedValueName(at: slot)] = value
         }
         return out
     }

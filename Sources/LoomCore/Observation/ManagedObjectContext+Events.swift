@@ -52,7 +52,7 @@ extension ManagedObjectContext {
             backing.changedSinceEvent = false
             let id = objectID(of: backing)
             changes.updated.insert(id)
-            changes.changedProperties[id] = Set(changedIndexes(backing).map { backing.entity.storedValueName(at: $0.0) })
+            changes.changedProperties[id] = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
         }
         for entry in eventRelationshipChanges.entries.values {
             let k = RowCacheKey(entity: ObjectIdentifier(entry.entity), key: entry.key)
