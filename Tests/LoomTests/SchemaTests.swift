@@ -222,3 +222,19 @@ struct SchemaRelationshipTests {
         #expect(author == .integer(annID.primaryKey))
     }
 }
+
+@MainActor
+@Suite("Malformed requests")
+struct MalformedRequestTests {
+    @Test("A negative limit or offset is an error, on every store", arguments: StoreKind.allCases)
+    func negativeWindow(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let limit = try #require(throws: LoomError.self) { try context.fetch(FetchRequest<Book>(fetchLimit: -1)) }
+        #expect(limit.code == .invalidRequest)
+        let offset = try #require(throws: LoomError.self) { try context.count(for: FetchRequest<Book>(fetchOffset: -5)) }
+        #expect(offset.code == .invalidRequest)
+        let dynamic = try #require(throws: LoomError.self) { try context.fetch(DynamicFetchRequest(entityName: "Book", fetchLimit: -1)) }
+        #expect(dynamic.code == .invalidRequest)
+    }
+}

@@ -44,6 +44,8 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let malformedURI = Code(rawValue: "malformedURI")
         /// A predicate uses a construct Loom cannot translate.
         public static let unsupportedPredicate = Code(rawValue: "unsupportedPredicate")
+        /// A fetch request is malformed (a negative limit or offset…).
+        public static let invalidRequest = Code(rawValue: "invalidRequest")
         /// A sort descriptor Loom cannot translate.
         public static let unsupportedSort = Code(rawValue: "unsupportedSort")
         /// A stored row changed underneath (optimistic locking).

@@ -127,9 +127,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
             }
             keys.append(SortKey(attributeIndex: index, ascending: descriptor.order == .forward, relationshipPath: path.map(\.reference)))
         }
-        guard fetchOffset >= 0, (fetchLimit ?? 0) >= 0 else {
-            throw LoomError(.unsupportedPredicate, "fetchOffset and fetchLimit must not be negative.", entity: entity.name)
-        }
+        try StoreQuery.checkWindow(offset: fetchOffset, limit: fetchLimit, entity: entity)
         return StoreQuery(entity: entity, predicate: node, sortKeys: keys, fetchOffset: fetchOffset, fetchLimit: fetchLimit)
     }
 }
@@ -165,6 +163,7 @@ public struct DynamicFetchRequest: Sendable {
             keys.append(SortKey(attributeIndex: index, ascending: ascending))
         }
         if let predicate { try predicate.validate(for: entity, in: schema) }
+        try StoreQuery.checkWindow(offset: fetchOffset, limit: fetchLimit, entity: entity)
         return StoreQuery(entity: entity, predicate: predicate, sortKeys: keys, fetchOffset: fetchOffset, fetchLimit: fetchLimit)
     }
 }
@@ -218,6 +217,16 @@ extension PredicateNode {
             return inner.isEmpty ? [[reference]] : inner.map { [reference] + $0 }
         case .relatedCount(let reference):
             return [[reference]]
+        }
+    }
+}
+
+extension StoreQuery {
+    /// Refuses a negative offset or limit, which stores would read differently (SQLite takes a
+    /// negative LIMIT as "no limit").
+    static func checkWindow(offset: Int, limit: Int?, entity: EntityDescription) throws(LoomError) {
+        guard offset >= 0, (limit ?? 0) >= 0 else {
+            throw LoomError(.invalidRequest, "A fetch of \(entity.name) has a negative fetchOffset or fetchLimit; use 0 or more, or nil for no limit.", entity: entity.name)
         }
     }
 }
