@@ -62,6 +62,7 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let deleteDenied = Code(rawValue: "deleteDenied")
     }
 
+    /// What kind of failure this is; match on it.
     public var code: Code
     /// What happened and how to fix it.
     public var message: String
@@ -78,6 +79,7 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
     /// For a save that failed on conflicts: every conflict found.
     public var conflicts: [MergeConflict] = []
 
+    /// Creates an error. Stores and tools built on Loom's SPI throw these too.
     public init(
         _ code: Code, _ message: String, entity: String? = nil, attributes: [String] = [],
         objectID: AnyObjectID? = nil, path: String? = nil, underlying: (any Error)? = nil
@@ -118,6 +120,7 @@ extension LoomError.Code {
 }
 
 extension LoomError {
+    /// Shorthands for the codes most often caught: `catch LoomError.uniquenessViolation { }`.
     public static var uniquenessViolation: Code { .uniquenessViolation }
     public static var missingRequiredValue: Code { .missingRequiredValue }
     public static var objectNotFound: Code { .objectNotFound }

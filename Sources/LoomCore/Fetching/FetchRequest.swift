@@ -47,6 +47,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     /// ``LoomError/Code/unsupportedPredicate``.
     public var relationshipKeyPathsForPrefetching: [any PartialKeyPath<Model> & Sendable]
 
+    /// Creates a request; see the properties for what each argument means.
     public init(
         predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = [],
         fetchLimit: Int? = nil, fetchOffset: Int = 0
@@ -135,15 +136,18 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
 /// A fetch of an entity by name, for schemas without Swift classes: results are
 /// ``DynamicObject``s.
 public struct DynamicFetchRequest: Sendable {
+    /// The entity to fetch, by name.
     public var entityName: String
     /// A filter in Loom's own form (``PredicateNode``).
     public var predicate: PredicateNode?
     /// Attribute names with their direction.
     public var sortBy: [(name: String, ascending: Bool)]
+    /// At most this many results; skip `fetchOffset` first; reflect unsaved changes (default `true`).
     public var fetchLimit: Int?
     public var fetchOffset: Int
     public var includesPendingChanges: Bool
 
+    /// Creates a request for the entity named `entityName`.
     public init(entityName: String, predicate: PredicateNode? = nil, sortBy: [(name: String, ascending: Bool)] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0) {
         self.entityName = entityName
         self.predicate = predicate

@@ -47,6 +47,7 @@ public indirect enum PredicateNode: Sendable, Hashable {
     /// How many objects a to-many relationship holds (`$0.books.count`).
     case relatedCount(RelationshipReference)
 
+    /// How `.compare` compares its two operands.
     public enum ComparisonOperator: String, Sendable, Hashable {
         /// Equality where NULL equals NULL (SQL `IS`), as Swift's `==` on optionals.
         case equal
@@ -55,12 +56,14 @@ public indirect enum PredicateNode: Sendable, Hashable {
         case less, lessOrEqual, greater, greaterOrEqual
     }
 
+    /// What `.string` tests of its first operand with its second.
     public enum StringOperator: String, Sendable, Hashable {
         case contains, hasPrefix, hasSuffix
         /// Case- and diacritic-insensitive containment (`localizedStandardContains`).
         case containsIgnoringCaseAndDiacritics
     }
 
+    /// SQLite arithmetic: integer overflow becomes real, division by zero NULL.
     public enum ArithmeticOperator: String, Sendable, Hashable {
         case add, subtract, multiply, divide, remainder
     }
@@ -69,6 +72,7 @@ public indirect enum PredicateNode: Sendable, Hashable {
 /// The string semantics shared by SQL functions and the in-memory evaluator, so that both give
 /// the same answer. Non-text operands give NULL.
 public enum LoomStringFunctions {
+    /// Applies a string operator, as both the SQL functions and the in-memory evaluator do.
     public static func evaluate(_ op: PredicateNode.StringOperator, _ a: String, _ b: String) -> Bool {
         switch op {
         case .contains: b.isEmpty || a.contains(b)
@@ -79,8 +83,10 @@ public enum LoomStringFunctions {
         }
     }
 
+    /// Lowercases text (`localizedLowercase` in a predicate).
     public static func lowercase(_ a: String) -> String { a.lowercased() }
 
+    /// Characters of text, bytes of a blob, NULL otherwise (`.count` in a predicate).
     public static func length(_ value: StoredValue) -> StoredValue {
         switch value {
         case .text(let s): .integer(Int64(s.count))

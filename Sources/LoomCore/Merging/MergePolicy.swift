@@ -31,6 +31,7 @@ public enum MergePolicy: Sendable {
 
 /// One conflict found at save, as given to a custom resolver and listed in the save's error.
 public struct MergeConflict: Sendable, CustomStringConvertible {
+    /// Why the object is in conflict.
     public enum Kind: Sendable, Equatable {
         /// The row changed (or was deleted) in the store since this context read it.
         case optimisticLocking
@@ -45,6 +46,7 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
         case fail
     }
 
+    /// Creates a conflict; Loom makes these at save, and custom resolvers receive them.
     public init(kind: Kind, objectID: AnyObjectID, originalSnapshot: [String: StoredValue]?, objectSnapshot: [String: StoredValue],
                 cachedSnapshot: [String: StoredValue]?, persistedSnapshot: [String: StoredValue]?) {
         self.kind = kind
@@ -55,6 +57,7 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
         self.persistedSnapshot = persistedSnapshot
     }
 
+    /// Why the object is in conflict.
     public let kind: Kind
     /// The object in conflict.
     public let objectID: AnyObjectID

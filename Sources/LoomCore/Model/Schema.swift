@@ -91,6 +91,7 @@ public struct Schema: Sendable {
 
 /// The `Codable` form of a ``Schema`` that stores save alongside the data.
 public struct SchemaRecord: Codable, Sendable, Equatable {
+    /// An attribute as saved in the store.
     public struct Attribute: Codable, Sendable, Equatable {
         public var name: String
         public var type: AttributeType
@@ -98,6 +99,7 @@ public struct SchemaRecord: Codable, Sendable, Equatable {
         public var isUnique: Bool
         public var isIndexed: Bool
     }
+    /// A relationship as saved in the store.
     public struct Relationship: Codable, Sendable, Equatable {
         public var name: String
         public var destination: String
@@ -108,6 +110,7 @@ public struct SchemaRecord: Codable, Sendable, Equatable {
         public var isOptional: Bool
         public var isUnique: Bool
     }
+    /// An entity as saved in the store.
     public struct Entity: Codable, Sendable, Equatable {
         public var name: String
         public var attributes: [Attribute]
@@ -116,8 +119,10 @@ public struct SchemaRecord: Codable, Sendable, Equatable {
         public var uniquenessConstraints: [[String]]
         public var indexes: [[String]]
     }
+    /// Every entity of the schema.
     public var entities: [Entity]
 
+    /// The record of a schema, as a store saves it.
     public init(_ schema: Schema) {
         entities = schema.entities.map { entity in
             Entity(

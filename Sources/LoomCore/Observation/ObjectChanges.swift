@@ -15,6 +15,7 @@ public struct ObjectChanges: Sendable, Equatable, CustomStringConvertible {
     /// For updated and refreshed objects, the names of the properties that changed.
     public var changedProperties: [AnyObjectID: Set<String>] = [:]
 
+    /// An empty set of changes.
     public init() {}
 
     /// Whether nothing changed.

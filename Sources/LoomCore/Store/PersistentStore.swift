@@ -58,6 +58,7 @@ public struct StoreRow: Sendable, Equatable {
 /// its siblings, ``SortKey/relationshipPath``); a store resolves the relationships they name
 /// through its ``PersistentStore/schema``.
 public struct StoreQuery: Sendable {
+    /// The entity queried, the filter (all rows when `nil`), the order, and the window.
     public var entity: EntityDescription
     public var predicate: PredicateNode?
     public var sortKeys: [SortKey]
@@ -134,11 +135,13 @@ public struct SortKey: Sendable, Hashable {
 
 /// Everything one save writes, applied by a store in one transaction.
 public struct StoreChangeSet: Sendable {
+    /// A new row: every value, in the entity's slot order.
     public struct Insert: Sendable {
         public var entity: EntityDescription
         public var key: Int64
         public var values: [StoredValue]
     }
+    /// Changed values of an existing row, applied only if its version is still `expectedVersion`.
     public struct Update: Sendable {
         public var entity: EntityDescription
         public var key: Int64
@@ -147,6 +150,7 @@ public struct StoreChangeSet: Sendable {
         /// The changed attributes, by position, with their new values.
         public var changes: [(index: Int, value: StoredValue)]
     }
+    /// A row to delete, only if its version is still `expectedVersion`.
     public struct Delete: Sendable {
         public var entity: EntityDescription
         public var key: Int64
