@@ -25,7 +25,12 @@ let package = Package(
         // The SQLite store, on GRDB.
         .target(
             name: "LoomSQLite",
-            dependencies: ["LoomCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "LoomCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding and reading values with their exact length.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings),
         // `@Model` and friends; swift-syntax stays in here.
         .macro(

@@ -1,19 +1,68 @@
+import Foundation
 import LoomCore
 import GRDB
+import GRDBSQLite
 
 /// Writes the SQL a store runs, from entities and ``PredicateNode``s. Identifiers are quoted;
 /// values are never spliced into SQL text, only bound as parameters.
 struct SQLGenerator: Sendable {
     let schema: Schema
+    /// The statements of each entity that do not depend on a query, built once: a save or a
+    /// lookup reuses the same text (and so the same cached prepared statement) for every row.
+    private let texts: [ObjectIdentifier: EntityTexts]
+
+    /// One entity's fixed statements.
+    struct EntityTexts: Sendable {
+        /// `"Z_PK", "Z_OPT", <columns>` unqualified, and qualified by the alias `t0`.
+        let columns: String
+        let aliasedColumns: String
+        let insert: String
+        let delete: String
+        /// Rows by a JSON array of keys, and one row by key.
+        let selectByKeys: String
+        let selectByKey: String
+    }
+
+    init(schema: Schema) {
+        self.schema = schema
+        var texts: [ObjectIdentifier: EntityTexts] = [:]
+        for entity in schema.entities {
+            texts[ObjectIdentifier(entity)] = Self.makeTexts(entity)
+        }
+        self.texts = texts
+    }
+
+    private static func makeTexts(_ entity: EntityDescription) -> EntityTexts {
+        let table = quote(entity.name)
+        let names = ["Z_PK", "Z_OPT"] + (0..<entity.storedValueCount).map(entity.columnName(at:))
+        let columns = names.map(quote).joined(separator: ", ")
+        let inserted = (["Z_PK"] + (0..<entity.storedValueCount).map(entity.columnName(at:)) + ["Z_OPT"]).map(quote)
+        let values = Array(repeating: "?", count: entity.storedValueCount + 1) + ["1"]
+        return EntityTexts(
+            columns: columns,
+            aliasedColumns: names.map { "t0." + quote($0) }.joined(separator: ", "),
+            insert: "INSERT INTO \(table) (\(inserted.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))",
+            delete: "DELETE FROM \(table) WHERE \"Z_PK\" = ? AND \"Z_OPT\" = ?",
+            selectByKeys: "SELECT \(columns) FROM \(table) WHERE \"Z_PK\" IN (SELECT value FROM json_each(?))",
+            selectByKey: "SELECT \(columns) FROM \(table) WHERE \"Z_PK\" = ?")
+    }
+
+    /// The fixed statements of `entity` (built now for an entity outside the schema).
+    func texts(_ entity: EntityDescription) -> EntityTexts {
+        texts[ObjectIdentifier(entity)] ?? Self.makeTexts(entity)
+    }
 
     static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Schema validation refuses names with quotes; escape anyway, for names read from files.
+        if !identifier.utf8.contains(UInt8(ascii: "\"")) { return "\"" + identifier + "\"" }
+        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     func columns(_ entity: EntityDescription, alias: String? = nil) -> String {
-        let prefix = alias.map { "\($0)." } ?? ""
+        guard let alias else { return texts(entity).columns }
+        if alias == "t0" { return texts(entity).aliasedColumns }
         return (["Z_PK", "Z_OPT"] + (0..<entity.storedValueCount).map(entity.columnName(at:)))
-            .map { prefix + Self.quote($0) }.joined(separator: ", ")
+            .map { alias + "." + Self.quote($0) }.joined(separator: ", ")
     }
 
     /// The quoted column of a slot.
@@ -75,11 +124,7 @@ struct SQLGenerator: Sendable {
 
     // MARK: DML
 
-    func insert(_ entity: EntityDescription) -> String {
-        let names = ["\"Z_PK\""] + (0..<entity.storedValueCount).map { column(entity, $0) } + ["\"Z_OPT\""]
-        let values = Array(repeating: "?", count: entity.storedValueCount + 1) + ["1"]
-        return "INSERT INTO \(Self.quote(entity.name)) (\(names.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
-    }
+    func insert(_ entity: EntityDescription) -> String { texts(entity).insert }
 
     func update(_ entity: EntityDescription, columns indexes: [Int]) -> String {
         let sets = indexes.map { "\(column(entity, $0)) = ?" } + ["\"Z_OPT\" = \"Z_OPT\" + 1"]
@@ -98,15 +143,13 @@ struct SQLGenerator: Sendable {
         "DELETE FROM \(Self.quote(table.name)) WHERE \(Self.quote(column)) = ?"
     }
 
-    func delete(_ entity: EntityDescription) -> String {
-        "DELETE FROM \(Self.quote(entity.name)) WHERE \"Z_PK\" = ? AND \"Z_OPT\" = ?"
-    }
+    func delete(_ entity: EntityDescription) -> String { texts(entity).delete }
 
     // MARK: Queries
 
     /// The text and arguments of one statement being built; makes table aliases.
     struct Builder {
-        var arguments: [DatabaseValue] = []
+        var arguments: [StoredValue] = []
         private var aliases = 0
 
         mutating func alias() -> String {
@@ -115,7 +158,7 @@ struct SQLGenerator: Sendable {
         }
     }
 
-    func select(_ query: StoreQuery) -> (String, StatementArguments) {
+    func select(_ query: StoreQuery) -> (String, [StoredValue]) {
         var builder = Builder()
         var text = "SELECT \(columns(query.entity, alias: "t0")) FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
@@ -128,32 +171,33 @@ struct SQLGenerator: Sendable {
         text += " ORDER BY " + (order + ["t0.\"Z_PK\""]).joined(separator: ", ")
         if query.fetchLimit != nil || query.fetchOffset > 0 {
             text += " LIMIT ? OFFSET ?"
-            builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
-            builder.arguments.append(Int64(query.fetchOffset).databaseValue)
+            builder.arguments.append(.integer(query.fetchLimit.map(Int64.init) ?? -1))
+            builder.arguments.append(.integer(Int64(query.fetchOffset)))
         }
-        return (text, StatementArguments(builder.arguments))
+        return (text, builder.arguments)
     }
 
-    func count(_ query: StoreQuery) -> (String, StatementArguments) {
+    func count(_ query: StoreQuery) -> (String, [StoredValue]) {
         var builder = Builder()
         var inner = "SELECT 1 FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
             inner += " WHERE " + expression(predicate, query.entity, "t0", &builder)
         }
         if query.fetchLimit == nil && query.fetchOffset == 0 {
-            return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(builder.arguments))
+            return ("SELECT COUNT(*) FROM (\(inner))", builder.arguments)
         }
         inner += " LIMIT ? OFFSET ?"
-        builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
-        builder.arguments.append(Int64(query.fetchOffset).databaseValue)
-        return ("SELECT COUNT(*) FROM (\(inner))", StatementArguments(builder.arguments))
+        builder.arguments.append(.integer(query.fetchLimit.map(Int64.init) ?? -1))
+        builder.arguments.append(.integer(Int64(query.fetchOffset)))
+        return ("SELECT COUNT(*) FROM (\(inner))", builder.arguments)
     }
 
     /// Rows by primary key. The keys are one parameter, a JSON array, so that any number of
     /// keys is one statement (and one cached statement).
-    func selectByKeys(_ entity: EntityDescription) -> String {
-        "SELECT \(columns(entity)) FROM \(Self.quote(entity.name)) WHERE \"Z_PK\" IN (SELECT value FROM json_each(?))"
-    }
+    func selectByKeys(_ entity: EntityDescription) -> String { texts(entity).selectByKeys }
+
+    /// One row by primary key: the common case of a lookup, without JSON.
+    func selectByKey(_ entity: EntityDescription) -> String { texts(entity).selectByKey }
 
     /// The rows a to-many relationship leads to for a JSON array of owner keys, each with its
     /// owner's key first.
@@ -192,7 +236,7 @@ struct SQLGenerator: Sendable {
         func sub(_ n: PredicateNode) -> String { expression(n, entity, alias, &builder) }
         switch node {
         case .constant(let value):
-            builder.arguments.append(value.databaseValue)
+            builder.arguments.append(value)
             return "?"
         case .attribute(let i):
             return "\(alias).\(column(entity, i))"
@@ -259,7 +303,7 @@ struct SQLGenerator: Sendable {
         case .isIn(let n, let list):
             let a = sub(n)
             if list.isEmpty { return "(CASE WHEN \(a) IS NULL THEN NULL ELSE 0 END)" }
-            for value in list { builder.arguments.append(value.databaseValue) }
+            for value in list { builder.arguments.append(value) }
             return "(\(a) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", "))))"
         case .arithmetic(let op, let l, let r):
             let a = sub(l), b = sub(r)
@@ -279,7 +323,12 @@ struct SQLGenerator: Sendable {
 
 /// SQL functions that give SQLite the exact string semantics of Loom's in-memory evaluator
 /// (``LoomStringFunctions``), registered on every connection.
+///
+/// Registered with SQLite's C API rather than GRDB's `DatabaseFunction`, which reads text
+/// arguments as C strings: a string holding a NUL character must be compared whole.
 enum SQLFunctions {
+    static let operators: [PredicateNode.StringOperator] = [.contains, .hasPrefix, .hasSuffix, .containsIgnoringCaseAndDiacritics]
+
     static func name(of op: PredicateNode.StringOperator) -> String {
         switch op {
         case .contains: "loom_contains"
@@ -289,28 +338,65 @@ enum SQLFunctions {
         }
     }
 
-    static let all: [DatabaseFunction] = {
-        var functions: [DatabaseFunction] = []
-        for op in [PredicateNode.StringOperator.contains, .hasPrefix, .hasSuffix, .containsIgnoringCaseAndDiacritics] {
-            functions.append(DatabaseFunction(name(of: op), argumentCount: 2, pure: true) { values in
-                guard case .string(let a) = values[0].storage, case .string(let b) = values[1].storage else { return nil }
-                return LoomStringFunctions.evaluate(op, a, b) ? 1 : 0
-            })
-        }
-        functions.append(DatabaseFunction("loom_lower", argumentCount: 1, pure: true) { values in
-            guard case .string(let a) = values[0].storage else { return nil }
-            return LoomStringFunctions.lowercase(a)
-        })
-        functions.append(DatabaseFunction("loom_length", argumentCount: 1, pure: true) { values in
-            switch LoomStringFunctions.length(StoredValue(values[0].storage)) {
-            case .integer(let n): return n
-            default: return nil
-            }
-        })
-        return functions
-    }()
-
     static func register(in db: Database) {
-        for function in all { db.add(function: function) }
+        guard let connection = db.sqliteConnection else { return }
+        let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
+        for (i, op) in operators.enumerated() {
+            // The operator travels as the function's user data: its position, plus one.
+            sqlite3_create_function_v2(connection, name(of: op), 2, flags, UnsafeMutableRawPointer(bitPattern: i + 1), { context, _, arguments in
+                let op = SQLFunctions.operators[Int(bitPattern: sqlite3_user_data(context)) - 1]
+                guard let arguments, case .text(let a) = SQLFunctions.value(arguments[0]), case .text(let b) = SQLFunctions.value(arguments[1]) else {
+                    return sqlite3_result_null(context)
+                }
+                sqlite3_result_int64(context, LoomStringFunctions.evaluate(op, a, b) ? 1 : 0)
+            }, nil, nil, nil)
+        }
+        sqlite3_create_function_v2(connection, "loom_lower", 1, flags, nil, { context, _, arguments in
+            guard let arguments, case .text(let a) = SQLFunctions.value(arguments[0]) else { return sqlite3_result_null(context) }
+            SQLFunctions.result(.text(LoomStringFunctions.lowercase(a)), context)
+        }, nil, nil, nil)
+        sqlite3_create_function_v2(connection, "loom_length", 1, flags, nil, { context, _, arguments in
+            guard let arguments else { return sqlite3_result_null(context) }
+            SQLFunctions.result(LoomStringFunctions.length(SQLFunctions.value(arguments[0])), context)
+        }, nil, nil, nil)
+    }
+
+    /// A function argument as a stored value, text read with its length.
+    static func value(_ value: OpaquePointer?) -> StoredValue {
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
+        case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_value_text(value) else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self))
+        case SQLITE_BLOB:
+            guard let bytes = sqlite3_value_blob(value) else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: Int(sqlite3_value_bytes(value))))
+        default: return .null
+        }
+    }
+
+    /// Sets a function's result.
+    static func result(_ value: StoredValue, _ context: OpaquePointer?) {
+        switch value {
+        case .null: sqlite3_result_null(context)
+        case .integer(let v): sqlite3_result_int64(context, v)
+        case .real(let v): sqlite3_result_double(context, v)
+        case .text(var v):
+            v.withUTF8 { bytes in
+                guard let base = bytes.baseAddress, bytes.count > 0 else { return sqlite3_result_text(context, "", 0, nil) }
+                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_result_text64(context, $0, sqlite3_uint64(bytes.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self), UInt8(SQLITE_UTF8))
+                }
+            }
+        case .blob(let v):
+            v.withUnsafeBytes { bytes in
+                if let base = bytes.baseAddress, bytes.count > 0 {
+                    sqlite3_result_blob64(context, base, sqlite3_uint64(bytes.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+                } else {
+                    sqlite3_result_zeroblob(context, 0)
+                }
+            }
+        }
     }
 }

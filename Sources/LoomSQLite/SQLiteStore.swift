@@ -229,28 +229,40 @@ public final class SQLiteStore: PersistentStore {
         let (text, arguments) = sql.select(query)
         let width = query.entity.storedValueCount
         return try read { db in
-            let statement = try db.cachedStatement(sql: text)
-            let cursor = try Row.fetchCursor(statement, arguments: arguments)
-            var rows: [StoreRow] = []
-            while let row = try cursor.next() { rows.append(SQLiteStore.storeRow(row, width: width)) }
-            return rows
+            try RawStatement.with(db, text) { statement in
+                try statement.bind(arguments)
+                return try statement.rows(width: width)
+            }
         }
     }
 
     public func count(_ query: StoreQuery) throws(LoomError) -> Int {
         let (text, arguments) = sql.count(query)
-        return try read { db in try Int.fetchOne(db.cachedStatement(sql: text), arguments: arguments) ?? 0 }
+        return try read { db in
+            try RawStatement.with(db, text) { statement in
+                try statement.bind(arguments)
+                return try statement.step() ? Int(statement.int64(0)) : 0
+            }
+        }
     }
 
     public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
         if keys.isEmpty { return [] }
         let width = entity.storedValueCount
-        let text = sql.selectByKeys(entity)
+        if keys.count == 1 {
+            // A lookup by ID: one key, no JSON.
+            return try read { db in
+                try RawStatement.with(db, sql.selectByKey(entity)) { statement in
+                    try statement.bind(keys[0], at: 1)
+                    return try statement.rows(width: width)
+                }
+            }
+        }
         return try read { db in
-            var rows: [StoreRow] = []
-            let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: [SQLiteStore.jsonArray(keys)])
-            while let row = try cursor.next() { rows.append(SQLiteStore.storeRow(row, width: width)) }
-            return rows
+            try RawStatement.with(db, sql.selectByKeys(entity)) { statement in
+                try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
+                return try statement.rows(width: width)
+            }
         }
     }
 
@@ -262,25 +274,26 @@ public final class SQLiteStore: PersistentStore {
         let width = relationship.destination.storedValueCount
         let text = sql.selectRelated(relationship)
         return try read { db in
-            var related: [RelatedRow] = []
-            let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: [SQLiteStore.jsonArray(keys)])
-            while let row = try cursor.next() {
-                related.append(RelatedRow(owner: row[0], row: SQLiteStore.storeRow(row, width: width, offset: 1)))
+            try RawStatement.with(db, text) { statement in
+                try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
+                var related: [RelatedRow] = []
+                while try statement.step() {
+                    related.append(RelatedRow(owner: statement.int64(0), row: statement.row(width: width, offset: 1)))
+                }
+                return related
             }
-            return related
         }
     }
 
     /// Keys as one JSON array parameter, read back with `json_each`.
     static func jsonArray(_ keys: [Int64]) -> String {
-        "[" + keys.map(String.init).joined(separator: ",") + "]"
-    }
-
-    static func storeRow(_ row: Row, width: Int, offset: Int = 0) -> StoreRow {
-        var values: [StoredValue] = []
-        values.reserveCapacity(width)
-        for i in 0..<width { values.append(StoredValue((row[offset + i + 2] as DatabaseValue).storage)) }
-        return StoreRow(key: row[offset], version: row[offset + 1], values: values)
+        var text = "["
+        text.reserveCapacity(keys.count * 8 + 2)
+        for (i, key) in keys.enumerated() {
+            if i > 0 { text += "," }
+            text += String(key)
+        }
+        return text + "]"
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
@@ -299,36 +312,76 @@ public final class SQLiteStore: PersistentStore {
         do {
             try pool.write { db in
                 for delete in changes.deletes {
-                    try db.cachedStatement(sql: sql.delete(delete.entity)).execute(arguments: [delete.key, delete.expectedVersion])
+                    try RawStatement.with(db, sql.delete(delete.entity)) { statement in
+                        try statement.bind(delete.key, at: 1)
+                        try statement.bind(delete.expectedVersion, at: 2)
+                        try statement.execute()
+                    }
                     if db.changesCount != 1 { throw conflict(delete.entity, delete.key) }
                     for (table, column) in schema.joinTables(involving: delete.entity) {
-                        try db.cachedStatement(sql: sql.deleteLinks(table, column: column)).execute(arguments: [delete.key])
+                        try RawStatement.with(db, sql.deleteLinks(table, column: column)) { statement in
+                            try statement.bind(delete.key, at: 1)
+                            try statement.execute()
+                        }
                     }
                 }
+                // UPDATE texts by entity and changed columns: most saves change the same few.
+                var updateTexts: [UpdateShape: String] = [:]
                 for update in changes.updates {
-                    let statement = try db.cachedStatement(sql: sql.update(update.entity, columns: update.changes.map(\.index)))
-                    var arguments = update.changes.map { $0.value.databaseValue }
-                    arguments.append(update.key.databaseValue)
-                    arguments.append(update.expectedVersion.databaseValue)
-                    try statement.execute(arguments: StatementArguments(arguments))
+                    let columns = update.changes.map(\.index)
+                    let shape = UpdateShape(entity: ObjectIdentifier(update.entity), columns: columns)
+                    let text: String
+                    if let known = updateTexts[shape] {
+                        text = known
+                    } else {
+                        text = sql.update(update.entity, columns: columns)
+                        updateTexts[shape] = text
+                    }
+                    try RawStatement.with(db, text) { statement in
+                        try statement.bind(update.changes.lazy.map(\.value))
+                        let next = Int32(update.changes.count) + 1
+                        try statement.bind(update.key, at: next)
+                        try statement.bind(update.expectedVersion, at: next + 1)
+                        do {
+                            try statement.execute()
+                        } catch {
+                            throw translate(error, entity: update.entity, key: update.key)
+                        }
+                    }
                     if db.changesCount != 1 { throw conflict(update.entity, update.key) }
                 }
-                for insert in changes.inserts {
-                    let statement = try db.cachedStatement(sql: sql.insert(insert.entity))
-                    var arguments: [DatabaseValue] = [insert.key.databaseValue]
-                    arguments.reserveCapacity(insert.values.count + 1)
-                    for value in insert.values { arguments.append(value.databaseValue) }
-                    do {
-                        try statement.execute(arguments: StatementArguments(arguments))
-                    } catch {
-                        throw translate(error, entity: insert.entity, key: insert.key)
+                var index = 0
+                while index < changes.inserts.count {
+                    // Inserts come grouped by entity: one statement for each run.
+                    let entity = changes.inserts[index].entity
+                    try RawStatement.with(db, sql.insert(entity)) { statement in
+                        while index < changes.inserts.count, changes.inserts[index].entity === entity {
+                            let insert = changes.inserts[index]
+                            statement.reset()
+                            try statement.bind(insert.key, at: 1)
+                            try statement.bind(insert.values, from: 2)
+                            do {
+                                try statement.execute()
+                            } catch {
+                                throw translate(error, entity: insert.entity, key: insert.key)
+                            }
+                            index += 1
+                        }
                     }
                 }
                 for link in changes.linkDeletes {
-                    try db.cachedStatement(sql: sql.deleteLink(link.table)).execute(arguments: [link.source, link.target])
+                    try RawStatement.with(db, sql.deleteLink(link.table)) { statement in
+                        try statement.bind(link.source, at: 1)
+                        try statement.bind(link.target, at: 2)
+                        try statement.execute()
+                    }
                 }
                 for link in changes.linkInserts {
-                    try db.cachedStatement(sql: sql.insertLink(link.table)).execute(arguments: [link.source, link.target])
+                    try RawStatement.with(db, sql.insertLink(link.table)) { statement in
+                        try statement.bind(link.source, at: 1)
+                        try statement.bind(link.target, at: 2)
+                        try statement.execute()
+                    }
                 }
             }
         } catch let error as LoomError {
@@ -336,6 +389,12 @@ public final class SQLiteStore: PersistentStore {
         } catch {
             throw translate(error, entity: nil)
         }
+    }
+
+    /// An UPDATE statement's identity: the entity and the columns it sets.
+    private struct UpdateShape: Hashable {
+        let entity: ObjectIdentifier
+        let columns: [Int]
     }
 
     private func conflict(_ entity: EntityDescription, _ key: Int64) -> LoomError {

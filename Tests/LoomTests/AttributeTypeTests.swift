@@ -88,21 +88,54 @@ struct AttributeTypeTests {
         #expect(try context.count(for: FetchRequest<Book>()) == nasty.count)
     }
 
-    @Test("Strings with NUL characters are refused with an error, never truncated", arguments: StoreKind.allCases)
+    @Test("Strings with NUL characters round-trip exactly, compare whole and stay unique", arguments: StoreKind.allCases)
     func nulCharacters(kind: StoreKind) throws {
-        let container = try kind.makeContainer()
+        let directory = TemporaryDirectory.make()
+        let url = directory.appending(path: "nul.loom")
+        let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
+        let store: any PersistentStore = kind == .sqlite ? try SQLiteStore(url: url, schema: schema) : InMemoryStore(schema: schema)
+        let container = PersistentContainer(store: store)
         let context = container.viewContext
-        let book = Book(isbn: "a\0b", title: "NUL")
-        context.insert(book)
-        let error = try #require(throws: LoomError.self) { try context.save() }
-        #expect(error.code == .typeMismatch)
-        #expect(error.attributeNames == ["isbn"])
-        #expect(error.message.contains("NUL"))
-        let nul = "\0"
-        let query = try #require(throws: LoomError.self) {
-            try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.title == nul }))
+        // "a\0b" and "a\0c" would both be "a" if anything read them as C strings, and collide
+        // on the unique isbn.
+        let isbns = ["a", "a\0b", "a\0c", "\0", "\0\0", "x\0", "ab"]
+        for isbn in isbns { context.insert(Book(isbn: isbn, title: "t" + isbn + "\0end")) }
+        try context.save()
+
+        func check(_ context: ManagedObjectContext) throws {
+            let all = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+            // Byte order: "\0" < "\0\0" < "a" < "a\0b" < "a\0c" < "ab" < "x\0".
+            #expect(all.map(\.isbn) == ["\0", "\0\0", "a", "a\0b", "a\0c", "ab", "x\0"])
+            #expect(all.allSatisfy { $0.title == "t" + $0.isbn + "\0end" })
+            let wanted = "a\0b"
+            #expect(try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == wanted })).map(\.isbn) == ["a\0b"])
+            let nul = "\0"
+            let containing = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn.contains(nul) }, sortBy: [SortDescriptor(\.isbn)]))
+            #expect(containing.map(\.isbn) == ["\0", "\0\0", "a\0b", "a\0c", "x\0"])
+            let prefix = "a\0"
+            #expect(try context.count(for: FetchRequest<Book>(predicate: #Predicate { $0.isbn.starts(with: prefix) })) == 2)
+            #expect(try context.count(for: FetchRequest<Book>(predicate: #Predicate { $0.isbn.count == 3 })) == 2)
         }
-        #expect(query.code == .unsupportedPredicate)
+        try check(context)
+        // A duplicate that differs only after the NUL is no duplicate; one that is equal is.
+        context.insert(Book(isbn: "a\0d", title: "new"))
+        try context.save()
+        let twin = Book(isbn: "x\0", title: "twin")
+        context.insert(twin)
+        let error = try #require(throws: LoomError.self) { try context.save() }
+        #expect(error.code == .uniquenessViolation)
+        context.delete(twin)
+        try context.save()
+        let added = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.title == "new" }))
+        context.delete(try #require(added.first))
+        try context.save()
+
+        // From the file itself, in a new container: nothing was cut at the NUL on disk.
+        if kind == .sqlite {
+            try container.close()
+            let reopened = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+            try check(reopened.viewContext)
+        }
     }
 
     @Test("Attribute types recorded in the schema")

@@ -216,12 +216,6 @@ extension ManagedObjectContext {
                     "\(entity.name).\(attribute.name) is required but has no value in \(backing.objectIDDescription); set it, give it a default, or make it optional.",
                     entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
             }
-            if case .text(let text) = value, text.utf8.contains(0) {
-                throw LoomError(
-                    .typeMismatch,
-                    "\(entity.name).\(attribute.name) in \(backing.objectIDDescription) contains a NUL character, which stores cannot keep exactly; remove it or store the value as Data.",
-                    entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
-            }
             if !attribute.type.accepts(value) {
                 throw LoomError(
                     .typeMismatch,

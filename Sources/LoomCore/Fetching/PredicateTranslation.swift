@@ -104,9 +104,6 @@ struct PredicateTranslator {
 
     func constant(_ value: Any) throws(LoomError) -> PredicateNode {
         if let stored = StoredValue.converting(value) {
-            if case .text(let text) = stored, text.utf8.contains(0) {
-                throw unsupported("a string constant containing a NUL character, which stores cannot compare exactly")
-            }
             return .constant(stored)
         }
         if let id = value as? any LoomObjectIDConvertible {

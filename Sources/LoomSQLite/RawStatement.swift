@@ -1,0 +1,146 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import LoomCore
+
+/// SQLite's "copy the value now" destructor for bound text and blobs.
+private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// One of GRDB's cached prepared statements, bound, stepped and read through SQLite's C API.
+///
+/// The store's hot paths (saves, fetches, lookups) go through here rather than through GRDB's
+/// `Row` and `StatementArguments`:
+/// - values go straight between ``StoredValue`` and the statement, with no `DatabaseValue`,
+///   no argument validation and no generic decoding per column (the benchmarks' profile);
+/// - text is bound and read with its byte length, so a string holding NUL characters
+///   round-trips exactly (GRDB binds and reads text as C strings, which would truncate it).
+///
+/// Use it only inside one GRDB database access, like the `Database` it came from. Every use
+/// starts from a reset statement and leaves it reset.
+struct RawStatement {
+    let handle: OpaquePointer
+    let sql: String
+
+    /// Runs `body` with the cached statement for `sql`, reset and with no bindings, and resets
+    /// it afterwards (so no read stays open after the access).
+    static func with<T>(_ db: Database, _ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
+        let statement = RawStatement(handle: try db.cachedStatement(sql: sql).sqliteStatement, sql: sql)
+        sqlite3_reset(statement.handle)
+        defer {
+            sqlite3_reset(statement.handle)
+            sqlite3_clear_bindings(statement.handle)
+        }
+        return try body(statement)
+    }
+
+    // MARK: Binding
+
+    /// Binds `value` to the 1-based parameter `index`.
+    func bind(_ value: StoredValue, at index: Int32) throws {
+        let code: Int32
+        switch value {
+        case .null:
+            code = sqlite3_bind_null(handle, index)
+        case .integer(let v):
+            code = sqlite3_bind_int64(handle, index, v)
+        case .real(let v):
+            code = sqlite3_bind_double(handle, index, v)
+        case .text(var v):
+            code = v.withUTF8 { bytes in
+                // An empty buffer may have no address, which SQLite would bind as NULL.
+                guard let base = bytes.baseAddress, bytes.count > 0 else { return sqlite3_bind_text(handle, index, "", 0, nil) }
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text64(handle, index, $0, sqlite3_uint64(bytes.count), SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+                }
+            }
+        case .blob(let v):
+            code = v.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress, bytes.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
+                return sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(bytes.count), SQLITE_TRANSIENT)
+            }
+        }
+        if code != SQLITE_OK { throw error(code) }
+    }
+
+    /// Binds `values` to consecutive parameters, the first at `index`.
+    func bind<C: Collection<StoredValue>>(_ values: C, from index: Int32 = 1) throws {
+        var i = index
+        for value in values {
+            try bind(value, at: i)
+            i += 1
+        }
+    }
+
+    func bind(_ value: Int64, at index: Int32) throws {
+        let code = sqlite3_bind_int64(handle, index, value)
+        if code != SQLITE_OK { throw error(code) }
+    }
+
+    // MARK: Stepping
+
+    /// Makes the statement ready to run again; bindings are kept until bound anew.
+    func reset() {
+        sqlite3_reset(handle)
+    }
+
+    /// Advances to the next row: `true` when there is one, `false` when the statement is done.
+    func step() throws -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code: throw error(code)
+        }
+    }
+
+    /// Runs the statement to completion.
+    func execute() throws {
+        while try step() {}
+    }
+
+    /// Every row as a ``StoreRow`` whose key, version and `width` values start at column
+    /// `offset`; `owner` reads an extra leading column (see ``StoreRow``'s use in
+    /// `fetchRelated`).
+    func rows(width: Int, offset: Int32 = 0) throws -> [StoreRow] {
+        var rows: [StoreRow] = []
+        while try step() { rows.append(row(width: width, offset: offset)) }
+        return rows
+    }
+
+    /// The current row as a ``StoreRow`` read from column `offset` on.
+    func row(width: Int, offset: Int32 = 0) -> StoreRow {
+        var values: [StoredValue] = []
+        values.reserveCapacity(width)
+        for i in 0..<Int32(width) { values.append(column(offset + 2 + i)) }
+        return StoreRow(key: sqlite3_column_int64(handle, offset), version: sqlite3_column_int64(handle, offset + 1), values: values)
+    }
+
+    /// The value of column `index` (0-based) of the current row.
+    func column(_ index: Int32) -> StoredValue {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, index))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(handle, index))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(handle, index) else { return .text("") }
+            let count = Int(sqlite3_column_bytes(handle, index))
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            guard let bytes = sqlite3_column_blob(handle, index) else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, index))))
+        default:
+            return .null
+        }
+    }
+
+    func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+
+    /// A GRDB error for a failed call, with SQLite's extended code and message, so that the
+    /// store's error translation treats it like any other.
+    func error(_ code: Int32) -> DatabaseError {
+        let connection = sqlite3_db_handle(handle)
+        let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
+        let message = connection.map { String(cString: sqlite3_errmsg($0)) }
+        return DatabaseError(resultCode: ResultCode(rawValue: extended), message: message, sql: sql)
+    }
+}
