@@ -73,10 +73,12 @@ extension ManagedObjectContext {
         let changes = commitSavedState()
         if applied.number > 0 {
             var rows: [AnyObjectID: StoreRow] = [:]
-            for insert in applied.changes.inserts {
+            // The saved rows travel to the other contexts; with none listening, no one needs them.
+            let listened = coordinator.hasInboxes(besides: inbox)
+            for insert in applied.changes.inserts where listened {
                 rows[objectID(insert.entity, insert.key)] = StoreRow(key: insert.key, version: 1, values: insert.values)
             }
-            for update in applied.changes.updates {
+            for update in applied.changes.updates where listened {
                 if let object = registry[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)]?.object {
                     let b = object._loomBacking
                     rows[objectID(update.entity, update.key)] = StoreRow(key: b.key, version: b.version, values: b.values.map { $0 ?? .null })
@@ -91,8 +93,7 @@ extension ManagedObjectContext {
     /// A child's save: its changes become unsaved changes of its parent.
     private func saveIntoParent(_ parent: ParentLink) throws(LoomError) {
         var child = ChildChanges()
-        for object in insertedObjects.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
-            let b = object._loomBacking
+        for b in insertedBackingsInOrder() {
             child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values.map { $0 ?? .null }))
         }
         for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
@@ -131,8 +132,8 @@ extension ManagedObjectContext {
     /// The store change set for the context's current unsaved changes.
     private func makeChangeSet() -> StoreChangeSet {
         var changes = StoreChangeSet()
-        for object in insertedObjects.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
-            let b = object._loomBacking
+        changes.inserts.reserveCapacity(insertedObjects.count)
+        for b in insertedBackingsInOrder() {
             changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values.map { $0 ?? .null }))
         }
         for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
@@ -156,6 +157,29 @@ extension ManagedObjectContext {
             }
         }
         return changes
+    }
+
+    /// The inserted objects' storage, entity by entity in schema order, each entity's by key
+    /// (the order they were inserted in): a store writes each entity's rows with one statement.
+    private func insertedBackingsInOrder() -> [ObjectBacking] {
+        var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
+        for object in insertedObjects.values {
+            let b = object._loomBacking
+            byEntity[ObjectIdentifier(b.entity), default: []].append(b)
+        }
+        var ordered: [ObjectBacking] = []
+        ordered.reserveCapacity(insertedObjects.count)
+        for entity in coordinator.schema.entities {
+            guard var backings = byEntity.removeValue(forKey: ObjectIdentifier(entity)) else { continue }
+            backings.sort { $0.key < $1.key }
+            ordered += backings
+        }
+        // Entities outside the schema cannot be inserted; keep any left, in a stable order.
+        for (_, var backings) in byEntity.sorted(by: { $0.value[0].entity.name < $1.value[0].entity.name }) {
+            backings.sort { $0.key < $1.key }
+            ordered += backings
+        }
+        return ordered
     }
 
     private func isDeletedHere(_ entityName: String, _ key: Int64) -> Bool {

@@ -201,6 +201,11 @@ public final class PersistentStoreCoordinator: Sendable {
         inboxes.withLock { $0[ObjectIdentifier(inbox)] = inbox }
     }
 
+    /// Whether any context other than the one owning `inbox` may receive saves.
+    func hasInboxes(besides inbox: MergeInbox) -> Bool {
+        inboxes.withLock { $0.count > ($0[ObjectIdentifier(inbox)] == nil ? 0 : 1) }
+    }
+
     func unregister(_ inbox: MergeInbox) {
         _ = inboxes.withLock { $0.removeValue(forKey: ObjectIdentifier(inbox)) }
     }

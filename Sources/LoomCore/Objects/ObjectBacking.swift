@@ -89,6 +89,55 @@ public final class ObjectBacking {
     /// isolation (with concurrency debugging on), after its context was reset, or if a required
     /// attribute is read before it was ever set.
     public func value<T>(at index: Int, as type: T.Type) -> T {
+        decodeAttribute(at: index, as: T.self)
+    }
+
+    /// Reads an attribute of a ``PersistentValue`` type: the common case, converted straight
+    /// from its stored value. `@inlinable`, so that the generated accessor of each property is
+    /// specialized for its type (no boxing, no dynamic cast).
+    @inlinable
+    public func value<T: PersistentValue>(at index: Int, as type: T.Type) -> T {
+        if let value = T(storedValue: storedAttribute(at: index)) { return value }
+        return decodeAttribute(at: index, as: T.self)   // traps, saying why
+    }
+
+    /// Reads an optional attribute of a ``PersistentValue`` type; see ``value(at:as:)-(_,T.Type)``.
+    @inlinable
+    public func value<T: PersistentValue>(at index: Int, as type: T?.Type) -> T? {
+        let stored = storedAttribute(at: index)
+        if stored.isNull { return nil }
+        if let value = T(storedValue: stored) { return value }
+        return decodeAttribute(at: index, as: T?.self)   // traps, saying why
+    }
+
+    /// Writes an attribute of a ``PersistentValue`` type, converted straight to its stored value.
+    @inlinable
+    public func setValue<T: PersistentValue>(_ value: T, at index: Int, of owner: any BackedObject) {
+        setStoredAttribute(value.storedValue, at: index)
+    }
+
+    /// Writes an optional attribute of a ``PersistentValue`` type.
+    @inlinable
+    public func setValue<T: PersistentValue>(_ value: T?, at index: Int, of owner: any BackedObject) {
+        setStoredAttribute(value?.storedValue ?? .null, at: index)
+    }
+
+    /// The stored value of the attribute declared at property position `index`.
+    @usableFromInline
+    func storedAttribute(at index: Int) -> StoredValue {
+        storedValue(at: attributeSlot(forProperty: index))
+    }
+
+    /// Sets the stored value of the attribute declared at property position `index`.
+    @usableFromInline
+    func setStoredAttribute(_ stored: StoredValue, at index: Int) {
+        setStoredValue(stored, at: attributeSlot(forProperty: index))
+    }
+
+    /// Reads an attribute through its codec (enums, `Codable` values), or traps saying why the
+    /// stored value is not a `T`.
+    @usableFromInline
+    func decodeAttribute<T>(at index: Int, as type: T.Type) -> T {
         let attributeIndex = attributeSlot(forProperty: index)
         let stored = storedValue(at: attributeIndex)
         let attribute = entity.attributes[attributeIndex]
