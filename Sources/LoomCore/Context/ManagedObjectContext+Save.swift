@@ -70,7 +70,7 @@ extension ManagedObjectContext {
         // Conflict resolution may have changed foreign keys behind the loaded lists' back.
         if resolved { forgetLoadedRelationships() }
 
-        let changes = commitSavedState()
+        let changes = commitSavedState(saved: applied.changes)
         if applied.number > 0 {
             var rows: [AnyObjectID: StoreRow] = [:]
             // The saved rows travel to the other contexts; with none listening, no one needs them.
@@ -133,7 +133,8 @@ extension ManagedObjectContext {
     private func makeChangeSet() -> StoreChangeSet {
         var changes = StoreChangeSet()
         changes.inserts.reserveCapacity(insertedObjects.count)
-        for b in insertedBackingsInOrder() {
+        changeSetInsertOrder = insertedBackingsInOrder()
+        for b in changeSetInsertOrder {
             changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values.map { $0 ?? .null }))
         }
         for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
@@ -189,12 +190,24 @@ extension ManagedObjectContext {
 
     /// After a successful save: every object's state in line with the store. Returns what was
     /// saved, for the `didSave` event.
-    private func commitSavedState() -> ObjectChanges {
+    ///
+    /// `saved` is the change set the store applied, whose inserts are the inserted objects'
+    /// values in ``insertedBackingsInOrder()``'s order: they become the committed values as they
+    /// are (one array shared, not a copy per object).
+    private func commitSavedState(saved: StoreChangeSet? = nil) -> ObjectChanges {
         var changes = ObjectChanges()
-        for object in insertedObjects.values {
-            let b = object._loomBacking
+        let savedInserts = saved?.inserts ?? []
+        var index = 0
+        let order = changeSetInsertOrder.count == insertedObjects.count ? changeSetInsertOrder : insertedObjects.values.map(\._loomBacking)
+        changeSetInsertOrder = []
+        for b in order {
             b.isInserted = false
-            b.committed = b.values.map { $0 ?? .null }
+            if index < savedInserts.count, savedInserts[index].key == b.key, savedInserts[index].entity === b.entity {
+                b.committed = savedInserts[index].values
+            } else {
+                b.committed = b.values.map { $0 ?? .null }
+            }
+            index += 1
             b.version = 1
             changes.inserted.insert(objectID(of: b))
         }

@@ -54,6 +54,8 @@ public final class ManagedObjectContext {
     /// Unsaved changes to join tables: `true` to add the row, `false` to remove it.
     var pendingLinks: [LinkKey: Bool] = [:]
     /// To-many relationships whose members changed since the last save, by owner.
+    /// The inserted objects in the order the last change set listed them (see `makeChangeSet`).
+    var changeSetInsertOrder: [ObjectBacking] = []
     var relationshipChanges = RelationshipChangeLog()
     /// The same, since the last `objectsDidChange`.
     var eventRelationshipChanges = RelationshipChangeLog()
