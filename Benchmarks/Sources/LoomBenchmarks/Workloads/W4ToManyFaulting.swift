@@ -1,17 +1,309 @@
-/// W4: walk a to-many relationship from every object of a fetch, firing the relationship
-/// faults (Core Data's "N+1" case), against a JOIN (raw SQLite, GRDB's associations).
+import Foundation
+import GRDB
+import Loom
+
+/// W4: walk a to-many relationship from every object of a fetch: 1,000 folders × 10
+/// documents, every attribute of every folder and document read.
 ///
-/// Waits for relationships in Loom. To add it: give `Item` a to-many `tags` relationship (and
-/// `ItemData` its tag keys, generated from the same seed), fill it in the templates, and
-/// implement ``run(_:_:)``; the runner, report and JSON need no change.
-final class ToManyFaulting: Workload {
+/// - "per parent" is Core Data's classic N+1: the folders are fetched, then each folder's
+///   documents are loaded when first touched, one query per folder. Raw SQLite and GRDB's
+///   fast path run one prepared `SELECT … WHERE folderId = ?` per folder; GRDB's record path
+///   fetches `DocumentRecord`s filtered by folder per folder; Loom fires the to-many fault of
+///   `folder.documents` (its documents are faults that fill from the rows that query brought).
+/// - "prefetched" loads all the documents in one more query: raw SQLite and GRDB's fast path
+///   select every document ordered by folder and group them; GRDB's record path uses its
+///   association, `FolderRecord.including(all: FolderRecord.documents)`; Loom sets
+///   `relationshipKeyPathsForPrefetching = [\.documents]`.
+///
+/// The folders and documents live in their own store, built once per contender kind (the C
+/// API builds the one raw SQLite and GRDB share, Loom its own) and only read by the rounds.
+final class ToManyFaulting: SynchronousWorkload {
     let id = "W4"
-    let title = "To-many relationship faulting"
+    var title = "To-many relationship faulting"
     let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
-    let metrics: [Metric] = []
-    let unavailableReason: String? = "Loom has no relationships yet, so the benchmark entity has no to-many column either."
+    let metrics = [
+        Metric(key: "perParent", label: "per-parent faults", target: .ratioToRaw(3)),
+        Metric(key: "prefetched", label: "prefetched", target: .ratioToRaw(2)),
+    ]
+    private var sqlPath = ""
+    private var loomPath = ""
+    private var bench: Bench!
 
-    func prepare(_ bench: Bench) throws {}
+    static let folders = 1_000
+    static let documentsPerFolder = 10
 
-    func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] { [:] }
+    func prepare(_ bench: Bench) throws {
+        self.bench = bench
+        title = "To-many faulting: \(Format.count(Self.folders)) folders × \(Self.documentsPerFolder) documents, every attribute read"
+        let data = FolderData.make(folders: Self.folders, documentsPerFolder: Self.documentsPerFolder)
+        sqlPath = bench.newDatabasePath("W4-sql")
+        do {
+            let db = try RawDatabase(path: sqlPath)
+            for statement in FolderSQL.schema { try db.execute(statement) }
+            try db.execute("BEGIN IMMEDIATE")
+            let folder = try db.prepare(FolderSQL.insertFolder)
+            let document = try db.prepare(FolderSQL.insertDocument)
+            for f in data {
+                folder.bind(f.id, at: 1)
+                folder.bind(f.name, at: 2)
+                try folder.run()
+                for d in f.documents {
+                    document.bind(d.id, at: 1)
+                    document.bind(f.id, at: 2)
+                    document.bind(d.title, at: 3)
+                    document.bind(d.size, at: 4)
+                    document.bind(d.score, at: 5)
+                    try document.run()
+                }
+            }
+            try db.execute("COMMIT")
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        loomPath = bench.newDatabasePath("W4-loom")
+        let container = try PersistentContainer.folders(at: loomPath)
+        let context = container.viewContext
+        for f in data {
+            let folder = Folder(name: f.name)
+            context.insert(folder)
+            folder.documents = Set(f.documents.map { Document(title: $0.title, size: $0.size, score: $0.score) })
+        }
+        try context.save()
+        try container.close()
+    }
+
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
+        let meter = round.meter
+        switch contender {
+        case .raw:
+            let db = try RawDatabase(path: sqlPath)
+            _ = try db.scalar("SELECT count(*) FROM document")
+            meter?.begin()
+            let (a, perParent) = try timed { () throws -> Int in
+                let folders = try db.prepare(FolderSQL.selectFolders)
+                let documents = try db.prepare(FolderSQL.selectDocumentsOfFolder)
+                var sum = 0
+                while try folders.step() {
+                    let id = folders.int64(0)
+                    sum &+= folders.text(1).utf8.count
+                    documents.bind(id, at: 1)
+                    while try documents.step() { sum &+= FolderSQL.checksum(documents.text(1), documents.int(2), documents.double(3)) }
+                    documents.reset()
+                }
+                return sum
+            }
+            let (b, prefetched) = try timed { () throws -> Int in
+                let folders = try db.prepare(FolderSQL.selectFolders)
+                var names: [(Int64, String)] = []
+                while try folders.step() { names.append((folders.int64(0), folders.text(1))) }
+                let documents = try db.prepare(FolderSQL.selectAllDocuments)
+                var byFolder: [Int64: [DocumentData]] = [:]
+                while try documents.step() {
+                    byFolder[documents.int64(0), default: []].append(DocumentData(id: documents.int64(1), title: documents.text(2), size: documents.int(3), score: documents.double(4)))
+                }
+                var sum = 0
+                for (id, name) in names {
+                    sum &+= name.utf8.count
+                    for d in byFolder[id] ?? [] { sum &+= FolderSQL.checksum(d.title, d.size, d.score) }
+                }
+                return sum
+            }
+            meter?.end()
+            blackHole((a, b))
+            return ["perParent": perParent, "prefetched": prefetched]
+        case .grdb, .grdbRecord:
+            let pool = try BenchSettings.openPool(sqlPath)
+            _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM document") }
+            let record = contender == .grdbRecord
+            meter?.begin()
+            let (a, perParent) = try timed {
+                try pool.read { db -> Int in
+                    var sum = 0
+                    if record {
+                        for folder in try FolderRecord.order(Column("id")).fetchAll(db) {
+                            sum &+= folder.name.utf8.count
+                            for d in try DocumentRecord.filter(Column("folderId") == folder.id).order(Column("id")).fetchAll(db) {
+                                sum &+= FolderSQL.checksum(d.title, d.size, d.score)
+                            }
+                        }
+                        return sum
+                    }
+                    let folders = try Row.fetchAll(db.cachedStatement(sql: FolderSQL.selectFolders))
+                    let documents = try db.cachedStatement(sql: FolderSQL.selectDocumentsOfFolder)
+                    for folder in folders {
+                        let id: Int64 = folder[0]
+                        sum &+= (folder[1] as String).utf8.count
+                        let cursor = try Row.fetchCursor(documents, arguments: [id])
+                        while let d = try cursor.next() { sum &+= FolderSQL.checksum(d[1], d[2], d[3]) }
+                    }
+                    return sum
+                }
+            }
+            let (b, prefetched) = try timed {
+                try pool.read { db -> Int in
+                    var sum = 0
+                    if record {
+                        let request = FolderRecord.including(all: FolderRecord.documents).order(Column("id"))
+                        for info in try FolderInfo.fetchAll(db, request) {
+                            sum &+= info.folder.name.utf8.count
+                            for d in info.documents { sum &+= FolderSQL.checksum(d.title, d.size, d.score) }
+                        }
+                        return sum
+                    }
+                    let folders = try Row.fetchAll(db.cachedStatement(sql: FolderSQL.selectFolders))
+                    var byFolder: [Int64: [DocumentData]] = [:]
+                    let cursor = try Row.fetchCursor(db.cachedStatement(sql: FolderSQL.selectAllDocuments))
+                    while let d = try cursor.next() {
+                        byFolder[d[0], default: []].append(DocumentData(id: d[1], title: d[2], size: d[3], score: d[4]))
+                    }
+                    for folder in folders {
+                        sum &+= (folder[1] as String).utf8.count
+                        for d in byFolder[folder[0]] ?? [] { sum &+= FolderSQL.checksum(d.title, d.size, d.score) }
+                    }
+                    return sum
+                }
+            }
+            meter?.end()
+            blackHole((a, b))
+            try pool.close()
+            return ["perParent": perParent, "prefetched": prefetched]
+        case .loom:
+            let container = try PersistentContainer.folders(at: loomPath)
+            _ = try container.newBackgroundContext(name: "primer").performAndWait { try $0.count(for: FetchRequest<Document>()) }
+            meter?.begin()
+            // A new context for each, so that the second finds nothing registered.
+            let (a, perParent) = try container.newBackgroundContext(name: "W4-faults").performAndWait { context in
+                try timed { () throws -> Int in
+                    let folders = try context.fetch(FetchRequest<Folder>())
+                    return folders.reduce(0) { $0 &+ $1.checksum }
+                }
+            }
+            let (b, prefetched) = try container.newBackgroundContext(name: "W4-prefetch").performAndWait { context in
+                try timed { () throws -> Int in
+                    var request = FetchRequest<Folder>()
+                    request.relationshipKeyPathsForPrefetching = [\.documents]
+                    let folders = try context.fetch(request)
+                    return folders.reduce(0) { $0 &+ $1.checksum }
+                }
+            }
+            meter?.end()
+            blackHole((a, b))
+            try container.close()
+            return ["perParent": perParent, "prefetched": prefetched]
+        }
+    }
+
+    func notes(_ result: WorkloadResult) -> [String] {
+        ["every contender reads \(Format.count(Self.folders)) folder names and \(Format.count(Self.folders * Self.documentsPerFolder)) documents' title, size and score; per-parent runs 1 + \(Format.count(Self.folders)) queries, prefetched 2"]
+    }
+}
+
+// MARK: Data
+
+/// A folder of the W4 data set and its documents.
+struct FolderData: Sendable {
+    var id: Int64
+    var name: String
+    var documents: [DocumentData]
+
+    /// The seeded data set: `folders` folders with `documentsPerFolder` documents each.
+    static func make(folders: Int, documentsPerFolder: Int, seed: UInt64 = 0xF01D_E125) -> [FolderData] {
+        var random = SplitMix64(seed: seed)
+        var nextDocument: Int64 = 1
+        return (1...folders).map { i in
+            let documents = (0..<documentsPerFolder).map { _ -> DocumentData in
+                defer { nextDocument += 1 }
+                return DocumentData(
+                    id: nextDocument,
+                    title: "\(Dataset.words[random.int(below: Dataset.words.count)]) \(Dataset.words[random.int(below: Dataset.words.count)]) report \(nextDocument)",
+                    size: random.int(below: 1_000_000), score: random.unit() * 100)
+            }
+            return FolderData(id: Int64(i), name: "Folder \(i) \(Dataset.words[random.int(below: Dataset.words.count)]) archive", documents: documents)
+        }
+    }
+}
+
+struct DocumentData: Sendable {
+    var id: Int64
+    var title: String
+    var size: Int
+    var score: Double
+}
+
+enum FolderSQL {
+    static let schema = [
+        "CREATE TABLE folder (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+        "CREATE TABLE document (id INTEGER PRIMARY KEY, folderId INTEGER NOT NULL REFERENCES folder(id), title TEXT NOT NULL, size INTEGER NOT NULL, score REAL NOT NULL)",
+        "CREATE INDEX document_folderId ON document (folderId)",
+    ]
+    static let insertFolder = "INSERT INTO folder (id, name) VALUES (?, ?)"
+    static let insertDocument = "INSERT INTO document (id, folderId, title, size, score) VALUES (?, ?, ?, ?, ?)"
+    static let selectFolders = "SELECT id, name FROM folder ORDER BY id"
+    static let selectDocumentsOfFolder = "SELECT id, title, size, score FROM document WHERE folderId = ? ORDER BY id"
+    static let selectAllDocuments = "SELECT folderId, id, title, size, score FROM document ORDER BY folderId, id"
+
+    /// What every contender computes from a document's attributes.
+    @inline(__always)
+    static func checksum(_ title: String, _ size: Int, _ score: Double) -> Int {
+        title.utf8.count &+ size &+ Int(score)
+    }
+}
+
+// MARK: GRDB records
+
+struct FolderRecord: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "folder"
+    static let documents = hasMany(DocumentRecord.self)
+    var id: Int64
+    var name: String
+}
+
+struct DocumentRecord: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "document"
+    var id: Int64
+    var folderId: Int64
+    var title: String
+    var size: Int
+    var score: Double
+}
+
+/// A folder with its documents, as GRDB's `including(all:)` decodes it.
+struct FolderInfo: Decodable, FetchableRecord {
+    var folder: FolderRecord
+    var documents: [DocumentRecord]
+}
+
+// MARK: Loom models
+
+@Model final class Folder {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Document.folder) var documents: Set<Document> = []
+
+    init(name: String) {
+        self.name = name
+    }
+
+    /// Reads the name and every document's attributes through the generated accessors.
+    var checksum: Int {
+        documents.reduce(name.utf8.count) { $0 &+ FolderSQL.checksum($1.title, $1.size, $1.score) }
+    }
+}
+
+@Model final class Document {
+    var title: String
+    var size: Int
+    var score: Double
+    var folder: Folder?
+
+    init(title: String, size: Int, score: Double) {
+        self.title = title
+        self.size = size
+        self.score = score
+    }
+}
+
+extension PersistentContainer {
+    /// The W4 store at `path`.
+    static func folders(at path: String) throws -> PersistentContainer {
+        try PersistentContainer(name: "LoomBenchW4", for: Folder.self, Document.self, location: .file(URL(filePath: path)))
+    }
 }
