@@ -250,4 +250,23 @@ struct PropertyFetchTests {
         #expect(throws: LoomError.self) { try rows[0]["missing", as: Int.self] }
         #expect(throws: LoomError.self) { try rows[0]["count", as: String.self] }
     }
+
+    @Test("On SQLite a values fetch is one statement, with every value bound")
+    func oneStatement() throws {
+        let log = StatementLog()
+        let context = try StoreKind.sqlite.makeGraphContainer(trace: log.hook).viewContext
+        context.insert(Novel(title: "Secret title", pages: 10, author: Author(name: "Ann")))
+        try context.save()
+        log.reset()
+        var request = PropertyFetchRequest<Novel>(
+            predicate: #Predicate { $0.pages > 5 && $0.title != "Secret title" },
+            properties: [.value(\.author?.name, as: "author"), .count(as: "novels"), .sum(\.pages, as: "pages")],
+            groupBy: [\.author?.name], sortBy: [ResultSort("pages", order: .reverse)])
+        request.fetchLimit = 10
+        _ = try context.fetch(request)
+        #expect(log.selects.count == 1)
+        let sql = try #require(log.selects.first)
+        #expect(sql.contains("GROUP BY") && sql.contains("ORDER BY 3 DESC") && sql.contains("LIMIT ? OFFSET ?"))
+        #expect(!sql.contains("Secret") && !sql.contains("5"))
+    }
 }
