@@ -6,8 +6,8 @@ extension SQLGenerator {
     /// or aggregate query, with every constant bound.
     ///
     /// The `ORDER BY` always makes the order total, as ``AggregateQuery`` promises: the sort
-    /// keys (by result column number), then every column (distinct), the group values
-    /// (grouped), or the primary key (one row per object).
+    /// keys (by result column number), then every column (distinct), else the group values
+    /// (grouped), else the primary key (one row per object).
     func aggregate(_ query: AggregateQuery) -> (String, StatementArguments) {
         var builder = Builder()
         let entity = query.entity

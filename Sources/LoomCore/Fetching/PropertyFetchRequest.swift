@@ -33,8 +33,8 @@ public struct PropertyFetchRequest<Model: PersistentModel>: Sendable {
     /// Key paths to attributes (of `Model`, or reached through to-one relationships) whose
     /// equal values make a group.
     public var groupBy: [any PartialKeyPath<Model> & Sendable]
-    /// The order of the results, by result name. Ties are ordered by the group values
-    /// (grouped), by every value (distinct), or by primary key (one row per object), so the
+    /// The order of the results, by result name. Ties are ordered by every value (distinct),
+    /// else by the group values (grouped), else by primary key (one row per object), so the
     /// order is always the same on every store.
     public var sortBy: [ResultSort]
     /// At most this many results; skip `fetchOffset` first.

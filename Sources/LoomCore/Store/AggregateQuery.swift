@@ -15,9 +15,10 @@
 /// real; `min` and `max` compare as ``StoredValue/compare(_:_:)``; `sum`, `min`, `max` and
 /// `average` of no values are NULL.
 ///
-/// Rows come back ordered by ``sortKeys``, then by the group values ascending (grouped), by
-/// every column ascending (distinct), or by primary key (one row per object), so that every
-/// store gives the same rows in the same order. ``fetchOffset`` and ``fetchLimit`` then apply.
+/// Rows come back ordered by ``sortKeys``, then by every column ascending (distinct), else by
+/// the group values ascending (grouped), else by primary key (one row per object), so that
+/// every store gives the same rows in the same order. ``fetchOffset`` and ``fetchLimit`` then
+/// apply.
 public struct AggregateQuery: Sendable {
     /// An aggregate function over the values of one node.
     public enum Function: String, Sendable, Hashable {
