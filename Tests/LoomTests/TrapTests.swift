@@ -63,6 +63,24 @@ struct TrapTests {
         #expect(message.contains("context 'importer'"))
     }
 
+    @Test("A batched fetch's results read off their context's queue trap")
+    func batchedResultsOffQueue() async throws {
+        let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ConcurrencyDebugging.isEnabled = true
+            let container = try StoreKind.inMemory.makeContainer()
+            let background = container.newBackgroundContext(name: "batches")
+            let smuggled = try await background.perform { context in
+                context.insert(Book(isbn: "1", title: "x"))
+                try context.save()
+                return UnsafeTransfer(try context.fetch(FetchRequest<Book>(), batchSize: 10))
+            }
+            _ = smuggled.value[0]   // on the test's thread, not the context's queue
+        }
+        let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(message.contains("FetchResultsCollection"))
+        #expect(message.contains("context 'batches'"))
+    }
+
     @Test("The view context used off the main thread traps")
     func viewContextOffMain() async throws {
         let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -22,6 +22,12 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// the object they belong to, ordered by owner then key: one query whatever the number of
     /// keys. This is how a to-many fault fires and how a fetch prefetches a relationship.
     func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow]
+    /// The rows of a values or aggregate query (see ``AggregateQuery``), each one value per
+    /// column. A default implementation computes it in memory from ``fetch(_:)``.
+    func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]]
+    /// The primary keys of the rows a query matches, in order, without their values: how a
+    /// batched fetch records its results. A default implementation takes them from ``fetch(_:)``.
+    func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64]
     /// Applies a change set atomically: all of it, or nothing and an error.
     ///
     /// Deleting an object also deletes its join-table rows. Updates and deletes name the

@@ -1,0 +1,57 @@
+import LoomCore
+import GRDB
+
+extension SQLGenerator {
+    /// `SELECT [DISTINCT] … FROM … WHERE … GROUP BY … ORDER BY … LIMIT ? OFFSET ?` for a values
+    /// or aggregate query, with every constant bound.
+    ///
+    /// The `ORDER BY` always makes the order total, as ``AggregateQuery`` promises: the sort
+    /// keys (by result column number), then every column (distinct), else the group values
+    /// (grouped), else the primary key (one row per object).
+    func aggregate(_ query: AggregateQuery) -> (String, StatementArguments) {
+        var builder = Builder()
+        let entity = query.entity
+        // Arguments are appended in text order: columns, WHERE, GROUP BY, ORDER BY, LIMIT.
+        var columns: [String] = []
+        for column in query.columns {
+            switch column {
+            case .value(let node):
+                columns.append(expression(node, entity, "t0", &builder))
+            case .countRows:
+                columns.append("COUNT(*)")
+            case .aggregate(let function, let node):
+                let value = expression(node, entity, "t0", &builder)
+                let name = switch function {
+                case .count: "COUNT"
+                case .sum: "SUM"
+                case .min: "MIN"
+                case .max: "MAX"
+                case .average: "AVG"
+                }
+                columns.append("\(name)(\(value))")
+            }
+        }
+        var text = "SELECT \(query.isDistinct ? "DISTINCT " : "")\(columns.joined(separator: ", ")) FROM \(Self.quote(entity.name)) AS t0"
+        if let predicate = query.predicate {
+            text += " WHERE " + expression(predicate, entity, "t0", &builder)
+        }
+        if !query.groupBy.isEmpty {
+            text += " GROUP BY " + query.groupBy.map { expression($0, entity, "t0", &builder) }.joined(separator: ", ")
+        }
+        var order = query.sortKeys.map { "\($0.column + 1) \($0.ascending ? "ASC" : "DESC")" }
+        if query.isDistinct {
+            order += query.columns.indices.map { "\($0 + 1)" }
+        } else if !query.groupBy.isEmpty {
+            order += query.groupBy.map { expression($0, entity, "t0", &builder) }
+        } else if !query.isGrouped {
+            order.append("t0.\"Z_PK\"")
+        }
+        if !order.isEmpty { text += " ORDER BY " + order.joined(separator: ", ") }
+        if query.fetchLimit != nil || query.fetchOffset > 0 {
+            text += " LIMIT ? OFFSET ?"
+            builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
+            builder.arguments.append(Int64(query.fetchOffset).databaseValue)
+        }
+        return (text, StatementArguments(builder.arguments))
+    }
+}

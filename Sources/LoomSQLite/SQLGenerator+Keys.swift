@@ -1,0 +1,24 @@
+import LoomCore
+import GRDB
+
+extension SQLGenerator {
+    /// The primary keys a fetch would return, in its order: `select(_:)` without the values.
+    func selectKeys(_ query: StoreQuery) -> (String, StatementArguments) {
+        var builder = Builder()
+        var text = "SELECT t0.\"Z_PK\" FROM \(Self.quote(query.entity.name)) AS t0"
+        if let predicate = query.predicate {
+            text += " WHERE " + expression(predicate, query.entity, "t0", &builder)
+        }
+        var order: [String] = []
+        for key in query.sortKeys {
+            order.append("\(expression(key.valueNode, query.entity, "t0", &builder)) \(key.ascending ? "ASC" : "DESC")")
+        }
+        text += " ORDER BY " + (order + ["t0.\"Z_PK\""]).joined(separator: ", ")
+        if query.fetchLimit != nil || query.fetchOffset > 0 {
+            text += " LIMIT ? OFFSET ?"
+            builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
+            builder.arguments.append(Int64(query.fetchOffset).databaseValue)
+        }
+        return (text, StatementArguments(builder.arguments))
+    }
+}

@@ -1,0 +1,30 @@
+public import LoomCore
+import GRDB
+
+extension SQLiteStore {
+    /// Runs a values or aggregate query as one SQL statement (see ``AggregateQuery``).
+    ///
+    /// - Throws: ``LoomError/Code/integerOverflow`` when an integer sum overflows,
+    ///   ``LoomError/Code/storeFailure`` when the store cannot be read.
+    public func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] {
+        let (text, arguments) = sql.aggregate(query)
+        let width = query.columns.count
+        do {
+            return try pool.read { db in
+                let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: arguments)
+                var rows: [[StoredValue]] = []
+                while let row = try cursor.next() {
+                    rows.append((0..<width).map { StoredValue((row[$0] as DatabaseValue).storage) })
+                }
+                return rows
+            }
+        } catch let error as DatabaseError where error.message == "integer overflow" {
+            throw LoomError(.integerOverflow, "A sum over \(query.entity.name) does not fit in a 64-bit integer (SQLite: integer overflow); narrow the predicate, or sum a Double attribute.",
+                            entity: query.entity.name, underlying: error)
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw translate(error, entity: query.entity)
+        }
+    }
+}
