@@ -8,7 +8,7 @@ extension SQLGenerator {
     /// The `ORDER BY` always makes the order total, as ``AggregateQuery`` promises: the sort
     /// keys (by result column number), then every column (distinct), else the group values
     /// (grouped), else the primary key (one row per object).
-    func aggregate(_ query: AggregateQuery) -> (String, StatementArguments) {
+    func aggregate(_ query: AggregateQuery) -> (String, [StoredValue]) {
         var builder = Builder()
         let entity = query.entity
         // Arguments are appended in text order: columns, WHERE, GROUP BY, ORDER BY, LIMIT.
@@ -47,11 +47,7 @@ extension SQLGenerator {
             order.append("t0.\"Z_PK\"")
         }
         if !order.isEmpty { text += " ORDER BY " + order.joined(separator: ", ") }
-        if query.fetchLimit != nil || query.fetchOffset > 0 {
-            text += " LIMIT ? OFFSET ?"
-            builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
-            builder.arguments.append(Int64(query.fetchOffset).databaseValue)
-        }
-        return (text, StatementArguments(builder.arguments))
+        builder.appendWindow(to: &text, limit: query.fetchLimit, offset: query.fetchOffset)
+        return (text, builder.arguments)
     }
 }

@@ -3,7 +3,7 @@ import GRDB
 
 extension SQLGenerator {
     /// The primary keys a fetch would return, in its order: `select(_:)` without the values.
-    func selectKeys(_ query: StoreQuery) -> (String, StatementArguments) {
+    func selectKeys(_ query: StoreQuery) -> (String, [StoredValue]) {
         var builder = Builder()
         var text = "SELECT t0.\"Z_PK\" FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
@@ -14,11 +14,7 @@ extension SQLGenerator {
             order.append("\(expression(key.valueNode, query.entity, "t0", &builder)) \(key.ascending ? "ASC" : "DESC")")
         }
         text += " ORDER BY " + (order + ["t0.\"Z_PK\""]).joined(separator: ", ")
-        if query.fetchLimit != nil || query.fetchOffset > 0 {
-            text += " LIMIT ? OFFSET ?"
-            builder.arguments.append((query.fetchLimit.map(Int64.init) ?? -1).databaseValue)
-            builder.arguments.append(Int64(query.fetchOffset).databaseValue)
-        }
-        return (text, StatementArguments(builder.arguments))
+        builder.appendWindow(to: &text, limit: query.fetchLimit, offset: query.fetchOffset)
+        return (text, builder.arguments)
     }
 }

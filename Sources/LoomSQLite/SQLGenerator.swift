@@ -156,6 +156,14 @@ struct SQLGenerator: Sendable {
             aliases += 1
             return "t\(aliases)"
         }
+
+        /// Appends ` LIMIT ? OFFSET ?` and its two values when the query has a window.
+        mutating func appendWindow(to text: inout String, limit: Int?, offset: Int) {
+            guard limit != nil || offset > 0 else { return }
+            text += " LIMIT ? OFFSET ?"
+            arguments.append(.integer(limit.map(Int64.init) ?? -1))
+            arguments.append(.integer(Int64(offset)))
+        }
     }
 
     func select(_ query: StoreQuery) -> (String, [StoredValue]) {
@@ -169,11 +177,7 @@ struct SQLGenerator: Sendable {
             order.append("\(expression(key.valueNode, query.entity, "t0", &builder)) \(key.ascending ? "ASC" : "DESC")")
         }
         text += " ORDER BY " + (order + ["t0.\"Z_PK\""]).joined(separator: ", ")
-        if query.fetchLimit != nil || query.fetchOffset > 0 {
-            text += " LIMIT ? OFFSET ?"
-            builder.arguments.append(.integer(query.fetchLimit.map(Int64.init) ?? -1))
-            builder.arguments.append(.integer(Int64(query.fetchOffset)))
-        }
+        builder.appendWindow(to: &text, limit: query.fetchLimit, offset: query.fetchOffset)
         return (text, builder.arguments)
     }
 
@@ -183,12 +187,7 @@ struct SQLGenerator: Sendable {
         if let predicate = query.predicate {
             inner += " WHERE " + expression(predicate, query.entity, "t0", &builder)
         }
-        if query.fetchLimit == nil && query.fetchOffset == 0 {
-            return ("SELECT COUNT(*) FROM (\(inner))", builder.arguments)
-        }
-        inner += " LIMIT ? OFFSET ?"
-        builder.arguments.append(.integer(query.fetchLimit.map(Int64.init) ?? -1))
-        builder.arguments.append(.integer(Int64(query.fetchOffset)))
+        builder.appendWindow(to: &inner, limit: query.fetchLimit, offset: query.fetchOffset)
         return ("SELECT COUNT(*) FROM (\(inner))", builder.arguments)
     }
 

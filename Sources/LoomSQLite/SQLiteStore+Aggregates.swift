@@ -11,12 +11,14 @@ extension SQLiteStore {
         let width = query.columns.count
         do {
             return try pool.read { db in
-                let cursor = try Row.fetchCursor(db.cachedStatement(sql: text), arguments: arguments)
-                var rows: [[StoredValue]] = []
-                while let row = try cursor.next() {
-                    rows.append((0..<width).map { StoredValue((row[$0] as DatabaseValue).storage) })
+                try RawStatement.with(db, text) { statement in
+                    try statement.bind(arguments)
+                    var rows: [[StoredValue]] = []
+                    while try statement.step() {
+                        rows.append((0..<Int32(width)).map(statement.column))
+                    }
+                    return rows
                 }
-                return rows
             }
         } catch let error as DatabaseError where error.message == "integer overflow" {
             throw LoomError(.integerOverflow, "A sum over \(query.entity.name) does not fit in a 64-bit integer (SQLite: integer overflow); narrow the predicate, or sum a Double attribute.",
