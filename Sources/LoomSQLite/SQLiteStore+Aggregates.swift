@@ -10,7 +10,7 @@ extension SQLiteStore {
         let (text, arguments) = sql.aggregate(query)
         let width = query.columns.count
         do {
-            return try pool.read { db in
+            return try pool.unsafeRead { db in
                 try RawStatement.with(db, text) { statement in
                     try statement.bind(arguments)
                     var rows: [[StoredValue]] = []

@@ -6,7 +6,7 @@ extension SQLiteStore {
     public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
         let (text, arguments) = sql.selectKeys(query)
         do {
-            return try pool.read { db in
+            return try pool.unsafeRead { db in
                 try RawStatement.with(db, text) { statement in
                     try statement.bind(arguments)
                     var keys: [Int64] = []

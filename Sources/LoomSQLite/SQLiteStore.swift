@@ -296,9 +296,14 @@ public final class SQLiteStore: PersistentStore {
         return text + "]"
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
+    /// Runs one read statement on a reader connection.
+    ///
+    /// Without GRDB's isolating transaction: every read here is a single SQL statement, which
+    /// SQLite runs on one snapshot by itself, and the BEGIN and COMMIT around it would be two
+    /// more statements per fault or lookup.
+    func read<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
         do {
-            return try pool.read(body)
+            return try pool.unsafeRead(body)
         } catch let error as LoomError {
             throw error
         } catch {
