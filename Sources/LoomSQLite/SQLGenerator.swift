@@ -9,7 +9,7 @@ struct SQLGenerator: Sendable {
     let schema: Schema
     /// The statements of each entity that do not depend on a query, built once: a save or a
     /// lookup reuses the same text (and so the same cached prepared statement) for every row.
-    private let texts: [ObjectIdentifier: EntityTexts]
+    private var texts: [ObjectIdentifier: EntityTexts]
 
     /// One entity's fixed statements.
     struct EntityTexts: Sendable {
@@ -21,6 +21,8 @@ struct SQLGenerator: Sendable {
         /// Rows by a JSON array of keys, and one row by key.
         let selectByKeys: String
         let selectByKey: String
+        /// For each to-many relationship, by index: its destinations for a JSON array of owners.
+        var selectRelated: [Int: String] = [:]
     }
 
     init(schema: Schema) {
@@ -30,6 +32,14 @@ struct SQLGenerator: Sendable {
             texts[ObjectIdentifier(entity)] = Self.makeTexts(entity)
         }
         self.texts = texts
+        for entity in schema.entities {
+            for j in entity.relationships.indices {
+                let r = schema.relationship(j, of: entity)
+                if case .foreignKey = r.storage { continue }
+                let text = makeSelectRelated(r)
+                self.texts[ObjectIdentifier(entity)]?.selectRelated[j] = text
+            }
+        }
     }
 
     private static func makeTexts(_ entity: EntityDescription) -> EntityTexts {
@@ -201,6 +211,10 @@ struct SQLGenerator: Sendable {
     /// The rows a to-many relationship leads to for a JSON array of owner keys, each with its
     /// owner's key first.
     func selectRelated(_ relationship: ResolvedRelationship) -> String {
+        texts(relationship.source).selectRelated[relationship.index] ?? makeSelectRelated(relationship)
+    }
+
+    private func makeSelectRelated(_ relationship: ResolvedRelationship) -> String {
         let destination = Self.quote(relationship.destination.name)
         switch relationship.storage {
         case .inverseForeignKey(let slot):

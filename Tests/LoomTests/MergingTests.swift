@@ -238,6 +238,10 @@ struct MergingTests {
             return book.objectID
         }
         #expect(try second.viewContext.existingObject(with: id).title == "First")
+        // A read through the first coordinator puts the row in its cache (a save does not: the
+        // saving context holds its new objects).
+        let read = try await first.newBackgroundContext().perform { context in try context.existingObject(with: id).title }
+        #expect(read == "First")
         _ = try await second.save { context in try context.existingObject(with: id).title = "Second" }
 
         // The first coordinator's row cache still holds "First": a fault filled from it reads

@@ -57,7 +57,11 @@ public final class PersistentStoreCoordinator: Sendable {
         let rows = try store.rows(of: entity, keys: [key])
         try validate(rows, of: entity)
         guard let row = rows.first else { return nil }
-        rowCache.withLock { $0.insert(row, for: cacheKey) }
+        let evicted = rowCache.withLock { cache in
+            cache.insert(row, for: cacheKey)
+            return cache.takeEvicted()
+        }
+        withExtendedLifetime(evicted) {}   // freed here, after the lock is released
         return row
     }
 
@@ -81,9 +85,12 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Puts fetched rows in the shared cache, so that faults over them fire without I/O.
     func cache(_ rows: [StoreRow], of entity: EntityDescription) {
         let id = ObjectIdentifier(entity)
-        rowCache.withLock { cache in
-            for row in rows { cache.insert(row, for: RowCacheKey(entity: id, key: row.key)) }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let evicted = rowCache.withLock { cache in
+            for row in rows { cache.insert(row, for: RowCacheKey(entity: id, key: row.key), at: now) }
+            return cache.takeEvicted()
         }
+        withExtendedLifetime(evicted) {}   // freed here, after the lock is released
     }
 
     private func validate(_ rows: [StoreRow], of entity: EntityDescription) throws(LoomError) {
@@ -170,12 +177,12 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Updates the shared cache after a save.
+    /// Updates the shared cache after a save: changed rows are updated (or dropped), deleted
+    /// ones forgotten. New rows are not added: the saving context holds their objects, the
+    /// save event carries them to the contexts that merge, and a bulk import would otherwise
+    /// churn the cache (and its lock) for rows nobody has asked for.
     private func didApply(_ changes: StoreChangeSet) {
-        rowCache.withLock { cache in
-            for insert in changes.inserts {
-                cache.insert(StoreRow(key: insert.key, version: 1, values: insert.values), for: RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key))
-            }
+        let evicted = rowCache.withLock { cache in
             for update in changes.updates {
                 let key = RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)
                 if var row = cache.rows[key]?.row, row.version == update.expectedVersion {
@@ -189,7 +196,9 @@ public final class PersistentStoreCoordinator: Sendable {
             for delete in changes.deletes {
                 cache.remove(deleted: RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key))
             }
+            return cache.takeEvicted()
         }
+        withExtendedLifetime(evicted) {}   // freed here, after the lock is released
         unsavedKeys.withLock { keys in
             for insert in changes.inserts { keys.remove(RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)) }
         }
@@ -255,14 +264,30 @@ struct RowCache {
     /// Caches a row, unless the cache already has a newer version of it or knows it was
     /// deleted: a fetch that read the store before another context's save may hand its rows in
     /// after that save updated the cache, and must not put the older row back.
-    mutating func insert(_ row: StoreRow, for key: RowCacheKey) {
+    ///
+    /// A full cache evicts an eighth of its rows (whichever come first in the table: random
+    /// ones) rather than all of them, and hands them to ``takeEvicted()``, so that freeing them
+    /// happens after the caller released the cache's lock: a reader waiting for the lock never
+    /// waits for thousands of rows to be freed.
+    mutating func insert(_ row: StoreRow, for key: RowCacheKey, at now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
         if let cached = rows[key]?.row, cached.version > row.version { return }
         if deleted.contains(key) { return }
         if rows.count >= limit, rows[key] == nil {
-            rows.removeAll(keepingCapacity: true)
-            deleted.removeAll(keepingCapacity: true)
+            for victim in Array(rows.keys.prefix(max(1, limit / 8))) {
+                if let entry = rows.removeValue(forKey: victim) { evicted.append(entry.row) }
+            }
+            if deleted.count >= limit { deleted.removeAll() }
         }
-        rows[key] = (row, DispatchTime.now().uptimeNanoseconds)
+        rows[key] = (row, now)
+    }
+
+    /// Rows evicted since the last call, for the caller to free outside the lock.
+    var evicted: [StoreRow] = []
+
+    mutating func takeEvicted() -> [StoreRow] {
+        if evicted.isEmpty { return [] }
+        defer { evicted = [] }
+        return evicted
     }
 
     mutating func remove(deleted key: RowCacheKey) {
