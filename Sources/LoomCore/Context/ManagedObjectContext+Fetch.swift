@@ -131,7 +131,7 @@ extension ManagedObjectContext {
                 for object in objects {
                     let backing = object._loomBacking
                     if backing.state == .fault { fulfillFault(backing) }   // from the cache the fetch filled
-                    guard case .integer(let key) = backing.values[slot] ?? .null, seen.insert(key).inserted else { continue }
+                    guard case .integer(let key) = backing.values[slot], seen.insert(key).inserted else { continue }
                     if registeredBacking(of: r.destination, key: key)?.state == .loaded { continue }
                     keys.append(key)
                 }

@@ -27,7 +27,7 @@ final class ContextGraph: PredicateGraph {
         if let known = rows[k] { return known }
         var found: Row?
         if let backing = context.registry[k]?.object?._loomBacking, backing.state == .loaded {
-            found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values.map { $0 ?? .null })
+            found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values)
         } else {
             do {
                 found = try context.baseRow(of: entity, key: key, fresh: false).map { Row(entity: entity, key: key, values: $0.values) }
@@ -161,7 +161,7 @@ extension ManagedObjectContext {
             // The destination holds the key back to its source: read it now and as saved.
             for key in keys {
                 if let backing = registeredBacking(of: r.destination, key: key), backing.state == .loaded {
-                    if case .integer(let k)? = backing.values[slot] { found.insert(k) }
+                    if case .integer(let k) = backing.values[slot] { found.insert(k) }
                     if let committed = backing.committed, case .integer(let k) = committed[slot] { found.insert(k) }
                 } else if let row = try baseRow(of: r.destination, key: key, fresh: false), case .integer(let k) = row.values[slot] {
                     found.insert(k)

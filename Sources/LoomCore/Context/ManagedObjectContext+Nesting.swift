@@ -70,7 +70,7 @@ extension ManagedObjectContext {
             let backing = object._loomBacking
             if backing.isDeleted { return nil }
             if backing.state == .loaded {
-                return StoreRow(key: key, version: backing.version, values: backing.values.map { $0 ?? .null })
+                return StoreRow(key: key, version: backing.version, values: backing.values)
             }
         }
         return try baseRow(of: entity, key: key, fresh: fresh)
@@ -133,7 +133,7 @@ extension ManagedObjectContext {
         for object in inserted {
             let backing = object._loomBacking
             for r in schema.relationships(of: backing.entity) {
-                guard case .foreignKey(let slot) = r.storage, case .integer(let other) = backing.values[slot] ?? .null else { continue }
+                guard case .foreignKey(let slot) = r.storage, case .integer(let other) = backing.values[slot] else { continue }
                 backing.values[slot] = .null
                 relate(r, backing, other)
             }

@@ -42,7 +42,7 @@ extension ManagedObjectContext {
     /// The object a to-one relationship of a loaded object leads to.
     func destinationObject(of backing: ObjectBacking, relationship j: Int) -> (any BackedObject)? {
         let r = coordinator.schema.relationship(j, of: backing.entity)
-        guard case .foreignKey(let slot) = r.storage, case .integer(let key) = backing.values[slot] ?? .null else { return nil }
+        guard case .foreignKey(let slot) = r.storage, case .integer(let key) = backing.values[slot] else { return nil }
         return object(of: r.destination, key: key)
     }
 
@@ -61,7 +61,7 @@ extension ManagedObjectContext {
         switch r.storage {
         case .foreignKey(let slot):
             if backing.state == .fault { fulfillFault(backing) }
-            if case .integer(let key) = backing.values[slot] ?? .null { return [key] }
+            if case .integer(let key) = backing.values[slot] { return [key] }
             return []
         default:
             return members(of: backing, r).keys
@@ -99,7 +99,7 @@ extension ManagedObjectContext {
         }
         if backing.state == .fault { fulfillFault(backing) }
         let present = Set(keys)
-        let order = (backing.values.indices.contains(slot) ? backing.values[slot] ?? .null : .null).orderKeys.filter(present.contains)
+        let order = (backing.values.indices.contains(slot) ? backing.values[slot] : .null).orderKeys.filter(present.contains)
         let listed = Set(order)
         return MemberList(order + sorted.filter { !listed.contains($0) })
     }
@@ -128,8 +128,8 @@ extension ManagedObjectContext {
                 // A deleted object leaves relationships when the delete rules run, at the end of
                 // the event, as in Core Data.
                 for (key, b) in changed.sorted(by: { $0.key < $1.key }) where !(b.isDeleted && b.deletePropagated) && b.state == .loaded {
-                    if case .integer(let owner) = b.values[slot] ?? .null, wanted.contains(owner) {
-                        pairs.append((owner, StoreRow(key: key, version: b.version, values: b.values.map { $0 ?? .null })))
+                    if case .integer(let owner) = b.values[slot], wanted.contains(owner) {
+                        pairs.append((owner, StoreRow(key: key, version: b.version, values: b.values)))
                     }
                 }
             }
@@ -158,7 +158,7 @@ extension ManagedObjectContext {
             // A destination changed here is shown with its current values.
             pairs = pairs.map { pair in
                 if let b = updatedObjects[RowCacheKey(entity: destinationID, key: pair.row.key)]?._loomBacking, b.state == .loaded {
-                    return (pair.owner, StoreRow(key: b.key, version: b.version, values: b.values.map { $0 ?? .null }))
+                    return (pair.owner, StoreRow(key: b.key, version: b.version, values: b.values))
                 }
                 return pair
             }
@@ -230,7 +230,7 @@ extension ManagedObjectContext {
         switch r.storage {
         case .foreignKey(let slot):
             if backing.state == .fault { fulfillFault(backing) }
-            let old = backing.values[slot] ?? .null
+            let old = backing.values[slot]
             if old == .integer(other) { return }
             if case .integer(let previous) = old { unrelate(r, backing, previous) }
             backing.setStoredValue(.integer(other), at: slot)
@@ -284,7 +284,7 @@ extension ManagedObjectContext {
             withObject(r.destination, owner) { o in
                 if o.state == .fault { fulfillFault(o) }
                 guard !o.isInaccessible, !o.isDeleted else { return }
-                let current = o.values[slot] ?? .null
+                let current = o.values[slot]
                 if current == .integer(member) { return }
                 if case .integer(let previous) = current {
                     withObject(r.source, previous) { p in
@@ -364,14 +364,14 @@ extension ManagedObjectContext {
 
     /// After an object's stored values were replaced (refresh, merge, a newer row): the loaded
     /// lists of the objects whose foreign keys it changed are loaded again when next read.
-    func forgetInverseLists(of backing: ObjectBacking, before: [StoredValue?], dropAll: Bool = false) {
+    func forgetInverseLists(of backing: ObjectBacking, before: [StoredValue], dropAll: Bool = false) {
         guard !backing.entity.relationships.isEmpty else { return }
         for r in coordinator.schema.relationships(of: backing.entity) {
             guard case .foreignKey(let slot) = r.storage else { continue }
-            let old: StoredValue?? = before.indices.contains(slot) ? before[slot] : nil
-            let new: StoredValue?? = backing.values.indices.contains(slot) ? backing.values[slot] : nil
+            let old: StoredValue? = before.indices.contains(slot) ? before[slot] : nil
+            let new: StoredValue? = backing.values.indices.contains(slot) ? backing.values[slot] : nil
             guard dropAll || old != new else { continue }
-            for case let value?? in [old, new] {
+            for case let value? in [old, new] {
                 if case .integer(let key) = value, let o = registeredBacking(of: r.destination, key: key) {
                     o.toMany[r.inverseIndex] = nil
                 }

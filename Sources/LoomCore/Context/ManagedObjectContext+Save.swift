@@ -81,7 +81,7 @@ extension ManagedObjectContext {
             for update in applied.changes.updates where listened {
                 if let object = registry[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)]?.object {
                     let b = object._loomBacking
-                    rows[objectID(update.entity, update.key)] = StoreRow(key: b.key, version: b.version, values: b.values.map { $0 ?? .null })
+                    rows[objectID(update.entity, update.key)] = StoreRow(key: b.key, version: b.version, values: b.values)
                 }
             }
             lastSaveNumber = applied.number
@@ -94,7 +94,7 @@ extension ManagedObjectContext {
     private func saveIntoParent(_ parent: ParentLink) throws(LoomError) {
         var child = ChildChanges()
         for b in insertedBackingsInOrder() {
-            child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values.map { $0 ?? .null }))
+            child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
         for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
             let b = object._loomBacking
@@ -135,7 +135,7 @@ extension ManagedObjectContext {
         changes.inserts.reserveCapacity(insertedObjects.count)
         changeSetInsertOrder = insertedBackingsInOrder()
         for b in changeSetInsertOrder {
-            changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values.map { $0 ?? .null }))
+            changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
         for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
             let b = object._loomBacking
@@ -205,7 +205,7 @@ extension ManagedObjectContext {
             if index < savedInserts.count, savedInserts[index].key == b.key, savedInserts[index].entity === b.entity {
                 b.committed = savedInserts[index].values
             } else {
-                b.committed = b.values.map { $0 ?? .null }
+                b.committed = b.values
             }
             index += 1
             b.version = 1
@@ -216,7 +216,7 @@ extension ManagedObjectContext {
             let changed = b.changedSlots()
             b.isUpdated = false
             if changed.isEmpty { continue }
-            b.committed = b.values.map { $0 ?? .null }
+            b.committed = b.values
             b.version += 1
             let id = objectID(of: b)
             changes.updated.insert(id)
@@ -246,7 +246,7 @@ extension ManagedObjectContext {
     private func validateValues(_ backing: ObjectBacking) throws(LoomError) {
         let entity = backing.entity
         for (i, attribute) in entity.attributes.enumerated() {
-            let value = backing.values[i] ?? .null
+            let value = backing.values[i]
             if value.isNull && !attribute.isOptional {
                 throw LoomError(
                     .missingRequiredValue,
@@ -262,7 +262,7 @@ extension ManagedObjectContext {
         }
         for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
             guard let slot = entity.storedValueIndex(ofRelationship: j) else { continue }
-            if (backing.values[slot] ?? .null).isNull {
+            if (backing.values[slot]).isNull {
                 throw LoomError(
                     .missingRequiredValue,
                     "\(entity.name).\(relationship.name) is a required relationship but is empty in \(backing.objectIDDescription); set it, or make it optional.",
@@ -291,7 +291,7 @@ extension ManagedObjectContext {
                 let indexes = constraint.compactMap { entity.storedValueIndex(named: $0) }
                 var seen: [[StoredValue]: ObjectBacking] = [:]
                 for backing in backings {
-                    let values = indexes.map { backing.values[$0] ?? .null }
+                    let values = indexes.map { backing.values[$0] }
                     if values.contains(where: \.isNull) { continue }
                     if let other = seen[values] {
                         throw LoomError(
@@ -315,7 +315,7 @@ extension ManagedObjectContext {
 struct SavedState {
     struct ObjectState {
         let backing: ObjectBacking
-        let values: [StoredValue?]
+        let values: [StoredValue]
         let committed: [StoredValue]?
         let version: Int64
         let state: ObjectBacking.State

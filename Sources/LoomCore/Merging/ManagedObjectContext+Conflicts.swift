@@ -25,7 +25,7 @@ extension ManagedObjectContext {
                 if b.isDeleted { continue }
                 for constraint in b.entity.uniquenessConstraints {
                     let indexes = constraint.compactMap { b.entity.storedValueIndex(named: $0) }
-                    let values = indexes.map { b.values[$0] ?? .null }
+                    let values = indexes.map { b.values[$0] }
                     if values.contains(where: \.isNull) { continue }
                     var predicate = PredicateNode.compare(.notEqual, .primaryKey, .constant(.integer(b.key)))
                     for (i, v) in zip(indexes, values) { predicate = .and(predicate, .compare(.equal, .attribute(i), .constant(v))) }
@@ -47,7 +47,7 @@ extension ManagedObjectContext {
         return MergeConflict(
             kind: kind, objectID: objectID(of: b),
             originalSnapshot: b.committed.map(snapshot),
-            objectSnapshot: snapshot(b.values.map { $0 ?? .null }),
+            objectSnapshot: snapshot(b.values),
             cachedSnapshot: cached.map { snapshot($0.values) },
             persistedSnapshot: persisted.map { snapshot($0.values) })
     }
@@ -96,17 +96,17 @@ extension ManagedObjectContext {
         let storeChanged = Set(persisted.values.indices.filter { !(committed[$0].isSame(as: persisted.values[$0])) })
         switch resolution {
         case .storeTrump:
-            var values = persisted.values.map { Optional($0) }
+            var values = persisted.values
             for (i, v) in local where !storeChanged.contains(i) { values[i] = v }
             b.values = values
         case .objectTrump:
-            var values = persisted.values.map { Optional($0) }
+            var values = persisted.values
             for (i, v) in local { values[i] = v }
             b.values = values
         case .overwrite:
             break
         case .rollback, .fail:
-            b.values = persisted.values.map { Optional($0) }
+            b.values = persisted.values
         }
         b.committed = persisted.values
         b.version = persisted.version
@@ -134,7 +134,7 @@ extension ManagedObjectContext {
                 }
                 drop(b, key: key)
             } else if let committed = b.committed {
-                b.values = committed.map { Optional($0) }
+                b.values = committed
                 b.isUpdated = false
                 updatedObjects[key] = nil
             }
@@ -142,7 +142,7 @@ extension ManagedObjectContext {
             // Hold the object: the registry is weak, and it must reach updatedObjects below.
             let targetObject = try existingObject(with: existing)
             let target = targetObject._loomBacking
-            let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0] ?? .null) } : b.changedSlots()
+            let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0]) } : b.changedSlots()
             let wasInserted = b.isInserted
             if wasInserted {
                 // This object's attributes and relationships move onto the saved object, which
@@ -150,7 +150,7 @@ extension ManagedObjectContext {
                 mergeRelationships(from: b, into: target, includingToOne: true)
                 drop(b, key: key)
             } else if let committed = b.committed {
-                b.values = committed.map { Optional($0) }
+                b.values = committed
                 b.isUpdated = false
                 updatedObjects[key] = nil
             }
@@ -173,7 +173,7 @@ extension ManagedObjectContext {
             // A self-reference of the duplicate becomes one of the object it merges into.
             func mapped(_ other: Int64) -> Int64 { r.destination === source.entity && other == source.key ? target.key : other }
             if r.description.kind == .toOne {
-                guard includingToOne, case .foreignKey(let slot) = r.storage, case .integer(let other) = source.values[slot] ?? .null else { continue }
+                guard includingToOne, case .foreignKey(let slot) = r.storage, case .integer(let other) = source.values[slot] else { continue }
                 relate(r, target, mapped(other))
             } else {
                 for other in relatedKeys(of: source, r) { relate(r, target, mapped(other)) }

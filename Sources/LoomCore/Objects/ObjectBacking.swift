@@ -19,9 +19,10 @@ public final class ObjectBacking {
 
     let entity: EntityDescription
     var state: State
-    /// The current values, one per slot (see ``EntityDescription``); `nil` at a position means
-    /// "never set" (only for new objects).
-    var values: [StoredValue?]
+    /// The current values, one per slot (see ``EntityDescription``). A required attribute of a
+    /// new object that was never set holds NULL, which a read traps on and a save refuses.
+    /// Loading a row shares the row's array (copy-on-write) with ``committed``.
+    var values: [StoredValue]
     /// The values as last fetched or saved; `nil` for objects never saved.
     var committed: [StoredValue]?
     /// The version of the row the committed values came from.
@@ -61,13 +62,10 @@ public final class ObjectBacking {
     @inline(__always)
     func applyDefaultsIfNeeded() {
         guard state == .detached || isInserted, values.count != entity.storedValueCount else { return }
-        var fresh: [StoredValue?] = entity.attributes.map { attribute in
-            if let d = attribute.defaultStoredValue { return d }
-            return attribute.isOptional ? .null : nil
-        }
-        for slot in entity.attributes.count..<entity.storedValueCount {
-            if case .foreignKey(let r) = entity.storedValue(at: slot), !r.isOptional { fresh.append(nil) } else { fresh.append(.null) }
-        }
+        var fresh: [StoredValue] = []
+        fresh.reserveCapacity(entity.storedValueCount)
+        for attribute in entity.attributes { fresh.append(attribute.defaultStoredValue ?? .null) }
+        fresh += repeatElement(.null, count: entity.storedValueCount - entity.attributes.count)
         values = fresh
     }
 
@@ -297,7 +295,7 @@ public final class ObjectBacking {
     func storedValue(at index: Int) -> StoredValue {
         if state != .loaded { prepareForAccess() }
         ConcurrencyDebugging.check(self)
-        return values[index] ?? .null
+        return values[index]
     }
 
     func setStoredValue(_ stored: StoredValue, at index: Int) {
@@ -353,7 +351,7 @@ public final class ObjectBacking {
     var storeIdentifier: UUID?
 
     func load(_ row: StoreRow) {
-        values = row.values.map { $0 }
+        values = row.values
         committed = row.values
         version = row.version
         state = .loaded
@@ -372,8 +370,8 @@ public final class ObjectBacking {
     /// optional attributes read `nil`, others their default or their type's zero value,
     /// relationships are empty. Nothing stale is ever shown.
     func becomeInaccessible() {
-        var placeholder: [StoredValue?] = entity.attributes.map { $0.placeholderStoredValue }
-        placeholder += Array(repeating: StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
+        var placeholder: [StoredValue] = entity.attributes.map { $0.placeholderStoredValue ?? .null }
+        placeholder += repeatElement(StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
         values = placeholder
         committed = nil
         state = .loaded
@@ -390,11 +388,11 @@ public final class ObjectBacking {
     /// saves, merges, conflict resolution, events and `changedValues()` share.
     func changedSlots() -> [(Int, StoredValue)] {
         guard let committed else {
-            return values.enumerated().compactMap { i, v in v.map { (i, $0) } }
+            return values.enumerated().filter { !$0.element.isNull }.map { ($0.offset, $0.element) }
         }
         var out: [(Int, StoredValue)] = []
         for i in values.indices {
-            let now = values[i] ?? .null
+            let now = values[i]
             if !(committed[i].isSame(as: now) && committed[i].kindName == now.kindName) { out.append((i, now)) }
         }
         return out
@@ -407,7 +405,7 @@ public final class ObjectBacking {
             // Never saved: every value is a change, unset optionals included.
             for slot in 0..<entity.storedValueCount {
                 if case .order = entity.storedValue(at: slot) { continue }
-                out[entity.storedValueName(at: slot)] = values[slot] ?? .null
+                out[entity.storedValueName(at: slot)] = values[slot]
             }
             return out
         }
