@@ -197,7 +197,7 @@ public final class ManagedObjectContext {
         backing.applyDefaultsIfNeeded()
         backing.key = key
         backing.context = self
-        backing.storeIdentifier = coordinator.storeIdentifier
+        backing.storeIdentity = coordinator.identity
         backing.state = .loaded
         backing.isInserted = true
         coordinator.noteUnsaved(entity, key: key)
@@ -345,7 +345,7 @@ public final class ManagedObjectContext {
             DynamicObject(backing: backing)
         }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        backing.storeIdentifier = coordinator.storeIdentifier
+        backing.storeIdentity = coordinator.identity
         registry[key] = WeakObject(object)
         if retainsRegisteredObjects { retained[key] = object }
         return object

@@ -12,6 +12,8 @@ public final class PersistentStoreCoordinator: Sendable {
     public let store: any PersistentStore
     /// The store's identifier, as carried by object IDs.
     public let storeIdentifier: UUID
+    /// The same UUID, boxed once and shared by every object of this store.
+    let identity: StoreIdentity
 
     private let rowCache: Locked<RowCache>
     private let keyBlocks = Locked<[ObjectIdentifier: KeyBlock]>([:])
@@ -34,6 +36,7 @@ public final class PersistentStoreCoordinator: Sendable {
         self.store = store
         self.schema = store.schema
         self.storeIdentifier = store.identifier
+        self.identity = StoreIdentity(uuid: store.identifier)
         self.rowCache = Locked(RowCache(limit: rowCacheLimit))
     }
 
@@ -246,6 +249,12 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         return try schema.requireEntity(named: id.entityName)
     }
+}
+
+/// A store's UUID in a shared box, so that every object can name its store with one reference.
+final class StoreIdentity: Sendable {
+    let uuid: UUID
+    init(uuid: UUID) { self.uuid = uuid }
 }
 
 struct RowCacheKey: Hashable {

@@ -18,7 +18,6 @@ public final class ObjectBacking {
     }
 
     let entity: EntityDescription
-    var state: State
     /// The current values, one per slot (see ``EntityDescription``). A required attribute of a
     /// new object that was never set holds NULL, which a read traps on and a save refuses.
     /// Loading a row shares the row's array (copy-on-write) with ``committed``.
@@ -39,12 +38,34 @@ public final class ObjectBacking {
     var changedSinceEvent = false
     /// Whether the delete rules were applied for this object's deletion.
     var deletePropagated = false
+    var state: State
+    /// What few objects need: kept out of line, so that every object is smaller.
+    final class Extras {
+        var invalidationReason: String?
+        var detachedRelated: [Int: [any BackedObject]] = [:]
+    }
+    var extras: Extras?
+
     /// Why the object is invalid, for the trap message.
-    var invalidationReason: String?
+    var invalidationReason: String? {
+        get { extras?.invalidationReason }
+        set {
+            if newValue == nil && extras == nil { return }
+            if extras == nil { extras = Extras() }
+            extras?.invalidationReason = newValue
+        }
+    }
     /// The loaded to-many relationships, by relationship index: the destinations' keys.
     var toMany: [Int: MemberList] = [:]
     /// Relationships set while the object was detached, applied when it is inserted.
-    var detachedRelated: [Int: [any BackedObject]] = [:]
+    var detachedRelated: [Int: [any BackedObject]] {
+        get { extras?.detachedRelated ?? [:] }
+        set {
+            if newValue.isEmpty && extras == nil { return }
+            if extras == nil { extras = Extras() }
+            extras?.detachedRelated = newValue
+        }
+    }
 
     /// Creates storage for a new object of `entity`, holding the entity's default values
     /// (and `nil` for optional attributes without one).
@@ -75,7 +96,7 @@ public final class ObjectBacking {
         self.values = []
         self.key = key
         self.context = context
-        self.storeIdentifier = context.coordinator.storeIdentifier
+        self.storeIdentity = context.coordinator.identity
     }
 
     // MARK: Attribute accessors
@@ -348,7 +369,11 @@ public final class ObjectBacking {
 
     /// The store the object belongs to, set when it is registered; kept when the object leaves
     /// its context (deleted elsewhere), so that its ID stays readable.
-    var storeIdentifier: UUID?
+    var storeIdentifier: UUID? {
+        get { storeIdentity?.uuid }
+    }
+    /// The coordinator's shared ``StoreIdentity`` (one reference instead of a UUID per object).
+    var storeIdentity: StoreIdentity?
 
     func load(_ row: StoreRow) {
         values = row.values
