@@ -44,6 +44,10 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let slotRelationships: [Int]
     /// Problems found while building, reported by ``Schema``.
     let buildProblems: [String]
+    /// A new object's values before its defaults are evaluated: NULL everywhere.
+    let nullValues: [StoredValue]
+    /// The attributes with a default value (evaluated per object: a default may be `Date()`).
+    let defaultMakers: [(index: Int, make: @Sendable () -> StoredValue?)]
 
     /// Creates an entity description from attributes and relationships.
     public convenience init(
@@ -92,6 +96,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.relationshipSlots = slots
         self.slotRelationships = slotRelationships
         self.storedValueCount = next
+        self.nullValues = Array(repeating: .null, count: next)
+        self.defaultMakers = attributes.enumerated().compactMap { i, a in a.makeDefault.map { (i, $0) } }
 
         var byName: [String: Int] = [:]
         for (i, attribute) in attributes.enumerated() where byName[attribute.name] == nil {

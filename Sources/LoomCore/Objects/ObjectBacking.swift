@@ -83,10 +83,10 @@ public final class ObjectBacking {
     @inline(__always)
     func applyDefaultsIfNeeded() {
         guard state == .detached || isInserted, values.count != entity.storedValueCount else { return }
-        var fresh: [StoredValue] = []
-        fresh.reserveCapacity(entity.storedValueCount)
-        for attribute in entity.attributes { fresh.append(attribute.defaultStoredValue ?? .null) }
-        fresh += repeatElement(.null, count: entity.storedValueCount - entity.attributes.count)
+        var fresh = entity.nullValues
+        for (index, make) in entity.defaultMakers {
+            if let value = make() { fresh[index] = value }
+        }
         values = fresh
     }
 
