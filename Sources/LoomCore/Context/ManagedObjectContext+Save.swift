@@ -70,11 +70,12 @@ extension ManagedObjectContext {
         // Conflict resolution may have changed foreign keys behind the loaded lists' back.
         if resolved { forgetLoadedRelationships() }
 
-        let changes = commitSavedState(saved: applied.changes)
+        // What was saved travels to this context's observers and to the other contexts; with
+        // no one listening, the IDs and rows are not collected.
+        let listened = coordinator.hasInboxes(besides: inbox)
+        let changes = commitSavedState(saved: applied.changes, recording: listened || hasEventListeners)
         if applied.number > 0 {
             var rows: [AnyObjectID: StoreRow] = [:]
-            // The saved rows travel to the other contexts; with none listening, no one needs them.
-            let listened = coordinator.hasInboxes(besides: inbox)
             for insert in applied.changes.inserts where listened {
                 rows[objectID(insert.entity, insert.key)] = StoreRow(key: insert.key, version: 1, values: insert.values)
             }
@@ -113,7 +114,7 @@ extension ManagedObjectContext {
             context.processPendingChanges()
         }
         let versions = Dictionary(uniqueKeysWithValues: (Array(insertedObjects.values) + Array(updatedObjects.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
-        let changes = commitSavedState()
+        let changes = commitSavedState(recording: hasEventListeners)
         // A child's objects keep the parent's versions: only the store's saves bump them.
         for object in registry.values.compactMap(\.object) {
             if let version = versions[ObjectIdentifier(object._loomBacking)] { object._loomBacking.version = version }
@@ -194,7 +195,8 @@ extension ManagedObjectContext {
     /// `saved` is the change set the store applied, whose inserts are the inserted objects'
     /// values in ``insertedBackingsInOrder()``'s order: they become the committed values as they
     /// are (one array shared, not a copy per object).
-    private func commitSavedState(saved: StoreChangeSet? = nil) -> ObjectChanges {
+    /// With `recording` off (nobody listens), the returned changes stay empty.
+    private func commitSavedState(saved: StoreChangeSet? = nil, recording: Bool) -> ObjectChanges {
         var changes = ObjectChanges()
         let savedInserts = saved?.inserts ?? []
         var index = 0
@@ -209,7 +211,7 @@ extension ManagedObjectContext {
             }
             index += 1
             b.version = 1
-            changes.inserted.insert(objectID(of: b))
+            if recording { changes.inserted.insert(objectID(of: b)) }
         }
         for (key, object) in updatedObjects where deletedObjects[key] == nil {
             let b = object._loomBacking
@@ -218,17 +220,18 @@ extension ManagedObjectContext {
             if changed.isEmpty { continue }
             b.committed = b.values
             b.version += 1
+            guard recording else { continue }
             let id = objectID(of: b)
             changes.updated.insert(id)
             changes.changedProperties[id, default: []].formUnion(changed.map { b.entity.storedValueName(at: $0.0) })
         }
         for (key, object) in deletedObjects {
             registry[key] = nil
-            changes.deleted.insert(objectID(of: object._loomBacking))
+            if recording { changes.deleted.insert(objectID(of: object._loomBacking)) }
             object._loomBacking.invalidate(reason: "it was deleted and the deletion saved")
         }
         // Owners whose to-many relationships gained or lost objects (stored on the other side).
-        for (key, entry) in relationshipChanges.entries where insertedObjects[key] == nil && deletedObjects[key] == nil {
+        for (key, entry) in relationshipChanges.entries where recording && insertedObjects[key] == nil && deletedObjects[key] == nil {
             let id = objectID(entry.entity, entry.key)
             changes.updated.insert(id)
             changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })

@@ -30,6 +30,9 @@ extension ManagedObjectContext {
         eventHub.stream()
     }
 
+    /// Whether anything observes this context's events (observers or event streams).
+    var hasEventListeners: Bool { !observers.isEmpty || eventHub.hasStreams }
+
     func post(_ event: ContextEvent) {
         for observer in observers where observer.kind == event.kind { observer.handler(event) }
         eventHub.yield(event)
@@ -45,24 +48,27 @@ extension ManagedObjectContext {
         guard !eventInserted.isEmpty || !eventChanged.isEmpty || !eventDeleted.isEmpty
             || !eventRelationshipChanges.isEmpty || !eventInaccessible.isEmpty else { return }
         var changes = ObjectChanges()
-        for backing in eventInserted where backing.context === self && backing.isInserted && !backing.isDeleted {
+        // With nobody listening, only the bookkeeping below is done.
+        let recording = hasEventListeners
+        for backing in eventInserted where recording && backing.context === self && backing.isInserted && !backing.isDeleted {
             changes.inserted.insert(objectID(of: backing))
         }
         for backing in eventChanged where backing.context === self && !backing.isInserted {
             backing.changedSinceEvent = false
+            guard recording else { continue }
             let id = objectID(of: backing)
             changes.updated.insert(id)
             changes.changedProperties[id] = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
         }
-        for entry in eventRelationshipChanges.entries.values {
+        for entry in eventRelationshipChanges.entries.values where recording {
             let k = RowCacheKey(entity: ObjectIdentifier(entry.entity), key: entry.key)
             if insertedObjects[k] != nil || deletedObjects[k] != nil || insertedDeleted[k] != nil { continue }
             let id = objectID(entry.entity, entry.key)
             changes.updated.insert(id)
             changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })
         }
-        for backing in eventDeleted where !backing.isInserted { changes.deleted.insert(objectID(of: backing)) }
-        changes.deleted.formUnion(eventInaccessible)
+        for backing in eventDeleted where recording && !backing.isInserted { changes.deleted.insert(objectID(of: backing)) }
+        if recording { changes.deleted.formUnion(eventInaccessible) }
         for backing in eventInserted { backing.changedSinceEvent = false }
         eventInserted = []
         eventChanged = []
