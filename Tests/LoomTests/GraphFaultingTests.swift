@@ -38,6 +38,38 @@ struct GraphFaultingTests {
         #expect(author.novels.count == 3)
     }
 
+    @Test("Fetched faults fire from the rows their fetch read, unless a save changed or deleted them since", arguments: StoreKind.allCases)
+    func fetchedRowFaults(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        try populate(container, count: 3)
+        let reader = container.newBackgroundContext(name: "reader")   // does not merge
+        let writer = container.newBackgroundContext(name: "writer")
+        let titles = try await reader.perform { context in
+            context.retainsRegisteredObjects = true     // the faults outlive this block
+            let novels = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]))
+            #expect(novels.allSatisfy { $0.isFault })
+            let first = novels[0].title                 // fires from the fetched row
+            #expect(!novels[0].isFault && novels[1].isFault && novels[2].isFault)
+            return first
+        }
+        #expect(titles == "N0")
+        try await writer.perform { context in
+            let novels = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]))
+            novels[1].title = "changed"
+            context.delete(novels[2])
+            try context.save()
+        }
+        let seen = await reader.perform { context in
+            let all = context.registeredObjects.compactMap { $0 as? Novel }.sorted { $0.anyObjectID.primaryKey < $1.anyObjectID.primaryKey }
+            // The faults fetched before the save never show what the save replaced.
+            return all.map { novel in
+                let title = novel.title                // fires the fault
+                return novel.isDeleted ? "deleted" : title
+            }.joined(separator: ",")
+        }
+        #expect(seen == "N0,changed,deleted")
+    }
+
     @Test("A to-many fault is one query; prefetching loads a relationship for 1,000 objects in one query")
     func queryCounts() throws {
         // Written by one container, read by another, whose shared row cache starts empty.

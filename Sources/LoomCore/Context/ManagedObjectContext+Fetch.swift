@@ -54,14 +54,18 @@ extension ManagedObjectContext {
 
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
+        // Read before the query: rows the query returns are at least this recent.
+        if asFaults && parent == nil && faultsHoldFetchedRows && fetchedRowsGeneration == nil {
+            fetchedRowsGeneration = coordinator.currentGeneration
+        }
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
             let rows = try baseFetch(query)
-            if asFaults && parent == nil { coordinator.cache(rows, of: entity) }
+            if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(rows, of: entity) }
             // A child's objects are filled at once: its faults would have to ask the parent again.
             return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
         }
         let matches = try matchingRows(query)
-        if asFaults && parent == nil { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
+        if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
         return matches.map { match in
             match.object ?? materialize(match.row, of: entity, asFault: asFaults && parent == nil)
         }
@@ -177,15 +181,25 @@ extension ManagedObjectContext {
     }
 
     /// The registered object for a row, or a new one; never overwrites a loaded object's values.
+    ///
+    /// A fault keeps the fetched row (see ``faultsHoldFetchedRows``), so that firing it costs
+    /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
     func materialize(_ row: StoreRow, of entity: EntityDescription, asFault: Bool) -> any BackedObject {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
         if let registered = registry[key]?.object {
             let backing = registered._loomBacking
-            if backing.state == .fault && !asFault { backing.load(row) }
+            if backing.state == .fault {
+                if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }
+            }
             return registered
         }
         let backing = ObjectBacking(entity: entity, key: row.key, context: self)
-        if !asFault { backing.load(row) }
+        if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }
         return register(backing)
     }
+
+    /// Whether fetched faults keep their rows instead of filling from the shared cache: always,
+    /// unless a ``stalenessInterval`` asks that a fault's data be no older than some age when
+    /// it fires (then the cache, which knows each row's age, serves it).
+    var faultsHoldFetchedRows: Bool { stalenessInterval < 0 }
 }

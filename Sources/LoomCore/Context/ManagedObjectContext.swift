@@ -56,6 +56,9 @@ public final class ManagedObjectContext {
     /// To-many relationships whose members changed since the last save, by owner.
     /// The inserted objects in the order the last change set listed them (see `makeChangeSet`).
     var changeSetInsertOrder: [ObjectBacking] = []
+    /// The coordinator's change generation before the first fetch whose faults hold their rows
+    /// (the oldest such rows are that old); `nil` when no fault holds one.
+    var fetchedRowsGeneration: UInt64?
     var relationshipChanges = RelationshipChangeLog()
     /// The same, since the last `objectsDidChange`.
     var eventRelationshipChanges = RelationshipChangeLog()
@@ -354,6 +357,17 @@ public final class ManagedObjectContext {
     /// Loads a fault's values from the shared row cache or the store. A fault whose row is gone
     /// becomes a deleted object (see ``deletesInaccessibleFaults``).
     func fulfillFault(_ backing: ObjectBacking) {
+        if backing.holdsFetchedRow {
+            // The fetch that made the fault read its row: nothing to load, unless a save
+            // through this coordinator changed or deleted the row since.
+            backing.holdsFetchedRow = false
+            let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+            if !coordinator.mayHaveChanged(key, since: fetchedRowsGeneration ?? 0) {
+                backing.state = .loaded
+                return
+            }
+            backing.values = []
+        }
         let row: StoreRow?
         do {
             row = try baseRow(of: backing.entity, key: backing.key, fresh: false)
@@ -466,6 +480,7 @@ public final class ManagedObjectContext {
         }
         registry = [:]
         retained = [:]
+        fetchedRowsGeneration = nil
         insertedObjects = [:]
         updatedObjects = [:]
         deletedObjects = [:]
@@ -504,6 +519,7 @@ public final class ManagedObjectContext {
         } else {
             forgetInverseLists(of: backing, before: before, dropAll: true)
             backing.state = .fault
+            backing.holdsFetchedRow = false
             backing.values = []
             backing.isUpdated = false
             backing.isDeleted = false

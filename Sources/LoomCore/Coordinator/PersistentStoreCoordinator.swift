@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 /// The one object all contexts of a container share: it owns the store, hands out primary
 /// keys, serializes saves, and keeps a cache of row snapshots that every context fills faults
@@ -22,6 +23,18 @@ public final class PersistentStoreCoordinator: Sendable {
     private let writeLock = NSRecursiveLock()
     private let saveCounter = Locked<UInt64>(0)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
+    /// Bumped by every save that changes or deletes rows; read without a lock by faults that
+    /// hold their fetched rows, to know whether those may have changed since.
+    private let changeGeneration = Atomic<UInt64>(0)
+    /// The generation at which each changed or deleted row last changed.
+    private let changeLog = Locked(ChangeLog())
+
+    struct ChangeLog {
+        var changedAt: [RowCacheKey: UInt64] = [:]
+        /// Changes before this generation were forgotten (the log is bounded).
+        var forgottenBefore: UInt64 = 0
+        static let limit = 100_000
+    }
 
     struct KeyBlock {
         var next: Int64
@@ -185,6 +198,18 @@ public final class PersistentStoreCoordinator: Sendable {
     /// save event carries them to the contexts that merge, and a bulk import would otherwise
     /// churn the cache (and its lock) for rows nobody has asked for.
     private func didApply(_ changes: StoreChangeSet) {
+        if !changes.updates.isEmpty || !changes.deletes.isEmpty {
+            let generation = changeGeneration.load(ordering: .relaxed) + 1
+            changeLog.withLock { log in
+                if log.changedAt.count + changes.updates.count + changes.deletes.count > ChangeLog.limit {
+                    log.changedAt.removeAll()
+                    log.forgottenBefore = generation
+                }
+                for update in changes.updates { log.changedAt[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)] = generation }
+                for delete in changes.deletes { log.changedAt[RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)] = generation }
+            }
+            changeGeneration.store(generation, ordering: .releasing)
+        }
         let evicted = rowCache.withLock { cache in
             for update in changes.updates {
                 let key = RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)
@@ -211,6 +236,17 @@ public final class PersistentStoreCoordinator: Sendable {
 
     func register(_ inbox: MergeInbox) {
         inboxes.withLock { $0[ObjectIdentifier(inbox)] = inbox }
+    }
+
+    /// The current change generation (see `didApply`).
+    var currentGeneration: UInt64 { changeGeneration.load(ordering: .acquiring) }
+
+    /// Whether the row `key` may have changed or been deleted by a save after `generation`.
+    func mayHaveChanged(_ key: RowCacheKey, since generation: UInt64) -> Bool {
+        if currentGeneration == generation { return false }
+        return changeLog.withLock { log in
+            generation < log.forgottenBefore || (log.changedAt[key] ?? 0) > generation
+        }
     }
 
     /// Whether any context other than the one owning `inbox` may receive saves.

@@ -27,7 +27,11 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     /// `true`, as in Core Data).
     public var includesPendingChanges: Bool
     /// Whether objects come back as faults whose values load on first use (default `true`).
-    /// Their rows go to the coordinator's shared cache, so firing the fault does no I/O.
+    /// Each fault keeps the row its fetch read, so firing it does no I/O; if a save through
+    /// the same coordinator changed or deleted that row since, the fault reads the current one
+    /// instead (a deleted one reads as deleted), never the replaced values. With a
+    /// ``ManagedObjectContext/stalenessInterval``, the rows go to the coordinator's shared
+    /// cache, which knows their age.
     public var returnsObjectsAsFaults: Bool
     /// Relationships to load for all the results at once: one query per relationship, instead
     /// of one per object when each is first used (Core Data's
@@ -67,7 +71,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     /// Swift cannot take a key path apart, so candidates are built from the models' key-path
     /// tables (`@Model` generates them) and compared with the descriptor's key path.
     static func sortTarget(_ keyPath: AnyKeyPath, _ entity: EntityDescription, _ schema: Schema) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
-        if let name = Model._loomPropertyName(for: keyPath), let index = entity.attributeIndex(named: name) { return ([], index) }
+        if let name = Model.loomPropertyName(for: keyPath), let index = entity.attributeIndex(named: name) { return ([], index) }
         let wanted = String(describing: keyPath)
         func matches(_ candidate: AnyKeyPath) -> Bool { candidate == keyPath || String(describing: candidate) == wanted }
         func search(_ prefix: AnyKeyPath?, optional: Bool, _ owner: EntityDescription, _ path: [ResolvedRelationship]) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
@@ -96,7 +100,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     func prefetchedRelationships(in entity: EntityDescription) throws(LoomError) -> [Int] {
         var indexes: [Int] = []
         for keyPath in relationshipKeyPathsForPrefetching {
-            guard let name = Model._loomPropertyName(for: keyPath), let j = entity.relationshipIndex(named: name) else {
+            guard let name = Model.loomPropertyName(for: keyPath), let j = entity.relationshipIndex(named: name) else {
                 throw LoomError(.unsupportedPredicate, "A key path to prefetch on \(entity.name) does not name one of its relationships (\(entity.relationships.map(\.name).joined(separator: ", "))); paths through several relationships are not supported yet.", entity: entity.name)
             }
             if !indexes.contains(j) { indexes.append(j) }
@@ -108,7 +112,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     func storeQuery(for entity: EntityDescription, in schema: Schema) throws(LoomError) -> StoreQuery {
         var node: PredicateNode?
         if let predicate {
-            var translator = PredicateTranslator(schema: schema, entity: entity, propertyName: Model._loomPropertyName(for:))
+            var translator = PredicateTranslator(schema: schema, entity: entity, propertyName: Model.loomPropertyName(for:))
             translator.bindings[predicate.variable.key] = .object
             node = try translator.translate(any: predicate.expression)
         }

@@ -25,14 +25,14 @@ struct PredicateTranslator {
     /// `allSatisfy`: `variable` is the related object; variables of the enclosing closure are
     /// out of reach.
     func scope(_ destination: EntityDescription, _ variable: PredicateExpressions.VariableID) -> PredicateTranslator {
-        PredicateTranslator(schema: schema, entity: destination, propertyName: { destination.modelType?._loomPropertyName(for: $0) },
+        PredicateTranslator(schema: schema, entity: destination, propertyName: { destination.modelType?.loomPropertyName(for: $0) },
                             bindings: [variable: .object])
     }
 
     /// The property a key path names in `entity`.
     func name(of keyPath: AnyKeyPath, in entity: EntityDescription) -> String? {
         if entity === self.entity { return propertyName(keyPath) }
-        return entity.modelType?._loomPropertyName(for: keyPath)
+        return entity.modelType?.loomPropertyName(for: keyPath)
     }
 
     /// `node` evaluated at the end of a chain of to-one relationships.

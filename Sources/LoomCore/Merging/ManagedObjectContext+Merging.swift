@@ -66,7 +66,10 @@ extension ManagedObjectContext {
                     if let j = backing.entity.relationshipIndex(named: name), backing.entity.relationships[j].isToMany { backing.toMany[j] = nil }
                 }
             }
-            guard backing.state == .loaded else { continue }   // a fault: its next use reads the saved row
+            guard backing.state == .loaded else {
+                backing.dropFetchedRow()   // a fault: its next use reads the saved row
+                continue
+            }
             let row: StoreRow?
             if let saved = rows[id] { row = saved } else { row = try? coordinator.row(of: backing.entity, key: backing.key) }
             guard let row, row.version > backing.version else { continue }

@@ -38,6 +38,9 @@ public final class ObjectBacking {
     var changedSinceEvent = false
     /// Whether the delete rules were applied for this object's deletion.
     var deletePropagated = false
+    /// Whether this fault already holds the row its fetch read (``values``, ``committed`` and
+    /// ``version`` are set): firing it then only marks it loaded.
+    var holdsFetchedRow = false
     var state: State
     /// What few objects need: kept out of line, so that every object is smaller.
     final class Extras {
@@ -381,11 +384,28 @@ public final class ObjectBacking {
         version = row.version
         state = .loaded
         isInaccessible = false
+        holdsFetchedRow = false
+    }
+
+    /// Keeps a fetched row in a fault, which stays a fault (``isFault``) until first used.
+    func attach(_ row: StoreRow) {
+        values = row.values
+        committed = row.values
+        version = row.version
+        holdsFetchedRow = true
+    }
+
+    /// Forgets a fault's fetched row: its next use reads the current one.
+    func dropFetchedRow() {
+        guard holdsFetchedRow else { return }
+        holdsFetchedRow = false
+        values = []
     }
 
     func invalidate(reason: String) {
         state = .invalidated
         invalidationReason = reason
+        holdsFetchedRow = false
         values = []
         toMany = [:]
         context = nil
@@ -398,6 +418,7 @@ public final class ObjectBacking {
         var placeholder: [StoredValue] = entity.attributes.map { $0.placeholderStoredValue ?? .null }
         placeholder += repeatElement(StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
         values = placeholder
+        holdsFetchedRow = false
         committed = nil
         state = .loaded
         isInaccessible = true

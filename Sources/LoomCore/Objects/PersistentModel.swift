@@ -155,3 +155,36 @@ public final class DynamicObject: BackedObject {
         }
     }
 }
+
+extension PersistentModel {
+    /// The persistent property a key path leads to, from a table built once per model type.
+    ///
+    /// `_loomPropertyName(for:)` compares with key-path literals, and each literal is
+    /// instantiated (its types demangled) every time it is evaluated: a fetch translating a
+    /// predicate and sort paid that per key path. The table holds the same key paths, made
+    /// once, and answers with one hash lookup.
+    static func loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+        if let name = KeyPathNames.table(for: Self.self)[keyPath] { return name }
+        return _loomPropertyName(for: keyPath)
+    }
+}
+
+/// The key-path tables of ``PersistentModel/loomPropertyName(for:)``.
+enum KeyPathNames {
+    private static let tables = Locked<[ObjectIdentifier: [AnyKeyPath: String]]>([:])
+
+    static func table<M: PersistentModel>(for model: M.Type) -> [AnyKeyPath: String] {
+        let id = ObjectIdentifier(model)
+        if let table = tables.withLock({ $0[id] }) { return table }
+        var table: [AnyKeyPath: String] = [:]
+        let entity = M.entity
+        for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) {
+            if let keyPath = M._loomKeyPath(for: name, optionalChained: false), M._loomPropertyName(for: keyPath) == name {
+                table[keyPath] = name
+            }
+        }
+        let built = table
+        tables.withLock { $0[id] = built }
+        return built
+    }
+}
