@@ -170,8 +170,10 @@ extension PredicateExpressions.KeyPath: LoomTranslatableExpression {
         // `$0.title`, `$0.author?.name`, `$0.author!.publisher?.name`, `$0.objectID`.
         if let base = try t.objectPath(root) {
             let owner = base.last?.destination ?? t.entity
-            if let model = owner.modelType, model._loomIsObjectIDKeyPath(path) { return t.foreignKey(base) }
+            // A stored property (one table lookup), else `objectID` (a key-path literal, which
+            // is instantiated at every comparison: asked second).
             guard let name = t.name(of: path, in: owner) else {
+                if let model = owner.modelType, model._loomIsObjectIDKeyPath(path) { return t.foreignKey(base) }
                 throw t.unsupported("the key path \(keyPath), which is not a stored property of \(owner.name)")
             }
             if let i = owner.attributeIndex(named: name) { return t.wrap(base, .attribute(i)) }
