@@ -353,6 +353,11 @@ enum SQLFunctions {
 
     static func register(in db: Database) {
         guard let connection = db.sqliteConnection else { return }
+        register(on: connection)
+    }
+
+    /// Registers the functions on a connection of SQLite's C API.
+    static func register(on connection: OpaquePointer) {
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
         for (i, op) in operators.enumerated() {
             // The operator travels as the function's user data: its position, plus one.

@@ -10,15 +10,13 @@ extension SQLiteStore {
         let (text, arguments) = sql.aggregate(query)
         let width = query.columns.count
         do {
-            return try pool.unsafeRead { db in
-                try RawStatement.with(db, text) { statement in
-                    try statement.bind(arguments)
-                    var rows: [[StoredValue]] = []
-                    while try statement.step() {
-                        rows.append((0..<Int32(width)).map(statement.column))
-                    }
-                    return rows
+            return try readers.read(text) { statement in
+                try statement.bind(arguments)
+                var rows: [[StoredValue]] = []
+                while try statement.step() {
+                    rows.append((0..<Int32(width)).map(statement.column))
                 }
+                return rows
             }
         } catch let error as DatabaseError where error.message == "integer overflow" {
             throw LoomError(.integerOverflow, "A sum over \(query.entity.name) does not fit in a 64-bit integer (SQLite: integer overflow); narrow the predicate, or sum a Double attribute.",

@@ -6,13 +6,11 @@ extension SQLiteStore {
     public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
         let (text, arguments) = sql.selectKeys(query)
         do {
-            return try pool.unsafeRead { db in
-                try RawStatement.with(db, text) { statement in
-                    try statement.bind(arguments)
-                    var keys: [Int64] = []
-                    while try statement.step() { keys.append(statement.int64(0)) }
-                    return keys
-                }
+            return try readers.read(text) { statement in
+                try statement.bind(arguments)
+                var keys: [Int64] = []
+                while try statement.step() { keys.append(statement.int64(0)) }
+                return keys
             }
         } catch let error as LoomError {
             throw error

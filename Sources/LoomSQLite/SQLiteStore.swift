@@ -52,6 +52,8 @@ public final class SQLiteStore: PersistentStore {
     /// Where the store lives.
     public let url: URL
     let pool: DatabasePool
+    /// The connections reads run on (writes go through `pool`'s writer).
+    let readers: ReaderConnections
     let sql: SQLGenerator
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
@@ -96,6 +98,7 @@ public final class SQLiteStore: PersistentStore {
             try? pool.close()
             throw error
         }
+        readers = ReaderConnections(path: path, maximum: configuration.maximumReaderCount, trace: trace)
     }
 
     /// Reads the first bytes of an existing file, so that a foreign file is reported before
@@ -228,21 +231,17 @@ public final class SQLiteStore: PersistentStore {
     public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
         let (text, arguments) = sql.select(query)
         let width = query.entity.storedValueCount
-        return try read { db in
-            try RawStatement.with(db, text) { statement in
-                try statement.bind(arguments)
-                return try statement.rows(width: width)
-            }
+        return try read(text) { statement in
+            try statement.bind(arguments)
+            return try statement.rows(width: width)
         }
     }
 
     public func count(_ query: StoreQuery) throws(LoomError) -> Int {
         let (text, arguments) = sql.count(query)
-        return try read { db in
-            try RawStatement.with(db, text) { statement in
-                try statement.bind(arguments)
-                return try statement.step() ? Int(statement.int64(0)) : 0
-            }
+        return try read(text) { statement in
+            try statement.bind(arguments)
+            return try statement.step() ? Int(statement.int64(0)) : 0
         }
     }
 
@@ -251,18 +250,14 @@ public final class SQLiteStore: PersistentStore {
         let width = entity.storedValueCount
         if keys.count == 1 {
             // A lookup by ID: one key, no JSON.
-            return try read { db in
-                try RawStatement.with(db, sql.selectByKey(entity)) { statement in
-                    try statement.bind(keys[0], at: 1)
-                    return try statement.rows(width: width)
-                }
-            }
-        }
-        return try read { db in
-            try RawStatement.with(db, sql.selectByKeys(entity)) { statement in
-                try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
+            return try read(sql.selectByKey(entity)) { statement in
+                try statement.bind(keys[0], at: 1)
                 return try statement.rows(width: width)
             }
+        }
+        return try read(sql.selectByKeys(entity)) { statement in
+            try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
+            return try statement.rows(width: width)
         }
     }
 
@@ -272,16 +267,13 @@ public final class SQLiteStore: PersistentStore {
             throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
         }
         let width = relationship.destination.storedValueCount
-        let text = sql.selectRelated(relationship)
-        return try read { db in
-            try RawStatement.with(db, text) { statement in
-                try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
-                var related: [RelatedRow] = []
-                while try statement.step() {
-                    related.append(RelatedRow(owner: statement.int64(0), row: statement.row(width: width, offset: 1)))
-                }
-                return related
+        return try read(sql.selectRelated(relationship)) { statement in
+            try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
+            var related: [RelatedRow] = []
+            while try statement.step() {
+                related.append(RelatedRow(owner: statement.int64(0), row: statement.row(width: width, offset: 1)))
             }
+            return related
         }
     }
 
@@ -296,14 +288,14 @@ public final class SQLiteStore: PersistentStore {
         return text + "]"
     }
 
-    /// Runs one read statement on a reader connection.
+    /// Runs one read statement on one of the store's reader connections (see
+    /// ``ReaderConnections``), with SQLite errors translated.
     ///
-    /// Without GRDB's isolating transaction: every read here is a single SQL statement, which
-    /// SQLite runs on one snapshot by itself, and the BEGIN and COMMIT around it would be two
-    /// more statements per fault or lookup.
-    func read<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
+    /// No transaction around it: every read here is a single SQL statement, which SQLite runs
+    /// on one snapshot by itself.
+    func read<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws(LoomError) -> T {
         do {
-            return try pool.unsafeRead(body)
+            return try readers.read(sql, body)
         } catch let error as LoomError {
             throw error
         } catch {
@@ -449,6 +441,7 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func close() throws(LoomError) {
+        readers.close()
         do { try pool.close() } catch { throw translate(error, entity: nil) }
     }
 }

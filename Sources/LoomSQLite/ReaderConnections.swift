@@ -1,0 +1,143 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import LoomCore
+
+/// The SQLite store's read connections: Loom's own, opened read-only on the store's file, each
+/// with its prepared statements, lent to one read at a time.
+///
+/// Every read the store makes is a single statement (a fetch, a count, a lookup by key, a
+/// to-many fault), which SQLite runs on one snapshot by itself. GRDB's `DatabasePool` would
+/// wrap each in a dispatch onto the reader's queue and a pool checkout; for the short reads a
+/// fault or an ID lookup makes, that was most of their cost. Here a read takes an idle
+/// connection under a lock, and `maximum` bounds how many exist. Writes stay on GRDB's
+/// writer.
+final class ReaderConnections: @unchecked Sendable {
+    // @unchecked: `idle`, `opened` and `isClosed` are only touched under `lock`; a connection
+    // is used by the one thread that took it until it is returned.
+    private let lock = NSLock()
+    private let slots: DispatchSemaphore
+    private var idle: [ReaderConnection] = []
+    private var opened = 0
+    private var isClosed = false
+    private let path: String
+    private let trace: (@Sendable (String) -> Void)?
+
+    init(path: String, maximum: Int, trace: (@Sendable (String) -> Void)?) {
+        self.path = path
+        self.slots = DispatchSemaphore(value: max(1, maximum))
+        self.trace = trace
+    }
+
+    /// Runs `body` with the prepared statement for `sql`, on a connection no one else uses
+    /// meanwhile. The statement is reset before and after.
+    func read<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
+        slots.wait()
+        defer { slots.signal() }
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        return try connection.with(sql, body)
+    }
+
+    private func checkOut() throws -> ReaderConnection {
+        lock.lock()
+        if isClosed {
+            lock.unlock()
+            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the store is closed")
+        }
+        if let connection = idle.popLast() {
+            lock.unlock()
+            return connection
+        }
+        opened += 1
+        lock.unlock()
+        do {
+            return try ReaderConnection(path: path, trace: trace)
+        } catch {
+            lock.lock()
+            opened -= 1
+            lock.unlock()
+            throw error
+        }
+    }
+
+    private func checkIn(_ connection: ReaderConnection) {
+        lock.lock()
+        defer { lock.unlock() }
+        if isClosed { return }   // released here: the connection closes
+        idle.append(connection)
+    }
+
+    /// Closes the idle connections; connections in use close when they are returned.
+    func close() {
+        lock.lock()
+        isClosed = true
+        let connections = idle
+        idle = []
+        lock.unlock()
+        withExtendedLifetime(connections) {}
+    }
+}
+
+/// One read-only connection and its prepared statements.
+final class ReaderConnection {
+    let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+    /// Keeps the trace closure alive while SQLite may call it.
+    private let traceBox: TraceBox?
+
+    final class TraceBox {
+        let trace: @Sendable (String) -> Void
+        init(_ trace: @escaping @Sendable (String) -> Void) { self.trace = trace }
+    }
+
+    init(path: String, trace: (@Sendable (String) -> Void)?) throws {
+        var db: OpaquePointer?
+        let code = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) }
+            sqlite3_close_v2(db)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 5_000)
+        SQLFunctions.register(on: db)
+        if let trace {
+            let box = TraceBox(trace)
+            traceBox = box
+            sqlite3_trace_v2(db, UInt32(SQLITE_TRACE_STMT), { _, context, statement, _ in
+                guard let context, let statement, let text = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
+                Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue().trace(String(cString: text))
+                return 0
+            }, Unmanaged.passUnretained(box).toOpaque())
+        } else {
+            traceBox = nil
+        }
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs `body` with the prepared statement for `sql`, reset before and after.
+    func with<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
+        let statement = RawStatement(handle: try prepared(sql), sql: sql)
+        defer {
+            sqlite3_reset(statement.handle)
+            sqlite3_clear_bindings(statement.handle)
+        }
+        return try body(statement)
+    }
+
+    private func prepared(_ sql: String) throws -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard code == SQLITE_OK, let statement else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(handle)), message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+        }
+        statements[sql] = statement
+        return statement
+    }
+}
