@@ -45,8 +45,8 @@ extension StoredValue: Comparable {
         case (.real(let a), .real(let b)): return a < b ? -1 : (a == b ? 0 : 1)
         case (.integer(let a), .real(let b)): return compareIntegerToReal(a, b)
         case (.real(let a), .integer(let b)): return -compareIntegerToReal(b, a)
-        case (.text(let a), .text(let b)): return compareBytes(a.utf8, b.utf8)
-        case (.blob(let a), .blob(let b)): return compareBytes(a, b)
+        case (.text(let a), .text(let b)): return compareText(a, b)
+        case (.blob(let a), .blob(let b)): return compareBlobs(a, b)
         case (.null, .null): return 0
         default: return lhs.rank < rhs.rank ? -1 : 1
         }
@@ -67,18 +67,38 @@ extension StoredValue: Comparable {
         return frac > 0 ? -1 : (frac < 0 ? 1 : 0)
     }
 
-    static func compareBytes<A: Sequence<UInt8>, B: Sequence<UInt8>>(_ a: A, _ b: B) -> Int {
-        var ia = a.makeIterator(), ib = b.makeIterator()
-        while true {
-            switch (ia.next(), ib.next()) {
-            case (nil, nil): return 0
-            case (nil, _): return -1
-            case (_, nil): return 1
-            case (let x?, let y?):
-                if x != y { return x < y ? -1 : 1 }
-            }
+    /// Byte order of two strings' UTF-8, with `memcmp` on their contiguous storage.
+    static func compareText(_ a: String, _ b: String) -> Int {
+        var a = a, b = b
+        return a.withUTF8 { x in b.withUTF8 { y in compareBuffers(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y)) } }
+    }
+
+    static func compareBlobs(_ a: Data, _ b: Data) -> Int {
+        a.withUnsafeBytes { x in b.withUnsafeBytes { y in compareBuffers(x, y) } }
+    }
+
+    static func compareBuffers(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Int {
+        let common = Swift.min(x.count, y.count)
+        if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+            let c = memcmp(p, q, common)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return x.count < y.count ? -1 : (x.count == y.count ? 0 : 1)
+    }
+
+    /// Whether two values are the same stored value: the same storage class and equal (text
+    /// and blobs byte for byte). What "changed" means for a save.
+    func isIdentical(to other: StoredValue) -> Bool {
+        switch (self, other) {
+        case (.null, .null): return true
+        case (.integer(let a), .integer(let b)): return a == b
+        case (.real(let a), .real(let b)): return a == b
+        case (.text(let a), .text(let b)): return StoredValue.compareText(a, b) == 0
+        case (.blob(let a), .blob(let b)): return a == b
+        default: return false
         }
     }
+
 
     /// SQLite's `IS` operator: equality where NULL equals NULL and numbers compare numerically.
     public func isSame(as other: StoredValue) -> Bool {

@@ -439,7 +439,7 @@ public final class ObjectBacking {
         var out: [(Int, StoredValue)] = []
         for i in values.indices {
             let now = values[i]
-            if !(committed[i].isSame(as: now) && committed[i].kindName == now.kindName) { out.append((i, now)) }
+            if !committed[i].isIdentical(to: now) { out.append((i, now)) }
         }
         return out
     }

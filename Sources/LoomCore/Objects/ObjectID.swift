@@ -20,6 +20,14 @@ public struct AnyObjectID: Sendable, Hashable, Codable, CustomStringConvertible 
         self.primaryKey = primaryKey
     }
 
+    /// Hashes the key and the entity: IDs in one set or dictionary nearly always share their
+    /// store, so hashing its UUID too would cost 16 bytes per hash and separate nothing.
+    /// (Equality still compares all three.)
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(primaryKey)
+        hasher.combine(entityName)
+    }
+
     /// `loom://<store-uuid>/<Entity>/<key>`: an archivable form that
     /// ``PersistentStoreCoordinator/objectID(forURIRepresentation:)`` turns back into an ID.
     public var uriRepresentation: URL {
