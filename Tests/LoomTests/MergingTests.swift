@@ -238,9 +238,10 @@ struct MergingTests {
             return book.objectID
         }
         #expect(try second.viewContext.existingObject(with: id).title == "First")
-        // A read through the first coordinator puts the row in its cache (a save does not: the
-        // saving context holds its new objects).
-        let read = try await first.newBackgroundContext().perform { context in try context.existingObject(with: id).title }
+        // A fault fired through the first coordinator puts the row in its cache (a save does
+        // not: the saving context holds its new objects; nor does an ID lookup, whose object
+        // is loaded at once).
+        let read = try await first.newBackgroundContext().perform { context in try context.object(with: id).title }
         #expect(read == "First")
         _ = try await second.save { context in try context.existingObject(with: id).title = "Second" }
 

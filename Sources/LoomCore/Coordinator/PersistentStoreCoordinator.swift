@@ -73,6 +73,8 @@ public final class PersistentStoreCoordinator: Sendable {
         let rows = try store.rows(of: entity, keys: [key])
         try validate(rows, of: entity)
         guard let row = rows.first else { return nil }
+        // A fresh read (an ID lookup) loads its object at once: no fault needs the row later.
+        if bypassingCache { return row }
         let evicted = rowCache.withLock { cache in
             cache.insert(row, for: cacheKey)
             return cache.takeEvicted()
@@ -111,6 +113,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     private func validate(_ rows: [StoreRow], of entity: EntityDescription) throws(LoomError) {
         let attributes = entity.attributes
+        let kinds = entity.attributeKinds
         for row in rows {
             guard row.values.count == entity.storedValueCount else {
                 throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(entity.storedValueCount).", entity: entity.name)
@@ -122,9 +125,10 @@ public final class PersistentStoreCoordinator: Sendable {
                     entity: entity.name, attributes: [entity.storedValueName(at: slot)],
                     objectID: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, primaryKey: row.key))
             }
-            for (i, attribute) in attributes.enumerated() {
+            for i in kinds.indices {
                 let value = row.values[i]
-                if !attribute.type.accepts(value) || (value.isNull && !attribute.isOptional) {
+                if !kinds[i].type.accepts(value) || (value.isNull && !kinds[i].isOptional) {
+                    let attribute = attributes[i]
                     throw LoomError(
                         .corruptValue,
                         "\(entity.name)/\(row.key).\(attribute.name) holds a stored \(value.kindName), which is not a valid \(attribute.isOptional ? "optional " : "")\(attribute.type.rawValue); the row was changed outside Loom.",

@@ -46,6 +46,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let buildProblems: [String]
     /// A new object's values before its defaults are evaluated: NULL everywhere.
     let nullValues: [StoredValue]
+    /// Each attribute's type and optionality, for checking rows without copying descriptions.
+    let attributeKinds: [(type: AttributeType, isOptional: Bool)]
     /// The attributes with a default value (evaluated per object: a default may be `Date()`).
     let defaultMakers: [(index: Int, make: @Sendable () -> StoredValue?)]
 
@@ -97,6 +99,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.slotRelationships = slotRelationships
         self.storedValueCount = next
         self.nullValues = Array(repeating: .null, count: next)
+        self.attributeKinds = attributes.map { ($0.type, $0.isOptional) }
         self.defaultMakers = attributes.enumerated().compactMap { i, a in a.makeDefault.map { (i, $0) } }
 
         var byName: [String: Int] = [:]
