@@ -108,9 +108,10 @@ struct RawStatement {
 
     /// The current row as a ``StoreRow`` read from column `offset` on.
     func row(width: Int, offset: Int32 = 0) -> StoreRow {
-        var values: [StoredValue] = []
-        values.reserveCapacity(width)
-        for i in 0..<Int32(width) { values.append(column(offset + 2 + i)) }
+        let values = [StoredValue](unsafeUninitializedCapacity: width) { buffer, count in
+            for i in 0..<width { (buffer.baseAddress! + i).initialize(to: column(offset + 2 + Int32(i))) }
+            count = width
+        }
         return StoreRow(key: sqlite3_column_int64(handle, offset), version: sqlite3_column_int64(handle, offset + 1), values: values)
     }
 
