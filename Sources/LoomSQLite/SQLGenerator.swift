@@ -177,8 +177,13 @@ struct SQLGenerator: Sendable {
     }
 
     func select(_ query: StoreQuery) -> (String, [StoredValue]) {
+        select(query, resultColumns: columns(query.entity, alias: "t0"))
+    }
+
+    /// A query's statement returning `resultColumns` (of the row aliased `t0`) for each match.
+    func select(_ query: StoreQuery, resultColumns: String) -> (String, [StoredValue]) {
         var builder = Builder()
-        var text = "SELECT \(columns(query.entity, alias: "t0")) FROM \(Self.quote(query.entity.name)) AS t0"
+        var text = "SELECT \(resultColumns) FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
             text += " WHERE " + expression(predicate, query.entity, "t0", &builder)
         }
