@@ -19,6 +19,18 @@ struct GraphFaultingTests {
         }
     }
 
+    /// A container on a SQLite file that another container wrote `count` novels to (so its
+    /// shared row cache starts empty), logging every statement it runs.
+    func tracedContainer(populatedWith count: Int) throws -> (PersistentContainer, StatementLog) {
+        let url = TemporaryDirectory.make().appending(path: "graph.loom")
+        let schema = try Schema(StoreKind.graphTypes)
+        let writer = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        try populate(writer, count: count)
+        try writer.close()
+        let log = StatementLog()
+        return (PersistentContainer(store: try SQLiteStore(url: url, schema: schema, options: .init(trace: log.hook))), log)
+    }
+
     @Test("A fetched object's to-one is a fault until touched; a to-many loads when first read", arguments: StoreKind.allCases)
     func faultsUntilTouched(kind: StoreKind) throws {
         let container = try kind.makeGraphContainer()
@@ -72,14 +84,7 @@ struct GraphFaultingTests {
 
     @Test("A to-many fault is one query; prefetching loads a relationship for 1,000 objects in one query")
     func queryCounts() throws {
-        // Written by one container, read by another, whose shared row cache starts empty.
-        let url = TemporaryDirectory.make().appending(path: "graph.loom")
-        let schema = try Schema(StoreKind.graphTypes)
-        let writer = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
-        try populate(writer, count: 1000)
-        try writer.close()
-        let log = StatementLog()
-        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: schema, options: .init(trace: log.hook)))
+        let (container, log) = try tracedContainer(populatedWith: 1000)
         let context = container.viewContext
 
         // To-one, without prefetching: one query per author.
@@ -123,13 +128,7 @@ struct GraphFaultingTests {
 
     @Test("Delete rules load what they need with one query per relationship, not one per object")
     func deletePropagationQueries() throws {
-        let url = TemporaryDirectory.make().appending(path: "graph.loom")
-        let schema = try Schema(StoreKind.graphTypes)
-        let writer = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
-        try populate(writer, count: 300)
-        try writer.close()
-        let log = StatementLog()
-        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: schema, options: .init(trace: log.hook)))
+        let (container, log) = try tracedContainer(populatedWith: 300)
         let context = container.viewContext
         let authors = try context.fetch(FetchRequest<Author>())
         log.reset()
