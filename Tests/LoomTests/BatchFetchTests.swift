@@ -101,6 +101,25 @@ struct BatchFetchTests {
         #expect(try context.fetch(storeOnly, batchSize: 25).count == 300)
     }
 
+    @Test("An object whose row was deleted elsewhere before its batch loads reads as deleted")
+    func rowGoneBeforeItsBatch() async throws {
+        // Deleted through a second container on the same file: this coordinator never hears of it.
+        let url = TemporaryDirectory.make().appending(path: "batches.loom")
+        let container = try PersistentContainer(name: "A", for: Book.self, location: .file(url))
+        try populate(container, count: 30)
+        let context = container.viewContext
+        let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]), batchSize: 10)
+        #expect(books[0].title == "Book 0")                  // loads the first batch only
+        let other = try PersistentContainer(name: "B", for: Book.self, location: .file(url))
+        try await other.save { writer in
+            let gone = try writer.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "00025" }))
+            writer.delete(try #require(gone.first))
+        }
+        let title = books[25].title                          // its batch loads without that row
+        #expect(books[25].isDeleted && title == "")
+        #expect(books[26].title == "Book 26")
+    }
+
     @Test("A negative batch size is an error; 0 loads everything at once", arguments: StoreKind.allCases)
     func batchSizes(kind: StoreKind) throws {
         let (container, store) = try makeContainer(kind)

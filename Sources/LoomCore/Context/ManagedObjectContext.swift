@@ -283,9 +283,13 @@ public final class ManagedObjectContext {
     public func object(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.checkOwnership(of: id)
-        if let registered = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)]?.object { return registered }
-        let backing = ObjectBacking(entity: entity, key: id.primaryKey, context: self)
-        return register(backing)
+        return registeredObjectOrFault(of: entity, key: id.primaryKey)
+    }
+
+    /// The registered object with this key, or a new fault that reads its row when first used.
+    func registeredObjectOrFault(of entity: EntityDescription, key: Int64) -> any BackedObject {
+        if let registered = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object { return registered }
+        return register(ObjectBacking(entity: entity, key: key, context: self))
     }
 
     /// The object with this ID, with its values loaded; throws if no such object exists.

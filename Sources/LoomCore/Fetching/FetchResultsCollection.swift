@@ -97,8 +97,9 @@ final class FetchResultsStorage {
             if let row = rows[key] {
                 objects.append(context.materialize(row, of: entity, asFault: false))
             } else {
-                // Registered and loaded, or gone from the store: the registered object or a fault.
-                objects.append(context.materialize(StoreRow(key: key, version: 0, values: []), of: entity, asFault: true))
+                // Registered and loaded, or gone from the store: the registered object, or a
+                // fault that finds its row gone (or the error) when used, as any fault does.
+                objects.append(context.registeredObjectOrFault(of: entity, key: key))
             }
         }
         if !prefetched.isEmpty { try? context.prefetch(prefetched, of: entity, for: objects) }
