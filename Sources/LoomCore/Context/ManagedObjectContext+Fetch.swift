@@ -25,8 +25,8 @@ extension ManagedObjectContext {
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let store = coordinator.storeIdentifier
         if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
-            return try baseFetch(query).map {
-                ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: entity.name, primaryKey: $0.key))
+            return try baseKeys(query).map {
+                ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: entity.name, primaryKey: $0))
             }
         }
         return try matchingRows(query).map {

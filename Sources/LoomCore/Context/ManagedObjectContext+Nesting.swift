@@ -43,6 +43,13 @@ extension ManagedObjectContext {
         return try parent.run { (context) throws(LoomError) -> [StoreRow] in try context.rowsAsSeen(query) }
     }
 
+    /// The keys of the rows this context's source has for a query, in order: without reading
+    /// their values from the store.
+    func baseKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
+        guard parent != nil else { return try coordinator.store.fetchKeys(query) }
+        return try baseFetch(query).map(\.key)
+    }
+
     func baseCount(_ query: StoreQuery) throws(LoomError) -> Int {
         guard parent != nil else { return try coordinator.count(query) }
         return try baseFetch(query).count
