@@ -287,12 +287,7 @@ extension ManagedObjectContext {
                 let current = o.values[slot]
                 if current == .integer(member) { return }
                 if case .integer(let previous) = current {
-                    withObject(r.source, previous) { p in
-                        if p.state == .fault { fulfillFault(p) }
-                        if !p.isInaccessible, !p.isDeleted, p.values[r.storage.foreignKeySlot] == .integer(owner) {
-                            p.setStoredValue(.null, at: r.storage.foreignKeySlot)
-                        }
-                    }
+                    withObject(r.source, previous) { clearReference($0, at: r.storage.foreignKeySlot, to: owner) }
                 }
                 o.setStoredValue(.integer(member), at: slot)
             }
@@ -301,15 +296,19 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Sets foreign key `slot` of `object` to NULL if it still refers to `key` (and the object
+    /// is neither deleted nor gone).
+    private func clearReference(_ object: ObjectBacking, at slot: Int, to key: Int64) {
+        if object.state == .fault { fulfillFault(object) }
+        if !object.isInaccessible, !object.isDeleted, object.values[slot] == .integer(key) { object.setStoredValue(.null, at: slot) }
+    }
+
     /// The destination `owner` of to-one `r` no longer has `member` in its inverse.
     private func inverseLost(_ r: ResolvedRelationship, owner: Int64, member: Int64) {
         let inverse = coordinator.schema.relationship(r.inverseIndex, of: r.destination)
         switch inverse.storage {
         case .foreignKey(let slot):
-            withObject(r.destination, owner) { o in
-                if o.state == .fault { fulfillFault(o) }
-                if !o.isInaccessible, !o.isDeleted, o.values[slot] == .integer(member) { o.setStoredValue(.null, at: slot) }
-            }
+            withObject(r.destination, owner) { clearReference($0, at: slot, to: member) }
         default:
             lose(r.destination, owner, r.inverseIndex, member: member)
         }
@@ -473,11 +472,7 @@ extension ManagedObjectContext {
             inverseLost(r, owner: other, member: backing.key)
         case .inverseForeignKey:
             let inverse = coordinator.schema.relationship(r.inverseIndex, of: r.destination)
-            withObject(r.destination, other) { b in
-                if b.state == .fault { fulfillFault(b) }
-                let slot = inverse.storage.foreignKeySlot
-                if !b.isInaccessible, !b.isDeleted, b.values[slot] == .integer(backing.key) { b.setStoredValue(.null, at: slot) }
-            }
+            withObject(r.destination, other) { clearReference($0, at: inverse.storage.foreignKeySlot, to: backing.key) }
             lose(backing.entity, backing.key, r.index, member: other)
         case .joinTable:
             unrelate(r, backing, other)
