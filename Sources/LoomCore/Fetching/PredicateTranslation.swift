@@ -83,10 +83,7 @@ struct PredicateTranslator {
     }
 
     func translate(_ expression: some PredicateExpression) throws(LoomError) -> PredicateNode {
-        guard let translatable = expression as? any LoomTranslatableExpression else {
-            throw unsupported("`\(PredicateTranslator.name(of: type(of: expression)))`")
-        }
-        return try translatable.loomNode(self)
+        try translate(any: expression)
     }
 
     func translate(any expression: Any) throws(LoomError) -> PredicateNode {
@@ -307,21 +304,26 @@ extension PredicateExpressions.SequenceStartsWith: LoomTranslatableExpression {
 
 extension PredicateExpressions.SequenceContainsWhere: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
-        guard let (path, relationship) = try t.collectionPath(sequence) else {
-            throw t.unsupported("`contains(where:)` on something other than a to-many relationship")
-        }
-        let test = try t.scope(relationship.destination, variable.key).translate(self.test)
-        return t.wrap(path, .anyRelated(relationship.reference, test))
+        try t.relatedTest("contains(where:)", sequence, variable.key, test, PredicateNode.anyRelated)
     }
 }
 
 extension PredicateExpressions.SequenceAllSatisfy: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
-        guard let (path, relationship) = try t.collectionPath(sequence) else {
-            throw t.unsupported("`allSatisfy` on something other than a to-many relationship")
+        try t.relatedTest("allSatisfy", sequence, variable.key, test, PredicateNode.allRelated)
+    }
+}
+
+extension PredicateTranslator {
+    /// `$0.books.contains { … }` and `allSatisfy`: `test` on the members of a to-many
+    /// relationship, with `variable` bound to each member.
+    func relatedTest(_ name: String, _ sequence: Any, _ variable: PredicateExpressions.VariableID, _ test: Any,
+                     _ make: (RelationshipReference, PredicateNode) -> PredicateNode) throws(LoomError) -> PredicateNode {
+        guard let (path, relationship) = try collectionPath(sequence) else {
+            throw unsupported("`\(name)` on something other than a to-many relationship")
         }
-        let test = try t.scope(relationship.destination, variable.key).translate(self.test)
-        return t.wrap(path, .allRelated(relationship.reference, test))
+        let node = try scope(relationship.destination, variable).translate(any: test)
+        return wrap(path, make(relationship.reference, node))
     }
 }
 
