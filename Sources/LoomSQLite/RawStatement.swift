@@ -24,7 +24,13 @@ struct RawStatement {
     /// Runs `body` with the cached statement for `sql`, reset and with no bindings, and resets
     /// it afterwards (so no read stays open after the access).
     static func with<T>(_ db: Database, _ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
-        let statement = RawStatement(handle: try db.cachedStatement(sql: sql).sqliteStatement, sql: sql)
+        try with(try db.cachedStatement(sql: sql).sqliteStatement, sql, body)
+    }
+
+    /// Runs `body` with a prepared statement, reset and with no bindings, and resets it
+    /// afterwards.
+    static func with<T>(_ handle: OpaquePointer, _ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
+        let statement = RawStatement(handle: handle, sql: sql)
         sqlite3_reset(statement.handle)
         defer {
             sqlite3_reset(statement.handle)

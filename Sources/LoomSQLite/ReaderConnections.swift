@@ -122,16 +122,20 @@ final class ReaderConnection {
 
     /// Runs `body` with the prepared statement for `sql`, reset before and after.
     func with<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
-        let statement = RawStatement(handle: try prepared(sql), sql: sql)
-        defer {
-            sqlite3_reset(statement.handle)
-            sqlite3_clear_bindings(statement.handle)
-        }
-        return try body(statement)
+        try RawStatement.with(try prepared(sql), sql, body)
     }
+
+    /// How many prepared statements a connection keeps: past that, all are finalized and
+    /// prepared again as they are used (predicates with constant lists of varying length make
+    /// new statement texts, which would otherwise pile up).
+    static let statementLimit = 256
 
     private func prepared(_ sql: String) throws -> OpaquePointer {
         if let statement = statements[sql] { return statement }
+        if statements.count >= Self.statementLimit {
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements = [:]
+        }
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard code == SQLITE_OK, let statement else {
