@@ -116,7 +116,8 @@ public final class ObjectBacking {
 
     /// Reads an attribute of a ``PersistentValue`` type: the common case, converted straight
     /// from its stored value. `@inlinable`, so that the generated accessor of each property is
-    /// specialized for its type (no boxing, no dynamic cast).
+    /// specialized for its type (no boxing, no dynamic cast). Generated accessors call this, on
+    /// the object's context's isolation; it traps where ``value(at:as:)-(_,T.Type)`` does.
     @inlinable
     public func value<T: PersistentValue>(at index: Int, as type: T.Type) -> T {
         if let value = T(storedValue: storedAttribute(at: index)) { return value }
@@ -132,7 +133,8 @@ public final class ObjectBacking {
         return decodeAttribute(at: index, as: T?.self)   // traps, saying why
     }
 
-    /// Writes an attribute of a ``PersistentValue`` type, converted straight to its stored value.
+    /// Writes an attribute of a ``PersistentValue`` type, converted straight to its stored
+    /// value. Generated setters call this, on the object's context's isolation.
     @inlinable
     public func setValue<T: PersistentValue>(_ value: T, at index: Int, of owner: any BackedObject) {
         setStoredAttribute(value.storedValue, at: index)
