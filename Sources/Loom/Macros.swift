@@ -26,7 +26,7 @@ public import LoomCore
 ///
 /// let book = Book(context: context)
 /// ```
-@attached(member, names: named(_loomBacking), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(member, names: named(_loomSlot), named(_loomBacking), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")

@@ -37,6 +37,8 @@ struct ModelDeclaration {
 
     /// The name of the stored property that `@Model` adds; it is never persistent.
     static let backingName = "_loomBacking"
+    /// The name of the stored property that holds the backing (see `ObjectSlot`).
+    static let slotName = "_loomSlot"
 
     init(_ declaration: ClassDeclSyntax) {
         typeName = declaration.name.trimmed
@@ -127,7 +129,7 @@ struct ModelDeclaration {
         else {
             return (nil, [Diagnostic(node: bindings, message: LoomDiagnostic.multipleBindings)])
         }
-        if pattern.identifier.plainName == backingName { return (nil, []) }
+        if pattern.identifier.plainName == backingName || pattern.identifier.plainName == slotName { return (nil, []) }
         guard let type = binding.typeAnnotation?.type else {
             let message = LoomDiagnostic.missingType(pattern.identifier.plainName)
             return (nil, [Diagnostic(node: pattern, message: message)])

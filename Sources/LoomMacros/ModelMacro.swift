@@ -34,6 +34,7 @@ extension ModelMacro: MemberMacro {
         }
         if model.isGeneric { return [] }
         return [
+            model.slotDeclaration,
             model.backingDeclaration,
             model.entityDeclaration,
             model.backingInitializer,
@@ -77,10 +78,21 @@ extension ModelMacro: ExtensionMacro {
 }
 
 extension ModelDeclaration {
+    /// `_loomSlot`, which holds the object's backing (made on first use for an object the app
+    /// creates) and takes the object out of its context's registry when it is destroyed.
+    fileprivate var slotDeclaration: DeclSyntax {
+        """
+        private var \(raw: Self.slotName) = ObjectSlot()
+        """
+    }
+
     /// `var _loomBacking`, which holds the values of the persistent properties.
     fileprivate var backingDeclaration: DeclSyntax {
         """
-        \(raw: accessPrefix)private(set) var \(raw: Self.backingName): ObjectBacking = ObjectBacking(entity: \(typeName).entity)
+        \(raw: accessPrefix)var \(raw: Self.backingName): ObjectBacking {
+            if let backing = \(raw: Self.slotName).current { return backing }
+            return \(raw: Self.slotName).makeBacking(for: \(typeName).entity)
+        }
         """
     }
 
@@ -115,7 +127,7 @@ extension ModelDeclaration {
         let required = isFinal ? "" : "required "
         return """
             \(raw: accessPrefix)\(raw: required)init(backing: ObjectBacking) {
-                self.\(raw: Self.backingName) = backing
+                self.\(raw: Self.slotName) = ObjectSlot(backing)
             }
             """
     }

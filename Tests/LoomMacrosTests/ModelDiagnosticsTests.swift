@@ -228,7 +228,12 @@ import Testing
                 final class Book {
                     var x = 0
 
-                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Book.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Book.entity)
+                    }
 
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
@@ -237,7 +242,7 @@ import Testing
                     )
 
                     init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {

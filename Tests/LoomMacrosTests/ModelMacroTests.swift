@@ -70,7 +70,12 @@ import Testing
                     var computed: Int { pages * 2 }
                     init(isbn: String, title: String) { self.isbn = isbn; self.title = title }
 
-                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Book.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Book.entity)
+                    }
 
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
@@ -87,7 +92,7 @@ import Testing
                     )
 
                     init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
@@ -168,7 +173,12 @@ import Testing
                         }
                     }
 
-                    public private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Author.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    public var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Author.entity)
+                    }
 
                     public static let entity: EntityDescription = EntityDescription(
                         name: "Author",
@@ -179,7 +189,7 @@ import Testing
                     )
 
                     public required init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     public convenience init(context: ManagedObjectContext) {
@@ -221,7 +231,12 @@ import Testing
             expandedSource: #"""
                 \#(modifiers) class Tag {
 
-                    \#(access)private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Tag.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    \#(access)var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Tag.entity)
+                    }
 
                     \#(access)static let entity: EntityDescription = EntityDescription(
                         name: "Tag",
@@ -230,7 +245,7 @@ import Testing
                     )
 
                     \#(access)\#(required)init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     \#(access)convenience init(context: ManagedObjectContext) {
@@ -300,7 +315,12 @@ import Testing
                         }
                     }
 
-                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Reader.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Reader.entity)
+                    }
 
                     static let entity: EntityDescription = EntityDescription(
                         name: "Reader",
@@ -314,7 +334,7 @@ import Testing
                     )
 
                     init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
@@ -362,7 +382,12 @@ import Testing
                     static let shared = 1
                     var uptime: Int { openedAt }
 
-                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Session.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Session.entity)
+                    }
 
                     static let entity: EntityDescription = EntityDescription(
                         name: "Session",
@@ -371,7 +396,7 @@ import Testing
                     )
 
                     init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
@@ -435,7 +460,12 @@ import Testing
                         }
                     }
 
-                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Account.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Account.entity)
+                    }
 
                     static let entity: EntityDescription = EntityDescription(
                         name: "Account",
@@ -448,7 +478,7 @@ import Testing
                     )
 
                     init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
@@ -497,7 +527,12 @@ import Testing
                         }
                     }
 
-                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Setting.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Setting.entity)
+                    }
 
                     static let entity: EntityDescription = EntityDescription(
                         name: "Setting",
@@ -508,7 +543,7 @@ import Testing
                     )
 
                     init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
@@ -573,7 +608,12 @@ import Testing
                         }
                     }
 
-                    private(set) var _loomBacking: ObjectBacking = ObjectBacking(entity: Author.entity)
+                    private var _loomSlot = ObjectSlot()
+
+                    var _loomBacking: ObjectBacking {
+                        if let backing = _loomSlot.current { return backing }
+                        return _loomSlot.makeBacking(for: Author.entity)
+                    }
 
                     static let entity: EntityDescription = EntityDescription(
                         name: "Author",
@@ -586,7 +626,7 @@ import Testing
                     )
 
                     init(backing: ObjectBacking) {
-                        self._loomBacking = backing
+                        self._loomSlot = ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {

@@ -116,7 +116,7 @@ extension ManagedObjectContext {
         let versions = Dictionary(uniqueKeysWithValues: (Array(insertedObjects.values) + Array(updatedObjects.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
         let changes = commitSavedState(recording: hasEventListeners)
         // A child's objects keep the parent's versions: only the store's saves bump them.
-        for object in registry.values.compactMap(\.object) {
+        for object in registry.values.map(\.object) {
             if let version = versions[ObjectIdentifier(object._loomBacking)] { object._loomBacking.version = version }
         }
         post(.didSave(changes))
@@ -326,7 +326,9 @@ struct SavedState {
         let context: ManagedObjectContext?
     }
     let objects: [ObjectState]
-    let registry: [RowCacheKey: WeakObject]
+    /// The changed objects that were registered: a failed save's conflict resolution can take
+    /// them out of the registry, and the restore puts them back.
+    let registered: [RowCacheKey: any BackedObject]
     let inserted: [RowCacheKey: any BackedObject]
     let updated: [RowCacheKey: any BackedObject]
     let deleted: [RowCacheKey: any BackedObject]
@@ -344,7 +346,13 @@ struct SavedState {
             return ObjectState(backing: b, values: b.values, committed: b.committed, version: b.version, state: b.state,
                                isInserted: b.isInserted, isUpdated: b.isUpdated, isDeleted: b.isDeleted, context: b.context)
         }
-        registry = context.registry
+        var registered: [RowCacheKey: any BackedObject] = [:]
+        for changes in [context.insertedObjects, context.updatedObjects, context.deletedObjects, context.insertedDeleted] {
+            for (key, object) in changes where context.registry[key]?.backing == ObjectIdentifier(object._loomBacking) {
+                registered[key] = object
+            }
+        }
+        self.registered = registered
         inserted = context.insertedObjects
         updated = context.updatedObjects
         deleted = context.deletedObjects
@@ -379,7 +387,9 @@ struct SavedState {
         for (key, object) in context.deletedObjects where deleted[key] == nil {
             object._loomBacking.isDeleted = false
         }
-        context.registry.merge(registry) { _, old in old }
+        for (key, object) in registered where context.registry[key] == nil {
+            context.enroll(object, object._loomBacking, at: key)
+        }
         context.insertedObjects = inserted
         context.updatedObjects = updated
         context.deletedObjects = deleted

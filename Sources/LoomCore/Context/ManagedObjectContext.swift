@@ -21,9 +21,10 @@ public final class ManagedObjectContext {
     public var name: String?
     let isolation: ContextIsolation
 
-    /// Every object registered in this context, by entity and key. Clean objects are held
-    /// weakly, so that they go away when the app lets go of them, as in Core Data.
-    var registry: [RowCacheKey: WeakObject] = [:]
+    /// Every object registered in this context, by entity and key. Clean objects are not kept
+    /// alive by it, so that they go away when the app lets go of them, as in Core Data: an
+    /// object's entry leaves with the object (see ``ObjectSlot``).
+    var registry: [RowCacheKey: RegisteredObject] = [:]
     /// Every registered object, held strongly, when ``retainsRegisteredObjects`` is on.
     var retained: [RowCacheKey: any BackedObject] = [:]
 
@@ -33,9 +34,10 @@ public final class ManagedObjectContext {
     public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
-                for (key, entry) in registry { if let object = entry.object { retained[key] = object } }
+                for (key, entry) in registry { retained[key] = entry.object }
             } else {
-                retained = [:]
+                // Objects that cannot leave the registry by themselves stay held (see `enroll`).
+                retained = retained.filter { !$0.value._loomBacking.hasOwnerSlot }
             }
         }
     }
@@ -160,7 +162,7 @@ public final class ManagedObjectContext {
     /// The objects registered in this context that are still alive.
     public var registeredObjects: [any BackedObject] {
         ConcurrencyDebugging.check(self, #function)
-        return registry.values.compactMap { $0.object }
+        return registry.values.map(\.object)
     }
 
     func objectDidChange(_ backing: ObjectBacking) {
@@ -205,7 +207,7 @@ public final class ManagedObjectContext {
         backing.isInserted = true
         coordinator.noteUnsaved(entity, key: key)
         let registryKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
-        registry[registryKey] = WeakObject(object)
+        enroll(object, backing, at: registryKey)
         insertedObjects[registryKey] = object
         changedEntities[registryKey.entity, default: 0] += 1
         noteEventChange(backing, inserted: true)
@@ -353,9 +355,25 @@ public final class ManagedObjectContext {
         }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         backing.storeIdentity = coordinator.identity
-        registry[key] = WeakObject(object)
-        if retainsRegisteredObjects { retained[key] = object }
+        enroll(object, backing, at: key)
         return object
+    }
+
+    /// Enters an object in the registry. An object without an ``ObjectSlot`` (a class that
+    /// conforms to ``BackedObject`` by hand) could not take its entry out when destroyed, so the
+    /// context holds it strongly instead, until reset.
+    func enroll(_ object: any BackedObject, _ backing: ObjectBacking, at key: RowCacheKey) {
+        registry[key] = RegisteredObject(object, backing)
+        if retainsRegisteredObjects || !backing.hasOwnerSlot { retained[key] = object }
+    }
+
+    /// Takes a destroyed object's entry out of the registry (called from ``ObjectSlot``'s
+    /// `deinit`), unless the key now belongs to another object.
+    func unregister(_ backing: ObjectBacking) {
+        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        if let index = registry.index(forKey: key), registry.values[index].backing == ObjectIdentifier(backing) {
+            registry.remove(at: index)
+        }
     }
 
     /// Loads a fault's values from the shared row cache or the store. A fault whose row is gone
@@ -480,7 +498,7 @@ public final class ManagedObjectContext {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         for entry in registry.values {
-            entry.object?._loomBacking.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
+            entry.object._loomBacking.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
         }
         registry = [:]
         retained = [:]
@@ -541,8 +559,8 @@ public final class ManagedObjectContext {
         ConcurrencyDebugging.check(self, #function)
         forgetLoadedRelationships()
         var changes = ObjectChanges()
-        for entry in Array(registry.values) {
-            guard let object = entry.object else { continue }
+        // Held strongly for the loop: refreshing can release an object it has not reached yet.
+        for object in registry.values.map(\.object) {
             let backing = object._loomBacking
             if backing.isInserted { continue }
             if backing.state == .loaded {
@@ -554,8 +572,16 @@ public final class ManagedObjectContext {
     }
 }
 
-/// A weak reference to a registered object.
-struct WeakObject {
-    weak var object: (any BackedObject)?
-    init(_ object: any BackedObject) { self.object = object }
+/// A registry entry: the object, not kept alive by it. Valid because the object's
+/// ``ObjectSlot`` removes the entry when the object is destroyed (or, for a hand-written
+/// conformance, the context holds the object strongly; see ``ManagedObjectContext/enroll(_:_:at:)``).
+struct RegisteredObject {
+    unowned(unsafe) let object: any BackedObject
+    /// The object's backing, which tells this entry from a later one for the same key.
+    let backing: ObjectIdentifier
+
+    init(_ object: any BackedObject, _ backing: ObjectBacking) {
+        self.object = object
+        self.backing = ObjectIdentifier(backing)
+    }
 }

@@ -41,6 +41,10 @@ public final class ObjectBacking {
     /// Whether this fault already holds the row its fetch read (``values``, ``committed`` and
     /// ``version`` are set): firing it then only marks it loaded.
     var holdsFetchedRow = false
+    /// Whether the object is a `@Model` object or a ``DynamicObject``, which take their registry
+    /// entry out when they are destroyed (see ``ObjectSlot``). A class conforming by hand lacks
+    /// that: its context holds it strongly instead, until reset.
+    var hasOwnerSlot = false
     var state: State
     /// What few objects need: kept out of line, so that every object is smaller.
     final class Extras {
@@ -402,6 +406,14 @@ public final class ObjectBacking {
         guard holdsFetchedRow else { return }
         holdsFetchedRow = false
         values = []
+    }
+
+    /// The object that owns this backing is being destroyed: its context's registry must no
+    /// longer refer to it. Runs on the context's isolation, where the object's last reference
+    /// went away (objects never leave it).
+    func ownerDidDeinit() {
+        guard let context else { return }
+        context.unregister(self)
     }
 
     func invalidate(reason: String) {

@@ -110,7 +110,13 @@ public struct AttributeOption: Sendable, Hashable {
 public final class DynamicObject: BackedObject {
     public let _loomBacking: ObjectBacking
 
-    init(backing: ObjectBacking) { _loomBacking = backing }
+    init(backing: ObjectBacking) {
+        backing.hasOwnerSlot = true
+        _loomBacking = backing
+    }
+
+    // What `@Model`'s ObjectSlot does for model classes: the registry entry leaves with the object.
+    deinit { _loomBacking.ownerDidDeinit() }
 
     /// Creates an object of `entity` and inserts it into `context`.
     public convenience init(entity: EntityDescription, context: ManagedObjectContext) throws(LoomError) {

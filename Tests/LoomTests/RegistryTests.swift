@@ -1,0 +1,217 @@
+import Foundation
+import Loom
+@testable import LoomCore
+import Testing
+
+/// A model conforming by hand, as `@Model` would generate it but without its `ObjectSlot`: it
+/// cannot take itself out of the registry when destroyed.
+final class HandWrittenNote: PersistentModel {
+    var _loomBacking = ObjectBacking(entity: HandWrittenNote.entity)
+    static let entity = EntityDescription(name: "HandWrittenNote", modelType: HandWrittenNote.self, attributes: [
+        AttributeDescription(name: "text", valueType: String.self),
+    ])
+    init(backing: ObjectBacking) { _loomBacking = backing }
+    static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? { keyPath == \HandWrittenNote.text ? "text" : nil }
+    var text: String {
+        get { _loomBacking.value(at: 0, as: String.self) }
+        set { _loomBacking.setValue(newValue, at: 0, of: self) }
+    }
+}
+
+/// The identity map: one instance per row while the app holds it, and no entry once the app
+/// lets go (Core Data's registered objects). Entries leave with their objects; nothing is
+/// swept, and no weak reference is involved.
+@Suite("The registry of a context")
+struct RegistryTests {
+    private static func seed(_ container: PersistentContainer, count: Int) throws {
+        try container.newBackgroundContext().performAndWait { context in
+            for i in 0..<count {
+                context.insert(Book(isbn: String(format: "isbn-%05d", i), title: "Book \(i)", pages: i))
+            }
+            try context.save()
+            // Saved inserts are clean now: nothing holds them, so nothing stays registered.
+            #expect(context.registry.isEmpty)
+        }
+    }
+
+    @Test("Objects the app lets go of leave the registry; held ones stay, one instance per row", arguments: StoreKind.allCases)
+    func entriesLeaveWithTheirObjects(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        try Self.seed(container, count: 2_000)
+        try container.newBackgroundContext().performAndWait { context in
+            let request = FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)])
+            do {
+                let books = try context.fetch(request)
+                #expect(books.count == 2_000)
+                #expect(context.registry.count == 2_000)
+            }
+            // With weak references, 2,000 dead entries (and their side tables) stayed here.
+            #expect(context.registry.isEmpty)
+            #expect(context.registeredObjects.isEmpty)
+
+            var kept: [Book] = []
+            do {
+                let books = try context.fetch(request)
+                kept = Array(books.prefix(10))
+                kept[0].title = "Changed"          // unsaved changes hold the object too
+            }
+            #expect(context.registry.count == 10)
+            let again = try context.fetch(request)
+            #expect(again.count == 2_000)
+            #expect(zip(kept, again).allSatisfy { $0 === $1 })
+            #expect(again[0].title == "Changed")
+            kept = []
+            #expect(context.registry.count == 2_000)
+            _ = consume again
+            // The changed object is held by the context until it is saved.
+            #expect(context.registry.count == 1)
+            try context.save()
+            #expect(context.registry.isEmpty)
+
+            // Faults made from IDs and through relationships' targets leave the same way.
+            let ids = try context.fetchIDs(request)
+            do {
+                let faults = try ids.prefix(100).map { try context.object(with: $0) }
+                #expect(faults.allSatisfy { $0.isFault })
+                #expect(faults.map(\.pages) == Array(0..<100))
+                #expect(context.registry.count == 100)
+            }
+            #expect(context.registry.isEmpty)
+        }
+    }
+
+    @Test("Inserted, deleted and rolled-back objects leave no entries behind", arguments: StoreKind.allCases)
+    func changesLeaveNoEntries(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        try Self.seed(container, count: 50)
+        try container.newBackgroundContext().performAndWait { context in
+            do {
+                for i in 0..<20 { context.insert(Book(isbn: "new-\(i)", title: "New \(i)", pages: 1_000)) }
+                for book in try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages < 10 })) {
+                    context.delete(book)
+                }
+            }
+            #expect(context.registry.count == 30)   // held by the context's unsaved changes
+            context.rollback()
+            #expect(context.registry.isEmpty)   // restored deletions are clean again, and unheld
+            do {
+                for i in 0..<20 { context.insert(Book(isbn: "new-\(i)", title: "New \(i)", pages: 1_000)) }
+                for book in try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages < 10 })) {
+                    context.delete(book)
+                }
+            }
+            try context.save()
+            #expect(context.registry.isEmpty)
+            #expect(try context.count(for: FetchRequest<Book>()) == 60)
+        }
+    }
+
+    @Test("A failed save restores the registry: every changed object is still found by its ID")
+    func failedSaveRestoresEntries() throws {
+        let container = try StoreKind.sqlite.makeContainer()
+        try Self.seed(container, count: 5)
+        try container.newBackgroundContext().performAndWait { context in
+            let book = try #require(try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages == 1 })).first)
+            book.title = "Mine"
+            // Another context changes the same row: with the default policy the save fails.
+            try container.newBackgroundContext().performAndWait { other in
+                let same = try #require(try other.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages == 1 })).first)
+                same.title = "Theirs"
+                try other.save()
+            }
+            let duplicate = Book(isbn: "isbn-00002", title: "Duplicate")
+            context.insert(duplicate)
+            #expect(throws: LoomError.self) { try context.save() }
+            #expect(context.registeredObject(for: book.objectID) === book)
+            #expect(context.registeredObject(for: duplicate.objectID) === duplicate)
+            #expect(context.registry.count == 2)
+        }
+    }
+
+    @Test("Objects of entities without a class leave the registry too")
+    func dynamicObjectsLeave() throws {
+        let memo = EntityDescription(name: "Memo", modelType: nil, attributes: [
+            AttributeDescription(name: "text", type: .string, isOptional: false),
+        ])
+        let container = PersistentContainer(store: InMemoryStore(schema: try Schema([memo])))
+        try container.newBackgroundContext().performAndWait { context in
+            let entity = try context.coordinator.schema.requireEntity(named: "Memo")
+            for i in 0..<30 {
+                let object = try DynamicObject(entity: entity, context: context)
+                object["text"] = .text("memo \(i)")
+            }
+            try context.save()
+            #expect(context.registry.isEmpty)
+            do {
+                let memos = try context.fetch(DynamicFetchRequest(entityName: "Memo"))
+                #expect(memos.count == 30)
+                #expect(context.registry.count == 30)
+            }
+            #expect(context.registry.isEmpty)
+        }
+    }
+
+    @Test("A class conforming by hand stays registered, held by its context, until reset")
+    func handWrittenConformanceIsHeld() throws {
+        let container = try StoreKind.sqlite.makeContainer(HandWrittenNote.self)
+        try container.newBackgroundContext().performAndWait { context in
+            var id: ObjectID<HandWrittenNote>?
+            do {
+                let note = HandWrittenNote(backing: ObjectBacking(entity: HandWrittenNote.entity))
+                context.insert(note)
+                note.text = "kept"
+                try context.save()
+                id = note.objectID
+            }
+            let noteID = try #require(id)
+            // It cannot leave the registry by itself, so the context keeps it alive.
+            #expect(context.registry.count == 1)
+            #expect((context.registeredObject(for: noteID))?.text == "kept")
+            context.retainsRegisteredObjects = true
+            context.retainsRegisteredObjects = false
+            #expect((context.registeredObject(for: noteID))?.text == "kept")
+            let fetched = try context.fetch(FetchRequest<HandWrittenNote>())
+            #expect(fetched.count == 1 && fetched[0] === context.registeredObject(for: noteID))
+            context.reset()
+            #expect(context.registry.isEmpty && context.retained.isEmpty)
+        }
+    }
+
+    @Test("Objects destroyed on several contexts' queues at once leave only their own registry")
+    func concurrentContextsDropObjects() async throws {
+        let container = try StoreKind.sqlite.makeContainer()
+        try Self.seed(container, count: 500)
+        let readers = (0..<3).map { container.newBackgroundContext(name: "reader \($0)") }
+        let writer = container.newBackgroundContext(name: "writer")
+        for context in readers + [writer] { context.performAndWait { $0.automaticallyMergesChanges = true } }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for reader in readers {
+                group.addTask {
+                    var leftOver = 0
+                    for round in 0..<20 {
+                        leftOver += try await reader.perform { context in
+                            do {
+                                let books = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages % 20 == round }))
+                                _ = books.reduce(0) { $0 + $1.title.count }
+                            }
+                            return context.registry.count
+                        }
+                    }
+                    return leftOver
+                }
+            }
+            group.addTask {
+                for round in 0..<20 {
+                    try await writer.perform { context in
+                        for book in try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages % 20 == round })) {
+                            book.title += "!"
+                        }
+                        try context.save()
+                    }
+                }
+                return await writer.perform { $0.registry.count }
+            }
+            for try await leftOver in group { #expect(leftOver == 0) }
+        }
+    }
+}
