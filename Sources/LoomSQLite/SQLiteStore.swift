@@ -237,6 +237,20 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
+    public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+        let (text, arguments) = sql.select(query)
+        let width = query.entity.storedValueCount
+        return try read(text) { statement in
+            try statement.bind(arguments)
+            var rows: [StoreRow] = []
+            while try statement.step() {
+                let key = statement.int64(0), version = statement.int64(1)
+                rows.append(isKnown(key, version) ? StoreRow(key: key, version: version, values: []) : statement.row(width: width))
+            }
+            return rows
+        }
+    }
+
     public func count(_ query: StoreQuery) throws(LoomError) -> Int {
         let (text, arguments) = sql.count(query)
         return try read(text) { statement in

@@ -177,6 +177,71 @@ struct RegistryTests {
         }
     }
 
+    @Test("A second fetch reuses registered objects: loaded ones stay as they are, faults get newer rows", arguments: StoreKind.allCases)
+    func refetchReusesRegisteredObjects(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        try Self.seed(container, count: 20)
+        let request = FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)])
+        try container.newBackgroundContext().performAndWait { context in
+            var faultsRequest = request
+            faultsRequest.returnsObjectsAsFaults = true
+            let faults = try context.fetch(faultsRequest)
+            var loadedRequest = request
+            loadedRequest.returnsObjectsAsFaults = false
+            let loaded = try context.fetch(loadedRequest)
+            #expect(zip(faults, loaded).allSatisfy { $0 === $1 })
+            #expect(loaded.allSatisfy { !$0.isFault })
+
+            let context2 = container.newBackgroundContext()
+            try context2.performAndWait { other in
+                let books = try other.fetch(request)
+                books[1].title = "Changed elsewhere"
+                books[2].title = "Also changed"
+                try other.save()
+            }
+            // Loaded objects are not overwritten by a fetch (Core Data's default).
+            let again = try context.fetch(loadedRequest)
+            #expect(zip(again, loaded).allSatisfy { $0 === $1 })
+            #expect(again[1].title == "Book 1")
+            try context.refresh(again[1], mergeChanges: false)
+            #expect(again[1].title == "Changed elsewhere")
+        }
+        try container.newBackgroundContext().performAndWait { context in
+            var faultsRequest = request
+            faultsRequest.returnsObjectsAsFaults = true
+            let faults = try context.fetch(faultsRequest)
+            try container.newBackgroundContext().performAndWait { other in
+                let books = try other.fetch(request)
+                books[3].title = "Newer"
+                try other.save()
+            }
+            // A fault holding an older row takes the newer one the second fetch read.
+            let again = try context.fetch(faultsRequest)
+            #expect(zip(again, faults).allSatisfy { $0 === $1 })
+            #expect(again.allSatisfy { $0.isFault })
+            #expect(again.map(\.title) == (0..<20).map { $0 == 1 ? "Changed elsewhere" : $0 == 2 ? "Also changed" : $0 == 3 ? "Newer" : "Book \($0)" })
+        }
+    }
+
+    @Test("The SQLite store leaves out the values of rows the caller already has")
+    func storeSkipsKnownRows() throws {
+        let container = try StoreKind.sqlite.makeContainer()
+        try Self.seed(container, count: 10)
+        let store = container.coordinator.store
+        let query = StoreQuery(entity: Book.entity, sortKeys: [SortKey(attributeIndex: 0, ascending: true)])
+        var asked: [Int64] = []
+        let rows = try store.fetch(query) { key, version in
+            asked.append(key)
+            #expect(version >= 1)
+            return key % 2 == 0
+        }
+        #expect(asked == rows.map(\.key) && rows.count == 10)
+        for row in rows {
+            #expect(row.values.count == (row.key % 2 == 0 ? 0 : Book.entity.storedValueCount))
+        }
+        #expect(try store.fetch(query).allSatisfy { $0.values.count == Book.entity.storedValueCount })
+    }
+
     @Test("Objects destroyed on several contexts' queues at once leave only their own registry")
     func concurrentContextsDropObjects() async throws {
         let container = try StoreKind.sqlite.makeContainer()

@@ -59,7 +59,13 @@ extension ManagedObjectContext {
             fetchedRowsGeneration = coordinator.currentGeneration
         }
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
-            let rows = try baseFetch(query)
+            let rows: [StoreRow]
+            if parent == nil, asFaults ? faultsHoldFetchedRows : true, !registry.isEmpty {
+                // Objects already registered keep what they have: their rows are not decoded.
+                rows = try coordinator.fetch(query) { key, version in self.keepsValues(of: entity, key: key, version: version, asFault: asFaults) }
+            } else {
+                rows = try baseFetch(query)
+            }
             if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(rows, of: entity) }
             // A child's objects are filled at once: its faults would have to ask the parent again.
             return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
@@ -180,7 +186,20 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Whether ``materialize(_:of:asFault:)`` would leave the registered object for this row as
+    /// it is: loaded (its values are never overwritten by a fetch), or a fault that already
+    /// holds this version of the row and stays a fault.
+    private func keepsValues(of entity: EntityDescription, key: Int64, version: Int64, asFault: Bool) -> Bool {
+        guard let backing = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object._loomBacking else { return false }
+        switch backing.state {
+        case .loaded: return true
+        case .fault: return asFault && backing.holdsFetchedRow && backing.version == version
+        case .detached, .invalidated: return false
+        }
+    }
+
     /// The registered object for a row, or a new one; never overwrites a loaded object's values.
+    /// A row without values (see ``keepsValues(of:key:version:asFault:)``) finds its object.
     ///
     /// A fault keeps the fetched row (see ``faultsHoldFetchedRows``), so that firing it costs
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
@@ -188,7 +207,7 @@ extension ManagedObjectContext {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
         if let registered = registry[key]?.object {
             let backing = registered._loomBacking
-            if backing.state == .fault {
+            if backing.state == .fault, row.values.count == entity.storedValueCount {
                 if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }
             }
             return registered

@@ -61,6 +61,19 @@ public final class PersistentStoreCoordinator: Sendable {
         return rows
     }
 
+    /// ``fetch(_:)``, where rows `isKnown` accepts may come back without values (see
+    /// ``PersistentStore/fetch(_:skippingValuesOf:)``); the others are validated as usual.
+    func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+        let rows = try store.fetch(query, skippingValuesOf: isKnown)
+        let entity = query.entity
+        if rows.contains(where: { $0.values.isEmpty && entity.storedValueCount > 0 }) {
+            try validate(rows.filter { !($0.values.isEmpty && isKnown($0.key, $0.version)) }, of: entity)
+        } else {
+            try validate(rows, of: entity)
+        }
+        return rows
+    }
+
     func count(_ query: StoreQuery) throws(LoomError) -> Int {
         try store.count(query)
     }

@@ -14,6 +14,12 @@ public protocol PersistentStore: AnyObject, Sendable {
 
     /// Rows matching a query, with predicate, sort, offset and limit applied.
     func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow]
+    /// ``fetch(_:)``, leaving out the values of rows the caller already has: for each row,
+    /// `isKnown(key, version)` is asked, on the calling thread, before its values are read; a row
+    /// it accepts comes back with empty `values`. How a context's second fetch of the same
+    /// objects avoids decoding rows it would throw away. A default implementation reads every
+    /// row whole (which is always correct).
+    func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow]
     /// The number of rows a query matches (offset and limit applied).
     func count(_ query: StoreQuery) throws(LoomError) -> Int
     /// The rows with these primary keys; missing keys are simply absent from the result.
