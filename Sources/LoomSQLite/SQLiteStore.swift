@@ -281,8 +281,13 @@ public final class SQLiteStore: PersistentStore {
             throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
         }
         let width = relationship.destination.storedValueCount
-        return try read(sql.selectRelated(relationship)) { statement in
-            try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
+        let oneOwner = keys.count == 1
+        return try read(oneOwner ? sql.selectRelatedToOwner(relationship) : sql.selectRelated(relationship)) { statement in
+            if oneOwner {
+                try statement.bind(keys[0], at: 1)
+            } else {
+                try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
+            }
             var related: [RelatedRow] = []
             while try statement.step() {
                 related.append(RelatedRow(owner: statement.int64(0), row: statement.row(width: width, offset: 1)))
