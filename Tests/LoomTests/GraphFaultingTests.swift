@@ -82,6 +82,49 @@ struct GraphFaultingTests {
         #expect(seen == "N0,changed,deleted")
     }
 
+    @Test("A to-many relationship's members fire from the rows its fault read, unless a save changed or deleted them since", arguments: StoreKind.allCases)
+    func toManyMembersHoldTheirRows(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        let annID = try await container.performBackgroundTask { context in
+            let ann = Author(name: "Ann")
+            context.insert(ann)
+            for i in 0..<3 { context.insert(Novel(title: "N\(i)", author: ann)) }
+            // An ordered relationship: its order is not the rows' key order.
+            let novel = Novel(title: "Ordered", author: ann)
+            context.insert(novel)
+            novel.chapters = (0..<4).reversed().map { Chapter(title: "C\($0)") }
+            try context.save()
+            return ann.objectID
+        }
+        let reader = container.newBackgroundContext(name: "reader")   // does not merge
+        let writer = container.newBackgroundContext(name: "writer")
+        let first = try await reader.perform { context in
+            context.retainsRegisteredObjects = true     // the members outlive this block
+            // No fetch before: the relationship's own query is the first whose rows faults hold.
+            let ann = try context.existingObject(with: annID)
+            let novels = ann.novels.sorted { $0.anyObjectID.primaryKey < $1.anyObjectID.primaryKey }
+            #expect(novels.count == 4 && novels.allSatisfy { $0.isFault })
+            #expect(novels[3].chapters.map(\.title) == ["C3", "C2", "C1", "C0"])
+            #expect(!novels[3].isFault && novels[1].isFault && novels[2].isFault)
+            return novels[0].title                      // fires from the row the fault read
+        }
+        #expect(first == "N0")
+        try await writer.perform { context in
+            let novels = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]))
+            novels[1].title = "changed"
+            context.delete(novels[2])
+            try context.save()
+        }
+        let seen = await reader.perform { context in
+            let all = context.registeredObjects.compactMap { $0 as? Novel }.sorted { $0.anyObjectID.primaryKey < $1.anyObjectID.primaryKey }
+            return all.prefix(3).map { novel in
+                let title = novel.title                // fires the fault
+                return novel.isDeleted ? "deleted" : title
+            }.joined(separator: ",")
+        }
+        #expect(seen == "N0,changed,deleted")
+    }
+
     @Test("A to-many fault is one query; prefetching loads a relationship for 1,000 objects in one query")
     func queryCounts() throws {
         let (container, log) = try tracedContainer(populatedWith: 1000)

@@ -52,6 +52,9 @@ extension ManagedObjectContext {
         if r.description.kind == .toOne {
             return destinationObject(of: backing, relationship: j).map { [$0] } ?? []
         }
+        if backing.toMany[r.index] == nil, let made = loadMembers(of: backing, r, makingObjects: true) {
+            return made
+        }
         return members(of: backing, r).keys.map { object(of: r.destination, key: $0) }
     }
 
@@ -71,6 +74,20 @@ extension ManagedObjectContext {
     /// A to-many relationship's members, loaded with one query the first time.
     func members(of backing: ObjectBacking, _ r: ResolvedRelationship) -> MemberList {
         if let cached = backing.toMany[r.index] { return cached }
+        _ = loadMembers(of: backing, r, makingObjects: false)
+        return backing.toMany[r.index] ?? MemberList([])
+    }
+
+    /// Loads a to-many relationship's members with one query and records them in `backing`.
+    ///
+    /// With `makingObjects` (the relationship is being read), the members are returned as
+    /// objects made from the rows just read: faults that hold their row, as a fetch makes them,
+    /// so that using one needs no lookup. Otherwise (and when faults cannot hold rows) the rows
+    /// go to the shared row cache, where the members' faults find them, and `nil` is returned.
+    func loadMembers(of backing: ObjectBacking, _ r: ResolvedRelationship, makingObjects: Bool) -> [any BackedObject]? {
+        let holdsRows = makingObjects && parent == nil && faultsHoldFetchedRows
+        // Read before the query: the rows it returns are at least this recent.
+        if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
         let pairs: [(owner: Int64, row: StoreRow)]
         do {
             pairs = try currentRelated(r, keys: [backing.key])
@@ -79,6 +96,14 @@ extension ManagedObjectContext {
         }
         let list = memberList(of: backing, r, pairs.map(\.row.key))
         backing.toMany[r.index] = list
+        if holdsRows {
+            let made = pairs.map { materialize($0.row, of: r.destination, asFault: true) }
+            if list.keys.elementsEqual(pairs.lazy.map(\.row.key)) { return made }
+            // An ordered relationship's order, or unsaved changes, differ from the rows' order.
+            var byKey: [Int64: any BackedObject] = [:]
+            for (pair, object) in zip(pairs, made) { byKey[pair.row.key] = object }
+            return list.keys.map { byKey[$0] ?? object(of: r.destination, key: $0) }
+        }
         let rows = pairs.map(\.row)
         if parent == nil {
             coordinator.cache(rows.filter { registeredBacking(of: r.destination, key: $0.key) == nil }, of: r.destination)
@@ -86,7 +111,7 @@ extension ManagedObjectContext {
             // A child's objects are filled at once: their faults would ask the parent again.
             for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
         }
-        return list
+        return nil
     }
 
     /// Members in the relationship's order: an ordered relationship follows the order saved

@@ -205,7 +205,8 @@ public final class ObjectBacking {
         return entry
     }
 
-    private func relationshipIndex(forProperty index: Int) -> Int {
+    @usableFromInline
+    func relationshipIndex(forProperty index: Int) -> Int {
         let entry = entity.propertyTable[index]
         guard entry < 0 else {
             preconditionFailure("\(entity.name).\(entity.attributes[entry].name) is an attribute, read as a relationship.")
@@ -236,12 +237,18 @@ public final class ObjectBacking {
     }
 
     /// Reads a to-many relationship. The first read loads every destination's key (one query);
-    /// the objects are faults until used.
+    /// the objects are faults until used. `@inlinable`, so that building the `Set` is
+    /// specialized for `M` in the model's module (no generic metadata lookups per read).
+    @inlinable
     public func value<M: PersistentModel>(at index: Int, as type: Set<M>.Type) -> Set<M> {
-        Set(relatedObjects(relationshipIndex(forProperty: index)).map { cast($0, M.self) })
+        let objects = relatedObjects(relationshipIndex(forProperty: index))
+        var set = Set<M>(minimumCapacity: objects.count)
+        for object in objects { set.insert(cast(object, M.self)) }
+        return set
     }
 
     /// Reads an ordered to-many relationship, in its order.
+    @inlinable
     public func value<M: PersistentModel>(at index: Int, as type: [M].Type) -> [M] {
         relatedObjects(relationshipIndex(forProperty: index)).map { cast($0, M.self) }
     }
@@ -272,11 +279,18 @@ public final class ObjectBacking {
         setRelated(relationshipIndex(forProperty: index), to: value, owner: owner)
     }
 
-    private func cast<M: PersistentModel>(_ object: any BackedObject, _: M.Type) -> M {
-        guard let model = object as? M else {
-            preconditionFailure("\(object._loomBacking.entity.name) \(object._loomBacking.objectIDDescription) is not a \(M.self).")
-        }
+    /// `object` as an `M`: a type comparison for the usual exact match, a dynamic cast for a
+    /// subclass, a trap naming the object for anything else.
+    @inlinable
+    func cast<M: PersistentModel>(_ object: any BackedObject, _: M.Type) -> M {
+        if type(of: object) == M.self { return unsafeDowncast(object, to: M.self) }
+        guard let model = object as? M else { castFailed(object, M.self) }
         return model
+    }
+
+    @usableFromInline
+    func castFailed<M>(_ object: any BackedObject, _: M.Type) -> Never {
+        preconditionFailure("\(object._loomBacking.entity.name) \(object._loomBacking.objectIDDescription) is not a \(M.self).")
     }
 
     func relatedObject(_ j: Int) -> (any BackedObject)? {
@@ -287,6 +301,7 @@ public final class ObjectBacking {
         return context.destinationObject(of: self, relationship: j)
     }
 
+    @usableFromInline
     func relatedObjects(_ j: Int) -> [any BackedObject] {
         if state == .detached { return detachedRelated[j] ?? [] }
         if state != .loaded { prepareForAccess() }
