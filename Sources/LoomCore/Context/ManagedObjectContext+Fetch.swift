@@ -155,16 +155,19 @@ extension ManagedObjectContext {
             default:
                 let owners = objects.map(\._loomBacking).filter { $0.toMany[j] == nil && !$0.isDeleted }
                 guard !owners.isEmpty else { continue }
+                let holdsRows = membersHoldRows
+                if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
                 let pairs = try currentRelated(r, keys: owners.map(\.key))
-                var byOwner: [Int64: [Int64]] = [:]
-                for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }
-                for owner in owners { owner.toMany[j] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
-                let rows = pairs.map(\.row)
-                if parent == nil {
-                    coordinator.cache(rows.filter { registeredBacking(of: r.destination, key: $0.key) == nil }, of: r.destination)
-                } else {
-                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                var byOwner: [Int64: [StoreRow]] = [:]
+                for pair in pairs { byOwner[pair.owner, default: []].append(pair.row) }
+                for owner in owners {
+                    let rows = byOwner[owner.key] ?? []
+                    var list = memberList(of: owner, r, rows.map(\.key))
+                    // Each owner keeps its members' rows, as a to-many fault does.
+                    if holdsRows { list.rows = savedRows(rows, of: r.destination) }
+                    owner.toMany[j] = list
                 }
+                if !holdsRows { cacheMemberRows(pairs.map(\.row), of: r.destination) }
             }
         }
     }

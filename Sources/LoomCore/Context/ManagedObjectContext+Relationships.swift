@@ -52,10 +52,13 @@ extension ManagedObjectContext {
         if r.description.kind == .toOne {
             return destinationObject(of: backing, relationship: j).map { [$0] } ?? []
         }
-        if backing.toMany[r.index] == nil, let made = loadMembers(of: backing, r, makingObjects: true) {
-            return made
+        let list = members(of: backing, r)
+        if list.rows.isEmpty { return list.keys.map { object(of: r.destination, key: $0) } }
+        // Members not registered become faults holding the row their query read.
+        return list.keys.map { key in
+            if let row = list.row(for: key) { return materialize(row, of: r.destination, asFault: true) }
+            return object(of: r.destination, key: key)
         }
-        return members(of: backing, r).keys.map { object(of: r.destination, key: $0) }
     }
 
     /// The keys a relationship of an object holds now: the foreign key of a to-one, the loaded
@@ -74,18 +77,7 @@ extension ManagedObjectContext {
     /// A to-many relationship's members, loaded with one query the first time.
     func members(of backing: ObjectBacking, _ r: ResolvedRelationship) -> MemberList {
         if let cached = backing.toMany[r.index] { return cached }
-        _ = loadMembers(of: backing, r, makingObjects: false)
-        return backing.toMany[r.index] ?? MemberList([])
-    }
-
-    /// Loads a to-many relationship's members with one query and records them in `backing`.
-    ///
-    /// With `makingObjects` (the relationship is being read), the members are returned as
-    /// objects made from the rows just read: faults that hold their row, as a fetch makes them,
-    /// so that using one needs no lookup. Otherwise (and when faults cannot hold rows) the rows
-    /// go to the shared row cache, where the members' faults find them, and `nil` is returned.
-    func loadMembers(of backing: ObjectBacking, _ r: ResolvedRelationship, makingObjects: Bool) -> [any BackedObject]? {
-        let holdsRows = makingObjects && parent == nil && faultsHoldFetchedRows
+        let holdsRows = membersHoldRows
         // Read before the query: the rows it returns are at least this recent.
         if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
         let pairs: [(owner: Int64, row: StoreRow)]
@@ -94,24 +86,40 @@ extension ManagedObjectContext {
         } catch {
             preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription).\(r.description.name) could not be loaded: \(error.message)")
         }
-        let list = memberList(of: backing, r, pairs.map(\.row.key))
-        backing.toMany[r.index] = list
+        var list = memberList(of: backing, r, pairs.map(\.row.key))
         if holdsRows {
-            let made = pairs.map { materialize($0.row, of: r.destination, asFault: true) }
-            if list.keys.elementsEqual(pairs.lazy.map(\.row.key)) { return made }
-            // An ordered relationship's order, or unsaved changes, differ from the rows' order.
-            var byKey: [Int64: any BackedObject] = [:]
-            for (pair, object) in zip(pairs, made) { byKey[pair.row.key] = object }
-            return list.keys.map { byKey[$0] ?? object(of: r.destination, key: $0) }
-        }
-        let rows = pairs.map(\.row)
-        if parent == nil {
-            coordinator.cache(rows.filter { registeredBacking(of: r.destination, key: $0.key) == nil }, of: r.destination)
+            list.rows = savedRows(pairs.map(\.row), of: r.destination)
         } else {
-            // A child's objects are filled at once: their faults would ask the parent again.
-            for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+            cacheMemberRows(pairs.map(\.row), of: r.destination)
         }
-        return nil
+        backing.toMany[r.index] = list
+        return list
+    }
+
+    /// Whether loaded to-many relationships keep their members' rows (``MemberList/rows``)
+    /// rather than putting them in the shared row cache: as fetched faults keep theirs.
+    var membersHoldRows: Bool { parent == nil && faultsHoldFetchedRows }
+
+    /// The rows of objects without unsaved changes here (the others are registered and hold
+    /// their own values), sorted by key.
+    func savedRows(_ rows: [StoreRow], of entity: EntityDescription) -> [StoreRow] {
+        let id = ObjectIdentifier(entity)
+        var saved = rows.filter { row in
+            let k = RowCacheKey(entity: id, key: row.key)
+            return insertedObjects[k] == nil && updatedObjects[k] == nil && deletedObjects[k] == nil && insertedDeleted[k] == nil
+        }
+        if !saved.isEmpty, !zip(saved, saved.dropFirst()).allSatisfy({ $0.key < $1.key }) { saved.sort { $0.key < $1.key } }
+        return saved
+    }
+
+    /// Puts loaded members' rows where their faults will look: the shared row cache, or, in a
+    /// child context, straight into its objects (their faults would ask the parent again).
+    func cacheMemberRows(_ rows: [StoreRow], of entity: EntityDescription) {
+        if parent == nil {
+            coordinator.cache(rows.filter { registeredBacking(of: entity, key: $0.key) == nil }, of: entity)
+        } else {
+            for row in rows { _ = materialize(row, of: entity, asFault: false) }
+        }
     }
 
     /// Members in the relationship's order: an ordered relationship follows the order saved
@@ -238,7 +246,8 @@ extension ManagedObjectContext {
                 for key in current.keys where !wanted.contains(key) { unrelate(r, backing, key) }
                 for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }
                 if r.description.kind == .orderedToMany {
-                    let ordered = MemberList(targets.map(\.key))
+                    var ordered = MemberList(targets.map(\.key))
+                    ordered.rows = current.rows
                     if backing.toMany[r.index] != ordered {
                         backing.toMany[r.index] = ordered
                         noteRelationshipChange(backing.entity, backing.key, r.index)

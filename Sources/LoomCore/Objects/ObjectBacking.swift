@@ -508,9 +508,26 @@ public final class ObjectBacking {
 struct MemberList: Equatable {
     private(set) var keys: [Int64] = []
     private(set) var set: Set<Int64> = []
+    /// The saved members' rows as the query that loaded the list read them, sorted by key: a
+    /// member's new fault takes its row, so that using it needs no lookup and no lock (the
+    /// context's change generation still catches rows a later save replaced). Empty when the
+    /// rows went to the shared row cache instead (see `faultsHoldFetchedRows`).
+    var rows: [StoreRow] = []
 
     init(_ keys: [Int64] = []) {
         for key in keys where set.insert(key).inserted { self.keys.append(key) }
+    }
+
+    static func == (lhs: MemberList, rhs: MemberList) -> Bool { lhs.keys == rhs.keys }
+
+    /// The row read for a member, if any.
+    func row(for key: Int64) -> StoreRow? {
+        var low = 0, high = rows.count
+        while low < high {
+            let middle = (low + high) / 2
+            if rows[middle].key < key { low = middle + 1 } else { high = middle }
+        }
+        return low < rows.count && rows[low].key == key ? rows[low] : nil
     }
 
     func contains(_ key: Int64) -> Bool { set.contains(key) }
