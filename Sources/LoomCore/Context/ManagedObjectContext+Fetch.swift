@@ -67,6 +67,8 @@ extension ManagedObjectContext {
                 rows = try baseFetch(query)
             }
             if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(rows, of: entity) }
+            // Grown once, rather than doubled again and again while the objects are registered.
+            if rows.count > 64 { registry.reserveCapacity(registry.count + rows.count) }
             // A child's objects are filled at once: its faults would have to ask the parent again.
             return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
         }

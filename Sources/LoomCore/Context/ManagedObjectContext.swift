@@ -194,9 +194,10 @@ public final class ManagedObjectContext {
         guard backing.state == .detached else {
             throw LoomError(.wrongContext, "This \(backing.entity.name) already belongs to another context; insert a new object, or pass its ID and fetch it there.", entity: backing.entity.name)
         }
-        let entity = try coordinator.schema.requireEntity(named: backing.entity.name)
-        guard entity === backing.entity else {
-            throw LoomError(.unknownEntity, "\(backing.entity.name) is not this store's \(backing.entity.name) entity (built from another model).", entity: backing.entity.name)
+        let entity = backing.entity
+        if !coordinator.schema.contains(entity) {
+            _ = try coordinator.schema.requireEntity(named: entity.name)   // throws for an unknown name
+            throw LoomError(.unknownEntity, "\(entity.name) is not this store's \(entity.name) entity (built from another model).", entity: entity.name)
         }
         let key = try coordinator.allocateKey(for: entity)
         backing.applyDefaultsIfNeeded()
@@ -205,13 +206,13 @@ public final class ManagedObjectContext {
         backing.storeIdentity = coordinator.identity
         backing.state = .loaded
         backing.isInserted = true
-        coordinator.noteUnsaved(entity, key: key)
         let registryKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         enroll(object, backing, at: registryKey)
         insertedObjects[registryKey] = object
         changedEntities[registryKey.entity, default: 0] += 1
         noteEventChange(backing, inserted: true)
         // Relationships set before the insertion, and the new objects they lead to.
+        guard backing.extras != nil else { return }
         let pending = backing.detachedRelated
         backing.detachedRelated = [:]
         for (j, related) in pending.sorted(by: { $0.key < $1.key }) {

@@ -17,8 +17,13 @@ public final class PersistentStoreCoordinator: Sendable {
     let identity: StoreIdentity
 
     private let rowCache: Locked<RowCache>
-    private let keyBlocks = Locked<[ObjectIdentifier: KeyBlock]>([:])
-    private let unsavedKeys = Locked<Set<RowCacheKey>>([])
+    /// Key blocks by entity, and the keys handed out and not saved yet: one lock for both, so
+    /// that inserting an object takes it once.
+    private struct Keys {
+        var blocks: [ObjectIdentifier: KeyBlock] = [:]
+        var unsaved: Set<RowCacheKey> = []
+    }
+    private let keys = Locked(Keys())
     /// Held by every save; recursive so that an exclusive write block can save inside it.
     private let writeLock = NSRecursiveLock()
     private let saveCounter = Locked<UInt64>(0)
@@ -154,39 +159,42 @@ public final class PersistentStoreCoordinator: Sendable {
 
     // MARK: Keys
 
-    /// A new, permanent primary key for an object of `entity`. Keys are reserved from the
-    /// store in blocks that grow with use, so most calls take no I/O.
+    /// A new, permanent primary key for an object of `entity`, noted as unsaved (see
+    /// ``isUnsaved(_:key:)``) until a save inserts it or ``forgetUnsaved(_:key:)``. Keys are
+    /// reserved from the store in blocks that grow with use, so most calls take no I/O.
     func allocateKey(for entity: EntityDescription) throws(LoomError) -> Int64 {
         let id = ObjectIdentifier(entity)
-        if let key = keyBlocks.withLock({ blocks -> Int64? in
-            guard var block = blocks[id], block.next < block.end else { return nil }
-            defer { block.next += 1; blocks[id] = block }
+        if let key = keys.withLock({ keys -> Int64? in
+            guard var block = keys.blocks[id], block.next < block.end else { return nil }
+            defer { block.next += 1; keys.blocks[id] = block }
+            keys.unsaved.insert(RowCacheKey(entity: id, key: block.next))
             return block.next
         }) {
             return key
         }
-        let size = keyBlocks.withLock { min(($0[id]?.size ?? 32) * 2, 8192) }
+        let size = keys.withLock { min(($0.blocks[id]?.size ?? 32) * 2, 8192) }
         let range = try store.allocateKeys(for: entity, count: size)
-        return keyBlocks.withLock { blocks in
-            var block = blocks[id] ?? KeyBlock(next: 0, end: 0, size: size)
+        return keys.withLock { keys in
+            var block = keys.blocks[id] ?? KeyBlock(next: 0, end: 0, size: size)
             if block.next >= block.end { block = KeyBlock(next: range.lowerBound, end: range.upperBound, size: size) }
             let key = block.next
             block.next += 1
-            blocks[id] = block
+            keys.blocks[id] = block
+            keys.unsaved.insert(RowCacheKey(entity: id, key: key))
             return key
         }
     }
 
     func noteUnsaved(_ entity: EntityDescription, key: Int64) {
-        _ = unsavedKeys.withLock { $0.insert(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
+        _ = keys.withLock { $0.unsaved.insert(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
     }
 
     func forgetUnsaved(_ entity: EntityDescription, key: Int64) {
-        _ = unsavedKeys.withLock { $0.remove(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
+        _ = keys.withLock { $0.unsaved.remove(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
     }
 
     func isUnsaved(_ entity: EntityDescription, key: Int64) -> Bool {
-        unsavedKeys.withLock { $0.contains(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
+        keys.withLock { $0.unsaved.contains(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
     }
 
     // MARK: Writing
@@ -244,8 +252,8 @@ public final class PersistentStoreCoordinator: Sendable {
             return cache.takeEvicted()
         }
         withExtendedLifetime(evicted) {}   // freed here, after the lock is released
-        unsavedKeys.withLock { keys in
-            for insert in changes.inserts { keys.remove(RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)) }
+        keys.withLock { keys in
+            for insert in changes.inserts { keys.unsaved.remove(RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)) }
         }
     }
 

@@ -52,6 +52,10 @@ public struct Schema: Sendable {
     /// The entity of that name, if any.
     public func entity(named name: String) -> EntityDescription? { entityByName[name] }
 
+    /// Whether `entity` is one of this schema's entities (the same description, not only the
+    /// same name).
+    func contains(_ entity: EntityDescription) -> Bool { resolved[ObjectIdentifier(entity)] != nil }
+
     /// The entity of that name, or an error that says it is not in this schema.
     func requireEntity(named name: String) throws(LoomError) -> EntityDescription {
         guard let entity = entityByName[name] else {

@@ -344,7 +344,15 @@ public final class ObjectBacking {
     }
 
     func setStoredValue(_ stored: StoredValue, at index: Int) {
-        if state != .loaded { prepareForAccess() }
+        if state != .loaded {
+            if state == .detached {
+                // A new object, set up by its initializer: no context, nothing to track.
+                applyDefaultsIfNeeded()
+                values[index] = stored
+                return
+            }
+            prepareForAccess()
+        }
         ConcurrencyDebugging.check(self)
         if isDeleted {
             preconditionFailure("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
