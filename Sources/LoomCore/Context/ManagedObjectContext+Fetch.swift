@@ -67,8 +67,12 @@ extension ManagedObjectContext {
                 rows = try baseFetch(query)
             }
             if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(rows, of: entity) }
-            // Grown once, rather than doubled again and again while the objects are registered.
-            if rows.count > 64 { registry.reserveCapacity(registry.count + rows.count) }
+            // Grown once, rather than doubled again and again while new objects are registered
+            // (rows without values belong to registered objects).
+            if rows.count > 64 {
+                let new = rows.reduce(0) { $0 + ($1.values.isEmpty ? 0 : 1) }
+                if new > 64 { registry.reserveCapacity(registry.count + new) }
+            }
             // A child's objects are filled at once: its faults would have to ask the parent again.
             return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
         }
