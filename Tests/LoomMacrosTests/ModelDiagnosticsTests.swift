@@ -228,7 +228,7 @@ import Testing
                 final class Book {
                     var x = 0
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }

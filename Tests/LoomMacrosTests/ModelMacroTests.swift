@@ -70,7 +70,7 @@ import Testing
                     var computed: Int { pages * 2 }
                     init(isbn: String, title: String) { self.isbn = isbn; self.title = title }
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
@@ -173,7 +173,7 @@ import Testing
                         }
                     }
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     public var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
@@ -231,7 +231,7 @@ import Testing
             expandedSource: #"""
                 \#(modifiers) class Tag {
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     \#(access)var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
@@ -315,7 +315,7 @@ import Testing
                         }
                     }
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
@@ -382,7 +382,7 @@ import Testing
                     static let shared = 1
                     var uptime: Int { openedAt }
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
@@ -460,7 +460,7 @@ import Testing
                         }
                     }
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
@@ -527,7 +527,7 @@ import Testing
                         }
                     }
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
@@ -608,7 +608,7 @@ import Testing
                         }
                     }
 
-                    private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
 
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }

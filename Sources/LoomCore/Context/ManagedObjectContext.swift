@@ -116,6 +116,7 @@ public final class ManagedObjectContext {
     let parent: ParentLink?
 
     init(coordinator: PersistentStoreCoordinator, isolation: ContextIsolation, name: String?, mergesAutomatically: Bool = false, isViewContext: Bool = false, parent: ParentLink? = nil) {
+        ConcurrencyDebugging.readEnvironment()
         self.coordinator = coordinator
         self.parent = parent
         self.isolation = isolation

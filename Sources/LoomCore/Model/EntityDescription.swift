@@ -37,6 +37,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let slotByName: [String: Int]
     let relationshipIndexByName: [String: Int]
     /// For each property in declaration order: its attribute index, or `-1 - relationship index`.
+    @usableFromInline
     let propertyTable: [Int]
     /// For each relationship: the slot of its foreign key (to-one) or order (ordered to-many), else -1.
     let relationshipSlots: [Int]

@@ -6,6 +6,7 @@ import Foundation
 /// ``setValue(_:at:)`` (with overloads for relationships); user code never needs this type. Not
 /// `Sendable`: it belongs to the context its object is registered in.
 public final class ObjectBacking {
+    @usableFromInline
     enum State: UInt8 {
         /// Created and not inserted into a context yet.
         case detached
@@ -17,10 +18,17 @@ public final class ObjectBacking {
         case invalidated
     }
 
+    @usableFromInline
     let entity: EntityDescription
     /// The current values, one per slot (see ``EntityDescription``). A required attribute of a
     /// new object that was never set holds NULL, which a read traps on and a save refuses.
     /// Loading a row shares the row's array (copy-on-write) with ``committed``.
+    ///
+    /// `@exclusivity(unchecked)`, like ``state``: every attribute read reads both, and a
+    /// run-time exclusivity check costs more than the read. Safe: they are only read and
+    /// assigned (element assignments included), never passed `inout` or modified in place
+    /// across a call that could reach them again.
+    @usableFromInline @exclusivity(unchecked)
     var values: [StoredValue]
     /// The values as last fetched or saved; `nil` for objects never saved.
     var committed: [StoredValue]?
@@ -45,6 +53,7 @@ public final class ObjectBacking {
     /// entry out when they are destroyed (see ``ObjectSlot``). A class conforming by hand lacks
     /// that: its context holds it strongly instead, until reset.
     var hasOwnerSlot = false
+    @usableFromInline @exclusivity(unchecked)
     var state: State
     /// What few objects need: kept out of line, so that every object is smaller.
     final class Extras {
@@ -150,9 +159,20 @@ public final class ObjectBacking {
         setStoredAttribute(value?.storedValue ?? .null, at: index)
     }
 
-    /// The stored value of the attribute declared at property position `index`.
-    @usableFromInline
+    /// The stored value of the attribute declared at property position `index`. Inlined into
+    /// generated accessors: a loaded object's value is read straight from its slot; anything
+    /// else (a fault, a check to make, a property that is not an attribute) takes the full path.
+    @inlinable @inline(__always)
     func storedAttribute(at index: Int) -> StoredValue {
+        if state == .loaded, !ConcurrencyDebugging.checksEnabled {
+            let table = entity.propertyTable
+            if index >= 0, index < table.count, table[index] >= 0 { return values[table[index]] }
+        }
+        return storedAttributeFullPath(at: index)
+    }
+
+    @usableFromInline
+    func storedAttributeFullPath(at index: Int) -> StoredValue {
         storedValue(at: attributeSlot(forProperty: index))
     }
 
