@@ -125,6 +125,40 @@ struct GraphFaultingTests {
         #expect(seen == "N0,changed,deleted")
     }
 
+    @Test("Loaded to-many lists stay exact as members come and go, short and long", arguments: [3, 16, 17, 40])
+    func memberListsStayExact(count: Int) throws {
+        let container = try StoreKind.sqlite.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann")
+        context.insert(ann)
+        for i in 0..<count { context.insert(Novel(title: "N\(i)", author: ann)) }
+        try context.save()
+        context.reset()
+        let author = try #require(try context.fetch(FetchRequest<Author>()).first)
+        var expected = Set(author.novels.map(\.title))
+        #expect(expected.count == count)
+        // Remove every third member, add some new ones, and add an existing member again.
+        for novel in author.novels where Int(novel.title.dropFirst())! % 3 == 0 {
+            novel.author = nil
+            expected.remove(novel.title)
+        }
+        for i in 0..<5 {
+            let novel = Novel(title: "New\(i)")
+            context.insert(novel)
+            novel.author = author
+            expected.insert(novel.title)
+        }
+        if let first = author.novels.first { first.author = author }
+        #expect(Set(author.novels.map(\.title)) == expected)
+        #expect(author.novels.count == expected.count)
+        try context.save()
+        let other = container.newBackgroundContext()
+        let saved = try other.performAndWait { context in
+            Set(try context.fetch(FetchRequest<Author>()).first?.novels.map(\.title) ?? [])
+        }
+        #expect(saved == expected)
+    }
+
     @Test("A to-many fault is one query; prefetching loads a relationship for 1,000 objects in one query")
     func queryCounts() throws {
         let (container, log) = try tracedContainer(populatedWith: 1000)

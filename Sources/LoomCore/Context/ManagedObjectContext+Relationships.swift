@@ -104,7 +104,8 @@ extension ManagedObjectContext {
     /// their own values), sorted by key.
     func savedRows(_ rows: [StoreRow], of entity: EntityDescription) -> [StoreRow] {
         let id = ObjectIdentifier(entity)
-        var saved = rows.filter { row in
+        let hasChanges = !(insertedObjects.isEmpty && updatedObjects.isEmpty && deletedObjects.isEmpty && insertedDeleted.isEmpty)
+        var saved = !hasChanges ? rows : rows.filter { row in
             let k = RowCacheKey(entity: id, key: row.key)
             return insertedObjects[k] == nil && updatedObjects[k] == nil && deletedObjects[k] == nil && insertedDeleted[k] == nil
         }
@@ -126,7 +127,7 @@ extension ManagedObjectContext {
     /// on its owner, with members it does not list (added from the other side) at the end by
     /// key; an unordered one is ordered by key.
     func memberList(of backing: ObjectBacking, _ r: ResolvedRelationship, _ keys: [Int64]) -> MemberList {
-        let sorted = keys.sorted()
+        let sorted = zip(keys, keys.dropFirst()).allSatisfy({ $0 < $1 }) ? keys : keys.sorted()
         guard r.description.kind == .orderedToMany, let slot = backing.entity.storedValueIndex(ofRelationship: r.index) else {
             return MemberList(sorted)
         }

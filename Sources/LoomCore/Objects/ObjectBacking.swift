@@ -535,7 +535,10 @@ public final class ObjectBacking {
 /// The keys of a loaded to-many relationship: in order for an ordered one, by key otherwise.
 struct MemberList: Equatable {
     private(set) var keys: [Int64] = []
-    private(set) var set: Set<Int64> = []
+    /// The keys as a set, for lists too long to search: most lists are short, and building a
+    /// set for each was a third of a small to-many fault's own cost.
+    private var set: Set<Int64>?
+    private static let searchLimit = 16
     /// The saved members' rows as the query that loaded the list read them, sorted by key: a
     /// member's new fault takes its row, so that using it needs no lookup and no lock (the
     /// context's change generation still catches rows a later save replaced). Empty when the
@@ -543,7 +546,13 @@ struct MemberList: Equatable {
     var rows: [StoreRow] = []
 
     init(_ keys: [Int64] = []) {
-        for key in keys where set.insert(key).inserted { self.keys.append(key) }
+        if keys.count <= Self.searchLimit {
+            for key in keys where !self.keys.contains(key) { self.keys.append(key) }
+        } else {
+            var set = Set<Int64>(minimumCapacity: keys.count)
+            for key in keys where set.insert(key).inserted { self.keys.append(key) }
+            self.set = set
+        }
     }
 
     static func == (lhs: MemberList, rhs: MemberList) -> Bool { lhs.keys == rhs.keys }
@@ -558,14 +567,22 @@ struct MemberList: Equatable {
         return low < rows.count && rows[low].key == key ? rows[low] : nil
     }
 
-    func contains(_ key: Int64) -> Bool { set.contains(key) }
+    func contains(_ key: Int64) -> Bool { set?.contains(key) ?? keys.contains(key) }
 
     mutating func append(_ key: Int64) {
-        if set.insert(key).inserted { keys.append(key) }
+        guard !contains(key) else { return }
+        keys.append(key)
+        if set != nil {
+            set?.insert(key)
+        } else if keys.count > Self.searchLimit {
+            set = Set(keys)
+        }
     }
 
     mutating func remove(_ key: Int64) {
-        if set.remove(key) != nil { keys.removeAll { $0 == key } }
+        guard contains(key) else { return }
+        set?.remove(key)
+        keys.removeAll { $0 == key }
     }
 
     var count: Int { keys.count }
