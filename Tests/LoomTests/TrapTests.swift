@@ -49,6 +49,27 @@ struct TrapTests {
         #expect(message.contains("was used on"))
     }
 
+    @Test("An object released off its context's queue traps instead of racing with the registry")
+    func objectReleasedOffQueue() async throws {
+        let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ConcurrencyDebugging.isEnabled = true
+            let container = try StoreKind.inMemory.makeContainer()
+            let background = container.newBackgroundContext(name: "releaser")
+            var smuggled: UnsafeTransfer<Book>? = try await background.perform { context in
+                let book = Book(isbn: "1", title: "x")
+                context.insert(book)
+                try context.save()              // clean now: only the transfer holds it
+                return UnsafeTransfer(book)
+            }
+            #expect(smuggled != nil)
+            smuggled = nil                      // the last reference goes on the test's thread
+            withExtendedLifetime(container) {}
+        }
+        let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(message.contains("Book"))
+        #expect(message.contains("context 'releaser'"))
+    }
+
     @Test("A context called off its queue traps")
     func contextOffQueue() async throws {
         let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {

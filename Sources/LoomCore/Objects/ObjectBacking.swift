@@ -456,6 +456,9 @@ public final class ObjectBacking {
     /// went away (objects never leave it).
     func ownerDidDeinit() {
         guard let context else { return }
+        // An object released off its context's isolation (through an unsafe escape) would race
+        // with the registry: with concurrency debugging on, that traps here, naming the object.
+        ConcurrencyDebugging.check(self)
         context.unregister(self)
     }
 
