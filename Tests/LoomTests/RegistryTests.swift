@@ -242,6 +242,22 @@ struct RegistryTests {
         #expect(try store.fetch(query).allSatisfy { $0.values.count == Book.entity.storedValueCount })
     }
 
+    @Test("A store that leaves out values it was not asked to leave out is an error, not a crash")
+    func storeSkippingTooMuchIsAnError() throws {
+        let inner = InMemoryStore(schema: try Schema([Book.self, Shelf.self, Sample.self, Tally.self]))
+        let container = PersistentContainer(store: SkipsEveryRowStore(inner))
+        try Self.seed(container, count: 5)
+        try container.newBackgroundContext().performAndWait { context in
+            let kept = try #require(try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)])).first)
+            #expect(context.registry.count == 1)
+            // The second fetch asks to leave out only `kept`'s row; this store leaves out all.
+            let error = try #require(throws: LoomError.self) { try context.fetch(FetchRequest<Book>()) }
+            #expect(error.code == .corruptValue)
+            #expect(error.message.contains("Book"))
+            #expect(kept.title == "Book 0")
+        }
+    }
+
     @Test("Objects destroyed on several contexts' queues at once leave only their own registry")
     func concurrentContextsDropObjects() async throws {
         let container = try StoreKind.sqlite.makeContainer()
@@ -279,4 +295,25 @@ struct RegistryTests {
             for try await leftOver in group { #expect(leftOver == 0) }
         }
     }
+}
+
+/// A store that answers every skipping fetch with rows without values (a broken store).
+final class SkipsEveryRowStore: PersistentStore {
+    let inner: InMemoryStore
+    init(_ inner: InMemoryStore) { self.inner = inner }
+    var identifier: UUID { inner.identifier }
+    var schema: Schema { inner.schema }
+    func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] { try inner.fetch(query) }
+    func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+        try inner.fetch(query).map { row in
+            _ = isKnown(row.key, row.version)
+            return StoreRow(key: row.key, version: row.version, values: [])
+        }
+    }
+    func count(_ query: StoreQuery) throws(LoomError) -> Int { try inner.count(query) }
+    func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] { try inner.rows(of: entity, keys: keys) }
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] { try inner.fetchRelated(relationship, keys: keys) }
+    func apply(_ changes: StoreChangeSet) throws(LoomError) { try inner.apply(changes) }
+    func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try inner.allocateKeys(for: entity, count: count) }
+    func close() throws(LoomError) { try inner.close() }
 }

@@ -60,9 +60,18 @@ extension ManagedObjectContext {
         }
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
             let rows: [StoreRow]
-            if parent == nil, asFaults ? faultsHoldFetchedRows : true, !registry.isEmpty {
-                // Objects already registered keep what they have: their rows are not decoded.
-                rows = try coordinator.fetch(query) { key, version in self.keepsValues(of: entity, key: key, version: version, asFault: asFaults) }
+            // Registered objects that keep what they have, in the order of their rows.
+            var kept: [any BackedObject] = []
+            if parent == nil, asFaults ? faultsHoldFetchedRows : true, !registry.isEmpty, entity.storedValueCount > 0 {
+                // Their rows are not decoded (and not looked up again below).
+                let entityID = ObjectIdentifier(entity)
+                rows = try coordinator.fetch(query) { key, version in
+                    guard let entry = self.registry[RowCacheKey(entity: entityID, key: key)],
+                        Self.keepsValues(entry.backing, version: version, asFault: asFaults)
+                    else { return false }
+                    kept.append(entry.object)
+                    return true
+                }
             } else {
                 rows = try baseFetch(query)
             }
@@ -73,8 +82,19 @@ extension ManagedObjectContext {
                 let new = rows.reduce(0) { $0 + ($1.values.isEmpty ? 0 : 1) }
                 if new > 64 { registry.reserveCapacity(registry.count + new) }
             }
-            // A child's objects are filled at once: its faults would have to ask the parent again.
-            return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
+            if kept.isEmpty {
+                // A child's objects are filled at once: its faults would have to ask the parent again.
+                return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
+            }
+            guard rows.reduce(0, { $0 + ($1.values.isEmpty ? 1 : 0) }) == kept.count else {
+                throw LoomError(.corruptValue, "The store returned \(entity.name) rows without values that were not asked to be left out.", entity: entity.name)
+            }
+            var next = kept.startIndex
+            return rows.map { row in
+                guard row.values.isEmpty else { return materialize(row, of: entity, asFault: asFaults) }
+                defer { next += 1 }
+                return kept[next]
+            }
         }
         let matches = try matchingRows(query)
         if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
@@ -198,8 +218,7 @@ extension ManagedObjectContext {
     /// Whether ``materialize(_:of:asFault:)`` would leave the registered object for this row as
     /// it is: loaded (its values are never overwritten by a fetch), or a fault that already
     /// holds this version of the row and stays a fault.
-    private func keepsValues(of entity: EntityDescription, key: Int64, version: Int64, asFault: Bool) -> Bool {
-        guard let backing = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object._loomBacking else { return false }
+    private static func keepsValues(_ backing: ObjectBacking, version: Int64, asFault: Bool) -> Bool {
         switch backing.state {
         case .loaded: return true
         case .fault: return asFault && backing.holdsFetchedRow && backing.version == version
@@ -208,7 +227,7 @@ extension ManagedObjectContext {
     }
 
     /// The registered object for a row, or a new one; never overwrites a loaded object's values.
-    /// A row without values (see ``keepsValues(of:key:version:asFault:)``) finds its object.
+    /// A row without values (see ``keepsValues(_:version:asFault:)``) finds its object.
     ///
     /// A fault keeps the fetched row (see ``faultsHoldFetchedRows``), so that firing it costs
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.

@@ -348,7 +348,7 @@ struct SavedState {
         }
         var registered: [RowCacheKey: any BackedObject] = [:]
         for changes in [context.insertedObjects, context.updatedObjects, context.deletedObjects, context.insertedDeleted] {
-            for (key, object) in changes where context.registry[key]?.backing == ObjectIdentifier(object._loomBacking) {
+            for (key, object) in changes where context.registry[key]?.backing === object._loomBacking {
                 registered[key] = object
             }
         }

@@ -373,7 +373,7 @@ public final class ManagedObjectContext {
     /// `deinit`), unless the key now belongs to another object.
     func unregister(_ backing: ObjectBacking) {
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        if let index = registry.index(forKey: key), registry.values[index].backing == ObjectIdentifier(backing) {
+        if let index = registry.index(forKey: key), registry.values[index].backing === backing {
             registry.remove(at: index)
         }
     }
@@ -579,11 +579,12 @@ public final class ManagedObjectContext {
 /// conformance, the context holds the object strongly; see ``ManagedObjectContext/enroll(_:_:at:)``).
 struct RegisteredObject {
     unowned(unsafe) let object: any BackedObject
-    /// The object's backing, which tells this entry from a later one for the same key.
-    let backing: ObjectIdentifier
+    /// The object's backing (alive as long as the object): it tells this entry from a later
+    /// one for the same key, and saves going through the object to reach it.
+    unowned(unsafe) let backing: ObjectBacking
 
     init(_ object: any BackedObject, _ backing: ObjectBacking) {
         self.object = object
-        self.backing = ObjectIdentifier(backing)
+        self.backing = backing
     }
 }

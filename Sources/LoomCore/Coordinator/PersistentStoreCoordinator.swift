@@ -66,15 +66,15 @@ public final class PersistentStoreCoordinator: Sendable {
         return rows
     }
 
-    /// ``fetch(_:)``, where rows `isKnown` accepts may come back without values (see
-    /// ``PersistentStore/fetch(_:skippingValuesOf:)``); the others are validated as usual.
+    /// ``fetch(_:)``, where rows `isKnown` accepts come back without values (see
+    /// ``PersistentStore/fetch(_:skippingValuesOf:)``); the others are validated as usual. The
+    /// caller checks that the rows without values are exactly those it accepted.
     func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
         let rows = try store.fetch(query, skippingValuesOf: isKnown)
-        let entity = query.entity
-        if rows.contains(where: { $0.values.isEmpty && entity.storedValueCount > 0 }) {
-            try validate(rows.filter { !($0.values.isEmpty && isKnown($0.key, $0.version)) }, of: entity)
+        if rows.contains(where: { $0.values.isEmpty }) {
+            try validate(rows.filter { !$0.values.isEmpty }, of: query.entity)
         } else {
-            try validate(rows, of: entity)
+            try validate(rows, of: query.entity)
         }
         return rows
     }
