@@ -59,6 +59,7 @@ extension ManagedObjectContext {
             fetchedRowsGeneration = coordinator.currentGeneration
         }
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
+            let registeredBefore = registry.count
             let rows: [StoreRow]
             // Registered objects that keep what they have, in the order of their rows.
             var kept: [any BackedObject] = []
@@ -84,7 +85,12 @@ extension ManagedObjectContext {
             }
             if kept.isEmpty {
                 // A child's objects are filled at once: its faults would have to ask the parent again.
-                return rows.map { materialize($0, of: entity, asFault: asFaults && parent == nil) }
+                let asFault = asFaults && parent == nil
+                if registeredBefore == 0 {
+                    // Nothing was registered and one query's keys are distinct: no lookups.
+                    return rows.map { materializeNew($0, of: entity, asFault: asFault) }
+                }
+                return rows.map { materialize($0, of: entity, asFault: asFault) }
             }
             guard rows.reduce(0, { $0 + ($1.values.isEmpty ? 1 : 0) }) == kept.count else {
                 throw LoomError(.corruptValue, "The store returned \(entity.name) rows without values that were not asked to be left out.", entity: entity.name)
@@ -240,6 +246,11 @@ extension ManagedObjectContext {
             }
             return registered
         }
+        return materializeNew(row, of: entity, asFault: asFault)
+    }
+
+    /// A new object for a row whose key is known not to be registered.
+    private func materializeNew(_ row: StoreRow, of entity: EntityDescription, asFault: Bool) -> any BackedObject {
         let backing = ObjectBacking(entity: entity, key: row.key, context: self)
         if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }
         return register(backing)
