@@ -326,9 +326,6 @@ struct SavedState {
         let context: ManagedObjectContext?
     }
     let objects: [ObjectState]
-    /// The changed objects that were registered: a failed save's conflict resolution can take
-    /// them out of the registry, and the restore puts them back.
-    let registered: [RowCacheKey: any BackedObject]
     let inserted: [RowCacheKey: any BackedObject]
     let updated: [RowCacheKey: any BackedObject]
     let deleted: [RowCacheKey: any BackedObject]
@@ -346,13 +343,6 @@ struct SavedState {
             return ObjectState(backing: b, values: b.values, committed: b.committed, version: b.version, state: b.state,
                                isInserted: b.isInserted, isUpdated: b.isUpdated, isDeleted: b.isDeleted, context: b.context)
         }
-        var registered: [RowCacheKey: any BackedObject] = [:]
-        for changes in [context.insertedObjects, context.updatedObjects, context.deletedObjects, context.insertedDeleted] {
-            for (key, object) in changes where context.registry[key]?.backing === object._loomBacking {
-                registered[key] = object
-            }
-        }
-        self.registered = registered
         inserted = context.insertedObjects
         updated = context.updatedObjects
         deleted = context.deletedObjects
@@ -387,8 +377,12 @@ struct SavedState {
         for (key, object) in context.deletedObjects where deleted[key] == nil {
             object._loomBacking.isDeleted = false
         }
-        for (key, object) in registered where context.registry[key] == nil {
-            context.enroll(object, object._loomBacking, at: key)
+        // Every changed object was registered; a failed save's conflict resolution can have
+        // taken some out of the registry.
+        for changes in [inserted, updated, deleted, insertedDeleted] {
+            for (key, object) in changes where context.registry[key] == nil {
+                context.enroll(object, object._loomBacking, at: key)
+            }
         }
         context.insertedObjects = inserted
         context.updatedObjects = updated
