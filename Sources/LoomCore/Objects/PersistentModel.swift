@@ -1,6 +1,9 @@
 /// A class whose instances Loom stores: what `@Model` makes of a class.
 ///
-/// Do not conform by hand: write `@Model final class Book { … }`. Instances are not `Sendable`:
+/// Do not conform by hand: write `@Model final class Book { … }`. (`@Model` also generates the
+/// ``ObjectSlot`` through which an object leaves its context's registry when the app lets go of
+/// it; a class conforming by hand lacks it, so its context keeps it alive until reset.)
+/// Instances are not `Sendable`:
 /// each belongs to the one context it was inserted into or fetched by, and must be used only on
 /// that context's isolation (the main actor for the view context, the context's own queue for
 /// a background context). Pass ``objectID`` between contexts instead.
