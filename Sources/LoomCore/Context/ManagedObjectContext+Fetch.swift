@@ -60,47 +60,19 @@ extension ManagedObjectContext {
         }
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
             let registeredBefore = registry.count
-            let rows: [StoreRow]
-            // Registered objects that keep what they have, in the order of their rows.
-            var kept: [any BackedObject] = []
-            if parent == nil, asFaults ? faultsHoldFetchedRows : true, !registry.isEmpty, entity.storedValueCount > 0 {
-                // Their rows are not decoded (and not looked up again below).
-                let entityID = ObjectIdentifier(entity)
-                rows = try coordinator.fetch(query) { key, version in
-                    guard let entry = self.registry[RowCacheKey(entity: entityID, key: key)],
-                        Self.keepsValues(entry.backing, version: version, asFault: asFaults)
-                    else { return false }
-                    kept.append(entry.object)
-                    return true
-                }
-            } else {
-                rows = try baseFetch(query)
+            if parent == nil, asFaults ? faultsHoldFetchedRows : true, registeredBefore > 0, entity.storedValueCount > 0 {
+                return try fetchReusingRegistered(query, asFaults: asFaults)
             }
+            let rows = try baseFetch(query)
             if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(rows, of: entity) }
-            // Grown once, rather than doubled again and again while new objects are registered
-            // (rows without values belong to registered objects).
-            if rows.count > 64 {
-                let new = rows.reduce(0) { $0 + ($1.values.isEmpty ? 0 : 1) }
-                if new > 64 { registry.reserveCapacity(registry.count + new) }
+            // A child's objects are filled at once: its faults would have to ask the parent again.
+            let asFault = asFaults && parent == nil
+            if registeredBefore == 0 {
+                // Nothing was registered and one query's keys are distinct: no lookups.
+                reserveRegistry(forNew: rows.count)
+                return rows.map { materializeNew($0, of: entity, asFault: asFault) }
             }
-            if kept.isEmpty {
-                // A child's objects are filled at once: its faults would have to ask the parent again.
-                let asFault = asFaults && parent == nil
-                if registeredBefore == 0 {
-                    // Nothing was registered and one query's keys are distinct: no lookups.
-                    return rows.map { materializeNew($0, of: entity, asFault: asFault) }
-                }
-                return rows.map { materialize($0, of: entity, asFault: asFault) }
-            }
-            guard rows.reduce(0, { $0 + ($1.values.isEmpty ? 1 : 0) }) == kept.count else {
-                throw LoomError(.corruptValue, "The store returned \(entity.name) rows without values that were not asked to be left out.", entity: entity.name)
-            }
-            var next = kept.startIndex
-            return rows.map { row in
-                guard row.values.isEmpty else { return materialize(row, of: entity, asFault: asFaults) }
-                defer { next += 1 }
-                return kept[next]
-            }
+            return rows.map { materialize($0, of: entity, asFault: asFault) }
         }
         let matches = try matchingRows(query)
         if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
@@ -221,6 +193,39 @@ extension ManagedObjectContext {
         }
     }
 
+    /// A fetch into a context where objects are registered: the store is asked, row by row,
+    /// whether the registered object keeps what it has (``keepsValues(_:version:asFault:)``);
+    /// those rows are not decoded, and their objects go straight into the result.
+    private func fetchReusingRegistered(_ query: StoreQuery, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
+        let entity = query.entity
+        let entityID = ObjectIdentifier(entity)
+        // Registered objects that keep what they have, in the order of their rows.
+        var kept: [any BackedObject] = []
+        let rows = try coordinator.fetch(query) { key, version in
+            guard let entry = self.registry[RowCacheKey(entity: entityID, key: key)],
+                Self.keepsValues(entry.backing, version: version, asFault: asFaults)
+            else { return false }
+            kept.append(entry.object)
+            return true
+        }
+        reserveRegistry(forNew: rows.count - kept.count)
+        guard rows.reduce(0, { $0 + ($1.values.isEmpty ? 1 : 0) }) == kept.count else {
+            throw LoomError(.corruptValue, "The store returned \(entity.name) rows without values that were not asked to be left out.", entity: entity.name)
+        }
+        var next = kept.startIndex
+        return rows.map { row in
+            guard row.values.isEmpty else { return materialize(row, of: entity, asFault: asFaults) }
+            defer { next += 1 }
+            return kept[next]
+        }
+    }
+
+    /// Grows the registry once for `count` new objects, rather than doubling it again and
+    /// again while they are registered.
+    private func reserveRegistry(forNew count: Int) {
+        if count > 64 { registry.reserveCapacity(registry.count + count) }
+    }
+
     /// Whether ``materialize(_:of:asFault:)`` would leave the registered object for this row as
     /// it is: loaded (its values are never overwritten by a fetch), or a fault that already
     /// holds this version of the row and stays a fault.
@@ -233,7 +238,6 @@ extension ManagedObjectContext {
     }
 
     /// The registered object for a row, or a new one; never overwrites a loaded object's values.
-    /// A row without values (see ``keepsValues(_:version:asFault:)``) finds its object.
     ///
     /// A fault keeps the fetched row (see ``faultsHoldFetchedRows``), so that firing it costs
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
