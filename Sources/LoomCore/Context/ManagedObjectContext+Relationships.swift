@@ -29,7 +29,7 @@ extension ManagedObjectContext {
 
     /// The registered object for a key, if any.
     func registeredBacking(of entity: EntityDescription, key: Int64) -> ObjectBacking? {
-        registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object._loomBacking
+        registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.backing
     }
 
     /// Runs `body` with the backing of an object, registering a fault when needed, and keeps the
@@ -393,7 +393,7 @@ extension ManagedObjectContext {
     /// Forgets every loaded to-many list: they are loaded again, from the store and this
     /// context's unsaved changes, when next read.
     func forgetLoadedRelationships() {
-        for entry in registry.values { entry.object._loomBacking.toMany = [:] }
+        for entry in registry.values { entry.backing.toMany = [:] }
     }
 
     /// After an object's stored values were replaced (refresh, merge, a newer row): the loaded

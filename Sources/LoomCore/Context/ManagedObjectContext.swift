@@ -500,7 +500,7 @@ public final class ManagedObjectContext {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         for entry in registry.values {
-            entry.object._loomBacking.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
+            entry.backing.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
         }
         registry = [:]
         retained = [:]
