@@ -33,7 +33,7 @@ extension ManagedObjectContext {
     }
 
     /// Runs `body` with the backing of an object, registering a fault when needed, and keeps the
-    /// object alive meanwhile (the registry holds clean objects weakly).
+    /// object alive meanwhile (the registry does not keep clean objects alive).
     func withObject<T>(_ entity: EntityDescription, _ key: Int64, _ body: (ObjectBacking) -> T) -> T {
         let object = self.object(of: entity, key: key)
         return withExtendedLifetime(object) { body(object._loomBacking) }

@@ -10,8 +10,8 @@
 ///
 /// Reading an element whose batch is not loaded loads the whole batch with one query; its
 /// objects come back loaded (not faults), and the collection holds only that batch, so memory
-/// stays flat when the caller does not keep the objects (the context holds clean objects
-/// weakly). Objects already registered in the context — an unsaved insert, an object with
+/// stays flat when the caller does not keep the objects (the context does not keep clean
+/// objects alive). Objects already registered in the context — an unsaved insert, an object with
 /// changes — come back as the registered instances, untouched. If a batch cannot be read, its
 /// objects come back as faults, which load (or report the error) as any fault does.
 ///

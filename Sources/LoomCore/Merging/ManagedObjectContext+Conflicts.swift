@@ -139,7 +139,7 @@ extension ManagedObjectContext {
                 updatedObjects[key] = nil
             }
         case .objectTrump:
-            // Hold the object: the registry is weak, and it must reach updatedObjects below.
+            // Hold the object: the registry does not keep it alive, and it must reach updatedObjects below.
             let targetObject = try existingObject(with: existing)
             let target = targetObject._loomBacking
             let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0]) } : b.changedSlots()

@@ -2,9 +2,9 @@ import Foundation
 
 /// The storage behind one managed object: its values, its identity, its state in its context.
 ///
-/// `@Model` generates a stored `_loomBacking` and accessors that call ``value(at:as:)`` and
-/// ``setValue(_:at:)`` (with overloads for relationships); user code never needs this type. Not
-/// `Sendable`: it belongs to the context its object is registered in.
+/// `@Model` generates `_loomBacking` (kept in an ``ObjectSlot``) and accessors that call
+/// ``value(at:as:)`` and ``setValue(_:at:)`` (with overloads for relationships); user code never
+/// needs this type. Not `Sendable`: it belongs to the context its object is registered in.
 public final class ObjectBacking {
     @usableFromInline
     enum State: UInt8 {
@@ -86,9 +86,9 @@ public final class ObjectBacking {
     /// Creates storage for a new object of `entity`, holding the entity's default values
     /// (and `nil` for optional attributes without one).
     ///
-    /// The defaults are filled in on first use: `@Model` classes create one of these as the
-    /// initial value of `_loomBacking` even when Loom then hands them a fetched object's backing,
-    /// so creating one must cost no more than an allocation.
+    /// The defaults are filled in on first use (``applyDefaultsIfNeeded()``): an object's
+    /// initializer may set every value itself. `@Model` objects make theirs on first use
+    /// (``ObjectSlot/makeBacking(for:)``).
     public init(entity: EntityDescription) {
         self.entity = entity
         self.state = .detached
@@ -171,6 +171,8 @@ public final class ObjectBacking {
         return storedAttributeFullPath(at: index)
     }
 
+    /// ``storedAttribute(at:)`` for anything but a loaded object with checks off: fires a fault,
+    /// runs the concurrency check, traps for a relationship or an invalidated object.
     @usableFromInline
     func storedAttributeFullPath(at index: Int) -> StoredValue {
         storedValue(at: attributeSlot(forProperty: index))
