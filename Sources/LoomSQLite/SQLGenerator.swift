@@ -231,14 +231,13 @@ struct SQLGenerator: Sendable {
 
     private func makeSelectRelated(_ relationship: ResolvedRelationship, oneOwner: Bool) -> String {
         let destination = Self.quote(relationship.destination.name)
+        let owners = oneOwner ? "= ?" : "IN (SELECT value FROM json_each(?))"
         switch relationship.storage {
         case .inverseForeignKey(let slot):
             let fk = column(relationship.destination, slot)
-            let owners = oneOwner ? "= ?" : "IN (SELECT value FROM json_each(?))"
             let order = oneOwner ? "d.\"Z_PK\"" : "d.\(fk), d.\"Z_PK\""
             return "SELECT d.\(fk), \(columns(relationship.destination, alias: "d")) FROM \(destination) AS d WHERE d.\(fk) \(owners) ORDER BY \(order)"
         case .joinTable(let table, let own, let other):
-            let owners = oneOwner ? "= ?" : "IN (SELECT value FROM json_each(?))"
             let order = oneOwner ? "d.\"Z_PK\"" : "j.\(Self.quote(own)), d.\"Z_PK\""
             return "SELECT j.\(Self.quote(own)), \(columns(relationship.destination, alias: "d")) FROM \(Self.quote(table.name)) AS j JOIN \(destination) AS d ON d.\"Z_PK\" = j.\(Self.quote(other)) WHERE j.\(Self.quote(own)) \(owners) ORDER BY \(order)"
         case .foreignKey:

@@ -229,12 +229,7 @@ public final class SQLiteStore: PersistentStore {
     // MARK: Reading
 
     public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        let (text, arguments) = sql.select(query)
-        let width = query.entity.storedValueCount
-        return try read(text) { statement in
-            try statement.bind(arguments)
-            return try statement.rows(width: width)
-        }
+        try fetch(query) { _, _ in false }
     }
 
     public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {

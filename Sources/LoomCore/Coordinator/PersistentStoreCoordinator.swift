@@ -71,11 +71,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// caller checks that the rows without values are exactly those it accepted.
     func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
         let rows = try store.fetch(query, skippingValuesOf: isKnown)
-        if rows.contains(where: { $0.values.isEmpty }) {
-            try validate(rows.filter { !$0.values.isEmpty }, of: query.entity)
-        } else {
-            try validate(rows, of: query.entity)
-        }
+        try validate(rows, of: query.entity, allowingValuesLeftOut: true)
         return rows
     }
 
@@ -129,10 +125,11 @@ public final class PersistentStoreCoordinator: Sendable {
         withExtendedLifetime(evicted) {}   // freed here, after the lock is released
     }
 
-    private func validate(_ rows: [StoreRow], of entity: EntityDescription) throws(LoomError) {
+    private func validate(_ rows: [StoreRow], of entity: EntityDescription, allowingValuesLeftOut: Bool = false) throws(LoomError) {
         let attributes = entity.attributes
         let kinds = entity.attributeKinds
         for row in rows {
+            if allowingValuesLeftOut && row.values.isEmpty { continue }
             guard row.values.count == entity.storedValueCount else {
                 throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(entity.storedValueCount).", entity: entity.name)
             }
