@@ -90,12 +90,20 @@ extension ManagedObjectContext {
         let entity = query.entity
         let entityID = ObjectIdentifier(entity)
         let affected = try affectedKeys(query)
-        var unwindowed = query
-        unwindowed.fetchOffset = 0
-        unwindowed.fetchLimit = nil
+        // The store's rows that no unsaved change touches keep their verdict and their place in
+        // the order (the sort keys' relationships count among the affected paths), so the window
+        // needs at most `offset + limit` of them, and the store's first `offset + limit +
+        // affected` rows hold those: the rest of the entity is not read.
+        var base = query
+        base.fetchOffset = 0
+        base.fetchLimit = query.fetchLimit.flatMap { limit in
+            let (window, o1) = query.fetchOffset.addingReportingOverflow(limit)
+            let (needed, o2) = window.addingReportingOverflow(affected.count)
+            return o1 || o2 ? nil : needed
+        }
         let graph = ContextGraph(self)
         var results: [(row: StoreRow, object: (any BackedObject)?, graphRow: ContextGraph.Row)] = []
-        for row in try baseFetch(unwindowed) where !affected.contains(row.key) {
+        for row in try baseFetch(base) where !affected.contains(row.key) {
             results.append((row, nil, graph.remember(entity, row)))
         }
         var candidates: [ContextGraph.Row] = []

@@ -1,0 +1,52 @@
+import Foundation
+import Loom
+
+/// A store that forwards to another and counts the reads it is asked for: how many calls of
+/// each kind (``counts``), and how many rows its fetches returned (``rowsFetched``).
+///
+/// `@unchecked Sendable`: `state` is only read or written while `lock` is held; `base` is
+/// `Sendable`.
+final class CountingStore: PersistentStore, @unchecked Sendable {
+    struct Counts: Equatable, Sendable {
+        var fetchKeys = 0
+        var rows = 0
+        var fetch = 0
+    }
+
+    let base: any PersistentStore
+    private let lock = NSLock()
+    private var state = Counts()
+    private var fetchedRowCount = 0
+
+    init(_ base: any PersistentStore) { self.base = base }
+
+    var counts: Counts { lock.withLock { state } }
+    /// The rows every `fetch` returned, added up.
+    var rowsFetched: Int { lock.withLock { fetchedRowCount } }
+    func reset() { lock.withLock { state = Counts(); fetchedRowCount = 0 } }
+
+    var identifier: UUID { base.identifier }
+    var schema: Schema { base.schema }
+
+    func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        let rows = try base.fetch(query)
+        lock.withLock { state.fetch += 1; fetchedRowCount += rows.count }
+        return rows
+    }
+    func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
+        lock.withLock { state.fetchKeys += 1 }
+        return try base.fetchKeys(query)
+    }
+    func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        lock.withLock { state.rows += 1 }
+        return try base.rows(of: entity, keys: keys)
+    }
+    func count(_ query: StoreQuery) throws(LoomError) -> Int { try base.count(query) }
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] { try base.fetchRelated(relationship, keys: keys) }
+    func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] { try base.aggregate(query) }
+    func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt { try base.apply(changes) }
+    func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) { try base.withWriteTransaction(body) }
+    var lastCommitSequence: UInt64 { base.lastCommitSequence }
+    func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try base.allocateKeys(for: entity, count: count) }
+    func close() throws(LoomError) { try base.close() }
+}
