@@ -10,7 +10,7 @@ extension SQLiteStore {
         let (text, arguments) = sql.aggregate(query)
         let width = query.columns.count
         do {
-            return try readers.read(text) { statement in
+            return try readStatement(text) { statement in
                 try statement.bind(arguments)
                 var rows: [[StoredValue]] = []
                 while try statement.step() {

@@ -7,6 +7,8 @@ extension SQLiteStore {
     /// `String`, `Data` or `nil`. For diagnostics and tests.
     public func unsafePragma(_ name: String) throws -> (any Sendable)? {
         guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else { return nil }
+        writeGate.lock()
+        defer { writeGate.unlock() }
         return try pool.writeWithoutTransaction { db -> (any Sendable)? in
             switch try DatabaseValue.fetchOne(db, sql: "PRAGMA \(name)")?.storage ?? .null {
             case .null: return nil

@@ -6,7 +6,7 @@ extension SQLiteStore {
     public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
         let (text, arguments) = sql.selectKeys(query)
         do {
-            return try readers.read(text) { statement in
+            return try readStatement(text) { statement in
                 try statement.bind(arguments)
                 var keys: [Int64] = []
                 while try statement.step() { keys.append(statement.int64(0)) }

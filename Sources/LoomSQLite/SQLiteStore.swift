@@ -1,6 +1,7 @@
 public import Foundation
 public import LoomCore
 import GRDB
+import Synchronization
 
 /// A store in a SQLite file, on GRDB's `DatabasePool`: WAL mode, many concurrent readers and
 /// one writer, every save one transaction.
@@ -55,6 +56,15 @@ public final class SQLiteStore: PersistentStore {
     /// The connections reads run on (writes go through `pool`'s writer).
     let readers: ReaderConnections
     let sql: SQLGenerator
+    /// Held by every use of the writer connection (a change set, a key reservation, a write
+    /// transaction, closing) for its whole length: GRDB's writer runs one access at a time,
+    /// but a write transaction spans several accesses, which nothing else may come between.
+    let writeGate = NSRecursiveLock()
+    /// The thread that holds the open write transaction (0: none). Its reads go to the writer
+    /// connection, so that they see the transaction.
+    let transactionOwner = Atomic<UInt>(0)
+    /// The last commit's ``CommitReceipt/sequence``; changed only with `writeGate` held.
+    private let commitSequence = Atomic<UInt64>(0)
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
     ///
@@ -73,6 +83,11 @@ public final class SQLiteStore: PersistentStore {
         var configuration = Configuration()
         configuration.maximumReaderCount = max(1, options.maximumReaderCount)
         configuration.journalMode = .wal
+        // A write transaction spans several writer accesses (see `withWriteTransaction`).
+        configuration.allowsUnsafeTransactions = true
+        // Another process (or another container on the file) writing: wait for it, rather than
+        // fail at once with SQLITE_BUSY.
+        configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
         let synchronous = options.synchronous.rawValue
         let trace = options.trace
         configuration.prepareDatabase { db in
@@ -100,6 +115,9 @@ public final class SQLiteStore: PersistentStore {
         }
         readers = ReaderConnections(path: path, maximum: configuration.maximumReaderCount, trace: trace)
     }
+
+    /// How long a write waits for another connection's write transaction before it fails.
+    static let busyTimeout: TimeInterval = 10
 
     /// Reads the first bytes of an existing file, so that a foreign file is reported before
     /// SQLite (or WAL set-up) touches it.
@@ -303,13 +321,14 @@ public final class SQLiteStore: PersistentStore {
     }
 
     /// Runs one read statement on one of the store's reader connections (see
-    /// ``ReaderConnections``), with SQLite errors translated.
+    /// ``ReaderConnections``), with SQLite errors translated; on the thread that holds the
+    /// write transaction, on the writer connection instead, so that it sees the transaction.
     ///
     /// No transaction around it: every read here is a single SQL statement, which SQLite runs
     /// on one snapshot by itself.
     func read<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws(LoomError) -> T {
         do {
-            return try readers.read(sql, body)
+            return try readStatement(sql, body)
         } catch let error as LoomError {
             throw error
         } catch {
@@ -317,88 +336,197 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
+    /// ``read(_:_:)`` without the translation of errors.
+    func readStatement<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
+        if inTransaction {
+            return try pool.writeWithoutTransaction { db in try RawStatement.with(db, sql, body) }
+        }
+        return try readers.read(sql, body)
+    }
+
+    /// Whether the calling thread holds the open write transaction.
+    var inTransaction: Bool {
+        let owner = transactionOwner.load(ordering: .relaxed)
+        return owner != 0 && owner == ThreadID.current
+    }
+
     // MARK: Writing
 
-    public func apply(_ changes: StoreChangeSet) throws(LoomError) {
+    public var lastCommitSequence: UInt64 { commitSequence.load(ordering: .relaxed) }
+
+    /// Runs `body` on the writer connection, with errors translated.
+    private func onWriter<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
         do {
-            try pool.write { db in
-                for delete in changes.deletes {
-                    try RawStatement.with(db, sql.delete(delete.entity)) { statement in
-                        try statement.bind(delete.key, at: 1)
-                        try statement.bind(delete.expectedVersion, at: 2)
-                        try statement.execute()
-                    }
-                    if db.changesCount != 1 { throw conflict(delete.entity, delete.key) }
-                    for (table, column) in schema.joinTables(involving: delete.entity) {
-                        try RawStatement.with(db, sql.deleteLinks(table, column: column)) { statement in
-                            try statement.bind(delete.key, at: 1)
-                            try statement.execute()
-                        }
-                    }
-                }
-                // UPDATE texts by entity and changed columns: most saves change the same few.
-                var updateTexts: [UpdateShape: String] = [:]
-                for update in changes.updates {
-                    let columns = update.changes.map(\.index)
-                    let shape = UpdateShape(entity: ObjectIdentifier(update.entity), columns: columns)
-                    let text: String
-                    if let known = updateTexts[shape] {
-                        text = known
-                    } else {
-                        text = sql.update(update.entity, columns: columns)
-                        updateTexts[shape] = text
-                    }
-                    try RawStatement.with(db, text) { statement in
-                        try statement.bind(update.changes.lazy.map(\.value))
-                        let next = Int32(update.changes.count) + 1
-                        try statement.bind(update.key, at: next)
-                        try statement.bind(update.expectedVersion, at: next + 1)
-                        do {
-                            try statement.execute()
-                        } catch {
-                            throw translate(error, entity: update.entity, key: update.key)
-                        }
-                    }
-                    if db.changesCount != 1 { throw conflict(update.entity, update.key) }
-                }
-                var index = 0
-                while index < changes.inserts.count {
-                    // Inserts come grouped by entity: one statement for each run.
-                    let entity = changes.inserts[index].entity
-                    try RawStatement.with(db, sql.insert(entity)) { statement in
-                        while index < changes.inserts.count, changes.inserts[index].entity === entity {
-                            let insert = changes.inserts[index]
-                            statement.reset()
-                            try statement.bind(insert.key, at: 1)
-                            try statement.bind(insert.values, from: 2)
-                            do {
-                                try statement.execute()
-                            } catch {
-                                throw translate(error, entity: insert.entity, key: insert.key)
-                            }
-                            index += 1
-                        }
-                    }
-                }
-                for link in changes.linkDeletes {
-                    try RawStatement.with(db, sql.deleteLink(link.table)) { statement in
-                        try statement.bind(link.source, at: 1)
-                        try statement.bind(link.target, at: 2)
-                        try statement.execute()
-                    }
-                }
-                for link in changes.linkInserts {
-                    try RawStatement.with(db, sql.insertLink(link.table)) { statement in
-                        try statement.bind(link.source, at: 1)
-                        try statement.bind(link.target, at: 2)
-                        try statement.execute()
-                    }
-                }
-            }
+            return try pool.writeWithoutTransaction(body)
         } catch let error as LoomError {
             throw error
         } catch {
             throw translate(error, entity: nil)
+        }
+    }
+
+    public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        precondition(!inTransaction, "SQLiteStore: a write transaction was opened inside another on the same thread.")
+        try onWriter { db in try db.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
+        transactionOwner.store(ThreadID.current, ordering: .relaxed)
+        let value: T
+        do {
+            value = try body()
+            transactionOwner.store(0, ordering: .relaxed)
+            try onWriter { db in try db.execute(sql: "COMMIT TRANSACTION") }
+        } catch {
+            transactionOwner.store(0, ordering: .relaxed)
+            rollBack()
+            throw error
+        }
+        return (value, nextReceipt())
+    }
+
+    /// Ends the open transaction without writing it. Only on a path that already throws the
+    /// error that made it fail: if the rollback fails too, SQLite has rolled back already (a
+    /// failed COMMIT or an I/O error ends the transaction) or the connection is gone.
+    private func rollBack() {
+        _ = try? pool.writeWithoutTransaction { db in
+            if db.isInsideTransaction { try db.execute(sql: "ROLLBACK TRANSACTION") }
+        }
+    }
+
+    /// The receipt of the commit just made (`writeGate` held).
+    private func nextReceipt() -> CommitReceipt {
+        let sequence = commitSequence.load(ordering: .relaxed) + 1
+        commitSequence.store(sequence, ordering: .relaxed)
+        return CommitReceipt(sequence: sequence)
+    }
+
+    @discardableResult
+    public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        if inTransaction {
+            // Inside the caller's transaction: atomic on its own, committed with it.
+            try applyInSavepoint(changes)
+            return CommitReceipt(sequence: commitSequence.load(ordering: .relaxed) + 1)
+        }
+        // Alone: one writer access that begins, applies and commits; on a conflict the
+        // transaction stays open while the conflicts are read, so that they are what failed.
+        transactionOwner.store(ThreadID.current, ordering: .relaxed)
+        defer { transactionOwner.store(0, ordering: .relaxed) }
+        var refused: LoomError?
+        try onWriter { db in
+            try db.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+            do {
+                try db.inSavepoint {
+                    try applyStatements(changes, db)
+                    return .commit
+                }
+                try db.execute(sql: "COMMIT TRANSACTION")
+            } catch let error as LoomError where error.code == .versionConflict || error.code == .uniquenessViolation {
+                refused = error
+            } catch {
+                if db.isInsideTransaction { try? db.execute(sql: "ROLLBACK TRANSACTION") }
+                throw error
+            }
+        }
+        if var refused {
+            defer { rollBack() }
+            refused.storeConflicts = try changes.conflicts(in: self)
+            throw refused
+        }
+        return nextReceipt()
+    }
+
+    /// Applies a change set inside the open transaction, under a savepoint: on failure nothing
+    /// of it remains, and a refusal carries the conflicts read inside the transaction.
+    private func applyInSavepoint(_ changes: StoreChangeSet) throws(LoomError) {
+        do {
+            try onWriter { db in
+                try db.inSavepoint {
+                    try applyStatements(changes, db)
+                    return .commit
+                }
+            }
+        } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
+            var refused = error
+            refused.storeConflicts = try changes.conflicts(in: self)
+            throw refused
+        }
+    }
+
+    /// Runs the statements of a change set on the writer connection, in the caller's transaction.
+    private func applyStatements(_ changes: StoreChangeSet, _ db: Database) throws {
+        for delete in changes.deletes {
+            try RawStatement.with(db, sql.delete(delete.entity)) { statement in
+                try statement.bind(delete.key, at: 1)
+                try statement.bind(delete.expectedVersion, at: 2)
+                try statement.execute()
+            }
+            if db.changesCount != 1 { throw conflict(delete.entity, delete.key) }
+            for (table, column) in schema.joinTables(involving: delete.entity) {
+                try RawStatement.with(db, sql.deleteLinks(table, column: column)) { statement in
+                    try statement.bind(delete.key, at: 1)
+                    try statement.execute()
+                }
+            }
+        }
+        // UPDATE texts by entity and changed columns: most saves change the same few.
+        var updateTexts: [UpdateShape: String] = [:]
+        for update in changes.updates {
+            let columns = update.changes.map(\.index)
+            let shape = UpdateShape(entity: ObjectIdentifier(update.entity), columns: columns)
+            let text: String
+            if let known = updateTexts[shape] {
+                text = known
+            } else {
+                text = sql.update(update.entity, columns: columns)
+                updateTexts[shape] = text
+            }
+            try RawStatement.with(db, text) { statement in
+                try statement.bind(update.changes.lazy.map(\.value))
+                let next = Int32(update.changes.count) + 1
+                try statement.bind(update.key, at: next)
+                try statement.bind(update.expectedVersion, at: next + 1)
+                do {
+                    try statement.execute()
+                } catch {
+                    throw translate(error, entity: update.entity, key: update.key)
+                }
+            }
+            if db.changesCount != 1 { throw conflict(update.entity, update.key) }
+        }
+        var index = 0
+        while index < changes.inserts.count {
+            // Inserts come grouped by entity: one statement for each run.
+            let entity = changes.inserts[index].entity
+            try RawStatement.with(db, sql.insert(entity)) { statement in
+                while index < changes.inserts.count, changes.inserts[index].entity === entity {
+                    let insert = changes.inserts[index]
+                    statement.reset()
+                    try statement.bind(insert.key, at: 1)
+                    try statement.bind(insert.values, from: 2)
+                    do {
+                        try statement.execute()
+                    } catch {
+                        throw translate(error, entity: insert.entity, key: insert.key)
+                    }
+                    index += 1
+                }
+            }
+        }
+        for link in changes.linkDeletes {
+            try RawStatement.with(db, sql.deleteLink(link.table)) { statement in
+                try statement.bind(link.source, at: 1)
+                try statement.bind(link.target, at: 2)
+                try statement.execute()
+            }
+        }
+        for link in changes.linkInserts {
+            try RawStatement.with(db, sql.insertLink(link.table)) { statement in
+                try statement.bind(link.source, at: 1)
+                try statement.bind(link.target, at: 2)
+                try statement.execute()
+            }
         }
     }
 
@@ -442,12 +570,26 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        let joining = inTransaction
         do {
-            return try pool.write { db in
-                try db.execute(sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1) ON CONFLICT(entity) DO NOTHING", arguments: [entity.name])
-                let start = try Int64.fetchOne(db, sql: "SELECT next FROM loom_keys WHERE entity = ?", arguments: [entity.name]) ?? 1
-                try db.execute(sql: "UPDATE loom_keys SET next = ? WHERE entity = ?", arguments: [start + Int64(count), entity.name])
-                return start..<(start + Int64(count))
+            return try pool.writeWithoutTransaction { db in
+                // In the caller's write transaction, a savepoint; alone, a transaction of its own
+                // that takes the write lock at once (so another process's reservation waits).
+                var range: Range<Int64> = 0..<0
+                let reserve = {
+                    try db.execute(sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1) ON CONFLICT(entity) DO NOTHING", arguments: [entity.name])
+                    let start = try Int64.fetchOne(db, sql: "SELECT next FROM loom_keys WHERE entity = ?", arguments: [entity.name]) ?? 1
+                    try db.execute(sql: "UPDATE loom_keys SET next = ? WHERE entity = ?", arguments: [start + Int64(count), entity.name])
+                    range = start..<(start + Int64(count))
+                }
+                if joining {
+                    try db.inSavepoint { try reserve(); return .commit }
+                } else {
+                    try db.inTransaction(.immediate) { try reserve(); return .commit }
+                }
+                return range
             }
         } catch {
             throw translate(error, entity: entity)
@@ -455,6 +597,9 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func close() throws(LoomError) {
+        // Waits for a write in progress (a save, or an exclusive write) to finish.
+        writeGate.lock()
+        defer { writeGate.unlock() }
         readers.close()
         do { try pool.close() } catch { throw translate(error, entity: nil) }
     }

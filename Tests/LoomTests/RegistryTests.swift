@@ -313,7 +313,9 @@ final class SkipsEveryRowStore: PersistentStore {
     func count(_ query: StoreQuery) throws(LoomError) -> Int { try inner.count(query) }
     func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] { try inner.rows(of: entity, keys: keys) }
     func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] { try inner.fetchRelated(relationship, keys: keys) }
-    func apply(_ changes: StoreChangeSet) throws(LoomError) { try inner.apply(changes) }
+    func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt { try inner.apply(changes) }
+    func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) { try inner.withWriteTransaction(body) }
+    var lastCommitSequence: UInt64 { inner.lastCommitSequence }
     func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try inner.allocateKeys(for: entity, count: count) }
     func close() throws(LoomError) { try inner.close() }
 }

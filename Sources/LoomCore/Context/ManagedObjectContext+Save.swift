@@ -43,25 +43,10 @@ extension ManagedObjectContext {
         }
 
         let before = SavedState(of: self)
-        let applied: (changes: StoreChangeSet, number: UInt64)
+        var saved: (changes: StoreChangeSet, receipt: CommitReceipt)?
         var resolved = false
         do throws(LoomError) {
-            applied = try coordinator.withWriteLock { () throws(LoomError) -> (StoreChangeSet, UInt64) in
-                var attempt = 0
-                while true {
-                    let changes = makeChangeSet()
-                    if changes.isEmpty { return (changes, 0) }
-                    do throws(LoomError) {
-                        return (changes, try coordinator.save(changes))
-                    } catch let error where (error.code == .versionConflict || error.code == .uniquenessViolation) && attempt < 4 {
-                        attempt += 1
-                        resolved = true
-                        let conflicts = try findConflicts(after: error)
-                        guard !conflicts.isEmpty else { throw error }
-                        try resolve(conflicts, failing: error)
-                    }
-                }
-            }
+            saved = try applyResolvingConflicts(&resolved)
         } catch {
             before.restore(into: self)
             if resolved { forgetLoadedRelationships() }
@@ -73,22 +58,56 @@ extension ManagedObjectContext {
         // What was saved travels to this context's observers and to the other contexts; with
         // no one listening, the IDs and rows are not collected.
         let listened = coordinator.hasInboxes(besides: inbox)
-        let changes = commitSavedState(saved: applied.changes, recording: listened || hasEventListeners)
-        if applied.number > 0 {
-            var rows: [AnyObjectID: StoreRow] = [:]
-            for insert in applied.changes.inserts where listened {
-                rows[objectID(insert.entity, insert.key)] = StoreRow(key: insert.key, version: 1, values: insert.values)
+        let (changes, rows) = commitSavedState(saved: saved?.changes, recording: listened || hasEventListeners, rowsFor: listened)
+        guard let saved else { return }
+        lastSaveNumber = saved.receipt.sequence
+        if !saved.changes.isEmpty { post(.didSave(changes)) }
+        // Published whatever happens, in commit order (later saves wait for this one).
+        coordinator.publish(
+            listened ? SaveEvent(number: saved.receipt.sequence, changes: changes, rows: rows, origin: ObjectIdentifier(inbox), mergesIntoViewContext: mergingIntoViewContext) : nil,
+            for: saved.receipt)
+    }
+
+    /// How many times a save is tried, its conflicts resolved in between, before the last tries
+    /// run inside the store's write transaction.
+    static let optimisticSaveAttempts = 3
+
+    /// Writes the context's changes, resolving what the store refuses by the merge policy and
+    /// trying again. Returns what was applied and its receipt; `nil` when nothing was left to
+    /// write. `resolved` tells whether conflicts were resolved (objects may have changed).
+    ///
+    /// Optimistic first: resolution (a custom resolver is the user's code) runs with no lock
+    /// held, and the next try finds out whether the store changed again meanwhile. If other
+    /// saves keep winning that race, the last tries run inside the store's write transaction,
+    /// where nothing else can commit between resolving and writing, so a busy store cannot
+    /// starve a save.
+    private func applyResolvingConflicts(_ resolved: inout Bool) throws(LoomError) -> (changes: StoreChangeSet, receipt: CommitReceipt)? {
+        func attempt(_ resolved: inout Bool) throws(LoomError) -> (StoreChangeSet, CommitReceipt)?? {
+            let changes = makeChangeSet()
+            if changes.isEmpty { return .some(nil) }
+            do throws(LoomError) {
+                return (changes, try coordinator.save(changes))
+            } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
+                resolved = true
+                let conflicts = try mergeConflicts(for: error)
+                guard !conflicts.isEmpty else { throw error }
+                try resolve(conflicts, failing: error)
+                return nil
             }
-            for update in applied.changes.updates where listened {
-                if let object = registry[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)]?.object {
-                    let b = object._loomBacking
-                    rows[objectID(update.entity, update.key)] = StoreRow(key: b.key, version: b.version, values: b.values)
-                }
-            }
-            lastSaveNumber = applied.number
-            post(.didSave(changes))
-            coordinator.broadcast(SaveEvent(number: applied.number, changes: changes, rows: rows, origin: ObjectIdentifier(inbox), mergesIntoViewContext: mergingIntoViewContext))
         }
+        for _ in 0..<Self.optimisticSaveAttempts {
+            if let outcome = try attempt(&resolved) { return outcome }
+        }
+        var resolvedInside = false
+        let outcome = try coordinator.inWriteTransaction { () throws(LoomError) -> StoreChangeSet? in
+            for _ in 0..<2 {
+                if let outcome = try attempt(&resolvedInside) { return outcome?.0 }
+            }
+            throw LoomError(.versionConflict, "The save still conflicted after its conflicts were resolved inside the store's write transaction; the merge policy's resolution does not converge.")
+        }
+        resolved = resolved || resolvedInside
+        // A transaction that wrote nothing still committed: its receipt is published all the same.
+        return (outcome.value ?? StoreChangeSet(), outcome.receipt)
     }
 
     /// A child's save: its changes become unsaved changes of its parent.
@@ -114,7 +133,7 @@ extension ManagedObjectContext {
             context.processPendingChanges()
         }
         let versions = Dictionary(uniqueKeysWithValues: (Array(insertedObjects.values) + Array(updatedObjects.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
-        let changes = commitSavedState(recording: hasEventListeners)
+        let changes = commitSavedState(recording: hasEventListeners).changes
         // A child's objects keep the parent's versions: only the store's saves bump them.
         for object in registry.values.map(\.object) {
             if let version = versions[ObjectIdentifier(object._loomBacking)] { object._loomBacking.version = version }
@@ -195,9 +214,12 @@ extension ManagedObjectContext {
     /// `saved` is the change set the store applied, whose inserts are the inserted objects'
     /// values in ``insertedBackingsInOrder()``'s order: they become the committed values as they
     /// are (one array shared, not a copy per object).
-    /// With `recording` off (nobody listens), the returned changes stay empty.
-    private func commitSavedState(saved: StoreChangeSet? = nil, recording: Bool) -> ObjectChanges {
+    /// With `recording` off (nobody listens), the returned changes stay empty. With `rowsFor`,
+    /// it also returns the saved rows of the inserted and updated objects (their values and new
+    /// versions), which the save event carries so that other contexts merge without I/O.
+    private func commitSavedState(saved: StoreChangeSet? = nil, recording: Bool, rowsFor collectingRows: Bool = false) -> (changes: ObjectChanges, rows: [AnyObjectID: StoreRow]) {
         var changes = ObjectChanges()
+        var rows: [AnyObjectID: StoreRow] = [:]
         let savedInserts = saved?.inserts ?? []
         var index = 0
         let order = changeSetInsertOrder.count == insertedObjects.count ? changeSetInsertOrder : insertedObjects.values.map(\._loomBacking)
@@ -212,6 +234,7 @@ extension ManagedObjectContext {
             index += 1
             b.version = 1
             if recording { changes.inserted.insert(objectID(of: b)) }
+            if collectingRows, let committed = b.committed { rows[objectID(of: b)] = StoreRow(key: b.key, version: 1, values: committed) }
         }
         for (key, object) in updatedObjects where deletedObjects[key] == nil {
             let b = object._loomBacking
@@ -220,6 +243,7 @@ extension ManagedObjectContext {
             if changed.isEmpty { continue }
             b.committed = b.values
             b.version += 1
+            if collectingRows { rows[objectID(of: b)] = StoreRow(key: b.key, version: b.version, values: b.values) }
             guard recording else { continue }
             let id = objectID(of: b)
             changes.updated.insert(id)
@@ -243,7 +267,7 @@ extension ManagedObjectContext {
         changedEntities = [:]
         pendingLinks = [:]
         relationshipChanges = RelationshipChangeLog()
-        return changes
+        return (changes, rows)
     }
 
     private func validateValues(_ backing: ObjectBacking) throws(LoomError) {

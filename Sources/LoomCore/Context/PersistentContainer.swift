@@ -105,9 +105,10 @@ public final class PersistentContainer: Sendable {
         }
     }
 
-    /// Runs `body` on the writer while holding the coordinator's write lock, and saves before
-    /// releasing it: no other save through this container can happen between what `body` reads
-    /// and what it writes, so a read-modify-write needs no conflict handling.
+    /// Runs `body` on the writer inside one store write transaction, and saves before it
+    /// commits: no other save — of this container, another container or another process on the
+    /// same store — can commit between what `body` reads and what it writes, so a
+    /// read-modify-write needs no conflict handling.
     ///
     /// ```swift
     /// try await container.performExclusiveWrite { context in
@@ -115,23 +116,20 @@ public final class PersistentContainer: Sendable {
     ///     counter.value += 1
     /// }
     /// ```
-    /// Keep `body` short: every other save waits for it. Readers never wait.
+    /// What `body` fetches sees the store inside the transaction (its own saves included). Keep
+    /// `body` short: every other save waits for it, and never make it wait for another
+    /// context's save (that save waits for this one). Readers never wait. If `body` throws,
+    /// nothing is written and its error is rethrown unchanged.
     public func performExclusiveWrite<T: Sendable>(_ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {
         try checkOpen()
         let coordinator = self.coordinator
         let result = try await writer.perform { context in
             defer { context.reset() }
             do {
-                return try coordinator.withWriteLock { () throws(LoomError) -> T in
-                    do {
-                        let value = try body(context)
-                        try context.save()
-                        return value
-                    } catch let error as LoomError {
-                        throw error
-                    } catch {
-                        throw LoomError(.storeFailure, "The exclusive write block failed.", underlying: error)
-                    }
+                return try coordinator.performExclusiveWrite { () throws -> T in
+                    let value = try body(context)
+                    try context.save()
+                    return value
                 }
             } catch {
                 context.rollback()
@@ -154,7 +152,7 @@ public final class PersistentContainer: Sendable {
         closed.withLock { $0 = true }
         // Saves queued on the writer before the close run first.
         await writer.perform { _ in }
-        try coordinator.withWriteLock { () throws(LoomError) in try coordinator.store.close() }
+        try coordinator.store.close()
     }
 
     /// Closes the store, waiting for a save that is running to finish. From async code prefer
@@ -162,7 +160,7 @@ public final class PersistentContainer: Sendable {
     /// helper finish.
     public func close() throws(LoomError) {
         closed.withLock { $0 = true }
-        try coordinator.withWriteLock { () throws(LoomError) in try coordinator.store.close() }
+        try coordinator.store.close()
     }
 }
 

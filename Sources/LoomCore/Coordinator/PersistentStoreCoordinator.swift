@@ -24,10 +24,21 @@ public final class PersistentStoreCoordinator: Sendable {
         var unsaved: Set<RowCacheKey> = []
     }
     private let keys = Locked(Keys())
-    /// Held by every save; recursive so that an exclusive write block can save inside it.
-    private let writeLock = NSRecursiveLock()
-    private let saveCounter = Locked<UInt64>(0)
+    /// Puts saves in commit order on their way to other contexts.
+    private let sequencer: SaveSequencer
+    /// The exclusive write running now, if any: the thread running it and the saves it made,
+    /// which are delivered when it commits (and dropped if it rolls back).
+    private let exclusiveWrite = Locked<ExclusiveWrite?>(nil)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
+
+    struct ExclusiveWrite {
+        let thread: UInt
+        /// Whether saves made inside are delivered when it commits (an exclusive write block),
+        /// rather than by their savers (a save's own conflict resolution).
+        let holdsEvents: Bool
+        var events: [SaveEvent] = []
+        var applied = false
+    }
     /// Bumped by every save that changes or deletes rows; read without a lock by faults that
     /// hold their fetched rows, to know whether those may have changed since.
     private let changeGeneration = Atomic<UInt64>(0)
@@ -56,6 +67,7 @@ public final class PersistentStoreCoordinator: Sendable {
         self.storeIdentifier = store.identifier
         self.identity = StoreIdentity(uuid: store.identifier)
         self.rowCache = Locked(RowCache(limit: rowCacheLimit))
+        self.sequencer = SaveSequencer(after: store.lastCommitSequence)
     }
 
     // MARK: Reading
@@ -95,6 +107,11 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         withExtendedLifetime(evicted) {}   // freed here, after the lock is released
         return row
+    }
+
+    /// The row the shared cache holds for a key, if any. No I/O.
+    func cachedRow(of entity: EntityDescription, key: Int64) -> StoreRow? {
+        rowCache.withLock { $0.row(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key), maximumAge: -1) }
     }
 
     /// The rows with these keys, read from the store in one query and put in the shared cache.
@@ -196,23 +213,104 @@ public final class PersistentStoreCoordinator: Sendable {
 
     // MARK: Writing
 
-    /// Runs `body` holding the coordinator's write lock: no other save through this coordinator
-    /// starts until it returns. Reentrant on the same thread.
-    func withWriteLock<T>(_ body: () throws(LoomError) -> T) throws(LoomError) -> T {
-        writeLock.lock()
-        defer { writeLock.unlock() }
-        return try body()
+    /// Applies a change set in one store transaction and updates the shared cache. Returns the
+    /// commit's receipt: the caller must then ``publish(_:for:)`` the save, once, whatever
+    /// happens, so that later saves are not held back.
+    ///
+    /// Takes no lock of the coordinator's: the store serializes writes. A refused change set
+    /// throws the store's error, with the conflicts it found (``LoomError/storeConflicts``).
+    func save(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+        let receipt = try store.apply(changes)
+        exclusiveWrite.withLock { write in
+            if write?.thread == ThreadID.current { write!.applied = true }
+        }
+        didApply(changes)
+        return receipt
     }
 
-    /// Applies a change set in one store transaction, one save at a time, and updates the
-    /// shared cache. Returns the save's number.
-    @discardableResult
-    func save(_ changes: StoreChangeSet) throws(LoomError) -> UInt64 {
-        try withWriteLock { () throws(LoomError) -> UInt64 in
-            try store.apply(changes)
-            didApply(changes)
-            return saveCounter.withLock { counter -> UInt64 in counter += 1; return counter }
+    /// Hands a committed save (`event`, or nothing when no one needs its contents) to every
+    /// other context for merging, in commit order; see ``SaveSequencer``. A save made inside an
+    /// exclusive write is held until that write commits. Never waits for the contexts.
+    func publish(_ event: SaveEvent?, for receipt: CommitReceipt) {
+        let heldBack = exclusiveWrite.withLock { write -> Bool in
+            guard write?.thread == ThreadID.current, write!.holdsEvents else { return false }
+            if let event { write!.events.append(event) }
+            return true
         }
+        if heldBack { return }
+        deliver(event.map { [$0] } ?? [], sequence: receipt.sequence)
+    }
+
+    private func deliver(_ events: [SaveEvent], sequence: UInt64) {
+        sequencer.publish(events, sequence: sequence) { ready in
+            let targets = inboxes.withLock { Array($0.values) }
+            for event in ready {
+                for inbox in targets { inbox.deliver(event) }
+            }
+        }
+    }
+
+    /// Runs `body` inside one store write transaction (``PersistentStore/withWriteTransaction(_:)``):
+    /// no other coordinator or process can commit between what `body` reads and what it saves,
+    /// and what it reads through this coordinator on this thread sees what it saved. The saves
+    /// made in `body` reach other contexts when the transaction commits, in commit order; if
+    /// `body` throws, nothing of it is written or delivered, and its error is rethrown unchanged.
+    ///
+    /// Holds no lock of the coordinator's while `body` runs: other contexts keep reading, and
+    /// their saves wait for the store's writer.
+    func performExclusiveWrite<T>(_ body: () throws -> T) throws -> T {
+        let outcome = try withWriteTransaction(holdingEvents: true, body)
+        deliver(outcome.events.map { var event = $0; event.number = outcome.receipt.sequence; return event }, sequence: outcome.receipt.sequence)
+        return outcome.value
+    }
+
+    /// Runs `body` inside one store write transaction, for a save's last tries at resolving its
+    /// conflicts: the save made inside publishes itself, with the returned receipt.
+    func inWriteTransaction<T>(_ body: () throws(LoomError) -> T) throws(LoomError) -> (value: T, receipt: CommitReceipt) {
+        do {
+            let outcome = try withWriteTransaction(holdingEvents: false) { () throws -> T in try body() }
+            return (outcome.value, outcome.receipt)
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
+        }
+    }
+
+    /// Runs `body` in a store write transaction, noting (in ``exclusiveWrite``, cleared before
+    /// the transaction ends, so that the next one starts clean) the thread and what its saves
+    /// did. Returns the events the saves inside held back, to deliver once committed.
+    private func withWriteTransaction<T>(holdingEvents: Bool, _ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt, events: [SaveEvent]) {
+        var finished = ExclusiveWrite(thread: 0, holdsEvents: holdingEvents)
+        do {
+            let outcome = try store.withWriteTransaction { () throws -> T in
+                exclusiveWrite.withLock { $0 = ExclusiveWrite(thread: ThreadID.current, holdsEvents: holdingEvents) }
+                defer { finished = exclusiveWrite.withLock { write in defer { write = nil }; return write! } }
+                return try body()
+            }
+            return (outcome.value, outcome.receipt, finished.events)
+        } catch {
+            if finished.applied {
+                // What the rolled-back saves put in the shared cache never was: forget it all.
+                forgetCachedRows()
+            }
+            throw error
+        }
+    }
+
+    /// Empties the shared cache and marks every row as possibly changed.
+    private func forgetCachedRows() {
+        let generation = changeGeneration.load(ordering: .relaxed) + 1
+        changeLog.withLock { log in
+            log.changedAt.removeAll()
+            log.forgottenBefore = generation
+        }
+        changeGeneration.store(generation, ordering: .releasing)
+        let dropped = rowCache.withLock { cache -> RowCache in
+            defer { cache = RowCache(limit: cache.limit) }
+            return cache
+        }
+        withExtendedLifetime(dropped) {}   // freed here, after the lock is released
     }
 
     /// Updates the shared cache after a save: changed rows are updated (or dropped), deleted
@@ -278,13 +376,6 @@ public final class PersistentStoreCoordinator: Sendable {
 
     func unregister(_ inbox: MergeInbox) {
         _ = inboxes.withLock { $0.removeValue(forKey: ObjectIdentifier(inbox)) }
-    }
-
-    /// Hands a committed save to every other context for merging, on their own isolation.
-    /// Never waits for them.
-    func broadcast(_ event: SaveEvent) {
-        let targets = inboxes.withLock { Array($0.values) }
-        for inbox in targets { inbox.deliver(event) }
     }
 
     // MARK: IDs

@@ -1,49 +1,40 @@
 extension ManagedObjectContext {
-    /// Every conflict behind a store's refusal of a save: rows changed or deleted since they
-    /// were read, or uniqueness constraints broken by saved rows. Runs under the coordinator's
-    /// write lock, so nothing changes underneath before the retry.
-    func findConflicts(after error: LoomError) throws(LoomError) -> [MergeConflict] {
-        var conflicts: [MergeConflict] = []
-        if error.code == .versionConflict {
-            var byEntity: [ObjectIdentifier: (EntityDescription, [ObjectBacking])] = [:]
-            for object in Array(updatedObjects.values) + Array(deletedObjects.values) {
-                let b = object._loomBacking
-                byEntity[ObjectIdentifier(b.entity), default: (b.entity, [])].1.append(b)
-            }
-            for (entity, backings) in byEntity.values {
-                let rows = try coordinator.store.rows(of: entity, keys: backings.map(\.key))
-                let byKey = Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
-                for b in backings {
-                    let persisted = byKey[b.key]
-                    if let persisted, persisted.version == b.version { continue }
-                    conflicts.append(conflict(.optimisticLocking, b, persisted: persisted))
-                }
-            }
-        } else {
-            for object in Array(insertedObjects.values) + Array(updatedObjects.values) {
-                let b = object._loomBacking
+    /// The conflicts behind a store's refusal of a save, as merge conflicts of this context's
+    /// objects: rows changed or deleted since they were read, or uniqueness constraints broken
+    /// by saved rows. Built from what the store read inside the failed write
+    /// (``LoomError/storeConflicts``): no I/O, nothing re-read after the fact.
+    func mergeConflicts(for error: LoomError) throws(LoomError) -> [(conflict: MergeConflict, persisted: StoreRow?)] {
+        var conflicts: [(MergeConflict, StoreRow?)] = []
+        for found in error.storeConflicts {
+            let key = RowCacheKey(entity: ObjectIdentifier(found.entity), key: found.key)
+            guard let object = insertedObjects[key] ?? updatedObjects[key] ?? deletedObjects[key] else { continue }
+            let b = object._loomBacking
+            switch found.kind {
+            case .version:
+                conflicts.append((try conflict(.optimisticLocking, b, persisted: found.persisted), found.persisted))
+            case .uniqueness(let constraint):
                 if b.isDeleted { continue }
-                for constraint in b.entity.uniquenessConstraints {
-                    let indexes = constraint.compactMap { b.entity.storedValueIndex(named: $0) }
-                    let values = indexes.map { b.values[$0] }
-                    if values.contains(where: \.isNull) { continue }
-                    var predicate = PredicateNode.compare(.notEqual, .primaryKey, .constant(.integer(b.key)))
-                    for (i, v) in zip(indexes, values) { predicate = .and(predicate, .compare(.equal, .attribute(i), .constant(v))) }
-                    guard let existing = try coordinator.store.fetch(StoreQuery(entity: b.entity, predicate: predicate, fetchLimit: 1)).first else { continue }
-                    // A saved row this context is deleting in the same save is no conflict.
-                    if deletedObjects[RowCacheKey(entity: ObjectIdentifier(b.entity), key: existing.key)] != nil { continue }
-                    conflicts.append(conflict(.uniqueness(constraint: constraint, existing: objectID(b.entity, existing.key)), b, persisted: existing))
-                }
+                guard let existing = found.persisted else { continue }
+                // A saved row this context is deleting in the same save is no conflict.
+                if deletedObjects[RowCacheKey(entity: key.entity, key: existing.key)] != nil { continue }
+                conflicts.append((try conflict(.uniqueness(constraint: constraint, existing: objectID(b.entity, existing.key)), b, persisted: existing), existing))
             }
         }
         return conflicts
     }
 
-    private func conflict(_ kind: MergeConflict.Kind, _ b: ObjectBacking, persisted: StoreRow?) -> MergeConflict {
+    private func conflict(_ kind: MergeConflict.Kind, _ b: ObjectBacking, persisted: StoreRow?) throws(LoomError) -> MergeConflict {
         func snapshot(_ values: [StoredValue]) -> [String: StoredValue] {
             Dictionary(uniqueKeysWithValues: zip((0..<b.entity.storedValueCount).map(b.entity.storedValueName(at:)), values))
         }
-        let cached = try? coordinator.row(of: b.entity, key: b.key)
+        // The coordinator's snapshot of the row: from its cache, else (as it would be filled) the
+        // store's current row, which a version conflict already carries.
+        let cached: StoreRow?
+        if case .optimisticLocking = kind {
+            cached = coordinator.cachedRow(of: b.entity, key: b.key) ?? persisted
+        } else {
+            cached = try coordinator.row(of: b.entity, key: b.key)
+        }
         return MergeConflict(
             kind: kind, objectID: objectID(of: b),
             originalSnapshot: b.committed.map(snapshot),
@@ -54,14 +45,16 @@ extension ManagedObjectContext {
 
     /// Resolves conflicts by the merge policy, changing this context's objects so that a retry
     /// of the save succeeds; with the error policy (or a resolver that says `.fail`), throws
-    /// `error` with the conflicts attached.
-    func resolve(_ conflicts: [MergeConflict], failing error: LoomError) throws(LoomError) {
+    /// `error` with the conflicts attached. Runs with no lock held: a custom resolver may take
+    /// its time, and the retry finds out if the store changed again meanwhile.
+    func resolve(_ found: [(conflict: MergeConflict, persisted: StoreRow?)], failing error: LoomError) throws(LoomError) {
         var failure = error
+        let conflicts = found.map(\.conflict)
         failure.conflicts = conflicts
         if conflicts.count > 1 || !conflicts.isEmpty {
             failure.message += " Conflicts: " + conflicts.prefix(5).map(\.description).joined(separator: "; ") + (conflicts.count > 5 ? "; …" : "") + ". Set the context's mergePolicy to resolve them."
         }
-        for conflict in conflicts {
+        for (conflict, persisted) in found {
             let resolution: MergeConflict.Resolution
             switch mergePolicy {
             case .error: throw failure
@@ -76,7 +69,6 @@ extension ManagedObjectContext {
             let b = object._loomBacking
             switch conflict.kind {
             case .optimisticLocking:
-                let persisted = try coordinator.store.rows(of: b.entity, keys: [b.key]).first
                 resolveLocking(b, persisted: persisted, resolution)
             case .uniqueness(_, let existing):
                 try resolveUniqueness(b, existing: existing, resolution)

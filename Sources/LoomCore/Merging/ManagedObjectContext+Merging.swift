@@ -71,7 +71,22 @@ extension ManagedObjectContext {
                 continue
             }
             let row: StoreRow?
-            if let saved = rows[id] { row = saved } else { row = try? coordinator.row(of: backing.entity, key: backing.key) }
+            if let saved = rows[id] {
+                row = saved
+            } else {
+                // A save event carries every saved row; only a `didSave` payload merged by hand
+                // comes without them.
+                do {
+                    row = try coordinator.row(of: backing.entity, key: backing.key)
+                } catch {
+                    // Never keep stale values silently: a clean object becomes a fault again,
+                    // whose next use reads the store (and reports what fails there); one with
+                    // unsaved changes keeps them, and its old version makes its next save a
+                    // conflict that the merge policy resolves.
+                    if !backing.isUpdated && !backing.isDeleted { refault(backing) }
+                    continue
+                }
+            }
             guard let row, row.version > backing.version else { continue }
             let local = backing.isUpdated ? backing.changedSlots() : []
             let before = backing.values
@@ -83,5 +98,14 @@ extension ManagedObjectContext {
                 updatedObjects[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = nil
             }
         }
+    }
+
+    /// Turns a loaded object without unsaved changes back into a fault.
+    private func refault(_ backing: ObjectBacking) {
+        forgetInverseLists(of: backing, before: backing.values, dropAll: true)
+        backing.toMany = [:]
+        backing.state = .fault
+        backing.holdsFetchedRow = false
+        backing.values = []
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 
 /// A committed save, as delivered to the other contexts of the coordinator.
 struct SaveEvent: Sendable {
-    /// Increases by one with every save through the coordinator.
-    let number: UInt64
+    /// The store commit that made it (``CommitReceipt/sequence``): increases with every commit
+    /// through the coordinator, and saves are delivered in its order.
+    var number: UInt64
     /// What the save changed, by ID.
     let changes: ObjectChanges
     /// The rows as saved, for inserted and updated objects, so that merging needs no I/O.

@@ -105,7 +105,7 @@ extension LoomError.Code {
     public static let integerOverflow = LoomError.Code(rawValue: "integerOverflow")
 }
 
-extension PersistentStore {
+extension StoreReading {
     /// Computes an aggregate query in memory over the rows ``fetch(_:)`` returns, following
     /// to-one relationships with ``rows(of:keys:)``: the default for stores without a query
     /// language of their own. ``InMemoryStore`` uses it; `SQLiteStore` runs SQL instead.
@@ -130,10 +130,10 @@ final class StoreGraph: PredicateGraph {
         let row: StoreRow
     }
 
-    let store: any PersistentStore
+    let store: any StoreReading
     private var loaded: [ObjectIdentifier: [Int64: StoreRow]] = [:]
 
-    init(store: any PersistentStore) { self.store = store }
+    init(store: any StoreReading) { self.store = store }
 
     func key(of row: Row) -> Int64 { row.row.key }
     func value(_ index: Int, of row: Row) -> StoredValue { row.row.values[index] }

@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 /// A store that keeps everything in memory, for tests and previews. Written against the
 /// ``PersistentStore`` protocol only, with the same semantics as the SQLite store: the store
@@ -13,13 +14,22 @@ public final class InMemoryStore: PersistentStore {
         var links: [String: Set<Link>] = [:]
         var nextKeys: [ObjectIdentifier: Int64] = [:]
         var isClosed = false
+        var lastCommitSequence: UInt64 = 0
     }
 
     struct Link: Hashable {
         let source: Int64
         let target: Int64
     }
+    /// The committed data.
     private let state = Locked(State())
+    /// Held by every write (a change set, a key reservation, a write transaction) for its whole
+    /// length, so that writes are serial and a write transaction excludes the others.
+    private let writeGate = NSRecursiveLock()
+    /// The thread that holds an open write transaction (0: none), and the transaction's own
+    /// data, which only that thread reads and writes.
+    private let transactionOwner = Atomic<UInt>(0)
+    private let transaction = Locked<State?>(nil)
 
     /// Creates an empty store for `schema`.
     public init(schema: Schema, identifier: UUID = UUID()) {
@@ -31,11 +41,67 @@ public final class InMemoryStore: PersistentStore {
         if state.isClosed { throw LoomError(.closed, "The in-memory store was closed.") }
     }
 
-    public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        let snapshot = try state.withLock { state throws(LoomError) -> State in
+    /// Whether the calling thread holds the open write transaction.
+    private var inTransaction: Bool {
+        let owner = transactionOwner.load(ordering: .relaxed)
+        return owner != 0 && owner == ThreadID.current
+    }
+
+    /// The data as the calling thread sees it: its write transaction's, or the committed data.
+    private func snapshot() throws(LoomError) -> State {
+        if inTransaction, let working = transaction.withLock({ $0 }) { return working }
+        return try state.withLock { state throws(LoomError) -> State in
             try checkOpen(state)
             return state
         }
+    }
+
+    /// Runs a change to the data as the calling thread sees it, holding the write gate.
+    private func write<T>(_ body: (inout State) throws(LoomError) -> T) throws(LoomError) -> T {
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        if inTransaction {
+            return try transaction.withLock { working throws(LoomError) -> T in
+                var data = working!
+                try checkOpen(data)
+                let result = try body(&data)
+                working = data
+                return result
+            }
+        }
+        return try state.withLock { state throws(LoomError) -> T in
+            try checkOpen(state)
+            return try body(&state)
+        }
+    }
+
+    public var lastCommitSequence: UInt64 { state.withLock { $0.lastCommitSequence } }
+
+    public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        precondition(!inTransaction, "InMemoryStore: a write transaction was opened inside another on the same thread.")
+        let start = try snapshot()
+        transaction.withLock { $0 = start }
+        transactionOwner.store(ThreadID.current, ordering: .relaxed)
+        defer {
+            transactionOwner.store(0, ordering: .relaxed)
+            transaction.withLock { $0 = nil }
+        }
+        let value = try body()
+        guard let working = transaction.withLock({ $0 }) else { throw LoomError(.storeFailure, "The in-memory store's write transaction lost its data.") }
+        let sequence = try state.withLock { state throws(LoomError) -> UInt64 in
+            try checkOpen(state)
+            let sequence = state.lastCommitSequence + 1
+            state = working
+            state.lastCommitSequence = sequence
+            return sequence
+        }
+        return (value, CommitReceipt(sequence: sequence))
+    }
+
+    public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        let snapshot = try snapshot()
         let graph = TableGraph(schema: schema, tables: snapshot.tables, links: snapshot.links)
         let rows = Array(snapshot.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values).map { TableGraph.Row(entity: query.entity, row: $0) }
         var matching = rows
@@ -58,18 +124,12 @@ public final class InMemoryStore: PersistentStore {
     }
 
     public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
-        try state.withLock { state throws(LoomError) -> [StoreRow] in
-            try checkOpen(state)
-            let table = state.tables[ObjectIdentifier(entity)] ?? [:]
-            return keys.compactMap { table[$0] }
-        }
+        let table = try snapshot().tables[ObjectIdentifier(entity)] ?? [:]
+        return keys.compactMap { table[$0] }
     }
 
     public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
-        let snapshot = try state.withLock { state throws(LoomError) -> State in
-            try checkOpen(state)
-            return state
-        }
+        let snapshot = try snapshot()
         let wanted = Set(keys)
         let destination = snapshot.tables[ObjectIdentifier(relationship.destination)] ?? [:]
         var related: [RelatedRow] = []
@@ -89,49 +149,65 @@ public final class InMemoryStore: PersistentStore {
         return related.sorted { ($0.owner, $0.row.key) < ($1.owner, $1.row.key) }
     }
 
-    public func apply(_ changes: StoreChangeSet) throws(LoomError) {
-        try state.withLock { state throws(LoomError) in
-            try checkOpen(state)
-            var tables = state.tables
-            var links = state.links
-            for delete in changes.deletes {
-                let id = ObjectIdentifier(delete.entity)
-                guard let row = tables[id]?[delete.key], row.version == delete.expectedVersion else {
-                    throw conflict(delete.entity, delete.key)
-                }
-                tables[id]?[delete.key] = nil
-                for (table, column) in schema.joinTables(involving: delete.entity) {
-                    links[table.name] = links[table.name]?.filter { (column == JoinTable.sourceColumn ? $0.source : $0.target) != delete.key }
-                }
-            }
-            for update in changes.updates {
-                let id = ObjectIdentifier(update.entity)
-                guard var row = tables[id]?[update.key], row.version == update.expectedVersion else {
-                    throw conflict(update.entity, update.key)
-                }
-                for change in update.changes { row.values[change.index] = change.value }
-                row.version += 1
-                tables[id]?[update.key] = row
-            }
-            for insert in changes.inserts {
-                let id = ObjectIdentifier(insert.entity)
-                if tables[id]?[insert.key] != nil {
-                    throw LoomError(.storeFailure, "\(insert.entity.name) key \(insert.key) is already used.", entity: insert.entity.name)
-                }
-                tables[id, default: [:]][insert.key] = StoreRow(key: insert.key, version: 1, values: insert.values)
-            }
-            for link in changes.linkDeletes { links[link.table.name]?.remove(Link(source: link.source, target: link.target)) }
-            for link in changes.linkInserts { links[link.table.name, default: []].insert(Link(source: link.source, target: link.target)) }
-            // Uniqueness, checked on the result as SQLite's unique indexes would.
-            var touched: Set<ObjectIdentifier> = []
-            for i in changes.inserts { touched.insert(ObjectIdentifier(i.entity)) }
-            for u in changes.updates { touched.insert(ObjectIdentifier(u.entity)) }
-            for entity in schema.entities where touched.contains(ObjectIdentifier(entity)) {
-                try checkUniqueness(entity, tables[ObjectIdentifier(entity)] ?? [:])
-            }
-            state.tables = tables
-            state.links = links
+    @discardableResult
+    public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        do {
+            try write { state throws(LoomError) in try apply(changes, to: &state) }
+        } catch let error where error.code == .versionConflict || error.code == .uniquenessViolation {
+            // Nothing was written: read the conflicts from the data the change set failed on.
+            var failure = error
+            failure.storeConflicts = try changes.conflicts(in: self)
+            throw failure
         }
+        if inTransaction { return CommitReceipt(sequence: state.withLock { $0.lastCommitSequence } + 1) }
+        return try state.withLock { state throws(LoomError) -> CommitReceipt in
+            state.lastCommitSequence += 1
+            return CommitReceipt(sequence: state.lastCommitSequence)
+        }
+    }
+
+    private func apply(_ changes: StoreChangeSet, to state: inout State) throws(LoomError) {
+        var tables = state.tables
+        var links = state.links
+        for delete in changes.deletes {
+            let id = ObjectIdentifier(delete.entity)
+            guard let row = tables[id]?[delete.key], row.version == delete.expectedVersion else {
+                throw conflict(delete.entity, delete.key)
+            }
+            tables[id]?[delete.key] = nil
+            for (table, column) in schema.joinTables(involving: delete.entity) {
+                links[table.name] = links[table.name]?.filter { (column == JoinTable.sourceColumn ? $0.source : $0.target) != delete.key }
+            }
+        }
+        for update in changes.updates {
+            let id = ObjectIdentifier(update.entity)
+            guard var row = tables[id]?[update.key], row.version == update.expectedVersion else {
+                throw conflict(update.entity, update.key)
+            }
+            for change in update.changes { row.values[change.index] = change.value }
+            row.version += 1
+            tables[id]?[update.key] = row
+        }
+        for insert in changes.inserts {
+            let id = ObjectIdentifier(insert.entity)
+            if tables[id]?[insert.key] != nil {
+                throw LoomError(.storeFailure, "\(insert.entity.name) key \(insert.key) is already used.", entity: insert.entity.name)
+            }
+            tables[id, default: [:]][insert.key] = StoreRow(key: insert.key, version: 1, values: insert.values)
+        }
+        for link in changes.linkDeletes { links[link.table.name]?.remove(Link(source: link.source, target: link.target)) }
+        for link in changes.linkInserts { links[link.table.name, default: []].insert(Link(source: link.source, target: link.target)) }
+        // Uniqueness, checked on the result as SQLite's unique indexes would.
+        var touched: Set<ObjectIdentifier> = []
+        for i in changes.inserts { touched.insert(ObjectIdentifier(i.entity)) }
+        for u in changes.updates { touched.insert(ObjectIdentifier(u.entity)) }
+        for entity in schema.entities where touched.contains(ObjectIdentifier(entity)) {
+            try checkUniqueness(entity, tables[ObjectIdentifier(entity)] ?? [:])
+        }
+        state.tables = tables
+        state.links = links
     }
 
     private func conflict(_ entity: EntityDescription, _ key: Int64) -> LoomError {
@@ -155,8 +231,7 @@ public final class InMemoryStore: PersistentStore {
     }
 
     public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
-        try state.withLock { state throws(LoomError) -> Range<Int64> in
-            try checkOpen(state)
+        try write { state throws(LoomError) -> Range<Int64> in
             let id = ObjectIdentifier(entity)
             let start = state.nextKeys[id] ?? 1
             state.nextKeys[id] = start + Int64(count)

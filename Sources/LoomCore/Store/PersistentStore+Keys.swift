@@ -1,4 +1,4 @@
-extension PersistentStore {
+extension StoreReading {
     /// ``fetch(_:)`` with every row whole: the default for stores that cannot skip values.
     public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
         try fetch(query)

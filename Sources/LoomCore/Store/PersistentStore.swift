@@ -1,14 +1,11 @@
 public import Foundation
 
-/// The contract between Loom's coordinator and a storage engine: everything a store must do,
-/// and nothing about objects or contexts.
+/// What every store can read: rows for a query, by key, through a to-many relationship,
+/// counts, keys and aggregates.
 ///
-/// Loom ships `SQLiteStore` (module LoomSQLite) and ``InMemoryStore``; the in-memory store is
-/// written against this protocol only, which keeps the protocol honest. All methods may be
-/// called from any thread; a store serializes what it must.
-public protocol PersistentStore: AnyObject, Sendable {
-    /// A UUID that identifies this store for good; object IDs carry it.
-    var identifier: UUID { get }
+/// A store's reads see its committed data; on the thread that holds the store's write
+/// transaction (``PersistentStore/withWriteTransaction(_:)``) they see that transaction's writes too.
+public protocol StoreReading: AnyObject {
     /// The schema the store was opened with.
     var schema: Schema { get }
 
@@ -34,18 +31,93 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The primary keys of the rows a query matches, in order, without their values: how a
     /// batched fetch records its results. A default implementation takes them from ``fetch(_:)``.
     func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64]
-    /// Applies a change set atomically: all of it, or nothing and an error.
+}
+
+/// The contract between Loom's coordinator and a storage engine: everything a store must do,
+/// and nothing about objects or contexts.
+///
+/// Loom ships `SQLiteStore` (module LoomSQLite) and ``InMemoryStore``; the in-memory store is
+/// written against this protocol only, which keeps the protocol honest. All methods may be
+/// called from any thread; a store serializes what it must. One coordinator owns a store
+/// instance: it is the only caller of ``apply(_:)`` and ``withWriteTransaction(_:)``, so that
+/// the commit sequence it reads in ``CommitReceipt`` has no gaps.
+public protocol PersistentStore: StoreReading, Sendable {
+    /// A UUID that identifies this store for good; object IDs carry it.
+    var identifier: UUID { get }
+
+    /// Applies a change set atomically: all of it, or nothing and an error. Returns the commit's
+    /// receipt.
     ///
     /// Deleting an object also deletes its join-table rows. Updates and deletes name the
-    /// version they expect; a row whose version differs (or that
-    /// is gone) fails the whole change set with ``LoomError/Code/versionConflict``. A
-    /// uniqueness constraint violation fails it with ``LoomError/Code/uniquenessViolation``
-    /// naming the entity and attributes.
-    func apply(_ changes: StoreChangeSet) throws(LoomError)
+    /// version they expect; a row whose version differs (or that is gone) fails the whole change
+    /// set with ``LoomError/Code/versionConflict``. A uniqueness constraint violation fails it
+    /// with ``LoomError/Code/uniquenessViolation`` naming the entity and attributes. Either error
+    /// carries, in ``LoomError/storeConflicts``, every conflict of the change set, read inside
+    /// the failed write (so nothing could change between the failure and that read).
+    ///
+    /// Called on the thread that holds this store's write transaction, the change set is applied
+    /// inside that transaction (atomically on its own: a failure undoes only this change set),
+    /// becomes visible to other connections when the transaction commits, and the receipt names
+    /// that commit.
+    @discardableResult
+    func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt
+
+    /// Runs `body` inside one write transaction (SQLite's `BEGIN IMMEDIATE`) and commits it:
+    /// from the start of `body` to the commit, no other writer (another coordinator, another
+    /// process) can commit, and every call of this store made on the calling thread — reads,
+    /// ``apply(_:)``, ``allocateKeys(for:count:)`` — runs inside the transaction and sees its
+    /// writes. Other threads keep reading the last committed data; their writes wait.
+    ///
+    /// If `body` throws, the transaction is rolled back and the error rethrown unchanged.
+    /// Returns `body`'s value and the commit's receipt.
+    func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt)
+
+    /// The sequence number of the last commit made through this store instance (0 before the
+    /// first): see ``CommitReceipt/sequence``.
+    var lastCommitSequence: UInt64 { get }
+
     /// Reserves `count` primary keys for an entity, never to be handed out again.
     func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64>
     /// Finishes pending work and releases the store's resources. Further calls throw.
     func close() throws(LoomError)
+}
+
+/// What a store hands back for a commit.
+public struct CommitReceipt: Sendable, Hashable {
+    /// The commit's place among the commits made through this store instance: 1, 2, 3… in the
+    /// order they committed, with no gaps. The coordinator delivers saves to other contexts in
+    /// this order. (Persistent history will add a token that is unique across processes.)
+    public var sequence: UInt64
+
+    public init(sequence: UInt64) { self.sequence = sequence }
+}
+
+/// A conflict a store found when it refused a change set: read inside the failed write, so it
+/// describes the store exactly as it was when the change set failed.
+public struct StoreConflict: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// The row was changed (or deleted, `persisted == nil`) since the version the change set expected.
+        case version
+        /// Another row (`persisted`) has the same values for this uniqueness constraint.
+        case uniqueness(constraint: [String])
+    }
+    public var kind: Kind
+    /// The entity and key of the change set's object.
+    public var entity: EntityDescription
+    public var key: Int64
+    /// The row as stored: the changed row, or (for uniqueness) the other row; `nil` when deleted.
+    public var persisted: StoreRow?
+
+    public init(kind: Kind, entity: EntityDescription, key: Int64, persisted: StoreRow?) {
+        self.kind = kind
+        self.entity = entity
+        self.key = key
+        self.persisted = persisted
+    }
+
+    public static func == (a: StoreConflict, b: StoreConflict) -> Bool {
+        a.kind == b.kind && a.entity === b.entity && a.key == b.key && a.persisted == b.persisted
+    }
 }
 
 /// One stored object as a store returns it.
