@@ -1,0 +1,164 @@
+import Foundation
+import Loom
+@testable import LoomCore
+import Testing
+
+/// The store's write scope: exclusive writes that exclude every other writer (other
+/// containers, other processes), whose reads see their own writes, and that never hold a lock
+/// of Loom's across the user's merge resolvers.
+@Suite("Write transactions")
+struct WriteTransactionTests {
+    /// A container on a SQLite file, with the test models.
+    static func open(_ url: URL) throws -> PersistentContainer {
+        PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema([Book.self, Shelf.self, Sample.self, Tally.self])))
+    }
+
+    /// Where the two-process test keeps its store: named after the test process, which is the
+    /// parent of the exit tests' processes.
+    static func counterStore(parent: Int32) -> URL {
+        FileManager.default.temporaryDirectory.appending(path: "loom-counter-\(parent).loom")
+    }
+
+    /// Adds 1 to the counter `rounds` times, each in its own exclusive write.
+    static func increment(_ container: PersistentContainer, rounds: Int) async throws {
+        for _ in 0..<rounds {
+            try await container.performExclusiveWrite { context in
+                let counter = try #require(try context.fetch(FetchRequest<Tally>(predicate: #Predicate { $0.key == "counter" })).first)
+                counter.a += 1
+            }
+        }
+    }
+
+    @Test("What an exclusive write reads sees what it saved, before the commit", arguments: StoreKind.allCases)
+    func readsSeeTheTransaction(kind: StoreKind) async throws {
+        let container = try kind.makeContainer()
+        let seen = try await container.performExclusiveWrite { context in
+            context.insert(Tally(key: "one"))
+            try context.save()
+            // No unsaved changes now: the fetch and the count go to the store.
+            let count = try context.count(for: FetchRequest<Tally>())
+            let keys = try context.fetch(FetchRequest<Tally>()).map(\.key)
+            return (count, keys)
+        }
+        #expect(seen.0 == 1)
+        #expect(seen.1 == ["one"])
+    }
+
+    @Test("A throwing exclusive write leaves the store and every other context unchanged", arguments: StoreKind.allCases)
+    func throwingBlockRollsBack(kind: StoreKind) async throws {
+        struct Refused: Error, Equatable { let reason: String }
+        let container = try kind.makeContainer()
+        try await container.save { context in context.insert(Tally(key: "kept")) }
+        let watcher = container.newBackgroundContext(name: "watcher")
+        let heard = Locked<Int>(0)
+        await watcher.perform { context in
+            context.automaticallyMergesChanges = true
+            context.addObserver(for: .objectsDidChange) { _ in heard.withLock { $0 += 1 } }
+        }
+        let error = await #expect(throws: Refused.self) {
+            try await container.performExclusiveWrite { context in
+                context.insert(Tally(key: "dropped"))
+                try context.save()
+                try #require(try context.fetch(FetchRequest<Tally>()).first { $0.key == "kept" }).a = 7
+                try context.save()
+                throw Refused(reason: "changed my mind")
+            }
+        }
+        #expect(error == Refused(reason: "changed my mind"))
+        await watcher.perform { _ in }
+        #expect(heard.withLock { $0 } == 0, "no save of the rolled-back block was delivered")
+        let stored = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Tally>()).map { "\($0.key) \($0.a)" }
+        }
+        #expect(stored == ["kept 0"])
+        // The container goes on working.
+        try await Self.increment(container, rounds: 0)
+        try await container.save { context in context.insert(Tally(key: "later")) }
+        #expect(try await container.performBackgroundTask { try $0.count(for: FetchRequest<Tally>()) } == 2)
+    }
+
+    @Test("Exclusive writes of two containers on one file never lose an increment")
+    func twoContainersIncrement() async throws {
+        let url = TemporaryDirectory.make().appending(path: "counter.loom")
+        let first = try Self.open(url)
+        let second = try Self.open(url)
+        try await first.save { context in context.insert(Tally(key: "counter")) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await Self.increment(first, rounds: 40) }
+            group.addTask { try await Self.increment(second, rounds: 40) }
+            try await group.waitForAll()
+        }
+        let value = try await first.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Tally>()).first?.a
+        }
+        #expect(value == 80)
+    }
+
+    @Test("Exclusive writes of two processes on one file never lose an increment")
+    func twoProcessesIncrement() async throws {
+        let url = Self.counterStore(parent: getpid())
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        }
+        let container = try Self.open(url)
+        try await container.save { context in context.insert(Tally(key: "counter")) }
+        try await container.close()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    await #expect(processExitsWith: .success) {
+                        let container = try WriteTransactionTests.open(WriteTransactionTests.counterStore(parent: getppid()))
+                        try await WriteTransactionTests.increment(container, rounds: 100)
+                        try await container.close()
+                    }
+                }
+            }
+        }
+        let reopened = try Self.open(url)
+        let value = try await reopened.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Tally>()).first?.a
+        }
+        #expect(value == 200)
+        try await reopened.close()
+    }
+
+    @Test("A custom merge resolver runs with no lock held: it may wait for another context's save", .timeLimit(.minutes(1)), arguments: StoreKind.allCases)
+    func resolverHoldsNoLock(kind: StoreKind) async throws {
+        let container = try kind.makeContainer()
+        let id = try await container.save { context in
+            let tally = Tally(key: "contested")
+            context.insert(tally)
+            return tally.objectID
+        }
+        let mine = container.newBackgroundContext(name: "mine")
+        let other = container.newBackgroundContext(name: "other")
+        let resolved = Locked(0)
+        try await mine.perform { context in
+            context.retainsRegisteredObjects = true
+            context.mergePolicy = .custom { _ in
+                // Another context saves, synchronously, while this save resolves its conflict.
+                let saved = Result { try other.performAndWait { context in
+                    context.insert(Tally(key: "saved during resolution"))
+                    try context.save()
+                } }
+                resolved.withLock { $0 += 1 }
+                return (try? saved.get()) != nil ? .objectTrump : .fail
+            }
+            _ = try context.existingObject(with: id).a   // loaded at version 1
+        }
+        try await other.perform { context in
+            try context.existingObject(with: id).b = 1
+            try context.save()
+        }
+        try await mine.perform { context in
+            try context.object(with: id).a = 5   // still version 1 here: the save conflicts
+            try context.save()
+        }
+        #expect(resolved.withLock { $0 } == 1)
+        let stored = try await container.performBackgroundTask { context in
+            (try context.existingObject(with: id).fields, try context.count(for: FetchRequest<Tally>()))
+        }
+        #expect(stored.0 == [5, 1, 0, 0])
+        #expect(stored.1 == 2)
+    }
+}
