@@ -101,6 +101,35 @@ struct MergingTests {
         #expect(view.lastMergedSaveNumber > 0)
     }
 
+    @Test("An attribute changed on both sides: the merge keeps the local edit whatever the merge policy, and the next save writes it", arguments: StoreKind.allCases)
+    func mergeIsPropertyWiseObjectTrump(kind: StoreKind) async throws {
+        for policy in [MergePolicy.error, .mergeByPropertyStoreTrump, .rollback] {
+            let container = try kind.makeContainer()
+            let view = container.viewContext
+            view.mergePolicy = policy
+            let book = Book(isbn: "1", title: "Original", pages: 1)
+            view.insert(book)
+            try view.save()
+            let id = book.objectID
+            book.title = "Mine"                        // changed here…
+            try await container.performBackgroundTask { context in
+                let theirs = try context.existingObject(with: id)
+                theirs.title = "Theirs"                // …and there
+                theirs.pages = 2                       // only there
+                try context.save()
+            }
+            try await settle { book.pages == 2 }
+            #expect(book.title == "Mine", "policy \(policy)")
+            #expect(book.changedValues().keys.sorted() == ["title"])
+            try view.save()                            // no conflict: the merge took the new version
+            let stored = try await container.performBackgroundTask { context in
+                let b = try context.existingObject(with: id)
+                return "\(b.title) \(b.pages)"
+            }
+            #expect(stored == "Mine 2", "policy \(policy)")
+        }
+    }
+
     @Test("Background contexts merge only when asked, or explicitly", arguments: StoreKind.allCases)
     func manualMerge(kind: StoreKind) async throws {
         let container = try kind.makeContainer()

@@ -96,7 +96,8 @@ public final class ManagedObjectContext {
     public internal(set) var lastSaveNumber: UInt64 = 0
 
     /// How conflicts found at save are resolved; ``MergePolicy/error`` (the default) fails the
-    /// save and reports them.
+    /// save and reports them. It governs saves only: merging another context's save keeps this
+    /// context's unsaved edits on top whatever the policy (see ``mergeChanges(fromContextDidSave:)``).
     public var mergePolicy: MergePolicy = .error
 
     /// How old (in seconds) a cached row may be when it fills a fault; older rows are read again

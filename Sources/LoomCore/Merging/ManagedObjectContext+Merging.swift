@@ -1,7 +1,8 @@
 extension ManagedObjectContext {
-    /// Merges every save of other contexts that is waiting for this one, then posts one
-    /// `objectsDidChange` for all of them. Automatic merging calls this on the context's
-    /// isolation; call it yourself to be sure pending saves are merged now.
+    /// Merges every save of other contexts that is waiting for this one, in the order the store
+    /// committed them, then posts one `objectsDidChange` for all of them. Automatic merging calls
+    /// this on the context's isolation; call it yourself to be sure pending saves are merged now.
+    /// Local unsaved edits stay on top (see ``mergeChanges(fromContextDidSave:)``).
     ///
     /// - Complexity: O(objects registered here that the saves changed), plus the IDs' count.
     public func mergePendingSaves() {
@@ -21,6 +22,19 @@ extension ManagedObjectContext {
     /// one: registered objects that were updated get the saved values (unsaved changes made here
     /// stay on top), registered faults are refreshed too, deleted objects leave this context.
     /// Posts `objectsDidChange` with what it merged.
+    ///
+    /// Merging is property-wise object-trump, as in Core Data, whatever ``mergePolicy`` says:
+    /// where this context and the save changed the same attribute, this context's unsaved edit
+    /// wins; the object takes the saved row's version, so its next save writes the edit without a
+    /// conflict. ``mergePolicy`` only governs saves.
+    ///
+    /// The payload holds IDs, not rows, so the saved rows are read again (automatic merging gets
+    /// them with the save and reads nothing). If that read fails, a loaded object without unsaved
+    /// changes becomes a fault again (its next use reads the store and reports what fails there)
+    /// rather than keep stale values; one with unsaved changes keeps them, and its old version
+    /// makes its next save a conflict for the merge policy.
+    ///
+    /// Call it on this context's isolation.
     public func mergeChanges(fromContextDidSave changes: ObjectChanges) {
         ConcurrencyDebugging.check(self, #function)
         processPendingChanges()
