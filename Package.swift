@@ -22,11 +22,15 @@ let package = Package(
     targets: [
         // The object graph, contexts, coordinator and store SPI. No SQLite, no swift-syntax.
         .target(name: "LoomCore", swiftSettings: strictSettings),
+        // SQL generation shared by the SQL stores: table mapping, statements and predicate
+        // translation, written through a dialect. No database driver.
+        .target(name: "LoomSQL", dependencies: ["LoomCore"], swiftSettings: strictSettings),
         // The SQLite store, on GRDB.
         .target(
             name: "LoomSQLite",
             dependencies: [
                 "LoomCore",
+                "LoomSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding and reading values with their exact length.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -53,7 +57,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
-        .testTarget(name: "LoomTests", dependencies: ["Loom"], swiftSettings: strictSettings),
+        .testTarget(name: "LoomTests", dependencies: ["Loom", "LoomSQL"], swiftSettings: strictSettings),
         .testTarget(
             name: "LoomMacrosTests",
             dependencies: [

@@ -1,4 +1,5 @@
 public import LoomCore
+import LoomSQL
 import GRDB
 
 extension SQLiteStore {

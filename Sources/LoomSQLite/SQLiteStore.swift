@@ -1,5 +1,6 @@
 public import Foundation
 public import LoomCore
+import LoomSQL
 import GRDB
 import Synchronization
 
@@ -76,7 +77,7 @@ public final class SQLiteStore: PersistentStore {
     public init(url: URL, schema: Schema, options: Options = Options()) throws(LoomError) {
         self.url = url
         self.schema = schema
-        self.sql = SQLGenerator(schema: schema)
+        self.sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
         let path = url.path
         try SQLiteStore.checkHeader(path: path)
         try SQLiteStore.preflight(path: path, schema: schema)
@@ -210,7 +211,7 @@ public final class SQLiteStore: PersistentStore {
         }
         // Indexes may change without a migration: create those the model asks for.
         if createIndexes {
-            for statement in SQLGenerator(schema: schema).indexStatements() { try db.execute(sql: statement) }
+            for statement in SQLGenerator(schema: schema, dialect: SQLiteDialect()).indexStatements() { try db.execute(sql: statement) }
         }
         return id
     }

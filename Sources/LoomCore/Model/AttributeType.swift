@@ -7,16 +7,6 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     /// A `Codable` value stored as JSON.
     case codable
 
-    /// The SQL column type a store declares for this attribute type.
-    public var sqlType: String {
-        switch self {
-        case .bool, .integer16, .integer32, .integer64: "INTEGER"
-        case .double, .float, .date: "REAL"
-        case .string, .url, .decimal: "TEXT"
-        case .binary, .uuid, .codable: "BLOB"
-        }
-    }
-
     /// Whether a stored value has a storage class this attribute type can hold.
     public func accepts(_ value: StoredValue) -> Bool {
         switch (self, value) {

@@ -1,5 +1,4 @@
-import LoomCore
-import GRDB
+package import LoomCore
 
 extension SQLGenerator {
     /// `SELECT [DISTINCT] … FROM … WHERE … GROUP BY … ORDER BY … LIMIT ? OFFSET ?` for a values
@@ -8,8 +7,8 @@ extension SQLGenerator {
     /// The `ORDER BY` always makes the order total, as ``AggregateQuery`` promises: the sort
     /// keys (by result column number), then every column (distinct), else the group values
     /// (grouped), else the primary key (one row per object).
-    func aggregate(_ query: AggregateQuery) -> (String, [StoredValue]) {
-        var builder = Builder()
+    package func aggregate(_ query: AggregateQuery) -> (String, [StoredValue]) {
+        var builder = Builder(dialect)
         let entity = query.entity
         // Arguments are appended in text order: columns, WHERE, GROUP BY, ORDER BY, LIMIT.
         var columns: [String] = []

@@ -1,18 +1,19 @@
 import Foundation
-import LoomCore
-import GRDB
-import GRDBSQLite
+package import LoomCore
 
-/// Writes the SQL a store runs, from entities and ``PredicateNode``s. Identifiers are quoted;
-/// values are never spliced into SQL text, only bound as parameters.
-struct SQLGenerator: Sendable {
-    let schema: Schema
+/// Writes the SQL a store runs, from entities and `PredicateNode`s, in a ``SQLDialect``: the
+/// table layout (a table per entity with `Z_PK`, `Z_OPT` and a column per stored value, join
+/// tables, unique and foreign-key indexes), saves, lookups, queries and aggregates.
+/// Identifiers are quoted; values are never spliced into SQL text, only bound as parameters.
+package struct SQLGenerator: Sendable {
+    package let schema: Schema
+    package let dialect: any SQLDialect
     /// The statements of each entity that do not depend on a query, built once: a save or a
     /// lookup reuses the same text (and so the same cached prepared statement) for every row.
     private var texts: [ObjectIdentifier: EntityTexts]
 
     /// One entity's fixed statements.
-    struct EntityTexts: Sendable {
+    package struct EntityTexts: Sendable {
         /// `"Z_PK", "Z_OPT", <columns>` unqualified, and qualified by the alias `t0`.
         let columns: String
         let aliasedColumns: String
@@ -29,11 +30,12 @@ struct SQLGenerator: Sendable {
         var selectRelatedToOwner: [Int: String] = [:]
     }
 
-    init(schema: Schema) {
+    package init(schema: Schema, dialect: any SQLDialect) {
         self.schema = schema
+        self.dialect = dialect
         var texts: [ObjectIdentifier: EntityTexts] = [:]
         for entity in schema.entities {
-            texts[ObjectIdentifier(entity)] = Self.makeTexts(entity)
+            texts[ObjectIdentifier(entity)] = Self.makeTexts(entity, dialect)
         }
         self.texts = texts
         for entity in schema.entities {
@@ -47,27 +49,27 @@ struct SQLGenerator: Sendable {
         }
     }
 
-    private static func makeTexts(_ entity: EntityDescription) -> EntityTexts {
+    private static func makeTexts(_ entity: EntityDescription, _ dialect: any SQLDialect) -> EntityTexts {
         let table = quote(entity.name)
         let names = ["Z_PK", "Z_OPT"] + (0..<entity.storedValueCount).map(entity.columnName(at:))
         let columns = names.map(quote).joined(separator: ", ")
         let inserted = (["Z_PK"] + (0..<entity.storedValueCount).map(entity.columnName(at:)) + ["Z_OPT"]).map(quote)
-        let values = Array(repeating: "?", count: entity.storedValueCount + 1) + ["1"]
+        let values = (1...(entity.storedValueCount + 1)).map(dialect.placeholder) + ["1"]
         return EntityTexts(
             columns: columns,
             aliasedColumns: names.map { "t0." + quote($0) }.joined(separator: ", "),
             insert: "INSERT INTO \(table) (\(inserted.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))",
-            delete: "DELETE FROM \(table) WHERE \"Z_PK\" = ? AND \"Z_OPT\" = ?",
-            selectByKeys: "SELECT \(columns) FROM \(table) WHERE \"Z_PK\" IN (SELECT value FROM json_each(?))",
-            selectByKey: "SELECT \(columns) FROM \(table) WHERE \"Z_PK\" = ?")
+            delete: "DELETE FROM \(table) WHERE \"Z_PK\" = \(dialect.placeholder(1)) AND \"Z_OPT\" = \(dialect.placeholder(2))",
+            selectByKeys: "SELECT \(columns) FROM \(table) WHERE \(dialect.isInKeyList("\"Z_PK\"", dialect.placeholder(1)))",
+            selectByKey: "SELECT \(columns) FROM \(table) WHERE \"Z_PK\" = \(dialect.placeholder(1))")
     }
 
     /// The fixed statements of `entity` (built now for an entity outside the schema).
     func texts(_ entity: EntityDescription) -> EntityTexts {
-        texts[ObjectIdentifier(entity)] ?? Self.makeTexts(entity)
+        texts[ObjectIdentifier(entity)] ?? Self.makeTexts(entity, dialect)
     }
 
-    static func quote(_ identifier: String) -> String {
+    package static func quote(_ identifier: String) -> String {
         // Schema validation refuses names with quotes; escape anyway, for names read from files.
         if !identifier.utf8.contains(UInt8(ascii: "\"")) { return "\"" + identifier + "\"" }
         return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
@@ -87,19 +89,19 @@ struct SQLGenerator: Sendable {
 
     // MARK: DDL
 
-    func createStatements() -> [String] {
+    package func createStatements() -> [String] {
         var statements: [String] = []
         for entity in schema.entities {
-            var definitions = ["\"Z_PK\" INTEGER PRIMARY KEY", "\"Z_OPT\" INTEGER NOT NULL"]
+            var definitions = ["\"Z_PK\" \(dialect.primaryKeyDefinition)", "\"Z_OPT\" \(dialect.integerType) NOT NULL"]
             for slot in 0..<entity.storedValueCount {
                 switch entity.storedValue(at: slot) {
                 case .attribute(let attribute):
-                    definitions.append("\(column(entity, slot)) \(attribute.type.sqlType)\(attribute.isOptional ? "" : " NOT NULL")")
+                    definitions.append("\(column(entity, slot)) \(dialect.columnType(attribute.type))\(attribute.isOptional ? "" : " NOT NULL")")
                 case .foreignKey:
                     // Nullable even when required: Loom checks required relationships at save.
-                    definitions.append("\(column(entity, slot)) INTEGER")
+                    definitions.append("\(column(entity, slot)) \(dialect.integerType)")
                 case .order:
-                    definitions.append("\(column(entity, slot)) BLOB")
+                    definitions.append("\(column(entity, slot)) \(dialect.orderType)")
                 }
             }
             statements.append("CREATE TABLE \(Self.quote(entity.name)) (\(definitions.joined(separator: ", ")))")
@@ -110,7 +112,8 @@ struct SQLGenerator: Sendable {
         }
         for table in schema.joinTables {
             let source = Self.quote(JoinTable.sourceColumn), target = Self.quote(JoinTable.targetColumn)
-            statements.append("CREATE TABLE \(Self.quote(table.name)) (\(source) INTEGER NOT NULL, \(target) INTEGER NOT NULL, PRIMARY KEY (\(source), \(target))) WITHOUT ROWID")
+            let options = dialect.joinTableOptions.isEmpty ? "" : " " + dialect.joinTableOptions
+            statements.append("CREATE TABLE \(Self.quote(table.name)) (\(source) \(dialect.integerType) NOT NULL, \(target) \(dialect.integerType) NOT NULL, PRIMARY KEY (\(source), \(target)))\(options)")
             statements.append("CREATE INDEX \(Self.quote("loom_join_\(table.name)_target")) ON \(Self.quote(table.name)) (\(target), \(source))")
         }
         return statements + indexStatements()
@@ -121,7 +124,7 @@ struct SQLGenerator: Sendable {
         names.map { name in entity.storedValueIndex(named: name).map { column(entity, $0) } ?? Self.quote(name) }.joined(separator: ", ")
     }
 
-    func indexStatements() -> [String] {
+    package func indexStatements() -> [String] {
         schema.entities.flatMap { entity in
             var statements = entity.indexes.map { index in
                 let name = Self.quote("loom_index_\(entity.name)_\(index.joined(separator: "_"))")
@@ -139,55 +142,66 @@ struct SQLGenerator: Sendable {
 
     // MARK: DML
 
-    func insert(_ entity: EntityDescription) -> String { texts(entity).insert }
+    package func insert(_ entity: EntityDescription) -> String { texts(entity).insert }
 
-    func update(_ entity: EntityDescription, columns indexes: [Int]) -> String {
-        let sets = indexes.map { "\(column(entity, $0)) = ?" } + ["\"Z_OPT\" = \"Z_OPT\" + 1"]
-        return "UPDATE \(Self.quote(entity.name)) SET \(sets.joined(separator: ", ")) WHERE \"Z_PK\" = ? AND \"Z_OPT\" = ?"
+    /// An update of `indexes`' columns, bumping the version: the new values are bound first,
+    /// then the key and the version expected.
+    package func update(_ entity: EntityDescription, columns indexes: [Int]) -> String {
+        let sets = indexes.enumerated().map { "\(column(entity, $1)) = \(dialect.placeholder($0 + 1))" } + ["\"Z_OPT\" = \"Z_OPT\" + 1"]
+        let next = indexes.count + 1
+        return "UPDATE \(Self.quote(entity.name)) SET \(sets.joined(separator: ", ")) WHERE \"Z_PK\" = \(dialect.placeholder(next)) AND \"Z_OPT\" = \(dialect.placeholder(next + 1))"
     }
 
-    func insertLink(_ table: JoinTable) -> String {
-        "INSERT OR IGNORE INTO \(Self.quote(table.name)) (\"Z_SOURCE\", \"Z_TARGET\") VALUES (?, ?)"
+    package func insertLink(_ table: JoinTable) -> String {
+        dialect.insertIgnoringExisting(into: Self.quote(table.name), columns: ["\"Z_SOURCE\"", "\"Z_TARGET\""], values: [dialect.placeholder(1), dialect.placeholder(2)])
     }
 
-    func deleteLink(_ table: JoinTable) -> String {
-        "DELETE FROM \(Self.quote(table.name)) WHERE \"Z_SOURCE\" = ? AND \"Z_TARGET\" = ?"
+    package func deleteLink(_ table: JoinTable) -> String {
+        "DELETE FROM \(Self.quote(table.name)) WHERE \"Z_SOURCE\" = \(dialect.placeholder(1)) AND \"Z_TARGET\" = \(dialect.placeholder(2))"
     }
 
-    func deleteLinks(_ table: JoinTable, column: String) -> String {
-        "DELETE FROM \(Self.quote(table.name)) WHERE \(Self.quote(column)) = ?"
+    package func deleteLinks(_ table: JoinTable, column: String) -> String {
+        "DELETE FROM \(Self.quote(table.name)) WHERE \(Self.quote(column)) = \(dialect.placeholder(1))"
     }
 
-    func delete(_ entity: EntityDescription) -> String { texts(entity).delete }
+    package func delete(_ entity: EntityDescription) -> String { texts(entity).delete }
 
     // MARK: Queries
 
     /// The text and arguments of one statement being built; makes table aliases.
     struct Builder {
+        let dialect: any SQLDialect
         var arguments: [StoredValue] = []
         private var aliases = 0
+
+        init(_ dialect: any SQLDialect) { self.dialect = dialect }
 
         mutating func alias() -> String {
             aliases += 1
             return "t\(aliases)"
         }
 
-        /// Appends ` LIMIT ? OFFSET ?` and its two values when the query has a window.
+        /// Binds `value` as the next parameter and returns its marker.
+        mutating func bind(_ value: StoredValue) -> String {
+            arguments.append(value)
+            return dialect.placeholder(arguments.count)
+        }
+
+        /// Appends ` LIMIT … OFFSET …` and its two values when the query has a window.
         mutating func appendWindow(to text: inout String, limit: Int?, offset: Int) {
             guard limit != nil || offset > 0 else { return }
-            text += " LIMIT ? OFFSET ?"
-            arguments.append(.integer(limit.map(Int64.init) ?? -1))
-            arguments.append(.integer(Int64(offset)))
+            let limit = bind(limit.map { .integer(Int64($0)) } ?? dialect.unlimited)
+            text += " LIMIT \(limit) OFFSET \(bind(.integer(Int64(offset))))"
         }
     }
 
-    func select(_ query: StoreQuery) -> (String, [StoredValue]) {
+    package func select(_ query: StoreQuery) -> (String, [StoredValue]) {
         select(query, resultColumns: columns(query.entity, alias: "t0"))
     }
 
     /// A query's statement returning `resultColumns` (of the row aliased `t0`) for each match.
     func select(_ query: StoreQuery, resultColumns: String) -> (String, [StoredValue]) {
-        var builder = Builder()
+        var builder = Builder(dialect)
         var text = "SELECT \(resultColumns) FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
             text += " WHERE " + expression(predicate, query.entity, "t0", &builder)
@@ -201,8 +215,8 @@ struct SQLGenerator: Sendable {
         return (text, builder.arguments)
     }
 
-    func count(_ query: StoreQuery) -> (String, [StoredValue]) {
-        var builder = Builder()
+    package func count(_ query: StoreQuery) -> (String, [StoredValue]) {
+        var builder = Builder(dialect)
         var inner = "SELECT 1 FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
             inner += " WHERE " + expression(predicate, query.entity, "t0", &builder)
@@ -213,33 +227,33 @@ struct SQLGenerator: Sendable {
 
     /// Rows by primary key. The keys are one parameter, a JSON array, so that any number of
     /// keys is one statement (and one cached statement).
-    func selectByKeys(_ entity: EntityDescription) -> String { texts(entity).selectByKeys }
+    package func selectByKeys(_ entity: EntityDescription) -> String { texts(entity).selectByKeys }
 
     /// One row by primary key: the common case of a lookup, without JSON.
-    func selectByKey(_ entity: EntityDescription) -> String { texts(entity).selectByKey }
+    package func selectByKey(_ entity: EntityDescription) -> String { texts(entity).selectByKey }
 
     /// The rows a to-many relationship leads to for a JSON array of owner keys, each with its
     /// owner's key first.
-    func selectRelated(_ relationship: ResolvedRelationship) -> String {
+    package func selectRelated(_ relationship: ResolvedRelationship) -> String {
         texts(relationship.source).selectRelated[relationship.index] ?? makeSelectRelated(relationship, oneOwner: false)
     }
 
     /// ``selectRelated(_:)`` for one owner, whose key is bound as an integer.
-    func selectRelatedToOwner(_ relationship: ResolvedRelationship) -> String {
+    package func selectRelatedToOwner(_ relationship: ResolvedRelationship) -> String {
         texts(relationship.source).selectRelatedToOwner[relationship.index] ?? makeSelectRelated(relationship, oneOwner: true)
     }
 
     private func makeSelectRelated(_ relationship: ResolvedRelationship, oneOwner: Bool) -> String {
         let destination = Self.quote(relationship.destination.name)
-        let owners = oneOwner ? "= ?" : "IN (SELECT value FROM json_each(?))"
+        let owners = { (column: String) in oneOwner ? "\(column) = \(dialect.placeholder(1))" : dialect.isInKeyList(column, dialect.placeholder(1)) }
         switch relationship.storage {
         case .inverseForeignKey(let slot):
             let fk = column(relationship.destination, slot)
             let order = oneOwner ? "d.\"Z_PK\"" : "d.\(fk), d.\"Z_PK\""
-            return "SELECT d.\(fk), \(columns(relationship.destination, alias: "d")) FROM \(destination) AS d WHERE d.\(fk) \(owners) ORDER BY \(order)"
+            return "SELECT d.\(fk), \(columns(relationship.destination, alias: "d")) FROM \(destination) AS d WHERE \(owners("d.\(fk)")) ORDER BY \(order)"
         case .joinTable(let table, let own, let other):
             let order = oneOwner ? "d.\"Z_PK\"" : "j.\(Self.quote(own)), d.\"Z_PK\""
-            return "SELECT j.\(Self.quote(own)), \(columns(relationship.destination, alias: "d")) FROM \(Self.quote(table.name)) AS j JOIN \(destination) AS d ON d.\"Z_PK\" = j.\(Self.quote(other)) WHERE j.\(Self.quote(own)) \(owners) ORDER BY \(order)"
+            return "SELECT j.\(Self.quote(own)), \(columns(relationship.destination, alias: "d")) FROM \(Self.quote(table.name)) AS j JOIN \(destination) AS d ON d.\"Z_PK\" = j.\(Self.quote(other)) WHERE \(owners("j.\(Self.quote(own))")) ORDER BY \(order)"
         case .foreignKey:
             return "SELECT NULL WHERE 0"
         }
@@ -267,8 +281,7 @@ struct SQLGenerator: Sendable {
         func sub(_ n: PredicateNode) -> String { expression(n, entity, alias, &builder) }
         switch node {
         case .constant(let value):
-            builder.arguments.append(value)
-            return "?"
+            return builder.bind(value)
         case .attribute(let i):
             return "\(alias).\(column(entity, i))"
         case .primaryKey:
@@ -298,9 +311,9 @@ struct SQLGenerator: Sendable {
             return "(SELECT COUNT(*) FROM \(from) WHERE \(link))"
         case .compare(let op, let l, let r):
             let a = sub(l), b = sub(r)
+            if op == .equal || op == .notEqual { return "(\(dialect.nullSafeComparison(a, equal: op == .equal, b)))" }
             let symbol = switch op {
-            case .equal: "IS"
-            case .notEqual: "IS NOT"
+            case .equal, .notEqual: ""
             case .less: "<"
             case .lessOrEqual: "<="
             case .greater: ">"
@@ -326,16 +339,16 @@ struct SQLGenerator: Sendable {
             return "(CASE WHEN \(t) THEN \(x) ELSE \(y) END)"
         case .string(let op, let l, let r):
             let a = sub(l), b = sub(r)
-            return "\(SQLFunctions.name(of: op))(\(a), \(b))"
+            return dialect.stringTest(op, a, b)
         case .lowercase(let n):
-            return "loom_lower(\(sub(n)))"
+            return dialect.lowercase(sub(n))
         case .length(let n):
-            return "loom_length(\(sub(n)))"
+            return dialect.length(sub(n))
         case .isIn(let n, let list):
             let a = sub(n)
             if list.isEmpty { return "(CASE WHEN \(a) IS NULL THEN NULL ELSE 0 END)" }
-            for value in list { builder.arguments.append(value) }
-            return "(\(a) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", "))))"
+            let markers = list.map { builder.bind($0) }
+            return "(\(a) IN (\(markers.joined(separator: ", "))))"
         case .arithmetic(let op, let l, let r):
             let a = sub(l), b = sub(r)
             let symbol = switch op {
@@ -348,91 +361,6 @@ struct SQLGenerator: Sendable {
             return "(\(a) \(symbol) \(b))"
         case .negate(let n):
             return "(- \(sub(n)))"
-        }
-    }
-}
-
-/// SQL functions that give SQLite the exact string semantics of Loom's in-memory evaluator
-/// (``LoomStringFunctions``), registered on every connection.
-///
-/// Registered with SQLite's C API rather than GRDB's `DatabaseFunction`, which reads text
-/// arguments as C strings: a string holding a NUL character must be compared whole.
-enum SQLFunctions {
-    static let operators: [PredicateNode.StringOperator] = [.contains, .hasPrefix, .hasSuffix, .containsIgnoringCaseAndDiacritics]
-
-    static func name(of op: PredicateNode.StringOperator) -> String {
-        switch op {
-        case .contains: "loom_contains"
-        case .hasPrefix: "loom_has_prefix"
-        case .hasSuffix: "loom_has_suffix"
-        case .containsIgnoringCaseAndDiacritics: "loom_contains_ci"
-        }
-    }
-
-    static func register(in db: Database) {
-        guard let connection = db.sqliteConnection else { return }
-        register(on: connection)
-    }
-
-    /// Registers the functions on a connection of SQLite's C API.
-    static func register(on connection: OpaquePointer) {
-        let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
-        for (i, op) in operators.enumerated() {
-            // The operator travels as the function's user data: its position, plus one.
-            sqlite3_create_function_v2(connection, name(of: op), 2, flags, UnsafeMutableRawPointer(bitPattern: i + 1), { context, _, arguments in
-                let op = SQLFunctions.operators[Int(bitPattern: sqlite3_user_data(context)) - 1]
-                guard let arguments, case .text(let a) = SQLFunctions.value(arguments[0]), case .text(let b) = SQLFunctions.value(arguments[1]) else {
-                    return sqlite3_result_null(context)
-                }
-                sqlite3_result_int64(context, LoomStringFunctions.evaluate(op, a, b) ? 1 : 0)
-            }, nil, nil, nil)
-        }
-        sqlite3_create_function_v2(connection, "loom_lower", 1, flags, nil, { context, _, arguments in
-            guard let arguments, case .text(let a) = SQLFunctions.value(arguments[0]) else { return sqlite3_result_null(context) }
-            SQLFunctions.result(.text(LoomStringFunctions.lowercase(a)), context)
-        }, nil, nil, nil)
-        sqlite3_create_function_v2(connection, "loom_length", 1, flags, nil, { context, _, arguments in
-            guard let arguments else { return sqlite3_result_null(context) }
-            SQLFunctions.result(LoomStringFunctions.length(SQLFunctions.value(arguments[0])), context)
-        }, nil, nil, nil)
-    }
-
-    /// A function argument as a stored value, text read with its length.
-    static func value(_ value: OpaquePointer?) -> StoredValue {
-        switch sqlite3_value_type(value) {
-        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
-        case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
-        case SQLITE_TEXT:
-            guard let text = sqlite3_value_text(value) else { return .text("") }
-            return .text(String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self))
-        case SQLITE_BLOB:
-            guard let bytes = sqlite3_value_blob(value) else { return .blob(Data()) }
-            return .blob(Data(bytes: bytes, count: Int(sqlite3_value_bytes(value))))
-        default: return .null
-        }
-    }
-
-    /// Sets a function's result.
-    static func result(_ value: StoredValue, _ context: OpaquePointer?) {
-        switch value {
-        case .null: sqlite3_result_null(context)
-        case .integer(let v): sqlite3_result_int64(context, v)
-        case .real(let v): sqlite3_result_double(context, v)
-        case .text(var v):
-            v.withUTF8 { bytes in
-                guard let base = bytes.baseAddress, bytes.count > 0 else { return sqlite3_result_text(context, "", 0, nil) }
-                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                    sqlite3_result_text64(context, $0, sqlite3_uint64(bytes.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self), UInt8(SQLITE_UTF8))
-                }
-            }
-        case .blob(let v):
-            v.withUnsafeBytes { bytes in
-                if let base = bytes.baseAddress, bytes.count > 0 {
-                    sqlite3_result_blob64(context, base, sqlite3_uint64(bytes.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self))
-                } else {
-                    sqlite3_result_zeroblob(context, 0)
-                }
-            }
         }
     }
 }

@@ -1,0 +1,89 @@
+import Foundation
+import Loom
+import LoomSQL
+@testable import LoomCore
+import Testing
+
+/// The SQL text `SQLGenerator` writes, per dialect: SQLite's exactly, and a numbered-parameter
+/// dialect (PostgreSQL's shape) to prove that every dialect-specific piece goes through the
+/// dialect.
+@Suite("SQL dialects")
+struct SQLDialectTests {
+    /// PostgreSQL's conventions, enough to check the generator's text.
+    struct NumberedDialect: SQLDialect {
+        func placeholder(_ index: Int) -> String { "$\(index)" }
+        func nullSafeComparison(_ a: String, equal: Bool, _ b: String) -> String { "\(a) IS \(equal ? "NOT " : "")DISTINCT FROM \(b)" }
+        func isInKeyList(_ column: String, _ placeholder: String) -> String { "\(column) = ANY(\(placeholder))" }
+        var unlimited: StoredValue { .null }
+        func insertIgnoringExisting(into table: String, columns: [String], values: [String]) -> String {
+            "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(values.joined(separator: ", "))) ON CONFLICT DO NOTHING"
+        }
+        func columnType(_ type: AttributeType) -> String { type == .string ? "TEXT COLLATE \"C\"" : "BIGINT" }
+        var primaryKeyDefinition: String { "BIGINT PRIMARY KEY" }
+        var integerType: String { "BIGINT" }
+        var orderType: String { "BYTEA" }
+        var joinTableOptions: String { "" }
+        func stringTest(_ op: PredicateNode.StringOperator, _ a: String, _ b: String) -> String { "loom.\(op)(\(a), \(b))" }
+        func lowercase(_ a: String) -> String { "lower(\(a))" }
+        func length(_ a: String) -> String { "char_length(\(a))" }
+    }
+
+    let schema: Schema
+    let book: EntityDescription
+    init() throws {
+        schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
+        book = try schema.requireEntity(named: "Book")
+    }
+
+    /// A schema with many-to-many relationships (join tables).
+    static func graphSchema() throws -> Schema { try Schema([Publisher.self, Author.self, Profile.self, Novel.self, Tag.self, Chapter.self, Review.self]) }
+
+    func index(_ name: String) throws -> Int { try #require(book.attributes.firstIndex { $0.name == name }) }
+
+    /// `pages > 300 AND title == nil OR title hasPrefix "A"`, by title, 10 from 20.
+    func query() throws -> StoreQuery {
+        let pages = try index("pages"), title = try index("title")
+        let predicate = PredicateNode.or(
+            .and(.compare(.greater, .attribute(pages), .constant(.integer(300))), .compare(.equal, .attribute(title), .constant(.null))),
+            .string(.hasPrefix, .attribute(title), .constant(.text("A"))))
+        return StoreQuery(entity: book, predicate: predicate, sortKeys: [SortKey(attributeIndex: title, ascending: true)], fetchOffset: 20, fetchLimit: 10)
+    }
+
+    @Test("SQLite: positional parameters, IS, json_each key lists, LIMIT -1, INSERT OR IGNORE")
+    func sqlite() throws {
+        let sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
+        let (text, arguments) = sql.select(try query())
+        #expect(text.hasSuffix(#"FROM "Book" AS t0 WHERE (((t0."pages" > ?) AND (t0."title" IS ?)) OR loom_has_prefix(t0."title", ?)) ORDER BY t0."title" ASC, t0."Z_PK" LIMIT ? OFFSET ?"#))
+        #expect(arguments == [.integer(300), .null, .text("A"), .integer(10), .integer(20)])
+        #expect(sql.selectByKeys(book).hasSuffix(#"FROM "Book" WHERE "Z_PK" IN (SELECT value FROM json_each(?))"#))
+        #expect(sql.update(book, columns: [try index("title")]) == #"UPDATE "Book" SET "title" = ?, "Z_OPT" = "Z_OPT" + 1 WHERE "Z_PK" = ? AND "Z_OPT" = ?"#)
+        let offsetOnly = StoreQuery(entity: book, fetchOffset: 5)
+        #expect(sql.select(offsetOnly).1 == [.integer(-1), .integer(5)])
+        let joinTable = try #require(try Self.graphSchema().joinTables.first)
+        #expect(sql.insertLink(joinTable).hasPrefix("INSERT OR IGNORE INTO"))
+        #expect(sql.createStatements().contains { $0.hasPrefix(#"CREATE TABLE "Book" ("Z_PK" INTEGER PRIMARY KEY, "Z_OPT" INTEGER NOT NULL"#) })
+        #expect(SQLGenerator(schema: try Self.graphSchema(), dialect: SQLiteDialect()).createStatements().contains { $0.hasSuffix("WITHOUT ROWID") })
+    }
+
+    @Test("A numbered dialect: every parameter, comparison, key list, window and type goes through it")
+    func numbered() throws {
+        let sql = SQLGenerator(schema: schema, dialect: NumberedDialect())
+        let (text, arguments) = sql.select(try query())
+        #expect(text.hasSuffix(#"WHERE (((t0."pages" > $1) AND (t0."title" IS NOT DISTINCT FROM $2)) OR loom.hasPrefix(t0."title", $3)) ORDER BY t0."title" ASC, t0."Z_PK" LIMIT $4 OFFSET $5"#))
+        #expect(arguments.count == 5)
+        #expect(sql.select(StoreQuery(entity: book, fetchOffset: 5)).1 == [.null, .integer(5)])
+        #expect(sql.update(book, columns: [try index("title"), try index("pages")]).hasSuffix(#"SET "title" = $1, "pages" = $2, "Z_OPT" = "Z_OPT" + 1 WHERE "Z_PK" = $3 AND "Z_OPT" = $4"#))
+        #expect(sql.insert(book).contains("VALUES ($1, $2,"))
+        #expect(sql.delete(book) == #"DELETE FROM "Book" WHERE "Z_PK" = $1 AND "Z_OPT" = $2"#)
+        #expect(sql.selectByKeys(book).hasSuffix(#"WHERE "Z_PK" = ANY($1)"#))
+        let joinTable = try #require(try Self.graphSchema().joinTables.first)
+        #expect(sql.insertLink(joinTable).hasSuffix("VALUES ($1, $2) ON CONFLICT DO NOTHING"))
+        let create = sql.createStatements()
+        #expect(create.contains { $0.hasPrefix(#"CREATE TABLE "Book" ("Z_PK" BIGINT PRIMARY KEY, "Z_OPT" BIGINT NOT NULL"#) })
+        #expect(create.contains { $0.contains(#""title" TEXT COLLATE "C" NOT NULL"#) })
+        #expect(!create.contains { $0.contains("WITHOUT ROWID") || $0.contains("BLOB") || $0.contains(" INTEGER") })
+        // No statement written for this dialect has a positional marker left.
+        let texts = [text, sql.count(try query()).0, sql.selectKeys(try query()).0] + create
+        #expect(!texts.contains { $0.contains("?") })
+    }
+}
