@@ -1,6 +1,7 @@
 public import Foundation
 public import LoomCore
 import GRDB
+import Synchronization
 
 /// A store in a SQLite file, on GRDB's `DatabasePool`: WAL mode, many concurrent readers and
 /// one writer, every save one transaction.
@@ -55,6 +56,8 @@ public final class SQLiteStore: PersistentStore {
     /// The connections reads run on (writes go through `pool`'s writer).
     let readers: ReaderConnections
     let sql: SQLGenerator
+    /// Set once by ``close()``: every call after it throws ``LoomError/Code/closed``.
+    private let closedFlag = Atomic<Bool>(false)
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
     ///
@@ -144,9 +147,9 @@ public final class SQLiteStore: PersistentStore {
 
     static func openError(_ error: any Error, path: String) -> LoomError {
         if let db = error as? DatabaseError, db.resultCode == .SQLITE_NOTADB {
-            return LoomError(.notADatabase, "\(path) is not a SQLite database; open a Loom store, or choose another path.", path: path, underlying: error)
+            return LoomError(.notADatabase, "\(path) is not a SQLite database; open a Loom store, or choose another path.", path: path, underlying: db, storeCode: storeCode(of: db))
         }
-        return LoomError(.storeFailure, "The store at \(path) could not be opened.", path: path, underlying: error)
+        return LoomError(.storeFailure, "The store at \(path) could not be opened.", path: path, underlying: error, storeCode: (error as? DatabaseError).map(storeCode(of:)))
     }
 
     /// Creates Loom's tables in a new file, or checks an existing store against the model.
@@ -308,6 +311,7 @@ public final class SQLiteStore: PersistentStore {
     /// No transaction around it: every read here is a single SQL statement, which SQLite runs
     /// on one snapshot by itself.
     func read<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws(LoomError) -> T {
+        if isClosed { throw closedError() }
         do {
             return try readers.read(sql, body)
         } catch let error as LoomError {
@@ -320,6 +324,7 @@ public final class SQLiteStore: PersistentStore {
     // MARK: Writing
 
     public func apply(_ changes: StoreChangeSet) throws(LoomError) {
+        if isClosed { throw closedError() }
         do {
             try pool.write { db in
                 for delete in changes.deletes {
@@ -413,11 +418,32 @@ public final class SQLiteStore: PersistentStore {
                   objectID: AnyObjectID(storeIdentifier: identifier, entityName: entity.name, primaryKey: key))
     }
 
-    /// Turns a SQLite error into a LoomError that names the entity and attributes.
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+    func closedError() -> LoomError {
+        LoomError(.closed, "The store at \(url.path) was closed; open it again to read or save.", path: url.path)
+    }
+
+    /// SQLite's primary and extended result codes of a GRDB error.
+    static func storeCode(of error: DatabaseError) -> StoreErrorCode {
+        StoreErrorCode(primary: error.resultCode.primaryResultCode.rawValue, extended: error.extendedResultCode.rawValue)
+    }
+
+    /// Turns a SQLite error into a LoomError that names the entity and attributes, keeping the
+    /// SQLite error as ``LoomError/underlying`` and its result codes as ``LoomError/storeCode``.
+    /// Any failure after ``close()`` (a read racing the close) is ``LoomError/Code/closed``.
     func translate(_ error: any Error, entity: EntityDescription?, key: Int64? = nil) -> LoomError {
+        if isClosed {
+            var closed = closedError()
+            closed.underlying = error
+            closed.storeCode = (error as? DatabaseError).map(SQLiteStore.storeCode)
+            return closed
+        }
         guard let db = error as? DatabaseError else {
             return LoomError(.storeFailure, "The store at \(url.path) failed.", path: url.path, underlying: error)
         }
+        let storeCode = SQLiteStore.storeCode(of: db)
         if db.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || db.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
             // "UNIQUE constraint failed: Book.isbn, Book.title"
             let detail = db.message?.components(separatedBy: "failed: ").last ?? ""
@@ -433,28 +459,35 @@ public final class SQLiteStore: PersistentStore {
                 "Another \(entityName) already has the same \(columns.joined(separator: ", ")), which must be unique.",
                 entity: entityName, attributes: columns,
                 objectID: key.map { AnyObjectID(storeIdentifier: identifier, entityName: entityName, primaryKey: $0) },
-                underlying: error)
+                underlying: db, storeCode: storeCode)
         }
         if db.resultCode == .SQLITE_NOTADB || db.resultCode == .SQLITE_CORRUPT {
-            return LoomError(.notADatabase, "The store at \(url.path) is damaged or not a database.", path: url.path, underlying: error)
+            return LoomError(.notADatabase, "The store at \(url.path) is damaged or not a database.", path: url.path, underlying: db, storeCode: storeCode)
         }
-        return LoomError(.storeFailure, "The store at \(url.path) failed: \(db.message ?? "\(db.resultCode)").", path: url.path, underlying: error)
+        return LoomError(.storeFailure, "The store at \(url.path) failed: \(db.message ?? "\(db.resultCode)").", path: url.path, underlying: db, storeCode: storeCode)
     }
 
+    /// Reserves `count` keys with one statement (an upsert that returns the new next key), so
+    /// that a reservation made in the background shows up in a statement trace as one write,
+    /// never as a read.
     public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+        if isClosed { throw closedError() }
         do {
             return try pool.write { db in
-                try db.execute(sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1) ON CONFLICT(entity) DO NOTHING", arguments: [entity.name])
-                let start = try Int64.fetchOne(db, sql: "SELECT next FROM loom_keys WHERE entity = ?", arguments: [entity.name]) ?? 1
-                try db.execute(sql: "UPDATE loom_keys SET next = ? WHERE entity = ?", arguments: [start + Int64(count), entity.name])
-                return start..<(start + Int64(count))
+                let end = try Int64.fetchOne(
+                    db, sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1 + ?) ON CONFLICT(entity) DO UPDATE SET next = next + ? RETURNING next",
+                    arguments: [entity.name, count, count]) ?? (1 + Int64(count))
+                return (end - Int64(count))..<end
             }
         } catch {
             throw translate(error, entity: entity)
         }
     }
 
+    /// Closes the store: every later call (reads, saves, key reservations) throws
+    /// ``LoomError/Code/closed``. Closing again does nothing.
     public func close() throws(LoomError) {
+        guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         readers.close()
         do { try pool.close() } catch { throw translate(error, entity: nil) }
     }
