@@ -24,6 +24,9 @@ public final class PersistentStoreCoordinator: Sendable {
         var unsaved: Set<RowCacheKey> = []
     }
     private let keys = Locked(Keys())
+    /// Where key blocks are reserved ahead (see ``allocateKey(for:)``): off every context's
+    /// isolation, one reservation at a time.
+    private let keyQueue = DispatchQueue(label: "Loom key reservations", qos: .utility)
     /// Held by every save; recursive so that an exclusive write block can save inside it.
     private let writeLock = NSRecursiveLock()
     private let saveCounter = Locked<UInt64>(0)
@@ -45,6 +48,32 @@ public final class PersistentStoreCoordinator: Sendable {
         var next: Int64
         var end: Int64
         var size: Int
+        /// The next block, reserved ahead in the background; used when this one runs out.
+        var spare: Range<Int64>?
+        /// Whether a reservation ahead is under way.
+        var isReserving = false
+
+        /// Moves to the spare block when this one is used up.
+        mutating func advanceIfNeeded() {
+            if next >= end, let spare {
+                next = spare.lowerBound
+                end = spare.upperBound
+                self.spare = nil
+            }
+        }
+
+        /// Takes in a range reserved from the store: as the current block if this one is used
+        /// up, else as the spare. A range not needed (a reservation ahead and a synchronous one
+        /// that crossed) is left unused: keys are never reused, gaps are harmless.
+        mutating func take(_ range: Range<Int64>) {
+            advanceIfNeeded()
+            if next >= end {
+                next = range.lowerBound
+                end = range.upperBound
+            } else if spare == nil {
+                spare = range
+            }
+        }
     }
 
     /// Creates a coordinator for an open store.
@@ -157,28 +186,69 @@ public final class PersistentStoreCoordinator: Sendable {
     // MARK: Keys
 
     /// A new, permanent primary key for an object of `entity`, noted as unsaved (see
-    /// ``isUnsaved(_:key:)``) until a save inserts it or ``forgetUnsaved(_:key:)``. Keys are
-    /// reserved from the store in blocks that grow with use, so most calls take no I/O.
+    /// ``isUnsaved(_:key:)``) until a save inserts it or ``forgetUnsaved(_:key:)``.
+    ///
+    /// Keys are reserved from the store in blocks that grow with use (64 keys first, up to
+    /// 8,192), and the next block is reserved *ahead*, in the background on a queue of the
+    /// coordinator's own, when half of the current one is used: a caller on the main actor
+    /// almost never waits for the store's writer. Only when both blocks are used up (the first
+    /// insert of an entity, or a burst of inserts faster than the store) does this call reserve
+    /// synchronously, and only then can it throw the store's error (``LoomError/Code/closed``
+    /// after the store was closed). A reservation ahead that fails is not reported: the next
+    /// synchronous one reports the store's error.
     func allocateKey(for entity: EntityDescription) throws(LoomError) -> Int64 {
         let id = ObjectIdentifier(entity)
-        if let key = keys.withLock({ keys -> Int64? in
-            guard var block = keys.blocks[id], block.next < block.end else { return nil }
-            defer { block.next += 1; keys.blocks[id] = block }
-            keys.unsaved.insert(RowCacheKey(entity: id, key: block.next))
-            return block.next
-        }) {
-            return key
+        let (key, ahead) = keys.withLock { keys -> (Int64?, Int?) in
+            guard var block = keys.blocks[id] else { return (nil, nil) }
+            block.advanceIfNeeded()
+            guard block.next < block.end else { return (nil, nil) }
+            let key = block.next
+            block.next += 1
+            var ahead: Int?
+            if block.spare == nil, !block.isReserving, block.end - block.next <= Int64(block.size / 2) {
+                block.isReserving = true
+                block.size = min(block.size * 2, 8192)
+                ahead = block.size
+            }
+            keys.blocks[id] = block
+            keys.unsaved.insert(RowCacheKey(entity: id, key: key))
+            return (key, ahead)
         }
+        if let ahead { reserveKeysAhead(for: entity, count: ahead) }
+        if let key { return key }
         let size = keys.withLock { min(($0.blocks[id]?.size ?? 32) * 2, 8192) }
         let range = try store.allocateKeys(for: entity, count: size)
         return keys.withLock { keys in
             var block = keys.blocks[id] ?? KeyBlock(next: 0, end: 0, size: size)
-            if block.next >= block.end { block = KeyBlock(next: range.lowerBound, end: range.upperBound, size: size) }
+            block.size = max(block.size, size)
+            block.take(range)
             let key = block.next
             block.next += 1
             keys.blocks[id] = block
             keys.unsaved.insert(RowCacheKey(entity: id, key: key))
             return key
+        }
+    }
+
+    /// Reserves the next block of keys for `entity` on the key queue, without waiting.
+    private func reserveKeysAhead(for entity: EntityDescription, count: Int) {
+        keyQueue.async { [weak self] in
+            guard let self else { return }
+            let id = ObjectIdentifier(entity)
+            let range: Range<Int64>?
+            do {
+                range = try store.allocateKeys(for: entity, count: count)
+            } catch {
+                // Deliberately not reported here (no caller waits for it): the insert that
+                // finds the blocks used up reserves synchronously and reports the error.
+                range = nil
+            }
+            keys.withLock { keys in
+                guard var block = keys.blocks[id] else { return }
+                block.isReserving = false
+                if let range { block.take(range) }
+                keys.blocks[id] = block
+            }
         }
     }
 
