@@ -193,7 +193,7 @@ struct StoreFailureTests {
             })
         }
         try await Task.sleep(for: .milliseconds(300))   // every save above has asked for its turn
-        let closing = Task.detached {
+        let closing = Task { @MainActor in           // from the main actor, as an app closes
             try await container.close()
             gate.closed.store(true, ordering: .releasing)
         }
