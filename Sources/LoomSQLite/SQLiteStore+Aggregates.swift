@@ -21,7 +21,7 @@ extension SQLiteStore {
             }
         } catch let error as DatabaseError where error.message == "integer overflow" {
             throw LoomError(.integerOverflow, "A sum over \(query.entity.name) does not fit in a 64-bit integer (SQLite: integer overflow); narrow the predicate, or sum a Double attribute.",
-                            entity: query.entity.name, underlying: error)
+                            entity: query.entity.name, underlying: error, storeCode: SQLiteStore.storeCode(of: error))
         } catch let error as LoomError {
             throw error
         } catch {

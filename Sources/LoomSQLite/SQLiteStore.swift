@@ -66,6 +66,8 @@ public final class SQLiteStore: PersistentStore {
     let transactionOwner = Atomic<UInt>(0)
     /// The last commit's ``CommitReceipt/sequence``; changed only with `writeGate` held.
     private let commitSequence = Atomic<UInt64>(0)
+    /// Set once by ``close()``: every call after it throws ``LoomError/Code/closed``.
+    private let closedFlag = Atomic<Bool>(false)
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
     ///
@@ -163,9 +165,9 @@ public final class SQLiteStore: PersistentStore {
 
     static func openError(_ error: any Error, path: String) -> LoomError {
         if let db = error as? DatabaseError, db.resultCode == .SQLITE_NOTADB {
-            return LoomError(.notADatabase, "\(path) is not a SQLite database; open a Loom store, or choose another path.", path: path, underlying: error)
+            return LoomError(.notADatabase, "\(path) is not a SQLite database; open a Loom store, or choose another path.", path: path, underlying: db, storeCode: storeCode(of: db))
         }
-        return LoomError(.storeFailure, "The store at \(path) could not be opened.", path: path, underlying: error)
+        return LoomError(.storeFailure, "The store at \(path) could not be opened.", path: path, underlying: error, storeCode: (error as? DatabaseError).map(storeCode(of:)))
     }
 
     /// Creates Loom's tables in a new file, or checks an existing store against the model.
@@ -328,6 +330,7 @@ public final class SQLiteStore: PersistentStore {
     /// No transaction around it: every read here is a single SQL statement, which SQLite runs
     /// on one snapshot by itself.
     func read<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws(LoomError) -> T {
+        if isClosed { throw closedError() }
         do {
             return try readStatement(sql, body)
         } catch let error as LoomError {
@@ -367,6 +370,7 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
+        if isClosed { throw closedError() }
         writeGate.lock()
         defer { writeGate.unlock() }
         precondition(!inTransaction, "SQLiteStore: a write transaction was opened inside another on the same thread.")
@@ -403,6 +407,7 @@ public final class SQLiteStore: PersistentStore {
 
     @discardableResult
     public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+        if isClosed { throw closedError() }
         writeGate.lock()
         defer { writeGate.unlock() }
         if inTransaction {
@@ -542,11 +547,32 @@ public final class SQLiteStore: PersistentStore {
                   objectID: AnyObjectID(storeIdentifier: identifier, entityName: entity.name, primaryKey: key))
     }
 
-    /// Turns a SQLite error into a LoomError that names the entity and attributes.
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+    func closedError() -> LoomError {
+        LoomError(.closed, "The store at \(url.path) was closed; open it again to read or save.", path: url.path)
+    }
+
+    /// SQLite's primary and extended result codes of a GRDB error.
+    static func storeCode(of error: DatabaseError) -> StoreErrorCode {
+        StoreErrorCode(primary: error.resultCode.primaryResultCode.rawValue, extended: error.extendedResultCode.rawValue)
+    }
+
+    /// Turns a SQLite error into a LoomError that names the entity and attributes, keeping the
+    /// SQLite error as ``LoomError/underlying`` and its result codes as ``LoomError/storeCode``.
+    /// Any failure after ``close()`` (a read racing the close) is ``LoomError/Code/closed``.
     func translate(_ error: any Error, entity: EntityDescription?, key: Int64? = nil) -> LoomError {
+        if isClosed {
+            var closed = closedError()
+            closed.underlying = error
+            closed.storeCode = (error as? DatabaseError).map(SQLiteStore.storeCode)
+            return closed
+        }
         guard let db = error as? DatabaseError else {
             return LoomError(.storeFailure, "The store at \(url.path) failed.", path: url.path, underlying: error)
         }
+        let storeCode = SQLiteStore.storeCode(of: db)
         if db.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || db.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
             // "UNIQUE constraint failed: Book.isbn, Book.title"
             let detail = db.message?.components(separatedBy: "failed: ").last ?? ""
@@ -562,45 +588,42 @@ public final class SQLiteStore: PersistentStore {
                 "Another \(entityName) already has the same \(columns.joined(separator: ", ")), which must be unique.",
                 entity: entityName, attributes: columns,
                 objectID: key.map { AnyObjectID(storeIdentifier: identifier, entityName: entityName, primaryKey: $0) },
-                underlying: error)
+                underlying: db, storeCode: storeCode)
         }
         if db.resultCode == .SQLITE_NOTADB || db.resultCode == .SQLITE_CORRUPT {
-            return LoomError(.notADatabase, "The store at \(url.path) is damaged or not a database.", path: url.path, underlying: error)
+            return LoomError(.notADatabase, "The store at \(url.path) is damaged or not a database.", path: url.path, underlying: db, storeCode: storeCode)
         }
-        return LoomError(.storeFailure, "The store at \(url.path) failed: \(db.message ?? "\(db.resultCode)").", path: url.path, underlying: error)
+        return LoomError(.storeFailure, "The store at \(url.path) failed: \(db.message ?? "\(db.resultCode)").", path: url.path, underlying: db, storeCode: storeCode)
     }
 
+    /// Reserves `count` keys with one statement (an upsert that returns the new next key), so
+    /// that a reservation made in the background shows up in a statement trace as one write,
+    /// never as a read.
     public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+        if isClosed { throw closedError() }
         writeGate.lock()
         defer { writeGate.unlock() }
-        let joining = inTransaction
         do {
+            // One statement: atomic by itself, inside the caller's write transaction or alone
+            // (then it takes the write lock at once, so another process's reservation waits).
             return try pool.writeWithoutTransaction { db in
-                // In the caller's write transaction, a savepoint; alone, a transaction of its own
-                // that takes the write lock at once (so another process's reservation waits).
-                var range: Range<Int64> = 0..<0
-                let reserve = {
-                    try db.execute(sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1) ON CONFLICT(entity) DO NOTHING", arguments: [entity.name])
-                    let start = try Int64.fetchOne(db, sql: "SELECT next FROM loom_keys WHERE entity = ?", arguments: [entity.name]) ?? 1
-                    try db.execute(sql: "UPDATE loom_keys SET next = ? WHERE entity = ?", arguments: [start + Int64(count), entity.name])
-                    range = start..<(start + Int64(count))
-                }
-                if joining {
-                    try db.inSavepoint { try reserve(); return .commit }
-                } else {
-                    try db.inTransaction(.immediate) { try reserve(); return .commit }
-                }
-                return range
+                let end = try Int64.fetchOne(
+                    db, sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1 + ?) ON CONFLICT(entity) DO UPDATE SET next = next + ? RETURNING next",
+                    arguments: [entity.name, count, count]) ?? (1 + Int64(count))
+                return (end - Int64(count))..<end
             }
         } catch {
             throw translate(error, entity: entity)
         }
     }
 
+    /// Closes the store: every later call (reads, saves, key reservations) throws
+    /// ``LoomError/Code/closed``. Closing again does nothing.
     public func close() throws(LoomError) {
         // Waits for a write in progress (a save, or an exclusive write) to finish.
         writeGate.lock()
         defer { writeGate.unlock() }
+        guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         readers.close()
         do { try pool.close() } catch { throw translate(error, entity: nil) }
     }

@@ -89,7 +89,7 @@ struct AttributeTypeTests {
     }
 
     @Test("Strings with NUL characters round-trip exactly, compare whole and stay unique", arguments: StoreKind.allCases)
-    func nulCharacters(kind: StoreKind) throws {
+    func nulCharacters(kind: StoreKind) async throws {
         let directory = TemporaryDirectory.make()
         let url = directory.appending(path: "nul.loom")
         let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
@@ -132,7 +132,7 @@ struct AttributeTypeTests {
 
         // From the file itself, in a new container: nothing was cut at the NUL on disk.
         if kind == .sqlite {
-            try container.close()
+            try await container.close()
             let reopened = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
             try check(reopened.viewContext)
         }

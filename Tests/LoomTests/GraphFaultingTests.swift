@@ -21,12 +21,12 @@ struct GraphFaultingTests {
 
     /// A container on a SQLite file that another container wrote `count` novels to (so its
     /// shared row cache starts empty), logging every statement it runs.
-    func tracedContainer(populatedWith count: Int) throws -> (PersistentContainer, StatementLog) {
+    func tracedContainer(populatedWith count: Int) async throws -> (PersistentContainer, StatementLog) {
         let url = TemporaryDirectory.make().appending(path: "graph.loom")
         let schema = try Schema(StoreKind.graphTypes)
         let writer = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
         try populate(writer, count: count)
-        try writer.close()
+        try await writer.close()
         let log = StatementLog()
         return (PersistentContainer(store: try SQLiteStore(url: url, schema: schema, options: .init(trace: log.hook))), log)
     }
@@ -158,8 +158,8 @@ struct GraphFaultingTests {
     }
 
     @Test("A to-many fault is one query; prefetching loads a relationship for 1,000 objects in one query")
-    func queryCounts() throws {
-        let (container, log) = try tracedContainer(populatedWith: 1000)
+    func queryCounts() async throws {
+        let (container, log) = try await tracedContainer(populatedWith: 1000)
         let context = container.viewContext
 
         // To-one, without prefetching: one query per author.
@@ -218,8 +218,8 @@ struct GraphFaultingTests {
     }
 
     @Test("Delete rules load what they need with one query per relationship, not one per object")
-    func deletePropagationQueries() throws {
-        let (container, log) = try tracedContainer(populatedWith: 300)
+    func deletePropagationQueries() async throws {
+        let (container, log) = try await tracedContainer(populatedWith: 300)
         let context = container.viewContext
         let authors = try context.fetch(FetchRequest<Author>())
         log.reset()

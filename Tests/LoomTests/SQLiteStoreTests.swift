@@ -6,7 +6,7 @@ import Testing
 @Suite("SQLite store")
 struct SQLiteStoreTests {
     @Test("Saved data is there after reopening the file")
-    func persistsAcrossOpens() throws {
+    func persistsAcrossOpens() async throws {
         let url = TemporaryDirectory.make().appending(path: "library.loom")
         let id: ObjectID<Book>
         do {
@@ -15,7 +15,7 @@ struct SQLiteStoreTests {
             container.viewContext.insert(book)
             try container.viewContext.save()
             id = book.objectID
-            try container.close()
+            try await container.close()
         }
         let reopened = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
         #expect(try reopened.viewContext.existingObject(with: id).title == "Persistent")
@@ -74,13 +74,13 @@ struct SQLiteStoreTests {
     }
 
     @Test("The schema saved in the store opens without the model, as dynamic objects")
-    func dynamicAccess() throws {
+    func dynamicAccess() async throws {
         let url = TemporaryDirectory.make().appending(path: "library.loom")
         do {
             let container = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
             container.viewContext.insert(Book(isbn: "1", title: "Dynamic", pages: 12))
             try container.viewContext.save()
-            try container.close()
+            try await container.close()
         }
         let schema = try SQLiteStore.savedSchema(at: url)
         #expect(schema.versionHash == (try Schema(Book.self)).versionHash)

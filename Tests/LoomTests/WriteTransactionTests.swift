@@ -94,6 +94,27 @@ struct WriteTransactionTests {
         #expect(value == 80)
     }
 
+    @Test("Keys reserved inside a rolled-back exclusive write are never handed out twice")
+    func rolledBackKeys() async throws {
+        struct Stop: Error {}
+        let url = TemporaryDirectory.make().appending(path: "keys.loom")
+        let first = try Self.open(url)
+        await #expect(throws: Stop.self) {
+            try await first.performExclusiveWrite { context in
+                for i in 0..<10 { context.insert(Tally(key: "dropped \(i)")) }   // reserves a block in the transaction
+                try context.save()
+                throw Stop()
+            }
+        }
+        let second = try Self.open(url)
+        // The second store gets the rolled-back keys from the file; the first must not use its
+        // rolled-back block's rest.
+        try await second.save { context in for i in 0..<40 { context.insert(Tally(key: "second \(i)")) } }
+        try await first.save { context in for i in 0..<10 { context.insert(Tally(key: "first \(i)")) } }
+        let count = try await second.performBackgroundTask { try $0.count(for: FetchRequest<Tally>()) }
+        #expect(count == 50)
+    }
+
     @Test("Exclusive writes of two processes on one file never lose an increment")
     func twoProcessesIncrement() async throws {
         let url = Self.counterStore(parent: getpid())

@@ -84,7 +84,10 @@ extension ManagedObjectContext {
         do {
             pairs = try currentRelated(r, keys: [backing.key])
         } catch {
-            preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription).\(r.description.name) could not be loaded: \(error.message)")
+            // The store failed: the unsaved members only, not kept, so that the next use reads
+            // again; the next save reports the error (see `pendingStoreError`).
+            recordReadFailure(error)
+            return memberList(of: backing, r, [])
         }
         var list = memberList(of: backing, r, pairs.map(\.row.key))
         if holdsRows {
@@ -216,11 +219,17 @@ extension ManagedObjectContext {
     /// every inverse in step.
     func setRelationship(_ j: Int, of backing: ObjectBacking, to objects: [any BackedObject]) {
         let r = coordinator.schema.relationship(j, of: backing.entity)
+        forgetDeferredRelationship(j, of: backing)
         var targets: [ObjectBacking] = []
         for object in objects {
             let b = object._loomBacking
             if b.state == .detached {
                 do { try insertObject(object) } catch { preconditionFailure(error.message) }
+                if b.state == .detached {
+                    // No key could be reserved for it: set at the next save, once it has one.
+                    deferRelationship(j, of: backing, to: objects)
+                    return
+                }
             }
             guard b.context === self else {
                 preconditionFailure("\(backing.entity.name).\(r.description.name) was given a \(b.entity.name) from another context (or one no longer in a context); relate objects of the same context, fetching them there by ID.")
@@ -485,7 +494,9 @@ extension ManagedObjectContext {
                 guard unloaded.count > 1 else { continue }
                 let pairs: [(owner: Int64, row: StoreRow)]
                 do { pairs = try currentRelated(r, keys: unloaded.map(\.key)) } catch {
-                    preconditionFailure("\(entity.name).\(r.description.name) could not be loaded: \(error.message)")
+                    // Left unloaded (each loads on its own when used); the save reports it.
+                    recordReadFailure(error)
+                    continue
                 }
                 var byOwner: [Int64: [Int64]] = [:]
                 for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }

@@ -24,6 +24,7 @@ extension ManagedObjectContext {
 
     func save(mergingIntoViewContext: Bool) throws(LoomError) {
         ConcurrencyDebugging.check(self, "save()")
+        try reportStoreFailures()
         processPendingChanges()
         guard hasPendingWork else { return }
         post(.willSave)
@@ -34,6 +35,7 @@ extension ManagedObjectContext {
         for (key, object) in updatedObjects where deletedObjects[key] == nil { try validateValues(object._loomBacking) }
         let doomed = (Array(deletedObjects.values) + Array(insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
         loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
+        try reportStoreFailures()   // a deny rule's relationships that could not be loaded
         for object in doomed { try validateDeletion(object._loomBacking) }
         try validateUniqueness(among: Array(insertedObjects.values) + updatedObjects.filter { deletedObjects[$0.key] == nil }.map(\.value))
 

@@ -79,6 +79,18 @@ public final class ManagedObjectContext {
     /// ``existingObject(with:)``.
     public var deletesInaccessibleFaults = true
 
+    // Store failures met where no error can be thrown (see ManagedObjectContext+StoreFailures.swift).
+    /// Objects inserted while no key could be reserved for them: they get their key at the
+    /// next save (which throws if the store still fails). Held strongly, as inserted objects are.
+    var objectsAwaitingKeys: [any BackedObject] = []
+    /// Relationships set between a registered object and one awaiting its key, set at the next
+    /// save once the key is there.
+    var relationshipsAwaitingKeys: [(owner: any BackedObject, relationship: Int, objects: [any BackedObject])] = []
+    /// Why the objects awaiting keys have none.
+    var keyFailure: LoomError?
+    /// The first read failure not reported yet (a fault, a to-many, a batch).
+    var readFailure: LoomError?
+
     // Events (see ManagedObjectContext+Events.swift).
     var observers: [(token: ObserverToken, kind: ContextEvent.Kind, handler: (ContextEvent) -> Void)] = []
     var nextObserverID = 0
@@ -141,6 +153,7 @@ public final class ManagedObjectContext {
     public var hasChanges: Bool {
         ConcurrencyDebugging.check(self, #function)
         return !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty || !pendingLinks.isEmpty || !insertedDeleted.isEmpty
+            || !objectsAwaitingKeys.isEmpty
     }
 
     /// The inserted objects not saved yet (not those inserted and then deleted).
@@ -181,6 +194,19 @@ public final class ManagedObjectContext {
     ///
     /// The object must be new: created with its initializer and never inserted. Inserting an
     /// object already in this context does nothing.
+    ///
+    /// Never waits for the store in the usual case: keys are reserved ahead, in blocks, off the
+    /// caller's isolation. When none is left and the store cannot reserve more right now (it
+    /// failed, or its container was closed), the insert does not fail: the object is kept by
+    /// the context *awaiting its key*. Until then it is like a new object not inserted yet: its
+    /// values can be read and set, relationships set on it are kept, but it has no ID
+    /// (``BackedObject/anyObjectID`` traps) and is not listed in ``inserted``. The next
+    /// ``save()`` reserves its key first and throws the store's error if that still fails
+    /// (``LoomError/Code/closed`` after a close), changing nothing; ``pendingStoreError`` tells
+    /// sooner. ``rollback()`` and ``reset()`` forget such objects.
+    ///
+    /// Call it on this context's isolation. Traps (a programmer error) for an object of another
+    /// context or of an entity this model lacks.
     public func insert<Model: PersistentModel>(_ object: Model) {
         do {
             try insertObject(object)
@@ -189,7 +215,9 @@ public final class ManagedObjectContext {
         }
     }
 
-    func insertObject(_ object: any BackedObject) throws(LoomError) {
+    /// Inserts an object (see ``insert(_:)``). A key that cannot be reserved leaves the object
+    /// awaiting it, unless `reportingKeyFailure`, which throws the store's error instead.
+    func insertObject(_ object: any BackedObject, reportingKeyFailure: Bool = false) throws(LoomError) {
         ConcurrencyDebugging.check(self, "insert(_:)")
         let backing = object._loomBacking
         if backing.context === self, backing.state != .invalidated { return }
@@ -201,7 +229,14 @@ public final class ManagedObjectContext {
             _ = try coordinator.schema.requireEntity(named: entity.name)   // throws for an unknown name
             throw LoomError(.unknownEntity, "\(entity.name) is not this store's \(entity.name) entity (built from another model).", entity: entity.name)
         }
-        let key = try coordinator.allocateKey(for: entity)
+        let key: Int64
+        do {
+            key = try coordinator.allocateKey(for: entity)
+        } catch {
+            if reportingKeyFailure { throw error }
+            awaitKey(object, error)
+            return
+        }
         backing.applyDefaultsIfNeeded()
         backing.key = key
         backing.context = self
@@ -218,7 +253,7 @@ public final class ManagedObjectContext {
         let pending = backing.detachedRelated
         backing.detachedRelated = [:]
         for (j, related) in pending.sorted(by: { $0.key < $1.key }) {
-            for other in related where other._loomBacking.state == .detached { try insertObject(other) }
+            for other in related where other._loomBacking.state == .detached { try insertObject(other, reportingKeyFailure: reportingKeyFailure) }
             setRelationship(j, of: backing, to: related)
         }
     }
@@ -380,7 +415,9 @@ public final class ManagedObjectContext {
     }
 
     /// Loads a fault's values from the shared row cache or the store. A fault whose row is gone
-    /// becomes a deleted object (see ``deletesInaccessibleFaults``).
+    /// becomes a deleted object (see ``deletesInaccessibleFaults``). A fault whose row cannot be
+    /// read (the store failed or was closed) stays a fault and shows placeholder values for now
+    /// (see ``pendingStoreError``).
     func fulfillFault(_ backing: ObjectBacking) {
         if backing.holdsFetchedRow {
             // The fetch that made the fault read its row: nothing to load, unless a save
@@ -397,7 +434,9 @@ public final class ManagedObjectContext {
         do {
             row = try baseRow(of: backing.entity, key: backing.key, fresh: false)
         } catch {
-            preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: \(error.message)")
+            recordReadFailure(error)
+            backing.showPlaceholderValues()
+            return
         }
         guard let row else {
             guard deletesInaccessibleFaults else {
@@ -490,6 +529,7 @@ public final class ManagedObjectContext {
         pendingLinks = [:]
         relationshipChanges = RelationshipChangeLog()
         eventRelationshipChanges = RelationshipChangeLog()
+        forgetObjectsAwaitingKeys()
         forgetLoadedRelationships()
     }
 
@@ -515,6 +555,8 @@ public final class ManagedObjectContext {
         relationshipChanges = RelationshipChangeLog()
         eventRelationshipChanges = RelationshipChangeLog()
         eventInaccessible = []
+        forgetObjectsAwaitingKeys()
+        readFailure = nil
     }
 
     /// Refreshes an object from the store.

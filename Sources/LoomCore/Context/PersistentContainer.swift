@@ -19,7 +19,14 @@ public final class PersistentContainer: Sendable {
 
     /// The dedicated serial writer behind ``save(mergingIntoViewContext:_:)``.
     private let writer: BackgroundContext
-    private let closed = Locked(false)
+    /// Whether ``close()`` was called, the helper calls running, and the closes waiting for them.
+    private let lifecycle = Locked(Lifecycle())
+
+    private struct Lifecycle {
+        var isClosed = false
+        var running = 0
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    }
 
     /// Creates a container around an open store.
     public init(store: any PersistentStore) {
@@ -47,7 +54,12 @@ public final class PersistentContainer: Sendable {
 
     /// Runs `body` with a fresh background context on its own queue and returns its `Sendable`
     /// result. The context is discarded afterwards: save inside `body` to keep changes.
+    ///
+    /// Rethrows what `body` throws, unchanged. A task started before ``close()`` finishes before
+    /// the store closes; one started after it throws ``LoomError/Code/closed``.
     public func performBackgroundTask<T: Sendable>(_ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {
+        try begin()
+        defer { end() }
         let background = newBackgroundContext(name: "Loom background task")
         return try await background.perform(body)
     }
@@ -66,13 +78,16 @@ public final class PersistentContainer: Sendable {
     /// ```
     ///
     /// Saves through this helper run one at a time, in order. If `body` throws or the save fails,
-    /// its changes are discarded and the error is rethrown. The writer's context starts empty for
-    /// every call.
+    /// its changes are discarded and the error is rethrown unchanged (your own error comes back
+    /// as it was thrown). The writer's context starts empty for every call. A save asked for
+    /// before ``close()`` finishes before the store closes; one asked for after it throws
+    /// ``LoomError/Code/closed``.
     ///
     /// - Parameter mergingIntoViewContext: pass `false` to keep this save out of the view
     ///   context (MagicalRecord's "save without merging"); other contexts still merge it.
     public func save<T: Sendable>(mergingIntoViewContext: Bool = true, _ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {
-        try checkOpen()
+        try begin()
+        defer { end() }
         let result = try await writer.perform { context in
             defer { context.reset() }
             do {
@@ -119,9 +134,12 @@ public final class PersistentContainer: Sendable {
     /// What `body` fetches sees the store inside the transaction (its own saves included). Keep
     /// `body` short: every other save waits for it, and never make it wait for another
     /// context's save (that save waits for this one). Readers never wait. If `body` throws,
-    /// nothing is written and its error is rethrown unchanged.
+    /// nothing is written, other contexts hear of nothing, and its error is rethrown unchanged.
+    /// Like ``save(mergingIntoViewContext:_:)``, it finishes before a ``close()`` asked for
+    /// after it, and throws ``LoomError/Code/closed`` when asked for after one.
     public func performExclusiveWrite<T: Sendable>(_ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {
-        try checkOpen()
+        try begin()
+        defer { end() }
         let coordinator = self.coordinator
         let result = try await writer.perform { context in
             defer { context.reset() }
@@ -140,26 +158,55 @@ public final class PersistentContainer: Sendable {
         return result
     }
 
-    private func checkOpen() throws(LoomError) {
-        if closed.withLock({ $0 }) {
+    /// Counts a helper call as running, or throws ``LoomError/Code/closed`` after ``close()``.
+    private func begin() throws(LoomError) {
+        let isOpen = lifecycle.withLock { state -> Bool in
+            if state.isClosed { return false }
+            state.running += 1
+            return true
+        }
+        if !isOpen {
             throw LoomError(.closed, "The container was closed; open a new one to save again.")
         }
     }
 
-    /// Closes the store after the saves in flight finish: saves already running complete and
-    /// are durable; saves asked for afterwards fail with ``LoomError/Code/closed``.
-    public func close() async throws {
-        closed.withLock { $0 = true }
-        // Saves queued on the writer before the close run first.
-        await writer.perform { _ in }
-        try coordinator.store.close()
+    /// A helper call is done: the last one lets a waiting ``close()`` go on.
+    private func end() {
+        let waiters = lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.running -= 1
+            guard state.running == 0 else { return [] }
+            defer { state.closeWaiters = [] }
+            return state.closeWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
-    /// Closes the store, waiting for a save that is running to finish. From async code prefer
-    /// the async `close()`, which also lets queued saves of the ``save(mergingIntoViewContext:_:)``
-    /// helper finish.
-    public func close() throws(LoomError) {
-        closed.withLock { $0 = true }
+    /// Closes the store once the saves in flight finish.
+    ///
+    /// ```swift
+    /// try await container.close()
+    /// ```
+    ///
+    /// Every ``save(mergingIntoViewContext:_:)``, ``performExclusiveWrite(_:)`` and
+    /// ``performBackgroundTask(_:)`` asked for before the close runs to its end first (queued
+    /// ones included), and a context's ``ManagedObjectContext/save()`` that is running
+    /// completes: their saves are durable. Afterwards every save — of the view context, of a
+    /// background context, or through the helpers — and every read of the store throws
+    /// ``LoomError/Code/closed``. Closing again does nothing. Call it from any isolation; it
+    /// suspends, never blocking the main actor while helper saves finish.
+    ///
+    /// - Throws: the store's error if it cannot be closed.
+    public func close() async throws {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let resumeNow = lifecycle.withLock { state -> Bool in
+                state.isClosed = true
+                if state.running == 0 { return true }
+                state.closeWaiters.append(waiter)
+                return false
+            }
+            if resumeNow { waiter.resume() }
+        }
+        // The store waits for a write in progress (a context's save) before it closes.
         try coordinator.store.close()
     }
 }

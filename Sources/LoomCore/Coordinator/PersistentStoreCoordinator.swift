@@ -29,6 +29,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The exclusive write running now, if any: the thread running it and the saves it made,
     /// which are delivered when it commits (and dropped if it rolls back).
     private let exclusiveWrite = Locked<ExclusiveWrite?>(nil)
+    /// Where key blocks are reserved ahead (see ``allocateKey(for:)``): off every context's
+    /// isolation, one reservation at a time.
+    private let keyQueue = DispatchQueue(label: "Loom key reservations", qos: .utility)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
 
     struct ExclusiveWrite {
@@ -56,6 +59,32 @@ public final class PersistentStoreCoordinator: Sendable {
         var next: Int64
         var end: Int64
         var size: Int
+        /// The next block, reserved ahead in the background; used when this one runs out.
+        var spare: Range<Int64>?
+        /// Whether a reservation ahead is under way.
+        var isReserving = false
+
+        /// Moves to the spare block when this one is used up.
+        mutating func advanceIfNeeded() {
+            if next >= end, let spare {
+                next = spare.lowerBound
+                end = spare.upperBound
+                self.spare = nil
+            }
+        }
+
+        /// Takes in a range reserved from the store: as the current block if this one is used
+        /// up, else as the spare. A range not needed (a reservation ahead and a synchronous one
+        /// that crossed) is left unused: keys are never reused, gaps are harmless.
+        mutating func take(_ range: Range<Int64>) {
+            advanceIfNeeded()
+            if next >= end {
+                next = range.lowerBound
+                end = range.upperBound
+            } else if spare == nil {
+                spare = range
+            }
+        }
     }
 
     /// Creates a coordinator for an open store.
@@ -174,28 +203,69 @@ public final class PersistentStoreCoordinator: Sendable {
     // MARK: Keys
 
     /// A new, permanent primary key for an object of `entity`, noted as unsaved (see
-    /// ``isUnsaved(_:key:)``) until a save inserts it or ``forgetUnsaved(_:key:)``. Keys are
-    /// reserved from the store in blocks that grow with use, so most calls take no I/O.
+    /// ``isUnsaved(_:key:)``) until a save inserts it or ``forgetUnsaved(_:key:)``.
+    ///
+    /// Keys are reserved from the store in blocks that grow with use (64 keys first, up to
+    /// 8,192), and the next block is reserved *ahead*, in the background on a queue of the
+    /// coordinator's own, when half of the current one is used: a caller on the main actor
+    /// almost never waits for the store's writer. Only when both blocks are used up (the first
+    /// insert of an entity, or a burst of inserts faster than the store) does this call reserve
+    /// synchronously, and only then can it throw the store's error (``LoomError/Code/closed``
+    /// after the store was closed). A reservation ahead that fails is not reported: the next
+    /// synchronous one reports the store's error.
     func allocateKey(for entity: EntityDescription) throws(LoomError) -> Int64 {
         let id = ObjectIdentifier(entity)
-        if let key = keys.withLock({ keys -> Int64? in
-            guard var block = keys.blocks[id], block.next < block.end else { return nil }
-            defer { block.next += 1; keys.blocks[id] = block }
-            keys.unsaved.insert(RowCacheKey(entity: id, key: block.next))
-            return block.next
-        }) {
-            return key
+        let (key, ahead) = keys.withLock { keys -> (Int64?, Int?) in
+            guard var block = keys.blocks[id] else { return (nil, nil) }
+            block.advanceIfNeeded()
+            guard block.next < block.end else { return (nil, nil) }
+            let key = block.next
+            block.next += 1
+            var ahead: Int?
+            if block.spare == nil, !block.isReserving, block.end - block.next <= Int64(block.size / 2) {
+                block.isReserving = true
+                block.size = min(block.size * 2, 8192)
+                ahead = block.size
+            }
+            keys.blocks[id] = block
+            keys.unsaved.insert(RowCacheKey(entity: id, key: key))
+            return (key, ahead)
         }
+        if let ahead { reserveKeysAhead(for: entity, count: ahead) }
+        if let key { return key }
         let size = keys.withLock { min(($0.blocks[id]?.size ?? 32) * 2, 8192) }
         let range = try store.allocateKeys(for: entity, count: size)
         return keys.withLock { keys in
             var block = keys.blocks[id] ?? KeyBlock(next: 0, end: 0, size: size)
-            if block.next >= block.end { block = KeyBlock(next: range.lowerBound, end: range.upperBound, size: size) }
+            block.size = max(block.size, size)
+            block.take(range)
             let key = block.next
             block.next += 1
             keys.blocks[id] = block
             keys.unsaved.insert(RowCacheKey(entity: id, key: key))
             return key
+        }
+    }
+
+    /// Reserves the next block of keys for `entity` on the key queue, without waiting.
+    private func reserveKeysAhead(for entity: EntityDescription, count: Int) {
+        keyQueue.async { [weak self] in
+            guard let self else { return }
+            let id = ObjectIdentifier(entity)
+            let range: Range<Int64>?
+            do {
+                range = try store.allocateKeys(for: entity, count: count)
+            } catch {
+                // Deliberately not reported here (no caller waits for it): the insert that
+                // finds the blocks used up reserves synchronously and reports the error.
+                range = nil
+            }
+            keys.withLock { keys in
+                guard var block = keys.blocks[id] else { return }
+                block.isReserving = false
+                if let range { block.take(range) }
+                keys.blocks[id] = block
+            }
         }
     }
 
@@ -294,6 +364,10 @@ public final class PersistentStoreCoordinator: Sendable {
                 // What the rolled-back saves put in the shared cache never was: forget it all.
                 forgetCachedRows()
             }
+            // Key blocks reserved inside the transaction were rolled back with it: the store
+            // may hand those keys out again, so this coordinator must not. (Keys are never
+            // reused, so dropping blocks reserved outside it only leaves gaps.)
+            keys.withLock { $0.blocks = [:] }
             throw error
         }
     }

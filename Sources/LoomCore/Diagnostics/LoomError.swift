@@ -74,8 +74,16 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
     public var objectID: AnyObjectID?
     /// The file concerned, if any.
     public var path: String?
-    /// What caused this error, if another error did.
+    /// What caused this error, if another error did: the error itself, so that you can cast it
+    /// back to its type (the SQLite store's cause is GRDB's `DatabaseError`).
     public var underlying: (any Error & Sendable)?
+    /// The store's own result code for a failure the store reported (for the SQLite store,
+    /// SQLite's primary and extended result codes); `nil` when the store did not fail.
+    ///
+    /// ```swift
+    /// catch let error as LoomError where error.storeCode?.primary == 19 { }   // SQLITE_CONSTRAINT
+    /// ```
+    public var storeCode: StoreErrorCode?
     /// For a save that failed on conflicts: every conflict found.
     public var conflicts: [MergeConflict] = []
     /// For a change set a store refused (version or uniqueness conflicts): what the store held,
@@ -85,7 +93,8 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
     /// Creates an error. Stores and tools built on Loom's SPI throw these too.
     public init(
         _ code: Code, _ message: String, entity: String? = nil, attributes: [String] = [],
-        objectID: AnyObjectID? = nil, path: String? = nil, underlying: (any Error)? = nil
+        objectID: AnyObjectID? = nil, path: String? = nil, underlying: (any Error)? = nil,
+        storeCode: StoreErrorCode? = nil
     ) {
         self.code = code
         self.message = message
@@ -93,22 +102,45 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         self.attributeNames = attributes
         self.objectID = objectID
         self.path = path
-        self.underlying = underlying.map { SendableErrorBox(describing: $0) }
+        // Every `Error` is `Sendable` in Swift 6: the cause is kept as it is. (Code built in
+        // Swift 5 mode may pass a non-Sendable error anyway; wrap those in ``SendableErrorBox``
+        // before passing them.)
+        self.underlying = underlying
+        self.storeCode = storeCode
     }
 
     public var description: String {
         var text = "LoomError.\(code): \(message)"
+        if let storeCode { text += " [store code \(storeCode)]" }
         if let underlying { text += " (underlying: \(underlying))" }
         return text
     }
 }
 
-/// Keeps an underlying error's description, so that `LoomError` stays `Sendable` whatever
-/// the cause was.
+/// A store's result code for a failure: for the SQLite store, SQLite's primary result code
+/// (`SQLITE_CONSTRAINT` is 19, `SQLITE_READONLY` 8, `SQLITE_FULL` 13…) and its extended code
+/// (`SQLITE_CONSTRAINT_UNIQUE` is 2067).
+public struct StoreErrorCode: Hashable, Sendable, CustomStringConvertible {
+    /// The primary result code (the low 8 bits of the extended one, for SQLite).
+    public var primary: Int32
+    /// The extended result code; the same as `primary` when the store has no finer code.
+    public var extended: Int32
+
+    public init(primary: Int32, extended: Int32) {
+        self.primary = primary
+        self.extended = extended
+    }
+
+    public var description: String { primary == extended ? "\(primary)" : "\(primary)/\(extended)" }
+}
+
+/// Keeps an underlying error's description, for a cause that is not `Sendable` (an error type
+/// declared in Swift 5 mode without `Sendable` checking). ``LoomError`` keeps every other cause
+/// as it is (see ``LoomError/underlying``).
 public struct SendableErrorBox: Error, Sendable, CustomStringConvertible {
     public let description: String
     public let typeName: String
-    init(describing error: any Error) {
+    public init(describing error: any Error) {
         if let box = error as? SendableErrorBox { self = box; return }
         description = String(describing: error)
         typeName = String(describing: type(of: error))

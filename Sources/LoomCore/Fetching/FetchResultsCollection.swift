@@ -13,7 +13,8 @@
 /// stays flat when the caller does not keep the objects (the context does not keep clean
 /// objects alive). Objects already registered in the context — an unsaved insert, an object with
 /// changes — come back as the registered instances, untouched. If a batch cannot be read, its
-/// objects come back as faults, which load (or report the error) as any fault does.
+/// objects come back as faults, which load (or report the error) as any fault does, and the
+/// context notes the error (``ManagedObjectContext/pendingStoreError``) for its next save.
 ///
 /// The collection belongs to its context: read it on the context's isolation only (it is
 /// not `Sendable`, and with concurrency debugging on, reading it elsewhere traps).
@@ -88,8 +89,14 @@ final class FetchResultsStorage {
             missing.append(key)
         }
         var rows: [Int64: StoreRow] = [:]
-        if !missing.isEmpty, let found = try? context.baseRows(of: entity, keys: missing) {
-            for row in found { rows[row.key] = row }
+        if !missing.isEmpty {
+            do {
+                for row in try context.baseRows(of: entity, keys: missing) { rows[row.key] = row }
+            } catch {
+                // The batch comes back as faults; the context reports the error at its next
+                // save (see `ManagedObjectContext.pendingStoreError`).
+                context.recordReadFailure(error)
+            }
         }
         var objects: [any BackedObject] = []
         objects.reserveCapacity(slice.count)
@@ -102,7 +109,9 @@ final class FetchResultsStorage {
                 objects.append(context.registeredObjectOrFault(of: entity, key: key))
             }
         }
-        if !prefetched.isEmpty { try? context.prefetch(prefetched, of: entity, for: objects) }
+        if !prefetched.isEmpty {
+            do { try context.prefetch(prefetched, of: entity, for: objects) } catch { context.recordReadFailure(error) }
+        }
         batch = objects
         loadedBatch = number
     }

@@ -337,8 +337,10 @@ public final class ObjectBacking {
             if let owner, let context = objects.lazy.compactMap({ $0._loomBacking.context }).first {
                 // Join the context of the object it is being related to.
                 do { try context.insertObject(owner) } catch { preconditionFailure(error.message) }
-            } else {
-                // Kept until the object is inserted; inserting it then relates it (and inserts
+            }
+            if state == .detached {
+                // Kept until the object is inserted (or, inserted while no key could be
+                // reserved, until it gets its key); inserting it then relates it (and inserts
                 // the new objects it relates to).
                 var unique: [any BackedObject] = []
                 for object in objects where !unique.contains(where: { $0 === object }) { unique.append(object) }
@@ -346,7 +348,10 @@ public final class ObjectBacking {
                 return
             }
         }
-        if state != .loaded { prepareForAccess() }
+        if state != .loaded {
+            prepareForAccess()
+            if state == .fault { return }   // its row could not be read: see setStoredValue
+        }
         ConcurrencyDebugging.check(self)
         guard let context else {
             preconditionFailure("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object left its context (it was deleted).")
@@ -374,6 +379,9 @@ public final class ObjectBacking {
                 return
             }
             prepareForAccess()
+            // A fault whose row could not be read: the change is not kept (the context reports
+            // the store's error at the next save; see `pendingStoreError`).
+            if state == .fault { return }
         }
         ConcurrencyDebugging.check(self)
         if isDeleted {
@@ -471,6 +479,15 @@ public final class ObjectBacking {
         values = []
         toMany = [:]
         context = nil
+    }
+
+    /// Shows placeholder values in a fault whose row could not be read (the store failed): as an
+    /// inaccessible object's, never stale ones. The object stays a fault and in its context.
+    func showPlaceholderValues() {
+        var placeholder: [StoredValue] = entity.attributes.map { $0.placeholderStoredValue ?? .null }
+        placeholder += repeatElement(StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
+        values = placeholder
+        holdsFetchedRow = false
     }
 
     /// Turns the object into a deleted one that left its context because its row is gone:

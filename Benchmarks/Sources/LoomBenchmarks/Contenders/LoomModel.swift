@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Loom
 
 /// The Loom contender's model: the same attributes as ``ItemData``, and the same index.
@@ -49,6 +50,23 @@ extension PersistentContainer {
         try PersistentContainer(
             name: "LoomBench", for: Item.self, location: .file(URL(filePath: path)),
             options: SQLiteStore.Options(synchronous: synchronous))
+    }
+
+    /// Closes the container from the harness's synchronous code: runs the async `close()` on
+    /// another thread and waits for it. Used only where no helper save is in flight, so the
+    /// close never needs the thread that waits.
+    func closeAndWait() throws {
+        final class Outcome: Sendable {
+            let result = Mutex<Result<Void, any Error>?>(nil)
+        }
+        let outcome = Outcome()
+        let finished = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { try await self.close(); outcome.result.withLock { $0 = .success(()) } } catch { outcome.result.withLock { $0 = .failure(error) } }
+            finished.signal()
+        }
+        finished.wait()
+        try outcome.result.withLock { $0 }?.get()
     }
 
     /// The ID of the object with primary key `key`.

@@ -77,7 +77,7 @@ final class Bench {
             let context = container.viewContext
             for item in dataset.items { context.insert(Item(item)) }
             try context.save()
-            try container.close()
+            try container.closeAndWait()
         } else {
             let db = try RawDatabase(path: path)
             try db.createSchema()

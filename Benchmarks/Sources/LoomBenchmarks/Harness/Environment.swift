@@ -122,7 +122,7 @@ struct EnvironmentInfo: Codable, Sendable {
             result[Contender.loom.rawValue] = ConnectionSettings(
                 pageSize: try pragma("page_size"), cacheSize: try pragma("cache_size"),
                 journalMode: try pragma("journal_mode"), synchronous: try pragma("synchronous"))
-            try container.close()
+            try container.closeAndWait()
         }
         bench.remove(loomPath)
         return result

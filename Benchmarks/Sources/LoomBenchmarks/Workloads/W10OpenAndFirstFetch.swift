@@ -105,7 +105,7 @@ final class OpenAndFirstFetch: SynchronousWorkload {
                     return Double(Int64(after) - Int64(before)) / count
                 }
             }
-            try container.close()
+            try container.closeAndWait()
         }
         return result
     }

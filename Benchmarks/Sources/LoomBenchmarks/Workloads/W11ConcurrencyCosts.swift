@@ -35,7 +35,7 @@ final class ConcurrencyCosts: SynchronousWorkload {
         let path = try bench.populatedCopy(for: .loom, tag: "W11")
         defer { bench.remove(path) }
         let container = try PersistentContainer.bench(at: path)
-        defer { try? container.close() }
+        defer { try? container.closeAndWait() }
         var result: [String: Double] = [:]
         round.meter?.begin()
 

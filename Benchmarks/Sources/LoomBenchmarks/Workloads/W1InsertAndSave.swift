@@ -80,7 +80,7 @@ final class InsertAndSave: SynchronousWorkload {
             let c = seconds(since: start)
             let (_, s) = try timed { try context.save() }
             meter?.end()
-            try container.close()
+            try container.closeAndWait()
             (create, save) = (c, s)
         }
         return ["create": create, "save": save, "total": create + save]

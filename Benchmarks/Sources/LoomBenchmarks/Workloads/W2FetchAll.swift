@@ -131,7 +131,7 @@ final class FetchAll: SynchronousWorkload {
                 return time
             }
             meter?.end()
-            try container.close()
+            try container.closeAndWait()
             result = ["a.cold": aCold, "a.warm": aWarm, "b.cold": bCold, "b.warm": bWarm, "b.faults": faults]
         }
         return result

@@ -82,7 +82,7 @@ final class RangeQueries: SynchronousWorkload {
                 rows += objects.count
             }
             meter?.end()
-            try container.close()
+            try container.closeAndWait()
         }
         let sorted = times.sorted()
         return [

@@ -68,7 +68,7 @@ final class ToManyFaulting: SynchronousWorkload {
             folder.documents = Set(f.documents.map { Document(title: $0.title, size: $0.size, score: $0.score) })
         }
         try context.save()
-        try container.close()
+        try container.closeAndWait()
     }
 
     func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
@@ -187,7 +187,7 @@ final class ToManyFaulting: SynchronousWorkload {
             }
             meter?.end()
             blackHole((a, b))
-            try container.close()
+            try container.closeAndWait()
             return ["perParent": perParent, "prefetched": prefetched]
         }
     }

@@ -129,7 +129,7 @@ final class ChangeAndSave: SynchronousWorkload {
                 for _ in 0..<calls { try context.save() }
             }
             blackHole(objects)
-            try container.close()
+            try container.closeAndWait()
             result = ["change": change, "save": save, "total": change + save, "empty": empty / Double(calls)]
         }
         return result

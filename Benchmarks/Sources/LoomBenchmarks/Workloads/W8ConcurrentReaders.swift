@@ -288,7 +288,7 @@ final class LoomReadSubject: ReadSubject {
         LoomReader(container: container, context: container.newBackgroundContext(name: "W8 reader"), queries: queries)
     }
     func makeWriter() throws -> any Writer { LoomWriter(container: container, context: container.newBackgroundContext(name: "W8 writer")) }
-    func close() { try? container.close() }
+    func close() { try? container.closeAndWait() }
 }
 
 struct LoomReader: Reader {

@@ -92,7 +92,7 @@ final class SingleObjectSaves: SynchronousWorkload {
                 try context.save()
                 latencies.append(seconds(since: start))
             }
-            try container.close()
+            try container.closeAndWait()
         }
         return latencies
     }

@@ -1,0 +1,84 @@
+extension ManagedObjectContext {
+    /// A store failure that a call unable to throw ran into and that was not reported yet;
+    /// the next ``save()`` throws it (and clears it).
+    ///
+    /// Property reads, to-many relationships, batched results and ``insert(_:)`` cannot throw.
+    /// When the store fails under them (an I/O error, or the container was closed), they do not
+    /// trap; they leave the objects readable and note the error here:
+    ///
+    /// - A fault whose row cannot be read stays a fault (``BackedObject/isFault``) and is *not*
+    ///   forgotten: for now optional attributes read `nil`, others their default or their
+    ///   type's zero value, relationships read empty, as an inaccessible fault's do; changes to
+    ///   it are not kept. Its next use reads the row again. ``fulfillFault(of:)`` and
+    ///   ``existingObject(with:)`` throw the store's error instead.
+    /// - A to-many relationship that cannot be loaded reads as its unsaved members only, and is
+    ///   loaded again on its next use.
+    /// - A batch of ``FetchResultsCollection`` that cannot be read comes back as faults.
+    /// - An object inserted while no key can be reserved awaits its key (see ``insert(_:)``).
+    ///
+    /// ```swift
+    /// let title = book.title                  // the store failed: a placeholder value
+    /// if let error = context.pendingStoreError { show(error) }
+    /// try context.save()                      // throws it
+    /// ```
+    ///
+    /// Read it on this context's isolation.
+    public var pendingStoreError: LoomError? {
+        ConcurrencyDebugging.check(self, #function)
+        return readFailure ?? (objectsAwaitingKeys.isEmpty ? nil : keyFailure)
+    }
+
+    /// Notes a read failure for the next save (the first one is kept).
+    func recordReadFailure(_ error: LoomError) {
+        if readFailure == nil { readFailure = error }
+    }
+
+    /// Keeps an object whose key could not be reserved until the next save gives it one.
+    func awaitKey(_ object: any BackedObject, _ error: LoomError) {
+        keyFailure = error
+        if !objectsAwaitingKeys.contains(where: { $0 === object }) { objectsAwaitingKeys.append(object) }
+    }
+
+    /// Keeps a relationship change between a registered object and one awaiting its key until
+    /// the next save (a later change of the same relationship replaces it).
+    func deferRelationship(_ j: Int, of backing: ObjectBacking, to objects: [any BackedObject]) {
+        guard let owner = registry[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)]?.object else { return }
+        forgetDeferredRelationship(j, of: backing)
+        relationshipsAwaitingKeys.append((owner, j, objects))
+    }
+
+    /// Drops a deferred change of relationship `j` of `backing`: a newer change replaces it.
+    func forgetDeferredRelationship(_ j: Int, of backing: ObjectBacking) {
+        if relationshipsAwaitingKeys.isEmpty { return }
+        relationshipsAwaitingKeys.removeAll { $0.owner._loomBacking === backing && $0.relationship == j }
+    }
+
+    func forgetObjectsAwaitingKeys() {
+        objectsAwaitingKeys = []
+        relationshipsAwaitingKeys = []
+        keyFailure = nil
+    }
+
+    /// Called first by every save: gives the objects awaiting keys their keys (and sets the
+    /// relationships deferred for them), then throws the read failure not reported yet, if
+    /// any. Throws the store's error, changing nothing else, when a key still cannot be had.
+    func reportStoreFailures() throws(LoomError) {
+        if !objectsAwaitingKeys.isEmpty {
+            for object in objectsAwaitingKeys where object._loomBacking.state == .detached {
+                try insertObject(object, reportingKeyFailure: true)
+            }
+            let relationships = relationshipsAwaitingKeys
+            forgetObjectsAwaitingKeys()
+            for (owner, j, objects) in relationships {
+                let backing = owner._loomBacking
+                guard backing.context === self, !backing.isDeleted else { continue }
+                let targets = objects.filter { $0._loomBacking.context === self && !$0._loomBacking.isDeleted }
+                setRelationship(j, of: backing, to: targets)
+            }
+        }
+        if let error = readFailure {
+            readFailure = nil
+            throw error
+        }
+    }
+}
