@@ -121,7 +121,7 @@ extension ManagedObjectContext {
         }
         for candidate in candidates where query.predicate?.matches(candidate, in: graph) ?? true {
             let k = RowCacheKey(entity: entityID, key: candidate.key)
-            let object = insertedObjects[k] ?? updatedObjects[k]
+            let object = pending.inserted[k] ?? pending.updated[k]
             let version = object?._loomBacking.version ?? registry[k]?.backing.version ?? 0
             results.append((StoreRow(key: candidate.key, version: version, values: candidate.values), object, candidate))
         }

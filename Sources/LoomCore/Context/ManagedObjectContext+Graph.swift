@@ -104,12 +104,12 @@ extension ManagedObjectContext {
     /// Whether this context has unsaved changes that can change the answer to `query`: to its
     /// entity, or to an entity its predicate or sort reaches through relationships.
     func hasPendingChanges(affecting query: StoreQuery) -> Bool {
-        if changedEntities[ObjectIdentifier(query.entity)] != nil { return true }
+        if pending.changedEntities[ObjectIdentifier(query.entity)] != nil { return true }
         let schema = coordinator.schema
         for path in query.relationshipPaths {
             for reference in path {
                 guard let r = schema.relationship(reference) else { continue }
-                if changedEntities[ObjectIdentifier(r.destination)] != nil { return true }
+                if pending.changedEntities[ObjectIdentifier(r.destination)] != nil { return true }
             }
         }
         return false
@@ -119,11 +119,11 @@ extension ManagedObjectContext {
     func changedKeys(of entity: EntityDescription) -> Set<Int64> {
         let id = ObjectIdentifier(entity)
         var keys: Set<Int64> = []
-        for k in insertedObjects.keys where k.entity == id { keys.insert(k.key) }
-        for k in updatedObjects.keys where k.entity == id { keys.insert(k.key) }
-        for k in deletedObjects.keys where k.entity == id { keys.insert(k.key) }
-        for k in relationshipChanges.entries.keys where k.entity == id { keys.insert(k.key) }
-        for link in pendingLinks.keys {
+        for k in pending.inserted.keys where k.entity == id { keys.insert(k.key) }
+        for k in pending.updated.keys where k.entity == id { keys.insert(k.key) }
+        for k in pending.deleted.keys where k.entity == id { keys.insert(k.key) }
+        for k in pending.relationships.entries.keys where k.entity == id { keys.insert(k.key) }
+        for link in pending.links.keys {
             if link.table.sourceEntityName == entity.name { keys.insert(link.source) }
             if link.table.targetEntityName == entity.name { keys.insert(link.target) }
         }

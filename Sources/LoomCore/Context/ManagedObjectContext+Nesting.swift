@@ -131,8 +131,8 @@ extension ManagedObjectContext {
             let object = register(backing)
             inserted.append(object)
             let key = RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)
-            insertedObjects[key] = object
-            changedEntities[key.entity, default: 0] += 1
+            pending.inserted[key] = object
+            pending.noteChange(of: key.entity)
             noteEventChange(backing, inserted: true)
         }
         let schema = coordinator.schema

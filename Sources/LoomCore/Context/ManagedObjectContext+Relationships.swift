@@ -107,10 +107,10 @@ extension ManagedObjectContext {
     /// their own values), sorted by key.
     func savedRows(_ rows: [StoreRow], of entity: EntityDescription) -> [StoreRow] {
         let id = ObjectIdentifier(entity)
-        let hasChanges = !(insertedObjects.isEmpty && updatedObjects.isEmpty && deletedObjects.isEmpty && insertedDeleted.isEmpty)
+        let hasChanges = !(pending.inserted.isEmpty && pending.updated.isEmpty && pending.deleted.isEmpty && pending.insertedDeleted.isEmpty)
         var saved = !hasChanges ? rows : rows.filter { row in
             let k = RowCacheKey(entity: id, key: row.key)
-            return insertedObjects[k] == nil && updatedObjects[k] == nil && deletedObjects[k] == nil && insertedDeleted[k] == nil
+            return pending.inserted[k] == nil && pending.updated[k] == nil && pending.deleted[k] == nil && pending.insertedDeleted[k] == nil
         }
         if !saved.isEmpty, !zip(saved, saved.dropFirst()).allSatisfy({ $0.key < $1.key }) { saved.sort { $0.key < $1.key } }
         return saved
@@ -146,7 +146,7 @@ extension ManagedObjectContext {
     func currentRelated(_ r: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [(owner: Int64, row: StoreRow)] {
         let sourceID = ObjectIdentifier(r.source)
         // Objects inserted here have nothing related in the store or the parent.
-        let saved = keys.filter { insertedObjects[RowCacheKey(entity: sourceID, key: $0)] == nil && insertedDeleted[RowCacheKey(entity: sourceID, key: $0)] == nil }
+        let saved = keys.filter { pending.inserted[RowCacheKey(entity: sourceID, key: $0)] == nil && pending.insertedDeleted[RowCacheKey(entity: sourceID, key: $0)] == nil }
         var pairs = saved.isEmpty ? [] : try baseRelated(r, keys: saved)
         let wanted = Set(keys)
         let destinationID = ObjectIdentifier(r.destination)
@@ -156,10 +156,10 @@ extension ManagedObjectContext {
         case .inverseForeignKey(let slot):
             // Destinations changed here are judged by their foreign key as it is now.
             var changed: [Int64: ObjectBacking] = [:]
-            for (k, o) in insertedObjects where k.entity == destinationID { changed[k.key] = o._loomBacking }
-            for (k, o) in updatedObjects where k.entity == destinationID { changed[k.key] = o._loomBacking }
-            for (k, o) in deletedObjects where k.entity == destinationID { changed[k.key] = o._loomBacking }
-            for (k, o) in insertedDeleted where k.entity == destinationID { changed[k.key] = o._loomBacking }
+            for (k, o) in pending.inserted where k.entity == destinationID { changed[k.key] = o._loomBacking }
+            for (k, o) in pending.updated where k.entity == destinationID { changed[k.key] = o._loomBacking }
+            for (k, o) in pending.deleted where k.entity == destinationID { changed[k.key] = o._loomBacking }
+            for (k, o) in pending.insertedDeleted where k.entity == destinationID { changed[k.key] = o._loomBacking }
             if !changed.isEmpty {
                 pairs.removeAll { changed[$0.row.key] != nil }
                 // A deleted object leaves relationships when the delete rules run, at the end of
@@ -174,7 +174,7 @@ extension ManagedObjectContext {
             let ownIsSource = ownColumn == JoinTable.sourceColumn
             var removed: Set<[Int64]> = []
             var added: [(Int64, Int64)] = []
-            for (link, isAdded) in pendingLinks where link.table == table {
+            for (link, isAdded) in pending.links where link.table == table {
                 let (owner, destination) = ownIsSource ? (link.source, link.target) : (link.target, link.source)
                 guard wanted.contains(owner) else { continue }
                 if isAdded { added.append((owner, destination)) } else { removed.insert([owner, destination]) }
@@ -189,12 +189,12 @@ extension ManagedObjectContext {
             // Destinations deleted here are gone once the delete rules ran.
             pairs.removeAll { pair in
                 let k = RowCacheKey(entity: destinationID, key: pair.row.key)
-                let deleted = deletedObjects[k] ?? insertedDeleted[k]
+                let deleted = pending.deleted[k] ?? pending.insertedDeleted[k]
                 return deleted?._loomBacking.deletePropagated == true
             }
             // A destination changed here is shown with its current values.
             pairs = pairs.map { pair in
-                if let b = updatedObjects[RowCacheKey(entity: destinationID, key: pair.row.key)]?._loomBacking, b.state == .loaded {
+                if let b = pending.updated[RowCacheKey(entity: destinationID, key: pair.row.key)]?._loomBacking, b.state == .loaded {
                     return (pair.owner, StoreRow(key: b.key, version: b.version, values: b.values))
                 }
                 return pair
@@ -384,17 +384,17 @@ extension ManagedObjectContext {
     }
 
     private func recordLink(_ link: LinkKey, added: Bool) {
-        if let pending = pendingLinks[link], pending != added {
-            pendingLinks[link] = nil   // undoes an unsaved change
+        if let noted = pending.links[link], noted != added {
+            pending.links[link] = nil   // undoes an unsaved change
         } else {
-            pendingLinks[link] = added
+            pending.links[link] = added
         }
-        if let source = coordinator.schema.entity(named: link.table.sourceEntityName) { changedEntities[ObjectIdentifier(source), default: 0] += 1 }
-        if let target = coordinator.schema.entity(named: link.table.targetEntityName) { changedEntities[ObjectIdentifier(target), default: 0] += 1 }
+        if let source = coordinator.schema.entity(named: link.table.sourceEntityName) { pending.noteChange(of: ObjectIdentifier(source)) }
+        if let target = coordinator.schema.entity(named: link.table.targetEntityName) { pending.noteChange(of: ObjectIdentifier(target)) }
     }
 
     func noteRelationshipChange(_ entity: EntityDescription, _ key: Int64, _ j: Int) {
-        relationshipChanges.note(entity, key, j)
+        pending.relationships.note(entity, key, j)
         eventRelationshipChanges.note(entity, key, j)
         scheduleEndOfEventIfNeeded()
     }
@@ -432,10 +432,10 @@ extension ManagedObjectContext {
         if let objects {
             work = objects
         } else {
-            for object in deletedObjects.values where !object._loomBacking.deletePropagated { work.append(object) }
-            for object in insertedDeleted.values where !object._loomBacking.deletePropagated { work.append(object) }
+            for object in pending.deleted.values where !object._loomBacking.deletePropagated { work.append(object) }
+            for object in pending.insertedDeleted.values where !object._loomBacking.deletePropagated { work.append(object) }
         }
-        if work.isEmpty && insertedDeleted.isEmpty { return }
+        if work.isEmpty && pending.insertedDeleted.isEmpty { return }
         // In waves: each wave's to-many relationships are loaded with one query per
         // relationship, then its rules run; the objects they cascade to make the next wave.
         while !work.isEmpty {
@@ -467,15 +467,15 @@ extension ManagedObjectContext {
             }
         }
         // Objects never saved leave no trace, unless a deny rule still holds them back.
-        for (key, object) in insertedDeleted where deniedRelationship(of: object._loomBacking) == nil {
+        for (key, object) in pending.insertedDeleted where deniedRelationship(of: object._loomBacking) == nil {
             let backing = object._loomBacking
-            insertedDeleted[key] = nil
+            pending.insertedDeleted[key] = nil
             registry[key] = nil
             retained[key] = nil
-            relationshipChanges.entries[key] = nil
+            pending.relationships.entries[key] = nil
             eventRelationshipChanges.entries[key] = nil
             coordinator.forgetUnsaved(backing.entity, key: backing.key)
-            pendingLinks = pendingLinks.filter { link, _ in
+            pending.links = pending.links.filter { link, _ in
                 !((link.table.sourceEntityName == backing.entity.name && link.source == backing.key)
                     || (link.table.targetEntityName == backing.entity.name && link.target == backing.key))
             }

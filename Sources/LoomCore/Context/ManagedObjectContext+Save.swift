@@ -31,20 +31,20 @@ extension ManagedObjectContext {
         processPendingChanges()
         guard hasPendingWork else { return }
 
-        for object in insertedObjects.values { try validateValues(object._loomBacking) }
-        for (key, object) in updatedObjects where deletedObjects[key] == nil { try validateValues(object._loomBacking) }
-        let doomed = (Array(deletedObjects.values) + Array(insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
+        for object in pending.inserted.values { try validateValues(object._loomBacking) }
+        for (key, object) in pending.updated where pending.deleted[key] == nil { try validateValues(object._loomBacking) }
+        let doomed = (Array(pending.deleted.values) + Array(pending.insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
         loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
         try reportStoreFailures()   // a deny rule's relationships that could not be loaded
         for object in doomed { try validateDeletion(object._loomBacking) }
-        try validateUniqueness(among: Array(insertedObjects.values) + updatedObjects.filter { deletedObjects[$0.key] == nil }.map(\.value))
+        try validateUniqueness(among: Array(pending.inserted.values) + pending.updated.filter { pending.deleted[$0.key] == nil }.map(\.value))
 
         if let parent {
             try saveIntoParent(parent)
             return
         }
 
-        let before = SavedState(of: self)
+        let before = pending.snapshot()
         var saved: (changes: StoreChangeSet, receipt: CommitReceipt)?
         var resolved = false
         do throws(LoomError) {
@@ -118,15 +118,15 @@ extension ManagedObjectContext {
         for b in insertedBackingsInOrder() {
             child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
-        for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
+        for (key, object) in pending.updated.sorted(by: { $0.key.key < $1.key.key }) where pending.deleted[key] == nil {
             let b = object._loomBacking
             let changed = b.changedSlots()
             if !changed.isEmpty { child.updates.append(.init(entity: b.entity, key: b.key, changes: changed)) }
         }
-        for object in deletedObjects.values {
+        for object in pending.deleted.values {
             child.deletes.append(.init(entity: object._loomBacking.entity, key: object._loomBacking.key))
         }
-        for (link, added) in pendingLinks.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
+        for (link, added) in pending.links.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
             child.links.append(.init(table: link.table, source: link.source, target: link.target, added: added))
         }
         let pushed = child
@@ -134,7 +134,7 @@ extension ManagedObjectContext {
             try context.absorb(pushed)
             context.processPendingChanges()
         }
-        let versions = Dictionary(uniqueKeysWithValues: (Array(insertedObjects.values) + Array(updatedObjects.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
+        let versions = Dictionary(uniqueKeysWithValues: (Array(pending.inserted.values) + Array(pending.updated.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
         let changes = commitSavedState(recording: hasEventListeners).changes
         // A child's objects keep the parent's versions: only the store's saves bump them.
         for object in registry.values.map(\.object) {
@@ -143,9 +143,7 @@ extension ManagedObjectContext {
         post(.didSave(changes))
     }
 
-    private var hasPendingWork: Bool {
-        !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty || !pendingLinks.isEmpty || !insertedDeleted.isEmpty
-    }
+    private var hasPendingWork: Bool { !pending.isEmpty }
 
     func objectID(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
         AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, primaryKey: key)
@@ -154,22 +152,22 @@ extension ManagedObjectContext {
     /// The store change set for the context's current unsaved changes.
     private func makeChangeSet() -> StoreChangeSet {
         var changes = StoreChangeSet()
-        changes.inserts.reserveCapacity(insertedObjects.count)
+        changes.inserts.reserveCapacity(pending.inserted.count)
         changeSetInsertOrder = insertedBackingsInOrder()
         for b in changeSetInsertOrder {
             changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
-        for (key, object) in updatedObjects.sorted(by: { $0.key.key < $1.key.key }) where deletedObjects[key] == nil {
+        for (key, object) in pending.updated.sorted(by: { $0.key.key < $1.key.key }) where pending.deleted[key] == nil {
             let b = object._loomBacking
             let changed = b.changedSlots()
             if changed.isEmpty { continue }
             changes.updates.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version, changes: changed.map { (index: $0.0, value: $0.1) }))
         }
-        for object in deletedObjects.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
+        for object in pending.deleted.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
             let b = object._loomBacking
             changes.deletes.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version))
         }
-        for (link, added) in pendingLinks.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
+        for (link, added) in pending.links.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
             let change = StoreChangeSet.LinkChange(table: link.table, source: link.source, target: link.target)
             if added {
                 // A row for an object deleted in this save would outlive it.
@@ -186,12 +184,12 @@ extension ManagedObjectContext {
     /// (the order they were inserted in): a store writes each entity's rows with one statement.
     private func insertedBackingsInOrder() -> [ObjectBacking] {
         var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
-        for object in insertedObjects.values {
+        for object in pending.inserted.values {
             let b = object._loomBacking
             byEntity[ObjectIdentifier(b.entity), default: []].append(b)
         }
         var ordered: [ObjectBacking] = []
-        ordered.reserveCapacity(insertedObjects.count)
+        ordered.reserveCapacity(pending.inserted.count)
         for entity in coordinator.schema.entities {
             guard var backings = byEntity.removeValue(forKey: ObjectIdentifier(entity)) else { continue }
             backings.sort { $0.key < $1.key }
@@ -207,7 +205,7 @@ extension ManagedObjectContext {
 
     private func isDeletedHere(_ entityName: String, _ key: Int64) -> Bool {
         guard let entity = coordinator.schema.entity(named: entityName) else { return false }
-        return deletedObjects[RowCacheKey(entity: ObjectIdentifier(entity), key: key)] != nil
+        return pending.deleted[RowCacheKey(entity: ObjectIdentifier(entity), key: key)] != nil
     }
 
     /// After a successful save: every object's state in line with the store. Returns what was
@@ -224,7 +222,7 @@ extension ManagedObjectContext {
         var rows: [AnyObjectID: StoreRow] = [:]
         let savedInserts = saved?.inserts ?? []
         var index = 0
-        let order = changeSetInsertOrder.count == insertedObjects.count ? changeSetInsertOrder : insertedObjects.values.map(\._loomBacking)
+        let order = changeSetInsertOrder.count == pending.inserted.count ? changeSetInsertOrder : pending.inserted.values.map(\._loomBacking)
         changeSetInsertOrder = []
         for b in order {
             b.isInserted = false
@@ -238,7 +236,7 @@ extension ManagedObjectContext {
             if recording { changes.inserted.insert(objectID(of: b)) }
             if collectingRows, let committed = b.committed { rows[objectID(of: b)] = StoreRow(key: b.key, version: 1, values: committed) }
         }
-        for (key, object) in updatedObjects where deletedObjects[key] == nil {
+        for (key, object) in pending.updated where pending.deleted[key] == nil {
             let b = object._loomBacking
             let changed = b.changedSlots()
             b.isUpdated = false
@@ -251,24 +249,18 @@ extension ManagedObjectContext {
             changes.updated.insert(id)
             changes.changedProperties[id, default: []].formUnion(changed.map { b.entity.storedValueName(at: $0.0) })
         }
-        for (key, object) in deletedObjects {
+        for (key, object) in pending.deleted {
             registry[key] = nil
             if recording { changes.deleted.insert(objectID(of: object._loomBacking)) }
             object._loomBacking.invalidate(reason: "it was deleted and the deletion saved")
         }
         // Owners whose to-many relationships gained or lost objects (stored on the other side).
-        for (key, entry) in relationshipChanges.entries where recording && insertedObjects[key] == nil && deletedObjects[key] == nil {
+        for (key, entry) in pending.relationships.entries where recording && pending.inserted[key] == nil && pending.deleted[key] == nil {
             let id = objectID(entry.entity, entry.key)
             changes.updated.insert(id)
             changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })
         }
-        insertedObjects = [:]
-        updatedObjects = [:]
-        deletedObjects = [:]
-        insertedDeleted = [:]
-        changedEntities = [:]
-        pendingLinks = [:]
-        relationshipChanges = RelationshipChangeLog()
+        pending = PendingChanges()
         return (changes, rows)
     }
 
@@ -336,86 +328,5 @@ extension ManagedObjectContext {
 
     func objectID(of backing: ObjectBacking) -> AnyObjectID {
         AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key)
-    }
-}
-
-/// The state of a context and its changed objects before a save, restored if the save fails so
-/// that the context is exactly as it was.
-struct SavedState {
-    struct ObjectState {
-        let backing: ObjectBacking
-        let values: [StoredValue]
-        let committed: [StoredValue]?
-        let version: Int64
-        let state: ObjectBacking.State
-        let isInserted: Bool, isUpdated: Bool, isDeleted: Bool
-        let context: ManagedObjectContext?
-    }
-    let objects: [ObjectState]
-    let inserted: [RowCacheKey: any BackedObject]
-    let updated: [RowCacheKey: any BackedObject]
-    let deleted: [RowCacheKey: any BackedObject]
-    let changedEntities: [ObjectIdentifier: Int]
-    let insertedDeleted: [RowCacheKey: any BackedObject]
-    let pendingLinks: [LinkKey: Bool]
-    let relationshipChanges: RelationshipChangeLog
-    /// Objects registered during conflict resolution are kept alive until the restore.
-    let strong: [any BackedObject]
-
-    init(of context: ManagedObjectContext) {
-        let all = Array(context.insertedObjects.values) + Array(context.updatedObjects.values) + Array(context.deletedObjects.values)
-        objects = all.map { object in
-            let b = object._loomBacking
-            return ObjectState(backing: b, values: b.values, committed: b.committed, version: b.version, state: b.state,
-                               isInserted: b.isInserted, isUpdated: b.isUpdated, isDeleted: b.isDeleted, context: b.context)
-        }
-        inserted = context.insertedObjects
-        updated = context.updatedObjects
-        deleted = context.deletedObjects
-        changedEntities = context.changedEntities
-        insertedDeleted = context.insertedDeleted
-        pendingLinks = context.pendingLinks
-        relationshipChanges = context.relationshipChanges
-        strong = all
-    }
-
-    func restore(into context: ManagedObjectContext) {
-        for o in objects {
-            let b = o.backing
-            b.values = o.values
-            b.committed = o.committed
-            b.version = o.version
-            b.state = o.state
-            b.isInserted = o.isInserted
-            b.isUpdated = o.isUpdated
-            b.isDeleted = o.isDeleted
-            b.context = o.context
-            b.invalidationReason = nil
-            if o.isInserted { context.coordinator.noteUnsaved(b.entity, key: b.key) }
-        }
-        // Objects that resolution touched but were clean before go back to clean.
-        for (key, object) in context.updatedObjects where updated[key] == nil && inserted[key] == nil {
-            let b = object._loomBacking
-            if let committed = b.committed { b.values = committed.map { $0 } }
-            b.isUpdated = false
-            b.isDeleted = false
-        }
-        for (key, object) in context.deletedObjects where deleted[key] == nil {
-            object._loomBacking.isDeleted = false
-        }
-        // Every changed object was registered; a failed save's conflict resolution can have
-        // taken some out of the registry.
-        for changes in [inserted, updated, deleted, insertedDeleted] {
-            for (key, object) in changes where context.registry[key] == nil {
-                context.enroll(object, object._loomBacking, at: key)
-            }
-        }
-        context.insertedObjects = inserted
-        context.updatedObjects = updated
-        context.deletedObjects = deleted
-        context.changedEntities = changedEntities
-        context.insertedDeleted = insertedDeleted
-        context.pendingLinks = pendingLinks
-        context.relationshipChanges = relationshipChanges
     }
 }

@@ -25,7 +25,7 @@ extension ManagedObjectContext {
     /// Read it on this context's isolation.
     public var pendingStoreError: LoomError? {
         ConcurrencyDebugging.check(self, #function)
-        return readFailure ?? (objectsAwaitingKeys.isEmpty ? nil : keyFailure)
+        return readFailure ?? (pending.awaitingKeys.isEmpty ? nil : keyFailure)
     }
 
     /// Notes a read failure for the next save (the first one is kept).
@@ -36,7 +36,7 @@ extension ManagedObjectContext {
     /// Keeps an object whose key could not be reserved until the next save gives it one.
     func awaitKey(_ object: any BackedObject, _ error: LoomError) {
         keyFailure = error
-        if !objectsAwaitingKeys.contains(where: { $0 === object }) { objectsAwaitingKeys.append(object) }
+        if !pending.awaitingKeys.contains(where: { $0 === object }) { pending.awaitingKeys.append(object) }
     }
 
     /// Keeps a relationship change between a registered object and one awaiting its key until
@@ -44,18 +44,18 @@ extension ManagedObjectContext {
     func deferRelationship(_ j: Int, of backing: ObjectBacking, to objects: [any BackedObject]) {
         guard let owner = registry[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)]?.object else { return }
         forgetDeferredRelationship(j, of: backing)
-        relationshipsAwaitingKeys.append((owner, j, objects))
+        pending.relationshipsAwaitingKeys.append((owner, j, objects))
     }
 
     /// Drops a deferred change of relationship `j` of `backing`: a newer change replaces it.
     func forgetDeferredRelationship(_ j: Int, of backing: ObjectBacking) {
-        if relationshipsAwaitingKeys.isEmpty { return }
-        relationshipsAwaitingKeys.removeAll { $0.owner._loomBacking === backing && $0.relationship == j }
+        if pending.relationshipsAwaitingKeys.isEmpty { return }
+        pending.relationshipsAwaitingKeys.removeAll { $0.owner._loomBacking === backing && $0.relationship == j }
     }
 
     func forgetObjectsAwaitingKeys() {
-        objectsAwaitingKeys = []
-        relationshipsAwaitingKeys = []
+        pending.awaitingKeys = []
+        pending.relationshipsAwaitingKeys = []
         keyFailure = nil
     }
 
@@ -63,11 +63,11 @@ extension ManagedObjectContext {
     /// relationships deferred for them), then throws the read failure not reported yet, if
     /// any. Throws the store's error, changing nothing else, when a key still cannot be had.
     func reportStoreFailures() throws(LoomError) {
-        if !objectsAwaitingKeys.isEmpty {
-            for object in objectsAwaitingKeys where object._loomBacking.state == .detached {
+        if !pending.awaitingKeys.isEmpty {
+            for object in pending.awaitingKeys where object._loomBacking.state == .detached {
                 try insertObject(object, reportingKeyFailure: true)
             }
-            let relationships = relationshipsAwaitingKeys
+            let relationships = pending.relationshipsAwaitingKeys
             forgetObjectsAwaitingKeys()
             for (owner, j, objects) in relationships {
                 let backing = owner._loomBacking

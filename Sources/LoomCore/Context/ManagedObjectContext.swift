@@ -42,27 +42,17 @@ public final class ManagedObjectContext {
         }
     }
 
-    /// Objects with unsaved changes, held strongly until saved, rolled back or reset.
-    var insertedObjects: [RowCacheKey: any BackedObject] = [:]
-    var updatedObjects: [RowCacheKey: any BackedObject] = [:]
-    var deletedObjects: [RowCacheKey: any BackedObject] = [:]
-    /// Entities that have unsaved changes, for fetches that must reflect them.
-    var changedEntities: [ObjectIdentifier: Int] = [:]
+    /// Everything changed and not saved yet, its objects held strongly until saved, rolled back
+    /// or reset.
+    var pending = PendingChanges()
 
     // Relationships (see ManagedObjectContext+Relationships.swift).
-    /// Objects inserted and then deleted before a save, kept until the delete rules have run
-    /// (and, for a deny rule that still holds objects, until the save reports it).
-    var insertedDeleted: [RowCacheKey: any BackedObject] = [:]
-    /// Unsaved changes to join tables: `true` to add the row, `false` to remove it.
-    var pendingLinks: [LinkKey: Bool] = [:]
-    /// To-many relationships whose members changed since the last save, by owner.
     /// The inserted objects in the order the last change set listed them (see `makeChangeSet`).
     var changeSetInsertOrder: [ObjectBacking] = []
     /// The coordinator's change generation before the first fetch whose faults hold their rows
     /// (the oldest such rows are that old); `nil` when no fault holds one.
     var fetchedRowsGeneration: UInt64?
-    var relationshipChanges = RelationshipChangeLog()
-    /// The same, since the last `objectsDidChange`.
+    /// To-many relationships whose members changed since the last `objectsDidChange`.
     var eventRelationshipChanges = RelationshipChangeLog()
     /// Objects found deleted when their fault fired, since the last `objectsDidChange`.
     var eventInaccessible: [AnyObjectID] = []
@@ -80,12 +70,6 @@ public final class ManagedObjectContext {
     public var deletesInaccessibleFaults = true
 
     // Store failures met where no error can be thrown (see ManagedObjectContext+StoreFailures.swift).
-    /// Objects inserted while no key could be reserved for them: they get their key at the
-    /// next save (which throws if the store still fails). Held strongly, as inserted objects are.
-    var objectsAwaitingKeys: [any BackedObject] = []
-    /// Relationships set between a registered object and one awaiting its key, set at the next
-    /// save once the key is there.
-    var relationshipsAwaitingKeys: [(owner: any BackedObject, relationship: Int, objects: [any BackedObject])] = []
     /// Why the objects awaiting keys have none.
     var keyFailure: LoomError?
     /// The first read failure not reported yet (a fault, a to-many, a batch).
@@ -141,7 +125,7 @@ public final class ManagedObjectContext {
 
     deinit {
         coordinator.unregister(inbox)
-        for (key, object) in Array(insertedObjects) + Array(insertedDeleted) {
+        for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         eventHub.finish()
@@ -152,26 +136,25 @@ public final class ManagedObjectContext {
     /// Whether any object was inserted, changed or deleted since the last save.
     public var hasChanges: Bool {
         ConcurrencyDebugging.check(self, #function)
-        return !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty || !pendingLinks.isEmpty || !insertedDeleted.isEmpty
-            || !objectsAwaitingKeys.isEmpty
+        return !pending.isEmpty
     }
 
     /// The inserted objects not saved yet (not those inserted and then deleted).
     public var inserted: [any BackedObject] {
         ConcurrencyDebugging.check(self, #function)
-        return insertedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
+        return pending.inserted.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
     }
 
     /// The saved objects with unsaved changes.
     public var updated: [any BackedObject] {
         ConcurrencyDebugging.check(self, #function)
-        return updatedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
+        return pending.updated.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
     }
 
     /// The saved objects deleted and not saved yet.
     public var deleted: [any BackedObject] {
         ConcurrencyDebugging.check(self, #function)
-        return deletedObjects.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
+        return pending.deleted.values.sorted { $0._loomBacking.key < $1._loomBacking.key }
     }
 
     /// The objects registered in this context that are still alive.
@@ -183,8 +166,8 @@ public final class ManagedObjectContext {
     func objectDidChange(_ backing: ObjectBacking) {
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         if let object = registry[key]?.object {
-            updatedObjects[key] = object
-            changedEntities[key.entity, default: 0] += 1
+            pending.updated[key] = object
+            pending.noteChange(of: key.entity)
         }
     }
 
@@ -245,14 +228,14 @@ public final class ManagedObjectContext {
         backing.isInserted = true
         let registryKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         enroll(object, backing, at: registryKey)
-        insertedObjects[registryKey] = object
-        changedEntities[registryKey.entity, default: 0] += 1
+        pending.inserted[registryKey] = object
+        pending.noteChange(of: registryKey.entity)
         noteEventChange(backing, inserted: true)
         // Relationships set before the insertion, and the new objects they lead to.
         guard backing.extras != nil else { return }
-        let pending = backing.detachedRelated
+        let detached = backing.detachedRelated
         backing.detachedRelated = [:]
-        for (j, related) in pending.sorted(by: { $0.key < $1.key }) {
+        for (j, related) in detached.sorted(by: { $0.key < $1.key }) {
             for other in related where other._loomBacking.state == .detached { try insertObject(other, reportingKeyFailure: reportingKeyFailure) }
             setRelationship(j, of: backing, to: related)
         }
@@ -275,8 +258,8 @@ public final class ManagedObjectContext {
         if backing.isDeleted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         if backing.isInserted {
-            insertedObjects[key] = nil
-            insertedDeleted[key] = object
+            pending.inserted[key] = nil
+            pending.insertedDeleted[key] = object
             backing.isDeleted = true
             noteEventChange(backing, deleted: true)
             propagateDeletes([object])
@@ -287,8 +270,8 @@ public final class ManagedObjectContext {
             if backing.isInaccessible { return }
         }
         backing.isDeleted = true
-        deletedObjects[key] = object
-        changedEntities[key.entity, default: 0] += 1
+        pending.deleted[key] = object
+        pending.noteChange(of: key.entity)
         noteEventChange(backing, deleted: true)
     }
 
@@ -454,8 +437,8 @@ public final class ManagedObjectContext {
         let id = objectID(of: backing)
         registry[key] = nil
         retained[key] = nil
-        updatedObjects[key] = nil
-        deletedObjects[key] = nil
+        pending.updated[key] = nil
+        pending.deleted[key] = nil
         backing.becomeInaccessible()
         eventInaccessible.append(id)
         scheduleEndOfEventIfNeeded()
@@ -503,31 +486,25 @@ public final class ManagedObjectContext {
     /// changed ones get their last saved values back. No I/O.
     public func rollback() {
         ConcurrencyDebugging.check(self, #function)
-        for (key, object) in Array(insertedObjects) + Array(insertedDeleted) {
+        for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             let backing = object._loomBacking
             registry[key] = nil
             coordinator.forgetUnsaved(backing.entity, key: backing.key)
             backing.invalidate(reason: "its insertion was rolled back")
         }
-        for object in updatedObjects.values {
+        for object in pending.updated.values {
             let backing = object._loomBacking
             if let committed = backing.committed { backing.values = committed.map { $0 } }
             backing.isUpdated = false
         }
-        for object in deletedObjects.values {
+        for object in pending.deleted.values {
             let backing = object._loomBacking
             if let committed = backing.committed { backing.values = committed.map { $0 } }
             backing.isDeleted = false
             backing.isUpdated = false
             backing.deletePropagated = false
         }
-        insertedObjects = [:]
-        updatedObjects = [:]
-        deletedObjects = [:]
-        insertedDeleted = [:]
-        changedEntities = [:]
-        pendingLinks = [:]
-        relationshipChanges = RelationshipChangeLog()
+        pending = PendingChanges()
         eventRelationshipChanges = RelationshipChangeLog()
         forgetObjectsAwaitingKeys()
         forgetLoadedRelationships()
@@ -537,7 +514,7 @@ public final class ManagedObjectContext {
     /// context before the reset must not be used again: any use traps with a message saying so.
     public func reset() {
         ConcurrencyDebugging.check(self, #function)
-        for (key, object) in Array(insertedObjects) + Array(insertedDeleted) {
+        for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         for entry in registry.values {
@@ -546,13 +523,7 @@ public final class ManagedObjectContext {
         registry = [:]
         retained = [:]
         fetchedRowsGeneration = nil
-        insertedObjects = [:]
-        updatedObjects = [:]
-        deletedObjects = [:]
-        insertedDeleted = [:]
-        changedEntities = [:]
-        pendingLinks = [:]
-        relationshipChanges = RelationshipChangeLog()
+        pending = PendingChanges()
         eventRelationshipChanges = RelationshipChangeLog()
         eventInaccessible = []
         forgetObjectsAwaitingKeys()
@@ -581,7 +552,7 @@ public final class ManagedObjectContext {
         if mergeChanges {
             backing.load(row)
             for (i, v) in changes { backing.values[i] = v }
-            if changes.isEmpty, !backing.isDeleted { updatedObjects[key] = nil; backing.isUpdated = false }
+            if changes.isEmpty, !backing.isDeleted { pending.updated[key] = nil; backing.isUpdated = false }
             forgetInverseLists(of: backing, before: before)
         } else {
             forgetInverseLists(of: backing, before: before, dropAll: true)
@@ -590,8 +561,8 @@ public final class ManagedObjectContext {
             backing.values = []
             backing.isUpdated = false
             backing.isDeleted = false
-            updatedObjects[key] = nil
-            deletedObjects[key] = nil
+            pending.updated[key] = nil
+            pending.deleted[key] = nil
             backing.committed = row.values
             backing.version = row.version
         }

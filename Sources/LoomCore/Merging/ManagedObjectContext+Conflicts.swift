@@ -7,7 +7,7 @@ extension ManagedObjectContext {
         var conflicts: [(MergeConflict, StoreRow?)] = []
         for found in error.storeConflicts {
             let key = RowCacheKey(entity: ObjectIdentifier(found.entity), key: found.key)
-            guard let object = insertedObjects[key] ?? updatedObjects[key] ?? deletedObjects[key] else { continue }
+            guard let object = pending.inserted[key] ?? pending.updated[key] ?? pending.deleted[key] else { continue }
             let b = object._loomBacking
             switch found.kind {
             case .version:
@@ -16,7 +16,7 @@ extension ManagedObjectContext {
                 if b.isDeleted { continue }
                 guard let existing = found.persisted else { continue }
                 // A saved row this context is deleting in the same save is no conflict.
-                if deletedObjects[RowCacheKey(entity: key.entity, key: existing.key)] != nil { continue }
+                if pending.deleted[RowCacheKey(entity: key.entity, key: existing.key)] != nil { continue }
                 conflicts.append((try conflict(.uniqueness(constraint: constraint, existing: objectID(b.entity, existing.key)), b, persisted: existing), existing))
             }
         }
@@ -104,11 +104,11 @@ extension ManagedObjectContext {
         b.version = persisted.version
         if b.isDeleted, resolution == .storeTrump || resolution == .rollback {
             b.isDeleted = false
-            deletedObjects[key] = nil
+            pending.deleted[key] = nil
         }
         if b.changedSlots().isEmpty {
             b.isUpdated = false
-            updatedObjects[key] = nil
+            pending.updated[key] = nil
         }
     }
 
@@ -128,10 +128,10 @@ extension ManagedObjectContext {
             } else if let committed = b.committed {
                 b.values = committed
                 b.isUpdated = false
-                updatedObjects[key] = nil
+                pending.updated[key] = nil
             }
         case .objectTrump:
-            // Hold the object: the registry does not keep it alive, and it must reach updatedObjects below.
+            // Hold the object: the registry does not keep it alive, and it must reach pending.updated below.
             let targetObject = try existingObject(with: existing)
             let target = targetObject._loomBacking
             let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0]) } : b.changedSlots()
@@ -144,7 +144,7 @@ extension ManagedObjectContext {
             } else if let committed = b.committed {
                 b.values = committed
                 b.isUpdated = false
-                updatedObjects[key] = nil
+                pending.updated[key] = nil
             }
             // An inserted duplicate's relationships were merged above; only its attributes remain.
             for (i, v) in source where i < b.entity.attributes.count || !wasInserted { target.setStoredValue(v, at: i) }
@@ -175,10 +175,10 @@ extension ManagedObjectContext {
 
     /// Takes an inserted object out of the save: it stays readable but belongs to no context.
     private func drop(_ b: ObjectBacking, key: RowCacheKey) {
-        insertedObjects[key] = nil
+        pending.inserted[key] = nil
         registry[key] = nil
-        relationshipChanges.entries[key] = nil
-        pendingLinks = pendingLinks.filter { link, _ in
+        pending.relationships.entries[key] = nil
+        pending.links = pending.links.filter { link, _ in
             !((link.table.sourceEntityName == b.entity.name && link.source == b.key) || (link.table.targetEntityName == b.entity.name && link.target == b.key))
         }
         coordinator.forgetUnsaved(b.entity, key: b.key)
@@ -188,8 +188,8 @@ extension ManagedObjectContext {
     }
 
     private func detachAsDeleted(_ b: ObjectBacking, key: RowCacheKey) {
-        updatedObjects[key] = nil
-        deletedObjects[key] = nil
+        pending.updated[key] = nil
+        pending.deleted[key] = nil
         registry[key] = nil
         b.isUpdated = false
         b.isDeleted = true

@@ -51,8 +51,8 @@ extension ManagedObjectContext {
             let backing = object._loomBacking
             let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
             registry[key] = nil
-            updatedObjects[key] = nil
-            deletedObjects[key] = nil
+            pending.updated[key] = nil
+            pending.deleted[key] = nil
             if backing.state == .fault {
                 // Never loaded here: it reads as deleted, with no stale values to show.
                 backing.becomeInaccessible()
@@ -109,7 +109,7 @@ extension ManagedObjectContext {
             forgetInverseLists(of: backing, before: before)
             if local.isEmpty && backing.isUpdated {
                 backing.isUpdated = false
-                updatedObjects[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = nil
+                pending.updated[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = nil
             }
         }
     }

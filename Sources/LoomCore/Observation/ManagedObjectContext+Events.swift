@@ -62,7 +62,7 @@ extension ManagedObjectContext {
         }
         for entry in eventRelationshipChanges.entries.values where recording {
             let k = RowCacheKey(entity: ObjectIdentifier(entry.entity), key: entry.key)
-            if insertedObjects[k] != nil || deletedObjects[k] != nil || insertedDeleted[k] != nil { continue }
+            if pending.inserted[k] != nil || pending.deleted[k] != nil || pending.insertedDeleted[k] != nil { continue }
             let id = objectID(entry.entity, entry.key)
             changes.updated.insert(id)
             changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })
