@@ -88,6 +88,21 @@ struct NestedContextTests {
         #expect(pages == 5)
     }
 
+    @Test("A child of the view context works with performAndWait from the main actor: fetch, fault, save into the parent", arguments: StoreKind.allCases)
+    func childOfViewContextWaitedForOnMainActor(kind: StoreKind) async throws {
+        try await CorrectUse.childOfViewContext(kind)
+    }
+
+    @Test("writer → main → worker works from the main actor with performAndWait and await perform", arguments: StoreKind.allCases)
+    func threeLevelsWaitedForOnMainActor(kind: StoreKind) async throws {
+        try await CorrectUse.writerMainWorkerStack(kind)
+    }
+
+    @Test("A background parent can wait synchronously for its idle child, whose hops borrow the parent", arguments: StoreKind.allCases)
+    func backgroundParentWaitsForIdleChild(kind: StoreKind) async throws {
+        try await CorrectUse.childOfBackgroundContext(kind)
+    }
+
     @Test("The README's nested stack runs")
     func readmeNestedStack() async throws {
         let container = try StoreKind.inMemory.makeContainer()

@@ -66,18 +66,32 @@ public actor BackgroundContext {
     /// done. Reentrant: called from inside `perform` or `performAndWait` of the same context,
     /// the body runs at once.
     ///
-    /// Never call it from a context that this one waits for: like Core Data's, it can deadlock.
+    /// Callable from any isolation, the main actor included. While the caller waits, this
+    /// context's children may still reach the caller's context if it is their parent: a child of
+    /// the view context can be used with `performAndWait` from the main actor, and its fetches,
+    /// faults and saves run the parent's part on the child's queue, since the parent's isolation
+    /// is idle while its owner waits.
+    ///
+    /// Never wait synchronously for a context that is itself waiting for the caller, e.g. a child
+    /// in the middle of a fetch that needs its parent: Loom traps at once with a message naming
+    /// both contexts ("Loom deadlock: ..."), where Core Data would deadlock. Use `await perform`
+    /// to wait for a child from its parent's isolation when the child may be busy.
     public nonisolated func performAndWait<T: Sendable>(_ body: sending (ManagedObjectContext) throws -> T) rethrows -> T {
         // `body` was received `sending`: no other isolation domain holds it, and it runs only
         // on this context's queue below, so handing it to the queue's closure is safe.
         nonisolated(unsafe) let body = body
-        if executor.queue.isCurrent {
+        let queue = executor.queue
+        if queue.isCurrent {
             return try assumeIsolated { actor in try body(actor.context) }
         }
-        return try executor.queue.queue.sync {
-            try assumeIsolated { actor in
-                defer { actor.context.processPendingChanges() }
-                return try body(actor.context)
+        return try WaitGraph.performAndWait(on: queue.domain, named: name) {
+            try queue.queue.sync {
+                try RunningBodies.run(as: queue.domain) {
+                    try assumeIsolated { actor in
+                        defer { actor.context.processPendingChanges() }
+                        return try body(actor.context)
+                    }
+                }
             }
         }
     }
@@ -96,7 +110,7 @@ final class ContextExecutor: SerialExecutor {
     }
 
     func checkIsolated() {
-        dispatchPrecondition(condition: .onQueue(queue.queue))
+        precondition(queue.isCurrent, "Loom: code isolated to \(queue.domain) ran on \(IsolationDomain.describeCurrent()).")
     }
 
     func isIsolatingCurrentContext() -> Bool? {

@@ -1,38 +1,5 @@
 import Foundation
 
-/// A child context's way to its parent: the parent context and the isolation it must be used on.
-///
-/// `@unchecked Sendable`: `context` is only used inside ``run(_:)``, which runs on the parent's
-/// isolation (its queue, or the main thread), as the parent's own work does.
-final class ParentLink: @unchecked Sendable {
-    private let context: ManagedObjectContext
-    let isolation: ContextIsolation
-    let coordinator: PersistentStoreCoordinator
-
-    init(_ context: ManagedObjectContext) {
-        self.context = context
-        self.isolation = context.isolation
-        self.coordinator = context.coordinator
-    }
-
-    /// Runs `body` with the parent, on the parent's isolation, and waits for it (Core Data's
-    /// `performAndWait` on the parent). A parent must never wait synchronously on its child.
-    func run<T: Sendable>(_ body: (ManagedObjectContext) throws(LoomError) -> T) throws(LoomError) -> T {
-        if isolation.isCurrent { return try body(context) }
-        // The caller waits for the block, so `body` and `context` are never used concurrently.
-        nonisolated(unsafe) let body = body
-        nonisolated(unsafe) let context = context
-        let result: Result<T, LoomError>
-        switch isolation {
-        case .mainActor:
-            result = DispatchQueue.main.sync { Result { () throws(LoomError) -> T in try body(context) } }
-        case .queue(let queue):
-            result = queue.queue.sync { Result { () throws(LoomError) -> T in try body(context) } }
-        }
-        return try result.get()
-    }
-}
-
 extension ManagedObjectContext {
     // MARK: Where rows come from
 
@@ -98,8 +65,17 @@ extension ManagedObjectContext {
     /// ```
     ///
     /// Call it on this context's isolation. The child reaches this context synchronously on its
-    /// isolation (like Core Data's children, which `performAndWait` on their parent): never make
-    /// this context wait synchronously for its child.
+    /// isolation (like Core Data's children, which `performAndWait` on their parent) whenever it
+    /// fetches, faults or saves. Waiting for the child from this context is allowed only while
+    /// the child is not itself waiting for this context:
+    ///
+    /// - `child.performAndWait { ... }` from this context's isolation (from the main actor, for
+    ///   a child of the view context) works: while this context waits for its child it is idle,
+    ///   so the child's hops run this context's part on the child's queue.
+    /// - Calling `child.performAndWait` while the child is busy in a `perform` that is reaching
+    ///   this context can never end: Loom traps at once with "Loom deadlock: context '...' waits
+    ///   synchronously for its child '...', which is waiting for it". Wait for a child that may
+    ///   be busy with `await child.perform { ... }`.
     public func newChildContext(name: String = "Loom child context") -> BackgroundContext {
         ConcurrencyDebugging.check(self, #function)
         return BackgroundContext(coordinator: coordinator, name: name, parent: ParentLink(self))
