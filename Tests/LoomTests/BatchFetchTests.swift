@@ -8,13 +8,7 @@ import Testing
 struct BatchFetchTests {
     /// A container whose store counts what it is asked, over a store of `kind`.
     func makeContainer(_ kind: StoreKind, log: StatementLog? = nil) throws -> (PersistentContainer, CountingStore) {
-        let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
-        let base: any PersistentStore = switch kind {
-        case .inMemory: InMemoryStore(schema: schema)
-        case .sqlite: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "test.loom"), schema: schema, options: .init(trace: log?.hook))
-        }
-        let store = CountingStore(base)
-        return (PersistentContainer(store: store), store)
+        try kind.makeCountingContainer(log: log)
     }
 
     func populate(_ container: PersistentContainer, count: Int) throws {

@@ -66,13 +66,7 @@ struct CommitOrderTests {
 
     @Test("Merging takes every saved row from the save itself, with no read", arguments: StoreKind.allCases)
     func mergeCarriesRows(kind: StoreKind) async throws {
-        let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
-        let base: any PersistentStore = switch kind {
-        case .inMemory: InMemoryStore(schema: schema)
-        case .sqlite: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "test.loom"), schema: schema)
-        }
-        let store = CountingStore(base)
-        let container = PersistentContainer(store: store)
+        let (container, store) = try kind.makeCountingContainer()
         let reader = container.newBackgroundContext(name: "reader")
         try await reader.perform { context in
             context.automaticallyMergesChanges = true

@@ -8,13 +8,7 @@ import Testing
 @Suite("Fetch windows over unsaved changes")
 struct FetchWindowTests {
     func makeContainer(_ kind: StoreKind, books: Int) throws -> (PersistentContainer, CountingStore) {
-        let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
-        let base: any PersistentStore = switch kind {
-        case .inMemory: InMemoryStore(schema: schema)
-        case .sqlite: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "test.loom"), schema: schema)
-        }
-        let store = CountingStore(base)
-        let container = PersistentContainer(store: store)
+        let (container, store) = try kind.makeCountingContainer()
         try container.newBackgroundContext().performAndWait { context in
             for i in 0..<books { context.insert(Book(isbn: String(format: "%06d", i), title: "Book \(i)", pages: i)) }
             try context.save()

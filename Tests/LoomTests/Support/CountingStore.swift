@@ -50,3 +50,17 @@ final class CountingStore: PersistentStore, @unchecked Sendable {
     func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try base.allocateKeys(for: entity, count: count) }
     func close() throws(LoomError) { try base.close() }
 }
+
+extension StoreKind {
+    /// A fresh container of the test models whose store counts what it is asked, over a store of
+    /// this kind (its SQL traced into `log`, if given).
+    func makeCountingContainer(log: StatementLog? = nil) throws -> (PersistentContainer, CountingStore) {
+        let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
+        let base: any PersistentStore = switch self {
+        case .inMemory: InMemoryStore(schema: schema)
+        case .sqlite: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "test.loom"), schema: schema, options: .init(trace: log?.hook))
+        }
+        let store = CountingStore(base)
+        return (PersistentContainer(store: store), store)
+    }
+}
