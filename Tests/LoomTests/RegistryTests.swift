@@ -30,7 +30,7 @@ struct RegistryTests {
             }
             try context.save()
             // Saved inserts are clean now: nothing holds them, so nothing stays registered.
-            #expect(context.registry.isEmpty)
+            #expect(context.identityMap.isEmpty)
         }
     }
 
@@ -43,10 +43,10 @@ struct RegistryTests {
             do {
                 let books = try context.fetch(request)
                 #expect(books.count == 2_000)
-                #expect(context.registry.count == 2_000)
+                #expect(context.identityMap.count == 2_000)
             }
             // With weak references, 2,000 dead entries (and their side tables) stayed here.
-            #expect(context.registry.isEmpty)
+            #expect(context.identityMap.isEmpty)
             #expect(context.registeredObjects.isEmpty)
 
             var kept: [Book] = []
@@ -55,18 +55,18 @@ struct RegistryTests {
                 kept = Array(books.prefix(10))
                 kept[0].title = "Changed"          // unsaved changes hold the object too
             }
-            #expect(context.registry.count == 10)
+            #expect(context.identityMap.count == 10)
             let again = try context.fetch(request)
             #expect(again.count == 2_000)
             #expect(zip(kept, again).allSatisfy { $0 === $1 })
             #expect(again[0].title == "Changed")
             kept = []
-            #expect(context.registry.count == 2_000)
+            #expect(context.identityMap.count == 2_000)
             _ = consume again
             // The changed object is held by the context until it is saved.
-            #expect(context.registry.count == 1)
+            #expect(context.identityMap.count == 1)
             try context.save()
-            #expect(context.registry.isEmpty)
+            #expect(context.identityMap.isEmpty)
 
             // Faults made from IDs and through relationships' targets leave the same way.
             let ids = try context.fetchIDs(request)
@@ -74,9 +74,9 @@ struct RegistryTests {
                 let faults = try ids.prefix(100).map { try context.object(with: $0) }
                 #expect(faults.allSatisfy { $0.isFault })
                 #expect(faults.map(\.pages) == Array(0..<100))
-                #expect(context.registry.count == 100)
+                #expect(context.identityMap.count == 100)
             }
-            #expect(context.registry.isEmpty)
+            #expect(context.identityMap.isEmpty)
         }
     }
 
@@ -91,9 +91,9 @@ struct RegistryTests {
                     context.delete(book)
                 }
             }
-            #expect(context.registry.count == 30)   // held by the context's unsaved changes
+            #expect(context.identityMap.count == 30)   // held by the context's unsaved changes
             context.rollback()
-            #expect(context.registry.isEmpty)   // restored deletions are clean again, and unheld
+            #expect(context.identityMap.isEmpty)   // restored deletions are clean again, and unheld
             do {
                 for i in 0..<20 { context.insert(Book(isbn: "new-\(i)", title: "New \(i)", pages: 1_000)) }
                 for book in try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages < 10 })) {
@@ -101,7 +101,7 @@ struct RegistryTests {
                 }
             }
             try context.save()
-            #expect(context.registry.isEmpty)
+            #expect(context.identityMap.isEmpty)
             #expect(try context.count(for: FetchRequest<Book>()) == 60)
         }
     }
@@ -124,7 +124,7 @@ struct RegistryTests {
             #expect(throws: LoomError.self) { try context.save() }
             #expect(context.registeredObject(for: book.objectID) === book)
             #expect(context.registeredObject(for: duplicate.objectID) === duplicate)
-            #expect(context.registry.count == 2)
+            #expect(context.identityMap.count == 2)
         }
     }
 
@@ -141,13 +141,13 @@ struct RegistryTests {
                 object["text"] = .text("memo \(i)")
             }
             try context.save()
-            #expect(context.registry.isEmpty)
+            #expect(context.identityMap.isEmpty)
             do {
                 let memos = try context.fetch(DynamicFetchRequest(entityName: "Memo"))
                 #expect(memos.count == 30)
-                #expect(context.registry.count == 30)
+                #expect(context.identityMap.count == 30)
             }
-            #expect(context.registry.isEmpty)
+            #expect(context.identityMap.isEmpty)
         }
     }
 
@@ -165,7 +165,7 @@ struct RegistryTests {
             }
             let noteID = try #require(id)
             // It cannot leave the registry by itself, so the context keeps it alive.
-            #expect(context.registry.count == 1)
+            #expect(context.identityMap.count == 1)
             #expect((context.registeredObject(for: noteID))?.text == "kept")
             context.retainsRegisteredObjects = true
             context.retainsRegisteredObjects = false
@@ -173,7 +173,7 @@ struct RegistryTests {
             let fetched = try context.fetch(FetchRequest<HandWrittenNote>())
             #expect(fetched.count == 1 && fetched[0] === context.registeredObject(for: noteID))
             context.reset()
-            #expect(context.registry.isEmpty && context.retained.isEmpty)
+            #expect(context.identityMap.isEmpty && context.identityMap.heldCount == 0)
         }
     }
 
@@ -249,12 +249,82 @@ struct RegistryTests {
         try Self.seed(container, count: 5)
         try container.newBackgroundContext().performAndWait { context in
             let kept = try #require(try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)])).first)
-            #expect(context.registry.count == 1)
+            #expect(context.identityMap.count == 1)
             // The second fetch asks to leave out only `kept`'s row; this store leaves out all.
             let error = try #require(throws: LoomError.self) { try context.fetch(FetchRequest<Book>()) }
             #expect(error.code == .corruptValue)
             #expect(error.message.contains("Book"))
             #expect(kept.title == "Book 0")
+        }
+    }
+
+    @Test("With retainsRegisteredObjects on, objects that leave the context are released, not kept held", arguments: StoreKind.allCases)
+    func heldObjectsLeaveWithTheirEntries(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        try Self.seed(container, count: 10)
+        try container.newBackgroundContext().performAndWait { context in
+            context.retainsRegisteredObjects = true
+            weak var rolledBack: Book?
+            weak var deleted: Book?
+            do {
+                let book = Book(isbn: "new", title: "Rolled back")
+                context.insert(book)
+                rolledBack = book
+            }
+            context.rollback()
+            #expect(rolledBack == nil)              // before, the held entry outlived the rollback
+            do {
+                let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+                #expect(context.identityMap.heldCount == 10)
+                deleted = books[0]
+                context.delete(books[0])
+            }
+            try context.save()
+            #expect(deleted == nil)
+            #expect(context.identityMap.count == 9 && context.identityMap.heldCount == 9)
+            #expect(context.identityMap.problems(in: context).isEmpty)
+            context.retainsRegisteredObjects = false
+            #expect(context.identityMap.isEmpty && context.identityMap.heldCount == 0)
+        }
+    }
+
+    @Test("Entries are filed per entity: equal keys of two entities are two objects", arguments: StoreKind.allCases)
+    func entriesArePerEntity(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        try container.newBackgroundContext().performAndWait { context in
+            let authors = (0..<5).map { Author(name: "Author \($0)") }
+            let novels = (0..<5).map { Novel(title: "Novel \($0)") }
+            for author in authors { context.insert(author) }
+            for novel in novels { context.insert(novel) }
+            try context.save()
+            #expect(context.identityMap.count == 10)
+            for (author, novel) in zip(authors, novels) {
+                #expect(context.registeredObject(for: author.objectID) === author)
+                #expect(context.registeredObject(for: novel.objectID) === novel)
+            }
+            // Whatever keys the store gave, a lookup never crosses entities.
+            let authorKeys = Set(authors.map(\.objectID.primaryKey))
+            for novel in novels where authorKeys.contains(novel.objectID.primaryKey) {
+                let author = try #require(authors.first { $0.objectID.primaryKey == novel.objectID.primaryKey })
+                #expect(context.registeredObject(for: author.objectID) !== context.registeredObject(for: novel.objectID))
+            }
+            #expect(context.identityMap.problems(in: context).isEmpty)
+        }
+    }
+
+    @Test("The identity map's check names an entry filed under the wrong row")
+    func invariantCheckFindsMisfiledEntries() throws {
+        let container = try StoreKind.inMemory.makeContainer()
+        try container.newBackgroundContext().performAndWait { context in
+            let book = Book(isbn: "1", title: "Filed", pages: 1)
+            context.insert(book)
+            #expect(context.identityMap.problems(in: context).isEmpty)
+            let wrong = RowCacheKey(entity: ObjectIdentifier(book._loomBacking.entity), key: book.objectID.primaryKey + 1_000)
+            context.identityMap.insert(book, book._loomBacking, at: wrong)
+            let problems = context.identityMap.problems(in: context)
+            #expect(problems.contains { $0.contains("filed under key \(wrong.key)") && $0.contains("Book") })
+            context.identityMap.remove(wrong)
+            #expect(context.identityMap.problems(in: context).isEmpty)
         }
     }
 
@@ -275,7 +345,7 @@ struct RegistryTests {
                                 let books = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.pages % 20 == round }))
                                 _ = books.reduce(0) { $0 + $1.title.count }
                             }
-                            return context.registry.count
+                            return context.identityMap.count
                         }
                     }
                     return leftOver
@@ -290,7 +360,7 @@ struct RegistryTests {
                         try context.save()
                     }
                 }
-                return await writer.perform { $0.registry.count }
+                return await writer.perform { $0.identityMap.count }
             }
             for try await leftOver in group { #expect(leftOver == 0) }
         }

@@ -59,7 +59,7 @@ extension ManagedObjectContext {
             fetchedRowsGeneration = coordinator.currentGeneration
         }
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
-            let registeredBefore = registry.count
+            let registeredBefore = identityMap.count
             if parent == nil, asFaults ? faultsHoldFetchedRows : true, registeredBefore > 0, entity.storedValueCount > 0 {
                 return try fetchReusingRegistered(query, asFaults: asFaults)
             }
@@ -69,7 +69,7 @@ extension ManagedObjectContext {
             let asFault = asFaults && parent == nil
             if registeredBefore == 0 {
                 // Nothing was registered and one query's keys are distinct: no lookups.
-                reserveRegistry(forNew: rows.count)
+                identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
                 return rows.map { materializeNew($0, of: entity, asFault: asFault) }
             }
             return rows.map { materialize($0, of: entity, asFault: asFault) }
@@ -122,7 +122,7 @@ extension ManagedObjectContext {
         for candidate in candidates where query.predicate?.matches(candidate, in: graph) ?? true {
             let k = RowCacheKey(entity: entityID, key: candidate.key)
             let object = pending.inserted[k] ?? pending.updated[k]
-            let version = object?._loomBacking.version ?? registry[k]?.backing.version ?? 0
+            let version = object?._loomBacking.version ?? identityMap[k]?.backing.version ?? 0
             results.append((StoreRow(key: candidate.key, version: version, values: candidate.values), object, candidate))
         }
         if let failure = graph.failure { throw failure }
@@ -191,7 +191,7 @@ extension ManagedObjectContext {
             var rows: [StoreRow] = []
             var missing: [Int64] = []
             for key in keys {
-                if let object = context.registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object, object._loomBacking.state == .loaded {
+                if let object = context.identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)), object._loomBacking.state == .loaded {
                     if !object._loomBacking.isDeleted { rows.append(try context.currentRow(of: entity, key: key, fresh: false)!) }
                 } else {
                     missing.append(key)
@@ -210,13 +210,13 @@ extension ManagedObjectContext {
         // Registered objects that keep what they have, in the order of their rows.
         var kept: [any BackedObject] = []
         let rows = try coordinator.fetch(query) { key, version in
-            guard let entry = self.registry[RowCacheKey(entity: entityID, key: key)],
+            guard let entry = self.identityMap[RowCacheKey(entity: entityID, key: key)],
                 Self.keepsValues(entry.backing, version: version, asFault: asFaults)
             else { return false }
             kept.append(entry.object)
             return true
         }
-        reserveRegistry(forNew: rows.count - kept.count)
+        identityMap.reserveCapacity(forNew: rows.count - kept.count, of: entityID)
         guard rows.reduce(0, { $0 + ($1.values.isEmpty ? 1 : 0) }) == kept.count else {
             throw LoomError(.corruptValue, "The store returned \(entity.name) rows without values that were not asked to be left out.", entity: entity.name)
         }
@@ -226,12 +226,6 @@ extension ManagedObjectContext {
             defer { next += 1 }
             return kept[next]
         }
-    }
-
-    /// Grows the registry once for `count` new objects, rather than doubling it again and
-    /// again while they are registered.
-    private func reserveRegistry(forNew count: Int) {
-        if count > 64 { registry.reserveCapacity(registry.count + count) }
     }
 
     /// Whether ``materialize(_:of:asFault:)`` would leave the registered object for this row as
@@ -251,7 +245,7 @@ extension ManagedObjectContext {
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
     func materialize(_ row: StoreRow, of entity: EntityDescription, asFault: Bool) -> any BackedObject {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
-        if let registered = registry[key]?.object {
+        if let registered = identityMap.object(for: key) {
             let backing = registered._loomBacking
             if backing.state == .fault, row.values.count == entity.storedValueCount {
                 if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }

@@ -26,7 +26,7 @@ final class ContextGraph: PredicateGraph {
         let k = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         if let known = rows[k] { return known }
         var found: Row?
-        if let backing = context.registry[k]?.backing, backing.state == .loaded {
+        if let backing = context.identityMap[k]?.backing, backing.state == .loaded {
             found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values)
         } else {
             do {
@@ -56,7 +56,7 @@ final class ContextGraph: PredicateGraph {
         for source in sources {
             guard case .integer(let key) = source.values[slot], seen.insert(key).inserted else { continue }
             let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: key)
-            if rows[k] == nil, context.registry[k]?.object == nil { keys.append(key) }
+            if rows[k] == nil, context.identityMap.object(for: k) == nil { keys.append(key) }
         }
         guard !keys.isEmpty else { return }
         do {
@@ -77,7 +77,7 @@ final class ContextGraph: PredicateGraph {
             var byOwner: [Int64: [Row]] = [:]
             for pair in try context.currentRelated(r, keys: missing) {
                 let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: pair.row.key)
-                if let backing = context.registry[k]?.backing, backing.isDeleted { continue }
+                if let backing = context.identityMap[k]?.backing, backing.isDeleted { continue }
                 byOwner[pair.owner, default: []].append(Row(entity: r.destination, key: pair.row.key, values: pair.row.values))
             }
             for owner in missing { related[r.reference, default: [:]][owner] = byOwner[owner] ?? [] }

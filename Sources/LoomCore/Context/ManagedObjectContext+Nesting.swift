@@ -40,7 +40,7 @@ extension ManagedObjectContext {
 
     /// What a child sees for one object: this context's values, unsaved changes included.
     func currentRow(of entity: EntityDescription, key: Int64, fresh: Bool) throws(LoomError) -> StoreRow? {
-        if let object = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object {
+        if let object = identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)) {
             let backing = object._loomBacking
             if backing.isDeleted { return nil }
             if backing.state == .loaded {

@@ -23,13 +23,13 @@ extension ManagedObjectContext {
 
     /// The registered object for a key, or a new fault for it. No I/O.
     func object(of entity: EntityDescription, key: Int64) -> any BackedObject {
-        if let registered = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object { return registered }
+        if let registered = identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)) { return registered }
         return register(ObjectBacking(entity: entity, key: key, context: self))
     }
 
     /// The registered object for a key, if any.
     func registeredBacking(of entity: EntityDescription, key: Int64) -> ObjectBacking? {
-        registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.backing
+        identityMap[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.backing
     }
 
     /// Runs `body` with the backing of an object, registering a fault when needed, and keeps the
@@ -402,7 +402,7 @@ extension ManagedObjectContext {
     /// Forgets every loaded to-many list: they are loaded again, from the store and this
     /// context's unsaved changes, when next read.
     func forgetLoadedRelationships() {
-        for entry in registry.values { entry.backing.toMany = [:] }
+        for entry in identityMap.entries { entry.backing.toMany = [:] }
     }
 
     /// After an object's stored values were replaced (refresh, merge, a newer row): the loaded
@@ -470,8 +470,7 @@ extension ManagedObjectContext {
         for (key, object) in pending.insertedDeleted where deniedRelationship(of: object._loomBacking) == nil {
             let backing = object._loomBacking
             pending.insertedDeleted[key] = nil
-            registry[key] = nil
-            retained[key] = nil
+            identityMap.remove(key)
             pending.relationships.entries[key] = nil
             eventRelationshipChanges.entries[key] = nil
             coordinator.forgetUnsaved(backing.entity, key: backing.key)

@@ -137,7 +137,7 @@ extension ManagedObjectContext {
         let versions = Dictionary(uniqueKeysWithValues: (Array(pending.inserted.values) + Array(pending.updated.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
         let changes = commitSavedState(recording: hasEventListeners).changes
         // A child's objects keep the parent's versions: only the store's saves bump them.
-        for object in registry.values.map(\.object) {
+        for object in identityMap.objects {
             if let version = versions[ObjectIdentifier(object._loomBacking)] { object._loomBacking.version = version }
         }
         post(.didSave(changes))
@@ -250,7 +250,7 @@ extension ManagedObjectContext {
             changes.changedProperties[id, default: []].formUnion(changed.map { b.entity.storedValueName(at: $0.0) })
         }
         for (key, object) in pending.deleted {
-            registry[key] = nil
+            identityMap.remove(key)
             if recording { changes.deleted.insert(objectID(of: object._loomBacking)) }
             object._loomBacking.invalidate(reason: "it was deleted and the deletion saved")
         }
@@ -261,6 +261,7 @@ extension ManagedObjectContext {
             changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })
         }
         pending = PendingChanges()
+        checkIdentityMap()
         return (changes, rows)
     }
 

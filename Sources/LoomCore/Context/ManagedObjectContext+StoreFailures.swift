@@ -42,7 +42,7 @@ extension ManagedObjectContext {
     /// Keeps a relationship change between a registered object and one awaiting its key until
     /// the next save (a later change of the same relationship replaces it).
     func deferRelationship(_ j: Int, of backing: ObjectBacking, to objects: [any BackedObject]) {
-        guard let owner = registry[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)]?.object else { return }
+        guard let owner = identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)) else { return }
         forgetDeferredRelationship(j, of: backing)
         pending.relationshipsAwaitingKeys.append((owner, j, objects))
     }

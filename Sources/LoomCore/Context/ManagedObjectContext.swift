@@ -24,21 +24,16 @@ public final class ManagedObjectContext {
     /// Every object registered in this context, by entity and key. Clean objects are not kept
     /// alive by it, so that they go away when the app lets go of them, as in Core Data: an
     /// object's entry leaves with the object (see ``ObjectSlot``).
-    var registry: [RowCacheKey: RegisteredObject] = [:]
-    /// Every registered object, held strongly, when ``retainsRegisteredObjects`` is on.
-    var retained: [RowCacheKey: any BackedObject] = [:]
+    var identityMap = IdentityMap()
 
     /// Whether the context keeps every registered object alive, rather than only those with
     /// unsaved changes (Core Data's `retainsRegisteredObjects`, off by default). Turn it on to
     /// keep a working set in memory across fetches; ``reset()`` releases them.
-    public var retainsRegisteredObjects = false {
-        didSet {
-            if retainsRegisteredObjects {
-                for (key, entry) in registry { retained[key] = entry.object }
-            } else {
-                // Objects that cannot leave the registry by themselves stay held (see `enroll`).
-                retained = retained.filter { !$0.value._loomBacking.hasOwnerSlot }
-            }
+    public var retainsRegisteredObjects: Bool {
+        get { identityMap.retainsAll }
+        set {
+            let released = identityMap.setRetainsAll(newValue)
+            withExtendedLifetime(released) {}   // released here, once the map is consistent
         }
     }
 
@@ -160,12 +155,12 @@ public final class ManagedObjectContext {
     /// The objects registered in this context that are still alive.
     public var registeredObjects: [any BackedObject] {
         ConcurrencyDebugging.check(self, #function)
-        return registry.values.map(\.object)
+        return identityMap.objects
     }
 
     func objectDidChange(_ backing: ObjectBacking) {
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        if let object = registry[key]?.object {
+        if let object = identityMap.object(for: key) {
             pending.updated[key] = object
             pending.noteChange(of: key.entity)
         }
@@ -286,7 +281,7 @@ public final class ManagedObjectContext {
     public func registeredObject(for id: AnyObjectID) -> (any BackedObject)? {
         ConcurrencyDebugging.check(self, #function)
         guard id.storeIdentifier == coordinator.storeIdentifier, let entity = coordinator.schema.entity(named: id.entityName) else { return nil }
-        return registry[RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)]?.object
+        return identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey))
     }
 
     /// The object with this ID: the registered one, or a new fault. Never returns `nil` and does
@@ -311,7 +306,7 @@ public final class ManagedObjectContext {
 
     /// The registered object with this key, or a new fault that reads its row when first used.
     func registeredObjectOrFault(of entity: EntityDescription, key: Int64) -> any BackedObject {
-        if let registered = registry[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.object { return registered }
+        if let registered = identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)) { return registered }
         return register(ObjectBacking(entity: entity, key: key, context: self))
     }
 
@@ -335,7 +330,7 @@ public final class ManagedObjectContext {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.checkOwnership(of: id)
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
-        if let registered = registry[key]?.object {
+        if let registered = identityMap.object(for: key) {
             let backing = registered._loomBacking
             // An object with unsaved changes is returned as this context has it; any other is
             // brought up to date with the store.
@@ -384,17 +379,20 @@ public final class ManagedObjectContext {
     /// conforms to ``BackedObject`` by hand) could not take its entry out when destroyed, so the
     /// context holds it strongly instead, until reset.
     func enroll(_ object: any BackedObject, _ backing: ObjectBacking, at key: RowCacheKey) {
-        registry[key] = RegisteredObject(object, backing)
-        if retainsRegisteredObjects || !backing.hasOwnerSlot { retained[key] = object }
+        let displaced = identityMap.insert(object, backing, at: key)
+        withExtendedLifetime(displaced) {}   // released here, once the map is consistent
+    }
+
+    /// Debug builds check the identity map after each save, merge, rollback and reset, and trap
+    /// naming what is wrong (release builds skip it: it reads every entry).
+    func checkIdentityMap() {
+        assert(identityMap.problems(in: self).isEmpty, "Loom: the identity map of context '\(name ?? "unnamed")' is inconsistent: \(identityMap.problems(in: self).joined(separator: "; ")).")
     }
 
     /// Takes a destroyed object's entry out of the registry (called from ``ObjectSlot``'s
     /// `deinit`), unless the key now belongs to another object.
     func unregister(_ backing: ObjectBacking) {
-        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        if let index = registry.index(forKey: key), registry.values[index].backing === backing {
-            registry.remove(at: index)
-        }
+        identityMap.removeEntry(of: backing, at: RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key))
     }
 
     /// Loads a fault's values from the shared row cache or the store. A fault whose row is gone
@@ -435,8 +433,7 @@ public final class ManagedObjectContext {
     func forgetInaccessible(_ backing: ObjectBacking) {
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         let id = objectID(of: backing)
-        registry[key] = nil
-        retained[key] = nil
+        identityMap.remove(key)
         pending.updated[key] = nil
         pending.deleted[key] = nil
         backing.becomeInaccessible()
@@ -488,7 +485,7 @@ public final class ManagedObjectContext {
         ConcurrencyDebugging.check(self, #function)
         for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             let backing = object._loomBacking
-            registry[key] = nil
+            identityMap.remove(key)
             coordinator.forgetUnsaved(backing.entity, key: backing.key)
             backing.invalidate(reason: "its insertion was rolled back")
         }
@@ -508,6 +505,7 @@ public final class ManagedObjectContext {
         eventRelationshipChanges = RelationshipChangeLog()
         forgetObjectsAwaitingKeys()
         forgetLoadedRelationships()
+        checkIdentityMap()
     }
 
     /// Forgets every registered object and every unsaved change. Objects obtained from this
@@ -517,17 +515,18 @@ public final class ManagedObjectContext {
         for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
-        for entry in registry.values {
+        for entry in identityMap.entries {
             entry.backing.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
         }
-        registry = [:]
-        retained = [:]
+        let released = identityMap.removeAll()
+        withExtendedLifetime(released) {}   // released here, once the map is empty
         fetchedRowsGeneration = nil
         pending = PendingChanges()
         eventRelationshipChanges = RelationshipChangeLog()
         eventInaccessible = []
         forgetObjectsAwaitingKeys()
         readFailure = nil
+        checkIdentityMap()
     }
 
     /// Refreshes an object from the store.
@@ -576,7 +575,7 @@ public final class ManagedObjectContext {
         forgetLoadedRelationships()
         var changes = ObjectChanges()
         // Held strongly for the loop: refreshing can release an object it has not reached yet.
-        for object in registry.values.map(\.object) {
+        for object in identityMap.objects {
             let backing = object._loomBacking
             if backing.isInserted { continue }
             if backing.state == .loaded {
@@ -585,20 +584,5 @@ public final class ManagedObjectContext {
             changes.refreshed.insert(objectID(of: backing))
         }
         if !changes.isEmpty { post(.objectsDidChange(changes)) }
-    }
-}
-
-/// A registry entry: the object, not kept alive by it. Valid because the object's
-/// ``ObjectSlot`` removes the entry when the object is destroyed (or, for a hand-written
-/// conformance, the context holds the object strongly; see ``ManagedObjectContext/enroll(_:_:at:)``).
-struct RegisteredObject {
-    unowned(unsafe) let object: any BackedObject
-    /// The object's backing (alive as long as the object): it tells this entry from a later
-    /// one for the same key, and saves going through the object to reach it.
-    unowned(unsafe) let backing: ObjectBacking
-
-    init(_ object: any BackedObject, _ backing: ObjectBacking) {
-        self.object = object
-        self.backing = backing
     }
 }

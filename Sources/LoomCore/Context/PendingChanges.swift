@@ -96,7 +96,7 @@ struct PendingChanges {
             // Every changed object was registered; a failed save's conflict resolution can have
             // taken some out of the registry.
             for list in [changes.inserted, changes.updated, changes.deleted, changes.insertedDeleted] {
-                for (key, object) in list where context.registry[key] == nil {
+                for (key, object) in list where !context.identityMap.contains(key) {
                     context.enroll(object, object._loomBacking, at: key)
                 }
             }

@@ -176,7 +176,7 @@ extension ManagedObjectContext {
     /// Takes an inserted object out of the save: it stays readable but belongs to no context.
     private func drop(_ b: ObjectBacking, key: RowCacheKey) {
         pending.inserted[key] = nil
-        registry[key] = nil
+        identityMap.remove(key)
         pending.relationships.entries[key] = nil
         pending.links = pending.links.filter { link, _ in
             !((link.table.sourceEntityName == b.entity.name && link.source == b.key) || (link.table.targetEntityName == b.entity.name && link.target == b.key))
@@ -190,7 +190,7 @@ extension ManagedObjectContext {
     private func detachAsDeleted(_ b: ObjectBacking, key: RowCacheKey) {
         pending.updated[key] = nil
         pending.deleted[key] = nil
-        registry[key] = nil
+        identityMap.remove(key)
         b.isUpdated = false
         b.isDeleted = true
         b.context = nil

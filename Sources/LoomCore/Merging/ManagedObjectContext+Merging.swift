@@ -15,6 +15,7 @@ extension ManagedObjectContext {
             merge(event.changes, rows: event.rows, into: &merged)
             lastMergedSaveNumber = max(lastMergedSaveNumber, event.number)
         }
+        checkIdentityMap()
         if !merged.isEmpty { post(.objectsDidChange(merged)) }
     }
 
@@ -40,6 +41,7 @@ extension ManagedObjectContext {
         processPendingChanges()
         var merged = ObjectChanges()
         merge(changes, rows: [:], into: &merged)
+        checkIdentityMap()
         if !merged.isEmpty { post(.objectsDidChange(merged)) }
     }
 
@@ -50,7 +52,7 @@ extension ManagedObjectContext {
             guard let object = registeredObject(for: id) else { continue }
             let backing = object._loomBacking
             let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-            registry[key] = nil
+            identityMap.remove(key)
             pending.updated[key] = nil
             pending.deleted[key] = nil
             if backing.state == .fault {
