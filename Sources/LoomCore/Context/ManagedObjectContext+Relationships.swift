@@ -473,7 +473,7 @@ extension ManagedObjectContext {
             identityMap.remove(key)
             pending.relationships.entries[key] = nil
             eventRelationshipChanges.entries[key] = nil
-            coordinator.forgetUnsaved(backing.entity, key: backing.key)
+            coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
             pending.links = pending.links.filter { link, _ in
                 !((link.table.sourceEntityName == backing.entity.name && link.source == backing.key)
                     || (link.table.targetEntityName == backing.entity.name && link.target == backing.key))
