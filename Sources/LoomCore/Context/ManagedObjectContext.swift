@@ -189,7 +189,7 @@ public final class ManagedObjectContext {
         do {
             try insertObject(object)
         } catch {
-            preconditionFailure(error.message)
+            fatalError(error.message)
         }
     }
 
@@ -248,7 +248,7 @@ public final class ManagedObjectContext {
         let backing = object._loomBacking
         if backing.isInaccessible || (backing.context == nil && backing.isDeleted) { return }
         guard backing.context === self else {
-            preconditionFailure("delete(_:) was given a \(backing.entity.name) that is not registered in context '\(name ?? "unnamed")'.")
+            fatalError("delete(_:) was given a \(backing.entity.name) that is not registered in context '\(name ?? "unnamed")'.")
         }
         if backing.isDeleted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
@@ -421,7 +421,7 @@ public final class ManagedObjectContext {
         }
         guard let row else {
             guard deletesInaccessibleFaults else {
-                preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere), and deletesInaccessibleFaults is off. Use fulfillFault(of:) or existingObject(with:) to get an error instead.")
+                fatalError("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere), and deletesInaccessibleFaults is off. Use fulfillFault(of:) or existingObject(with:) to get an error instead.")
             }
             forgetInaccessible(backing)
             return
