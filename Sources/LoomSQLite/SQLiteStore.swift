@@ -373,7 +373,7 @@ public final class SQLiteStore: PersistentStore {
         if isClosed { throw closedError() }
         writeGate.lock()
         defer { writeGate.unlock() }
-        precondition(!inTransaction, "SQLiteStore: a write transaction was opened inside another on the same thread.")
+        if inTransaction { fatalError("SQLiteStore: a write transaction was opened inside another on the same thread.") }
         try onWriter { db in try db.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
         transactionOwner.store(ThreadID.current, ordering: .relaxed)
         let value: T

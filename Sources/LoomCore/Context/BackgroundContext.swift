@@ -110,7 +110,7 @@ final class ContextExecutor: SerialExecutor {
     }
 
     func checkIsolated() {
-        precondition(queue.isCurrent, "Loom: code isolated to \(queue.domain) ran on \(IsolationDomain.describeCurrent()).")
+        if !queue.isCurrent { fatalError("Loom: code isolated to \(queue.domain) ran on \(IsolationDomain.describeCurrent()).") }
     }
 
     func isIsolatingCurrentContext() -> Bool? {

@@ -112,7 +112,7 @@ enum RunningBodies {
             let stack: UnsafeMutableRawPointer? = pointer   // optional on Linux, not on Darwin
             if let stack { Unmanaged<Stack>.fromOpaque(stack).release() }
         }
-        precondition(status == 0, "Loom could not create a thread-specific key (error \(status)).")
+        if status != 0 { fatalError("Loom could not create a thread-specific key (error \(status)).") }
         return key
     }()
 

@@ -152,7 +152,7 @@ extension ManagedObjectContext {
         let destinationID = ObjectIdentifier(r.destination)
         switch r.storage {
         case .foreignKey:
-            preconditionFailure("a to-one relationship is read from its foreign key")
+            fatalError("a to-one relationship is read from its foreign key")
         case .inverseForeignKey(let slot):
             // Destinations changed here are judged by their foreign key as it is now.
             var changed: [Int64: ObjectBacking] = [:]
@@ -224,7 +224,7 @@ extension ManagedObjectContext {
         for object in objects {
             let b = object._loomBacking
             if b.state == .detached {
-                do { try insertObject(object) } catch { preconditionFailure(error.message) }
+                do { try insertObject(object) } catch { fatalError(error.message) }
                 if b.state == .detached {
                     // No key could be reserved for it: set at the next save, once it has one.
                     deferRelationship(j, of: backing, to: objects)
@@ -232,13 +232,13 @@ extension ManagedObjectContext {
                 }
             }
             guard b.context === self else {
-                preconditionFailure("\(backing.entity.name).\(r.description.name) was given a \(b.entity.name) from another context (or one no longer in a context); relate objects of the same context, fetching them there by ID.")
+                fatalError("\(backing.entity.name).\(r.description.name) was given a \(b.entity.name) from another context (or one no longer in a context); relate objects of the same context, fetching them there by ID.")
             }
             guard b.entity === r.destination else {
-                preconditionFailure("\(backing.entity.name).\(r.description.name) leads to \(r.destination.name), not to \(b.entity.name).")
+                fatalError("\(backing.entity.name).\(r.description.name) leads to \(r.destination.name), not to \(b.entity.name).")
             }
             if b.isDeleted {
-                preconditionFailure("\(backing.entity.name).\(r.description.name) was given \(b.objectIDDescription), which is deleted.")
+                fatalError("\(backing.entity.name).\(r.description.name) was given \(b.objectIDDescription), which is deleted.")
             }
             if !targets.contains(where: { $0 === b }) { targets.append(b) }
         }
@@ -473,7 +473,7 @@ extension ManagedObjectContext {
             identityMap.remove(key)
             pending.relationships.entries[key] = nil
             eventRelationshipChanges.entries[key] = nil
-            coordinator.forgetUnsaved(backing.entity, key: backing.key)
+            coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
             pending.links = pending.links.filter { link, _ in
                 !((link.table.sourceEntityName == backing.entity.name && link.source == backing.key)
                     || (link.table.targetEntityName == backing.entity.name && link.target == backing.key))
@@ -542,6 +542,6 @@ extension RelationshipStorage {
     /// The slot of a to-one's foreign key.
     var foreignKeySlot: Int {
         if case .foreignKey(let slot) = self { return slot }
-        preconditionFailure("not a to-one relationship")
+        fatalError("not a to-one relationship")
     }
 }

@@ -121,7 +121,7 @@ public final class ManagedObjectContext {
     deinit {
         coordinator.unregister(inbox)
         for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
-            coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
+            coordinator.keyAllocator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         eventHub.finish()
     }
@@ -189,7 +189,7 @@ public final class ManagedObjectContext {
         do {
             try insertObject(object)
         } catch {
-            preconditionFailure(error.message)
+            fatalError(error.message)
         }
     }
 
@@ -209,7 +209,7 @@ public final class ManagedObjectContext {
         }
         let key: Int64
         do {
-            key = try coordinator.allocateKey(for: entity)
+            key = try coordinator.keyAllocator.allocateKey(for: entity)
         } catch {
             if reportingKeyFailure { throw error }
             awaitKey(object, error)
@@ -248,7 +248,7 @@ public final class ManagedObjectContext {
         let backing = object._loomBacking
         if backing.isInaccessible || (backing.context == nil && backing.isDeleted) { return }
         guard backing.context === self else {
-            preconditionFailure("delete(_:) was given a \(backing.entity.name) that is not registered in context '\(name ?? "unnamed")'.")
+            fatalError("delete(_:) was given a \(backing.entity.name) that is not registered in context '\(name ?? "unnamed")'.")
         }
         if backing.isDeleted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
@@ -356,7 +356,7 @@ public final class ManagedObjectContext {
     }
 
     private func notFound(_ id: AnyObjectID) -> LoomError {
-        if let entity = coordinator.schema.entity(named: id.entityName), coordinator.isUnsaved(entity, key: id.primaryKey) {
+        if let entity = coordinator.schema.entity(named: id.entityName), coordinator.keyAllocator.isUnsaved(entity, key: id.primaryKey) {
             return LoomError(.objectNotSavedYet, "\(id) belongs to an object inserted in another context and not saved yet; an unsaved object's ID resolves only in its own context. Save that context first.", entity: id.entityName, objectID: id)
         }
         return LoomError(.objectNotFound, "No \(id.entityName) with key \(id.primaryKey) exists in the store (it was deleted, or never saved).", entity: id.entityName, objectID: id)
@@ -421,7 +421,7 @@ public final class ManagedObjectContext {
         }
         guard let row else {
             guard deletesInaccessibleFaults else {
-                preconditionFailure("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere), and deletesInaccessibleFaults is off. Use fulfillFault(of:) or existingObject(with:) to get an error instead.")
+                fatalError("\(backing.entity.name) \(backing.objectIDDescription) could not be loaded: its row no longer exists in the store (deleted elsewhere), and deletesInaccessibleFaults is off. Use fulfillFault(of:) or existingObject(with:) to get an error instead.")
             }
             forgetInaccessible(backing)
             return
@@ -486,7 +486,7 @@ public final class ManagedObjectContext {
         for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             let backing = object._loomBacking
             identityMap.remove(key)
-            coordinator.forgetUnsaved(backing.entity, key: backing.key)
+            coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
             backing.invalidate(reason: "its insertion was rolled back")
         }
         for object in pending.updated.values {
@@ -513,7 +513,7 @@ public final class ManagedObjectContext {
     public func reset() {
         ConcurrencyDebugging.check(self, #function)
         for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
-            coordinator.forgetUnsaved(object._loomBacking.entity, key: key.key)
+            coordinator.keyAllocator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
         for entry in identityMap.entries {
             entry.backing.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")

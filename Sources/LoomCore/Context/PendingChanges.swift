@@ -81,7 +81,7 @@ struct PendingChanges {
                 b.isDeleted = o.isDeleted
                 b.context = o.context
                 b.invalidationReason = nil
-                if o.isInserted { context.coordinator.noteUnsaved(b.entity, key: b.key) }
+                if o.isInserted { context.coordinator.keyAllocator.noteUnsaved(b.entity, key: b.key) }
             }
             // Objects that resolution touched but were clean before go back to clean.
             for (key, object) in context.pending.updated where changes.updated[key] == nil && changes.inserted[key] == nil {

@@ -17,21 +17,13 @@ public final class PersistentStoreCoordinator: Sendable {
     let identity: StoreIdentity
 
     private let rowCache: Locked<RowCache>
-    /// Key blocks by entity, and the keys handed out and not saved yet: one lock for both, so
-    /// that inserting an object takes it once.
-    private struct Keys {
-        var blocks: [ObjectIdentifier: KeyBlock] = [:]
-        var unsaved: Set<RowCacheKey> = []
-    }
-    private let keys = Locked(Keys())
+    /// Hands out primary keys, reserving them from the store in blocks.
+    let keyAllocator: KeyAllocator
     /// Puts saves in commit order on their way to other contexts.
     private let sequencer: SaveSequencer
     /// The exclusive write running now, if any: the thread running it and the saves it made,
     /// which are delivered when it commits (and dropped if it rolls back).
     private let exclusiveWrite = Locked<ExclusiveWrite?>(nil)
-    /// Where key blocks are reserved ahead (see ``allocateKey(for:)``): off every context's
-    /// isolation, one reservation at a time.
-    private let keyQueue = DispatchQueue(label: "Loom key reservations", qos: .utility)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
 
     struct ExclusiveWrite {
@@ -55,38 +47,6 @@ public final class PersistentStoreCoordinator: Sendable {
         static let limit = 100_000
     }
 
-    struct KeyBlock {
-        var next: Int64
-        var end: Int64
-        var size: Int
-        /// The next block, reserved ahead in the background; used when this one runs out.
-        var spare: Range<Int64>?
-        /// Whether a reservation ahead is under way.
-        var isReserving = false
-
-        /// Moves to the spare block when this one is used up.
-        mutating func advanceIfNeeded() {
-            if next >= end, let spare {
-                next = spare.lowerBound
-                end = spare.upperBound
-                self.spare = nil
-            }
-        }
-
-        /// Takes in a range reserved from the store: as the current block if this one is used
-        /// up, else as the spare. A range not needed (a reservation ahead and a synchronous one
-        /// that crossed) is left unused: keys are never reused, gaps are harmless.
-        mutating func take(_ range: Range<Int64>) {
-            advanceIfNeeded()
-            if next >= end {
-                next = range.lowerBound
-                end = range.upperBound
-            } else if spare == nil {
-                spare = range
-            }
-        }
-    }
-
     /// Creates a coordinator for an open store.
     ///
     /// - Parameter rowCacheLimit: how many row snapshots the shared cache keeps at most.
@@ -96,6 +56,7 @@ public final class PersistentStoreCoordinator: Sendable {
         self.storeIdentifier = store.identifier
         self.identity = StoreIdentity(uuid: store.identifier)
         self.rowCache = Locked(RowCache(limit: rowCacheLimit))
+        self.keyAllocator = KeyAllocator(store: store)
         self.sequencer = SaveSequencer(after: store.lastCommitSequence)
     }
 
@@ -202,85 +163,6 @@ public final class PersistentStoreCoordinator: Sendable {
 
     // MARK: Keys
 
-    /// A new, permanent primary key for an object of `entity`, noted as unsaved (see
-    /// ``isUnsaved(_:key:)``) until a save inserts it or ``forgetUnsaved(_:key:)``.
-    ///
-    /// Keys are reserved from the store in blocks that grow with use (64 keys first, up to
-    /// 8,192), and the next block is reserved *ahead*, in the background on a queue of the
-    /// coordinator's own, when half of the current one is used: a caller on the main actor
-    /// almost never waits for the store's writer. Only when both blocks are used up (the first
-    /// insert of an entity, or a burst of inserts faster than the store) does this call reserve
-    /// synchronously, and only then can it throw the store's error (``LoomError/Code/closed``
-    /// after the store was closed). A reservation ahead that fails is not reported: the next
-    /// synchronous one reports the store's error.
-    func allocateKey(for entity: EntityDescription) throws(LoomError) -> Int64 {
-        let id = ObjectIdentifier(entity)
-        let (key, ahead) = keys.withLock { keys -> (Int64?, Int?) in
-            guard var block = keys.blocks[id] else { return (nil, nil) }
-            block.advanceIfNeeded()
-            guard block.next < block.end else { return (nil, nil) }
-            let key = block.next
-            block.next += 1
-            var ahead: Int?
-            if block.spare == nil, !block.isReserving, block.end - block.next <= Int64(block.size / 2) {
-                block.isReserving = true
-                block.size = min(block.size * 2, 8192)
-                ahead = block.size
-            }
-            keys.blocks[id] = block
-            keys.unsaved.insert(RowCacheKey(entity: id, key: key))
-            return (key, ahead)
-        }
-        if let ahead { reserveKeysAhead(for: entity, count: ahead) }
-        if let key { return key }
-        let size = keys.withLock { min(($0.blocks[id]?.size ?? 32) * 2, 8192) }
-        let range = try store.allocateKeys(for: entity, count: size)
-        return keys.withLock { keys in
-            var block = keys.blocks[id] ?? KeyBlock(next: 0, end: 0, size: size)
-            block.size = max(block.size, size)
-            block.take(range)
-            let key = block.next
-            block.next += 1
-            keys.blocks[id] = block
-            keys.unsaved.insert(RowCacheKey(entity: id, key: key))
-            return key
-        }
-    }
-
-    /// Reserves the next block of keys for `entity` on the key queue, without waiting.
-    private func reserveKeysAhead(for entity: EntityDescription, count: Int) {
-        keyQueue.async { [weak self] in
-            guard let self else { return }
-            let id = ObjectIdentifier(entity)
-            let range: Range<Int64>?
-            do {
-                range = try store.allocateKeys(for: entity, count: count)
-            } catch {
-                // Deliberately not reported here (no caller waits for it): the insert that
-                // finds the blocks used up reserves synchronously and reports the error.
-                range = nil
-            }
-            keys.withLock { keys in
-                guard var block = keys.blocks[id] else { return }
-                block.isReserving = false
-                if let range { block.take(range) }
-                keys.blocks[id] = block
-            }
-        }
-    }
-
-    func noteUnsaved(_ entity: EntityDescription, key: Int64) {
-        _ = keys.withLock { $0.unsaved.insert(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
-    }
-
-    func forgetUnsaved(_ entity: EntityDescription, key: Int64) {
-        _ = keys.withLock { $0.unsaved.remove(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
-    }
-
-    func isUnsaved(_ entity: EntityDescription, key: Int64) -> Bool {
-        keys.withLock { $0.unsaved.contains(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
-    }
-
     // MARK: Writing
 
     /// Applies a change set in one store transaction and updates the shared cache. Returns the
@@ -364,10 +246,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 // What the rolled-back saves put in the shared cache never was: forget it all.
                 forgetCachedRows()
             }
-            // Key blocks reserved inside the transaction were rolled back with it: the store
-            // may hand those keys out again, so this coordinator must not. (Keys are never
-            // reused, so dropping blocks reserved outside it only leaves gaps.)
-            keys.withLock { $0.blocks = [:] }
+            // Key blocks reserved inside the transaction were rolled back with it.
+            keyAllocator.dropReservedBlocks()
             throw error
         }
     }
@@ -421,9 +301,7 @@ public final class PersistentStoreCoordinator: Sendable {
             return cache.takeEvicted()
         }
         withExtendedLifetime(evicted) {}   // freed here, after the lock is released
-        keys.withLock { keys in
-            for insert in changes.inserts { keys.unsaved.remove(RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)) }
-        }
+        keyAllocator.didSave(changes.inserts)
     }
 
     // MARK: Merging
@@ -478,61 +356,4 @@ public final class PersistentStoreCoordinator: Sendable {
 final class StoreIdentity: Sendable {
     let uuid: UUID
     init(uuid: UUID) { self.uuid = uuid }
-}
-
-struct RowCacheKey: Hashable {
-    let entity: ObjectIdentifier
-    let key: Int64
-}
-
-struct RowCache {
-    var rows: [RowCacheKey: (row: StoreRow, loadedAt: UInt64)] = [:]
-    /// Keys of rows deleted by a save through this coordinator (keys are never reused).
-    var deleted: Set<RowCacheKey> = []
-    let limit: Int
-
-    init(limit: Int) { self.limit = limit }
-
-    /// Caches a row, unless the cache already has a newer version of it or knows it was
-    /// deleted: a fetch that read the store before another context's save may hand its rows in
-    /// after that save updated the cache, and must not put the older row back.
-    ///
-    /// A full cache evicts an eighth of its rows (whichever come first in the table: random
-    /// ones) rather than all of them, and hands them to ``takeEvicted()``, so that freeing them
-    /// happens after the caller released the cache's lock: a reader waiting for the lock never
-    /// waits for thousands of rows to be freed.
-    mutating func insert(_ row: StoreRow, for key: RowCacheKey, at now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
-        if let cached = rows[key]?.row, cached.version > row.version { return }
-        if deleted.contains(key) { return }
-        if rows.count >= limit, rows[key] == nil {
-            for victim in Array(rows.keys.prefix(max(1, limit / 8))) {
-                if let entry = rows.removeValue(forKey: victim) { evicted.append(entry.row) }
-            }
-            if deleted.count >= limit { deleted.removeAll() }
-        }
-        rows[key] = (row, now)
-    }
-
-    /// Rows evicted since the last call, for the caller to free outside the lock.
-    var evicted: [StoreRow] = []
-
-    mutating func takeEvicted() -> [StoreRow] {
-        if evicted.isEmpty { return [] }
-        defer { evicted = [] }
-        return evicted
-    }
-
-    mutating func remove(deleted key: RowCacheKey) {
-        rows[key] = nil
-        deleted.insert(key)
-    }
-
-    func row(for key: RowCacheKey, maximumAge: Double) -> StoreRow? {
-        guard let entry = rows[key] else { return nil }
-        if maximumAge >= 0 {
-            let age = Double(DispatchTime.now().uptimeNanoseconds &- entry.loadedAt) / 1e9
-            if age > maximumAge { return nil }
-        }
-        return entry.row
-    }
 }

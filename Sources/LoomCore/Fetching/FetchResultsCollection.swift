@@ -34,7 +34,7 @@ public struct FetchResultsCollection<Model: PersistentModel>: RandomAccessCollec
 
     /// The object at `position`, loading its batch first when needed.
     public subscript(position: Int) -> Model {
-        precondition(position >= 0 && position < storage.keys.count, "Index \(position) is out of range for a FetchResultsCollection of \(storage.keys.count) objects.")
+        if position < 0 || position >= storage.keys.count { fatalError("Index \(position) is out of range for a FetchResultsCollection of \(storage.keys.count) objects.") }
         return storage.object(at: position) as! Model
     }
 

@@ -194,11 +194,11 @@ public final class ObjectBacking {
         if let value = attribute.codec.decode(stored) as? T { return value }
         if stored == .null, !attribute.isOptional {
             if isInaccessible {
-                preconditionFailure("\(entity.name) \(objectIDDescription) was deleted elsewhere (its row is gone), and \(entity.name).\(attribute.name) has no default value to show; give it one, or check isDeleted first.")
+                fatalError("\(entity.name) \(objectIDDescription) was deleted elsewhere (its row is gone), and \(entity.name).\(attribute.name) has no default value to show; give it one, or check isDeleted first.")
             }
-            preconditionFailure("\(entity.name).\(attribute.name) was read before a value was set; give it a value or a default.")
+            fatalError("\(entity.name).\(attribute.name) was read before a value was set; give it a value or a default.")
         }
-        preconditionFailure("\(entity.name).\(attribute.name) holds a stored \(stored.kindName) that is not a \(T.self).")
+        fatalError("\(entity.name).\(attribute.name) holds a stored \(stored.kindName) that is not a \(T.self).")
     }
 
     /// Writes the attribute declared at property position `index`. Generated accessors call this.
@@ -208,7 +208,7 @@ public final class ObjectBacking {
         do {
             stored = try entity.attributes[attributeIndex].codec.encode(value)
         } catch {
-            preconditionFailure("\(entity.name).\(entity.attributes[attributeIndex].name) cannot store a \(Swift.type(of: value)): \(error.message)")
+            fatalError("\(entity.name).\(entity.attributes[attributeIndex].name) cannot store a \(Swift.type(of: value)): \(error.message)")
         }
         setStoredValue(stored, at: attributeIndex)
     }
@@ -222,7 +222,7 @@ public final class ObjectBacking {
     private func attributeSlot(forProperty index: Int) -> Int {
         let entry = index < entity.propertyTable.count ? entity.propertyTable[index] : index
         guard entry >= 0 else {
-            preconditionFailure("\(entity.name).\(entity.relationships[-1 - entry].name) is a relationship, read as an attribute.")
+            fatalError("\(entity.name).\(entity.relationships[-1 - entry].name) is a relationship, read as an attribute.")
         }
         return entry
     }
@@ -231,7 +231,7 @@ public final class ObjectBacking {
     func relationshipIndex(forProperty index: Int) -> Int {
         let entry = entity.propertyTable[index]
         guard entry < 0 else {
-            preconditionFailure("\(entity.name).\(entity.attributes[entry].name) is an attribute, read as a relationship.")
+            fatalError("\(entity.name).\(entity.attributes[entry].name) is an attribute, read as a relationship.")
         }
         return -1 - entry
     }
@@ -251,9 +251,9 @@ public final class ObjectBacking {
         let j = relationshipIndex(forProperty: index)
         guard let object = relatedObject(j) else {
             if isInaccessible {
-                preconditionFailure("\(entity.name) \(objectIDDescription) was deleted elsewhere (its row is gone), so its required relationship '\(entity.relationships[j].name)' has no object; check isDeleted first.")
+                fatalError("\(entity.name) \(objectIDDescription) was deleted elsewhere (its row is gone), so its required relationship '\(entity.relationships[j].name)' has no object; check isDeleted first.")
             }
-            preconditionFailure("\(entity.name).\(entity.relationships[j].name) was read before it was set; set it before reading it.")
+            fatalError("\(entity.name).\(entity.relationships[j].name) was read before it was set; set it before reading it.")
         }
         return cast(object, M.self)
     }
@@ -312,7 +312,7 @@ public final class ObjectBacking {
 
     @usableFromInline
     func castFailed<M>(_ object: any BackedObject, _: M.Type) -> Never {
-        preconditionFailure("\(object._loomBacking.entity.name) \(object._loomBacking.objectIDDescription) is not a \(M.self).")
+        fatalError("\(object._loomBacking.entity.name) \(object._loomBacking.objectIDDescription) is not a \(M.self).")
     }
 
     func relatedObject(_ j: Int) -> (any BackedObject)? {
@@ -336,7 +336,7 @@ public final class ObjectBacking {
         if state == .detached {
             if let owner, let context = objects.lazy.compactMap({ $0._loomBacking.context }).first {
                 // Join the context of the object it is being related to.
-                do { try context.insertObject(owner) } catch { preconditionFailure(error.message) }
+                do { try context.insertObject(owner) } catch { fatalError(error.message) }
             }
             if state == .detached {
                 // Kept until the object is inserted (or, inserted while no key could be
@@ -354,10 +354,10 @@ public final class ObjectBacking {
         }
         ConcurrencyDebugging.check(self)
         guard let context else {
-            preconditionFailure("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object left its context (it was deleted).")
+            fatalError("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object left its context (it was deleted).")
         }
         if isDeleted {
-            preconditionFailure("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object was deleted.")
+            fatalError("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object was deleted.")
         }
         context.setRelationship(j, of: self, to: objects)
     }
@@ -385,7 +385,7 @@ public final class ObjectBacking {
         }
         ConcurrencyDebugging.check(self)
         if isDeleted {
-            preconditionFailure("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
+            fatalError("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
         }
         values[index] = stored
         if !isInserted, let context {
@@ -402,12 +402,12 @@ public final class ObjectBacking {
         switch state {
         case .fault:
             guard let context else {
-                preconditionFailure("\(entity.name) \(objectIDDescription) was used after its context was deallocated.")
+                fatalError("\(entity.name) \(objectIDDescription) was used after its context was deallocated.")
             }
             ConcurrencyDebugging.check(self)
             context.fulfillFault(self)
         case .invalidated:
-            preconditionFailure("\(entity.name) \(objectIDDescription) was used after \(invalidationReason ?? "its context was reset"); fetch it again from a context.")
+            fatalError("\(entity.name) \(objectIDDescription) was used after \(invalidationReason ?? "its context was reset"); fetch it again from a context.")
         case .detached:
             applyDefaultsIfNeeded()
         case .loaded:
@@ -422,9 +422,9 @@ public final class ObjectBacking {
     func requireObjectID() -> AnyObjectID {
         guard key != 0, state != .invalidated, let storeIdentifier else {
             if state == .invalidated {
-                preconditionFailure("\(entity.name) \(objectIDDescription) was used after \(invalidationReason ?? "its context was reset").")
+                fatalError("\(entity.name) \(objectIDDescription) was used after \(invalidationReason ?? "its context was reset").")
             }
-            preconditionFailure("This \(entity.name) has no object ID: insert it into a context first.")
+            fatalError("This \(entity.name) has no object ID: insert it into a context first.")
         }
         return AnyObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, primaryKey: key)
     }

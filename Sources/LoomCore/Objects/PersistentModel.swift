@@ -142,7 +142,7 @@ public final class DynamicObject: BackedObject {
         }
         set {
             guard let i = entity.storedValueIndex(named: name) else {
-                preconditionFailure("\(entity.name) has no attribute or to-one relationship named '\(name)'.")
+                fatalError("\(entity.name) has no attribute or to-one relationship named '\(name)'.")
             }
             if i < entity.attributes.count {
                 _loomBacking.setStoredValue(newValue ?? .null, at: i)
@@ -150,7 +150,7 @@ public final class DynamicObject: BackedObject {
             }
             let j = entity.relationshipIndex(named: name)!
             guard let context = _loomBacking.context else {
-                preconditionFailure("\(entity.name).\(name) can only be set on an object in a context.")
+                fatalError("\(entity.name).\(name) can only be set on an object in a context.")
             }
             switch newValue ?? .null {
             case .integer(let key):
@@ -159,7 +159,7 @@ public final class DynamicObject: BackedObject {
             case .null:
                 _loomBacking.setRelated(j, to: [], owner: self)
             default:
-                preconditionFailure("\(entity.name).\(name) is a relationship: set it to a primary key or NULL.")
+                fatalError("\(entity.name).\(name) is a relationship: set it to a primary key or NULL.")
             }
         }
     }

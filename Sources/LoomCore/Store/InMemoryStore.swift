@@ -80,7 +80,7 @@ public final class InMemoryStore: PersistentStore {
     public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
         writeGate.lock()
         defer { writeGate.unlock() }
-        precondition(!inTransaction, "InMemoryStore: a write transaction was opened inside another on the same thread.")
+        if inTransaction { fatalError("InMemoryStore: a write transaction was opened inside another on the same thread.") }
         let start = try snapshot()
         transaction.withLock { $0 = start }
         transactionOwner.store(ThreadID.current, ordering: .relaxed)

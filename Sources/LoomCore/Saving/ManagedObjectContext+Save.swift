@@ -22,6 +22,12 @@ extension ManagedObjectContext {
         try save(mergingIntoViewContext: true)
     }
 
+    /// The save pipeline: delete rules → validate (``validatePendingChanges()``) → into the
+    /// parent (a child context, ``saveIntoParent(_:)``), or: build the change set → apply it,
+    /// resolving conflicts and trying again (``applyResolvingConflicts(_:)``) → commit the
+    /// context's state to what was saved (``commitSavedState(saved:recording:rowsFor:)``) →
+    /// publish to other contexts in commit order (``PersistentStoreCoordinator/publish(_:for:)``).
+    /// A failure before the commit restores the pending changes' snapshot.
     func save(mergingIntoViewContext: Bool) throws(LoomError) {
         ConcurrencyDebugging.check(self, "save()")
         try reportStoreFailures()
@@ -31,13 +37,7 @@ extension ManagedObjectContext {
         processPendingChanges()
         guard hasPendingWork else { return }
 
-        for object in pending.inserted.values { try validateValues(object._loomBacking) }
-        for (key, object) in pending.updated where pending.deleted[key] == nil { try validateValues(object._loomBacking) }
-        let doomed = (Array(pending.deleted.values) + Array(pending.insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
-        loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
-        try reportStoreFailures()   // a deny rule's relationships that could not be loaded
-        for object in doomed { try validateDeletion(object._loomBacking) }
-        try validateUniqueness(among: Array(pending.inserted.values) + pending.updated.filter { pending.deleted[$0.key] == nil }.map(\.value))
+        try validatePendingChanges()
 
         if let parent {
             try saveIntoParent(parent)
@@ -112,37 +112,6 @@ extension ManagedObjectContext {
         return (outcome.value ?? StoreChangeSet(), outcome.receipt)
     }
 
-    /// A child's save: its changes become unsaved changes of its parent.
-    private func saveIntoParent(_ parent: ParentLink) throws(LoomError) {
-        var child = ChildChanges()
-        for b in insertedBackingsInOrder() {
-            child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
-        }
-        for (key, object) in pending.updated.sorted(by: { $0.key.key < $1.key.key }) where pending.deleted[key] == nil {
-            let b = object._loomBacking
-            let changed = b.changedSlots()
-            if !changed.isEmpty { child.updates.append(.init(entity: b.entity, key: b.key, changes: changed)) }
-        }
-        for object in pending.deleted.values {
-            child.deletes.append(.init(entity: object._loomBacking.entity, key: object._loomBacking.key))
-        }
-        for (link, added) in pending.links.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
-            child.links.append(.init(table: link.table, source: link.source, target: link.target, added: added))
-        }
-        let pushed = child
-        try parent.run { (context) throws(LoomError) in
-            try context.absorb(pushed)
-            context.processPendingChanges()
-        }
-        let versions = Dictionary(uniqueKeysWithValues: (Array(pending.inserted.values) + Array(pending.updated.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
-        let changes = commitSavedState(recording: hasEventListeners).changes
-        // A child's objects keep the parent's versions: only the store's saves bump them.
-        for object in identityMap.objects {
-            if let version = versions[ObjectIdentifier(object._loomBacking)] { object._loomBacking.version = version }
-        }
-        post(.didSave(changes))
-    }
-
     private var hasPendingWork: Bool { !pending.isEmpty }
 
     func objectID(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
@@ -182,7 +151,7 @@ extension ManagedObjectContext {
 
     /// The inserted objects' storage, entity by entity in schema order, each entity's by key
     /// (the order they were inserted in): a store writes each entity's rows with one statement.
-    private func insertedBackingsInOrder() -> [ObjectBacking] {
+    func insertedBackingsInOrder() -> [ObjectBacking] {
         var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
         for object in pending.inserted.values {
             let b = object._loomBacking
@@ -217,7 +186,7 @@ extension ManagedObjectContext {
     /// With `recording` off (nobody listens), the returned changes stay empty. With `rowsFor`,
     /// it also returns the saved rows of the inserted and updated objects (their values and new
     /// versions), which the save event carries so that other contexts merge without I/O.
-    private func commitSavedState(saved: StoreChangeSet? = nil, recording: Bool, rowsFor collectingRows: Bool = false) -> (changes: ObjectChanges, rows: [AnyObjectID: StoreRow]) {
+    func commitSavedState(saved: StoreChangeSet? = nil, recording: Bool, rowsFor collectingRows: Bool = false) -> (changes: ObjectChanges, rows: [AnyObjectID: StoreRow]) {
         var changes = ObjectChanges()
         var rows: [AnyObjectID: StoreRow] = [:]
         let savedInserts = saved?.inserts ?? []
@@ -263,68 +232,6 @@ extension ManagedObjectContext {
         pending = PendingChanges()
         checkIdentityMap()
         return (changes, rows)
-    }
-
-    private func validateValues(_ backing: ObjectBacking) throws(LoomError) {
-        let entity = backing.entity
-        for (i, attribute) in entity.attributes.enumerated() {
-            let value = backing.values[i]
-            if value.isNull && !attribute.isOptional {
-                throw LoomError(
-                    .missingRequiredValue,
-                    "\(entity.name).\(attribute.name) is required but has no value in \(backing.objectIDDescription); set it, give it a default, or make it optional.",
-                    entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
-            }
-            if !attribute.type.accepts(value) {
-                throw LoomError(
-                    .typeMismatch,
-                    "\(entity.name).\(attribute.name) in \(backing.objectIDDescription) holds a \(value.kindName), which is not a valid \(attribute.type.rawValue).",
-                    entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
-            }
-        }
-        for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
-            guard let slot = entity.storedValueIndex(ofRelationship: j) else { continue }
-            if (backing.values[slot]).isNull {
-                throw LoomError(
-                    .missingRequiredValue,
-                    "\(entity.name).\(relationship.name) is a required relationship but is empty in \(backing.objectIDDescription); set it, or make it optional.",
-                    entity: entity.name, attributes: [relationship.name], objectID: objectID(of: backing))
-            }
-        }
-    }
-
-    /// Refuses the deletion of an object whose deny relationship still holds objects.
-    private func validateDeletion(_ backing: ObjectBacking) throws(LoomError) {
-        guard let (relationship, count) = deniedRelationship(of: backing) else { return }
-        throw LoomError(
-            .deleteDenied,
-            "\(backing.objectIDDescription) cannot be deleted: its relationship '\(relationship)' (delete rule deny) still holds \(count) object\(count == 1 ? "" : "s"); empty it or delete them first, or roll back.",
-            entity: backing.entity.name, attributes: [relationship], objectID: objectID(of: backing))
-    }
-
-    /// Finds two objects being saved that share values for a uniqueness constraint, before any
-    /// SQL is sent. NULLs never conflict, as in SQL.
-    private func validateUniqueness(among objects: [any BackedObject]) throws(LoomError) {
-        var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
-        for object in objects { byEntity[ObjectIdentifier(object._loomBacking.entity), default: []].append(object._loomBacking) }
-        for backings in byEntity.values where backings.count > 1 {
-            let entity = backings[0].entity
-            for constraint in entity.uniquenessConstraints {
-                let indexes = constraint.compactMap { entity.storedValueIndex(named: $0) }
-                var seen: [[StoredValue]: ObjectBacking] = [:]
-                for backing in backings {
-                    let values = indexes.map { backing.values[$0] }
-                    if values.contains(where: \.isNull) { continue }
-                    if let other = seen[values] {
-                        throw LoomError(
-                            .uniquenessViolation,
-                            "\(entity.name) \(other.objectIDDescription) and \(backing.objectIDDescription) have the same \(constraint.joined(separator: ", ")), which must be unique; change one of them or delete it.",
-                            entity: entity.name, attributes: constraint, objectID: objectID(of: backing))
-                    }
-                    seen[values] = backing
-                }
-            }
-        }
     }
 
     func objectID(of backing: ObjectBacking) -> AnyObjectID {

@@ -181,7 +181,7 @@ extension ManagedObjectContext {
         pending.links = pending.links.filter { link, _ in
             !((link.table.sourceEntityName == b.entity.name && link.source == b.key) || (link.table.targetEntityName == b.entity.name && link.target == b.key))
         }
-        coordinator.forgetUnsaved(b.entity, key: b.key)
+        coordinator.keyAllocator.forgetUnsaved(b.entity, key: b.key)
         b.isInserted = false
         b.isDeleted = true
         b.context = nil

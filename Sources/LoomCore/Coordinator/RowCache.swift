@@ -1,0 +1,59 @@
+import Foundation
+
+/// A row of an entity: the key of the shared row cache, the identity map and the pending changes.
+struct RowCacheKey: Hashable {
+    let entity: ObjectIdentifier
+    let key: Int64
+}
+
+struct RowCache {
+    var rows: [RowCacheKey: (row: StoreRow, loadedAt: UInt64)] = [:]
+    /// Keys of rows deleted by a save through this coordinator (keys are never reused).
+    var deleted: Set<RowCacheKey> = []
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Caches a row, unless the cache already has a newer version of it or knows it was
+    /// deleted: a fetch that read the store before another context's save may hand its rows in
+    /// after that save updated the cache, and must not put the older row back.
+    ///
+    /// A full cache evicts an eighth of its rows (whichever come first in the table: random
+    /// ones) rather than all of them, and hands them to ``takeEvicted()``, so that freeing them
+    /// happens after the caller released the cache's lock: a reader waiting for the lock never
+    /// waits for thousands of rows to be freed.
+    mutating func insert(_ row: StoreRow, for key: RowCacheKey, at now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+        if let cached = rows[key]?.row, cached.version > row.version { return }
+        if deleted.contains(key) { return }
+        if rows.count >= limit, rows[key] == nil {
+            for victim in Array(rows.keys.prefix(max(1, limit / 8))) {
+                if let entry = rows.removeValue(forKey: victim) { evicted.append(entry.row) }
+            }
+            if deleted.count >= limit { deleted.removeAll() }
+        }
+        rows[key] = (row, now)
+    }
+
+    /// Rows evicted since the last call, for the caller to free outside the lock.
+    var evicted: [StoreRow] = []
+
+    mutating func takeEvicted() -> [StoreRow] {
+        if evicted.isEmpty { return [] }
+        defer { evicted = [] }
+        return evicted
+    }
+
+    mutating func remove(deleted key: RowCacheKey) {
+        rows[key] = nil
+        deleted.insert(key)
+    }
+
+    func row(for key: RowCacheKey, maximumAge: Double) -> StoreRow? {
+        guard let entry = rows[key] else { return nil }
+        if maximumAge >= 0 {
+            let age = Double(DispatchTime.now().uptimeNanoseconds &- entry.loadedAt) / 1e9
+            if age > maximumAge { return nil }
+        }
+        return entry.row
+    }
+}
