@@ -317,7 +317,7 @@ struct RegistryTests {
     @Test("The identity map's check names an entry filed under the wrong row")
     func invariantCheckFindsMisfiledEntries() throws {
         let container = try StoreKind.inMemory.makeContainer()
-        try container.newBackgroundContext().performAndWait { context in
+        container.newBackgroundContext().performAndWait { context in
             let book = Book(isbn: "1", title: "Filed", pages: 1)
             context.insert(book)
             #expect(context.identityMap.problems(in: context).isEmpty)
