@@ -92,7 +92,7 @@ struct IdentityMap {
         let index = makeTable(of: key.entity)
         if tables[index].updateValue(Entry(object, backing), forKey: key.key) == nil { count += 1 }
         if retainsAll || !backing.hasOwnerSlot { return held.updateValue(object, forKey: key) }
-        return held.removeValue(forKey: key)
+        return held.isEmpty ? nil : held.removeValue(forKey: key)
     }
 
     /// Takes a row's entry out.
@@ -101,17 +101,14 @@ struct IdentityMap {
     @discardableResult
     mutating func remove(_ key: RowCacheKey) -> (any BackedObject)? {
         if let index = table(of: key.entity), tables[index].removeValue(forKey: key.key) != nil { count -= 1 }
-        return held.removeValue(forKey: key)
+        return held.isEmpty ? nil : held.removeValue(forKey: key)
     }
 
     /// Takes out the entry of a destroyed object, unless its row's entry now belongs to another
     /// object. A destroyed object was not held, so nothing is released.
     mutating func removeEntry(of backing: ObjectBacking, at key: RowCacheKey) {
-        guard let index = table(of: key.entity),
-            let slot = tables[index].index(forKey: key.key),
-            tables[index].values[slot].backing === backing
-        else { return }
-        tables[index].remove(at: slot)
+        guard let index = table(of: key.entity), tables[index][key.key]?.backing === backing else { return }
+        tables[index].removeValue(forKey: key.key)
         count -= 1
     }
 
