@@ -461,8 +461,10 @@ public final class SQLiteStore: PersistentStore {
             try applyStatements(changes, db)
             try Self.control(db, "RELEASE SAVEPOINT loom_apply")
         } catch {
-            try? Self.control(db, "ROLLBACK TO SAVEPOINT loom_apply")
-            try? Self.control(db, "RELEASE SAVEPOINT loom_apply")
+            // If the statements' effects cannot be undone, that failure is what the caller gets:
+            // it ends the whole transaction instead of reading conflicts from a half-applied one.
+            try Self.control(db, "ROLLBACK TO SAVEPOINT loom_apply")
+            try Self.control(db, "RELEASE SAVEPOINT loom_apply")
             throw error
         }
     }
