@@ -2,8 +2,9 @@ public import Foundation
 import Synchronization
 
 /// The one object all contexts of a container share: it owns the store, hands out primary
-/// keys, serializes saves, and keeps a cache of row snapshots that every context fills faults
-/// from.
+/// keys (its `KeyAllocator`), delivers every save to the other contexts in commit order (the
+/// store serializes the writes themselves), and keeps a cache of row snapshots that every
+/// context fills faults from.
 ///
 /// `Sendable` and safe to use from any thread; contexts call it synchronously.
 public final class PersistentStoreCoordinator: Sendable {
