@@ -489,86 +489,56 @@ public final class SQLiteStore: PersistentStore {
         try db.cachedStatement(sql: sql).execute()
     }
 
-    /// Runs the statements of a change set on the writer connection, in the caller's transaction.
+    /// Runs the statements of a change set on the writer connection, in the caller's
+    /// transaction, in the order and shapes `LoomSQL` plans for every SQL store.
     private func applyStatements(_ changes: StoreChangeSet, _ db: Database) throws {
-        for delete in changes.deletes {
-            try RawStatement.with(db, sql.delete(delete.entity)) { statement in
-                try statement.bind(delete.key, at: 1)
-                try statement.bind(delete.expectedVersion, at: 2)
-                try statement.execute()
-            }
-            if db.changesCount != 1 { throw conflict(delete.entity, delete.key) }
-            for (table, column) in schema.joinTables(involving: delete.entity) {
-                try RawStatement.with(db, sql.deleteLinks(table, column: column)) { statement in
+        try sql.forEachStatement(of: changes) { (planned) throws in
+            try RawStatement.with(db, planned.sql) { statement in
+                switch planned.step {
+                case .delete(let i):
+                    let delete = changes.deletes[i]
                     try statement.bind(delete.key, at: 1)
+                    try statement.bind(delete.expectedVersion, at: 2)
                     try statement.execute()
-                }
-            }
-        }
-        // UPDATE texts by entity and changed columns: most saves change the same few.
-        var updateTexts: [UpdateShape: String] = [:]
-        for update in changes.updates {
-            let columns = update.changes.map(\.index)
-            let shape = UpdateShape(entity: ObjectIdentifier(update.entity), columns: columns)
-            let text: String
-            if let known = updateTexts[shape] {
-                text = known
-            } else {
-                text = sql.update(update.entity, columns: columns)
-                updateTexts[shape] = text
-            }
-            try RawStatement.with(db, text) { statement in
-                try statement.bind(update.changes.lazy.map(\.value))
-                let next = Int32(update.changes.count) + 1
-                try statement.bind(update.key, at: next)
-                try statement.bind(update.expectedVersion, at: next + 1)
-                do {
+                case .deleteLinks(let i):
+                    try statement.bind(changes.deletes[i].key, at: 1)
                     try statement.execute()
-                } catch {
-                    throw translate(error, entity: update.entity, key: update.key)
-                }
-            }
-            if db.changesCount != 1 { throw conflict(update.entity, update.key) }
-        }
-        var index = 0
-        while index < changes.inserts.count {
-            // Inserts come grouped by entity: one statement for each run.
-            let entity = changes.inserts[index].entity
-            try RawStatement.with(db, sql.insert(entity)) { statement in
-                while index < changes.inserts.count, changes.inserts[index].entity === entity {
-                    let insert = changes.inserts[index]
-                    statement.reset()
-                    try statement.bind(insert.key, at: 1)
-                    try statement.bind(insert.values, from: 2)
+                case .update(let i):
+                    let update = changes.updates[i]
+                    try statement.bind(update.changes.lazy.map(\.value))
+                    let next = Int32(update.changes.count) + 1
+                    try statement.bind(update.key, at: next)
+                    try statement.bind(update.expectedVersion, at: next + 1)
                     do {
                         try statement.execute()
                     } catch {
-                        throw translate(error, entity: insert.entity, key: insert.key)
+                        throw translate(error, entity: update.entity, key: update.key)
                     }
-                    index += 1
+                case .insert(let rows):
+                    for insert in changes.inserts[rows] {
+                        statement.reset()
+                        try statement.bind(insert.key, at: 1)
+                        try statement.bind(insert.values, from: 2)
+                        do {
+                            try statement.execute()
+                        } catch {
+                            throw translate(error, entity: insert.entity, key: insert.key)
+                        }
+                    }
+                case .deleteLink(let i):
+                    try statement.bind(changes.linkDeletes[i].source, at: 1)
+                    try statement.bind(changes.linkDeletes[i].target, at: 2)
+                    try statement.execute()
+                case .insertLink(let i):
+                    try statement.bind(changes.linkInserts[i].source, at: 1)
+                    try statement.bind(changes.linkInserts[i].target, at: 2)
+                    try statement.execute()
                 }
             }
-        }
-        for link in changes.linkDeletes {
-            try RawStatement.with(db, sql.deleteLink(link.table)) { statement in
-                try statement.bind(link.source, at: 1)
-                try statement.bind(link.target, at: 2)
-                try statement.execute()
+            if let row = planned.step.rowThatMustChange(in: changes), db.changesCount != 1 {
+                throw conflict(row.entity, row.key)
             }
         }
-        for link in changes.linkInserts {
-            try RawStatement.with(db, sql.insertLink(link.table)) { statement in
-                try statement.bind(link.source, at: 1)
-                try statement.bind(link.target, at: 2)
-                try statement.execute()
-            }
-        }
-    }
-
-    /// An UPDATE statement's identity: the entity and the columns it sets.
-    private struct UpdateShape: Hashable {
-        let entity: ObjectIdentifier
-        let columns: [Int]
     }
 
     private func conflict(_ entity: EntityDescription, _ key: Int64) -> LoomError {

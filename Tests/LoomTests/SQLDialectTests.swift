@@ -86,4 +86,53 @@ struct SQLDialectTests {
         let texts = [text, sql.count(try query()).0, sql.selectKeys(try query()).0] + create
         #expect(!texts.contains { $0.contains("?") })
     }
+
+    @Test("A change set becomes the same statements in every dialect: deletes with their links, updates by shape, inserts by entity, then links", arguments: [false, true])
+    func changeSetStatements(numbered: Bool) throws {
+        let schema = try Self.graphSchema()
+        let sql = SQLGenerator(schema: schema, dialect: numbered ? NumberedDialect() : SQLiteDialect())
+        let novel = try schema.requireEntity(named: "Novel"), tag = try schema.requireEntity(named: "Tag")
+        let author = try schema.requireEntity(named: "Author")
+        let links = schema.joinTables(involving: novel)
+        let table = try #require(links.first?.table)
+        func value(_ entity: EntityDescription) -> [StoredValue] { [StoredValue](repeating: .null, count: entity.storedValueCount) }
+
+        var changes = StoreChangeSet()
+        changes.deletes = [.init(entity: novel, key: 7, expectedVersion: 2), .init(entity: author, key: 8, expectedVersion: 1)]
+        changes.updates = [
+            .init(entity: novel, key: 1, expectedVersion: 1, changes: [(0, .integer(1))]),
+            .init(entity: novel, key: 2, expectedVersion: 1, changes: [(0, .integer(2)), (1, .null)]),
+            .init(entity: novel, key: 3, expectedVersion: 1, changes: [(0, .integer(3))]),
+        ]
+        changes.inserts = [
+            .init(entity: novel, key: 10, values: value(novel)), .init(entity: novel, key: 11, values: value(novel)),
+            .init(entity: tag, key: 12, values: value(tag)), .init(entity: novel, key: 13, values: value(novel)),
+        ]
+        changes.linkDeletes = [.init(table: table, source: 1, target: 2)]
+        changes.linkInserts = [.init(table: table, source: 10, target: 12), .init(table: table, source: 13, target: 12)]
+
+        let planned = sql.statements(for: changes)
+        let expectedSteps: [SQLGenerator.ChangeStep] =
+            [.delete(0)] + links.map { _ in .deleteLinks(0) } + [.delete(1)] + schema.joinTables(involving: author).map { _ in .deleteLinks(1) }
+            + [.update(0), .update(1), .update(2), .insert(0..<2), .insert(2..<3), .insert(3..<4), .deleteLink(0), .insertLink(0), .insertLink(1)]
+        #expect(planned.map(\.step) == expectedSteps)
+        // Text by step, from the generator's own statements; same shapes share one text.
+        for statement in planned {
+            switch statement.step {
+            case .delete(let i): #expect(statement.sql == sql.delete(changes.deletes[i].entity))
+            case .deleteLinks: #expect(statement.sql.hasPrefix("DELETE FROM"))
+            case .update(let i): #expect(statement.sql == sql.update(novel, columns: changes.updates[i].changes.map(\.index)))
+            case .insert(let rows): #expect(statement.sql == sql.insert(changes.inserts[rows.lowerBound].entity))
+            case .deleteLink: #expect(statement.sql == sql.deleteLink(table))
+            case .insertLink: #expect(statement.sql == sql.insertLink(table))
+            }
+            #expect(statement.sql.contains("?") != numbered)
+        }
+        #expect(planned[planned.firstIndex { $0.step == .update(0) }!].sql == planned[planned.firstIndex { $0.step == .update(2) }!].sql)
+        // Deletes and updates must change their row; the rest may change any number.
+        #expect(SQLGenerator.ChangeStep.delete(1).rowThatMustChange(in: changes)?.key == 8)
+        #expect(SQLGenerator.ChangeStep.update(2).rowThatMustChange(in: changes)?.key == 3)
+        #expect(SQLGenerator.ChangeStep.insert(0..<2).rowThatMustChange(in: changes) == nil)
+        #expect(SQLGenerator.ChangeStep.deleteLinks(0).rowThatMustChange(in: changes) == nil)
+    }
 }

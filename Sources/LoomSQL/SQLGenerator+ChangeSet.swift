@@ -1,0 +1,97 @@
+package import LoomCore
+
+/// How a change set becomes statements, the same for every SQL store: their order, each one's
+/// text in the store's dialect, what it binds, and which must change exactly one row.
+///
+/// The order is deletes (each with its join-table rows), updates, inserts, removed links, added
+/// links: a unique value that a deleted or updated row gives up can be taken by a new row of the
+/// same save, and a link is added only once both of its rows exist.
+extension SQLGenerator {
+    /// One statement of a change set: what it binds, as positions in the change set's arrays.
+    package enum ChangeStep: Equatable, Sendable {
+        /// `deletes[i]`: binds its key, then the version expected. Must delete one row.
+        case delete(Int)
+        /// The join-table rows of `deletes[i]`'s object in one table: binds its key.
+        case deleteLinks(Int)
+        /// `updates[i]`: binds the changed values in order, then the key, then the version
+        /// expected. Must update one row.
+        case update(Int)
+        /// `inserts[range]`, all of one entity: the statement runs once per row, binding its key,
+        /// then its values in slot order.
+        case insert(Range<Int>)
+        /// `linkDeletes[i]` and `linkInserts[i]`: bind the source key, then the target key.
+        case deleteLink(Int)
+        case insertLink(Int)
+
+        /// The row the statement must change, for a delete or an update: if it changes none,
+        /// that row was changed or deleted since it was read (a version conflict). `nil` for a
+        /// statement that may change any number of rows.
+        package func rowThatMustChange(in changes: StoreChangeSet) -> (entity: EntityDescription, key: Int64)? {
+            switch self {
+            case .delete(let i): (changes.deletes[i].entity, changes.deletes[i].key)
+            case .update(let i): (changes.updates[i].entity, changes.updates[i].key)
+            case .deleteLinks, .insert, .deleteLink, .insertLink: nil
+            }
+        }
+    }
+
+    /// A statement's text and what it binds.
+    package struct ChangeStatement: Equatable, Sendable {
+        package let sql: String
+        package let step: ChangeStep
+    }
+
+    /// The statements that apply `changes`, in the order to run them. Statements of the same
+    /// shape (an entity's inserts, updates of the same columns) share one text, so a store's
+    /// statement cache prepares each shape once per save.
+    package func statements(for changes: StoreChangeSet) -> [ChangeStatement] {
+        var out: [ChangeStatement] = []
+        forEachStatement(of: changes) { out.append($0) }
+        return out
+    }
+
+    /// Calls `body` with each statement that applies `changes`, in order, without collecting
+    /// them (a one-object save stays free of the extra allocation); stops at its first error.
+    package func forEachStatement<E: Error>(of changes: StoreChangeSet, _ body: (ChangeStatement) throws(E) -> Void) throws(E) {
+        for (i, delete) in changes.deletes.enumerated() {
+            try body(ChangeStatement(sql: self.delete(delete.entity), step: .delete(i)))
+            for (table, column) in schema.joinTables(involving: delete.entity) {
+                try body(ChangeStatement(sql: deleteLinks(table, column: column), step: .deleteLinks(i)))
+            }
+        }
+        // Most saves change the same few columns of an entity: one text per shape.
+        var updateTexts: [UpdateShape: String] = [:]
+        for (i, update) in changes.updates.enumerated() {
+            let columns = update.changes.map(\.index)
+            let shape = UpdateShape(entity: ObjectIdentifier(update.entity), columns: columns)
+            let text: String
+            if let known = updateTexts[shape] {
+                text = known
+            } else {
+                text = self.update(update.entity, columns: columns)
+                updateTexts[shape] = text
+            }
+            try body(ChangeStatement(sql: text, step: .update(i)))
+        }
+        var start = 0
+        while start < changes.inserts.count {
+            let entity = changes.inserts[start].entity
+            var end = start + 1
+            while end < changes.inserts.count, changes.inserts[end].entity === entity { end += 1 }
+            try body(ChangeStatement(sql: insert(entity), step: .insert(start..<end)))
+            start = end
+        }
+        for (i, link) in changes.linkDeletes.enumerated() {
+            try body(ChangeStatement(sql: deleteLink(link.table), step: .deleteLink(i)))
+        }
+        for (i, link) in changes.linkInserts.enumerated() {
+            try body(ChangeStatement(sql: insertLink(link.table), step: .insertLink(i)))
+        }
+    }
+
+    /// An UPDATE statement's identity: the entity and the columns it sets.
+    private struct UpdateShape: Hashable {
+        let entity: ObjectIdentifier
+        let columns: [Int]
+    }
+}
