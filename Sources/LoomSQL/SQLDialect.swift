@@ -1,4 +1,4 @@
-public import LoomCore
+@_spi(LoomStore) package import LoomCore
 
 /// What differs between the SQL databases Loom stores in: everything ``SQLGenerator`` asks
 /// of a database beyond the SQL they share.
@@ -7,7 +7,7 @@ public import LoomCore
 /// generator writes every statement through it, so that the same table layout, predicate
 /// translation and query shapes serve every SQL store, and each dialect's text is tested as
 /// text.
-public protocol SQLDialect: Sendable {
+package protocol SQLDialect: Sendable {
     /// The parameter marker for the `index`-th bound value of a statement, from 1: `?`
     /// (SQLite, positional) or `$1` (PostgreSQL).
     func placeholder(_ index: Int) -> String

@@ -1,4 +1,4 @@
-package import LoomCore
+@_spi(LoomStore) package import LoomCore
 
 extension SQLGenerator {
     /// `SELECT [DISTINCT] … FROM … WHERE … GROUP BY … ORDER BY … LIMIT ? OFFSET ?` for a values

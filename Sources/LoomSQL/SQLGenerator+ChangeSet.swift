@@ -1,4 +1,4 @@
-package import LoomCore
+@_spi(LoomStore) package import LoomCore
 
 /// How a change set becomes statements, the same for every SQL store: their order, each one's
 /// text in the store's dialect, what it binds, and which must change exactly one row.

@@ -1,4 +1,4 @@
-package import LoomCore
+@_spi(LoomStore) package import LoomCore
 
 extension SQLGenerator {
     /// The primary keys a fetch would return, in its order: `select(_:)` without the values.

@@ -1,5 +1,5 @@
 import Foundation
-package import LoomCore
+@_spi(LoomStore) package import LoomCore
 
 /// Writes the SQL a store runs, from entities and `PredicateNode`s, in a ``SQLDialect``: the
 /// table layout (a table per entity with `Z_PK`, `Z_OPT` and a column per stored value, join

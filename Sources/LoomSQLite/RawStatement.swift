@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-import LoomCore
+@_spi(LoomStore) import LoomCore
 
 /// SQLite's "copy the value now" destructor for bound text and blobs.
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-import LoomCore
+@_spi(LoomStore) import LoomCore
 
 /// The SQLite store's read connections: Loom's own, opened read-only on the store's file, each
 /// with its prepared statements, lent to one read at a time.

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-import LoomCore
+@_spi(LoomStore) import LoomCore
 
 /// SQL functions that give SQLite the exact string semantics of Loom's in-memory evaluator
 /// (``LoomStringFunctions``), registered on every connection.

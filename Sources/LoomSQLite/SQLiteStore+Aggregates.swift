@@ -1,4 +1,4 @@
-public import LoomCore
+@_spi(LoomStore) public import LoomCore
 import LoomSQL
 import GRDB
 
@@ -7,7 +7,7 @@ extension SQLiteStore {
     ///
     /// - Throws: ``LoomError/Code/integerOverflow`` when an integer sum overflows,
     ///   ``LoomError/Code/storeFailure`` when the store cannot be read.
-    public func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] {
+    @_spi(LoomStore) public func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] {
         let (text, arguments) = sql.aggregate(query)
         let width = query.columns.count
         do {

@@ -1,10 +1,10 @@
-public import LoomCore
+@_spi(LoomStore) public import LoomCore
 import LoomSQL
 import GRDB
 
 extension SQLiteStore {
     /// The primary keys of the rows a query matches, in order, read without their values.
-    public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
+    @_spi(LoomStore) public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
         let (text, arguments) = sql.selectKeys(query)
         do {
             return try readStatement(text) { statement in

@@ -1,5 +1,5 @@
 public import Foundation
-public import LoomCore
+@_spi(LoomStore) public import LoomCore
 import LoomSQL
 import GRDB
 import Synchronization
@@ -249,11 +249,11 @@ public final class SQLiteStore: PersistentStore {
 
     // MARK: Reading
 
-    public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+    @_spi(LoomStore) public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
         try fetch(query) { _, _ in false }
     }
 
-    public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+    @_spi(LoomStore) public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
         let (text, arguments) = sql.select(query)
         let width = query.entity.storedValueCount
         return try read(text) { statement in
@@ -267,7 +267,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    public func count(_ query: StoreQuery) throws(LoomError) -> Int {
+    @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int {
         let (text, arguments) = sql.count(query)
         return try read(text) { statement in
             try statement.bind(arguments)
@@ -275,7 +275,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+    @_spi(LoomStore) public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
         if keys.isEmpty { return [] }
         let width = entity.storedValueCount
         if keys.count == 1 {
@@ -291,7 +291,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+    @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
         if keys.isEmpty { return [] }
         if case .foreignKey = relationship.storage {
             throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
@@ -356,7 +356,7 @@ public final class SQLiteStore: PersistentStore {
 
     // MARK: Writing
 
-    public var lastCommitSequence: UInt64 { commitSequence.load(ordering: .relaxed) }
+    @_spi(LoomStore) public var lastCommitSequence: UInt64 { commitSequence.load(ordering: .relaxed) }
 
     /// Runs `body` on the writer connection, with errors translated.
     private func onWriter<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
@@ -369,7 +369,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
+    @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
         if isClosed { throw closedError() }
         writeGate.lock()
         defer { writeGate.unlock() }
@@ -406,7 +406,7 @@ public final class SQLiteStore: PersistentStore {
     }
 
     @discardableResult
-    public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+    @_spi(LoomStore) public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
         if isClosed { throw closedError() }
         writeGate.lock()
         defer { writeGate.unlock() }
@@ -598,7 +598,7 @@ public final class SQLiteStore: PersistentStore {
     /// Reserves `count` keys with one statement (an upsert that returns the new next key), so
     /// that a reservation made in the background shows up in a statement trace as one write,
     /// never as a read.
-    public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+    @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
         if isClosed { throw closedError() }
         writeGate.lock()
         defer { writeGate.unlock() }

@@ -1,6 +1,6 @@
 import Foundation
 import Loom
-@testable import LoomCore
+@_spi(LoomStore) @testable import LoomCore
 import Testing
 
 /// Saves reach other contexts in the order the store committed them, with the rows they saved.

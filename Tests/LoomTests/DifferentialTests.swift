@@ -1,5 +1,6 @@
 import Foundation
 import Loom
+@_spi(LoomStore) import LoomCore
 import Testing
 
 /// One truth: random object graphs and random predicates from the grammar Loom supports give

@@ -1,6 +1,6 @@
 import Foundation
 import Loom
-@testable import LoomCore
+@_spi(LoomStore) @testable import LoomCore
 import Testing
 
 /// A model conforming by hand, as `@Model` would generate it but without its `ObjectSlot`: it

@@ -1,7 +1,7 @@
 import Foundation
 import Loom
 import LoomSQL
-@testable import LoomCore
+@_spi(LoomStore) @testable import LoomCore
 import Testing
 
 /// The SQL text `SQLGenerator` writes, per dialect: SQLite's exactly, and a numbered-parameter

@@ -1,5 +1,6 @@
 import Foundation
 import Loom
+@_spi(LoomStore) import LoomCore
 import Testing
 
 @MainActor

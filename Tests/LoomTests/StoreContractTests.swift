@@ -1,6 +1,6 @@
 import Foundation
 import Loom
-@testable import LoomCore
+@_spi(LoomStore) @testable import LoomCore
 import Testing
 
 /// The store contract, driven through the `PersistentStore` protocol alone (no contexts, no

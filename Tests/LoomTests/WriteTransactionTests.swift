@@ -1,6 +1,6 @@
 import Foundation
 import Loom
-@testable import LoomCore
+@_spi(LoomStore) @testable import LoomCore
 import Testing
 
 /// The store's write scope: exclusive writes that exclude every other writer (other

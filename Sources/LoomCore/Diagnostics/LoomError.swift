@@ -88,7 +88,7 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
     public var conflicts: [MergeConflict] = []
     /// For a change set a store refused (version or uniqueness conflicts): what the store held,
     /// read inside the failed write. Merge policies resolve from these without reading again.
-    public var storeConflicts: [StoreConflict] = []
+    @_spi(LoomStore) public var storeConflicts: [StoreConflict] = []
 
     /// Creates an error. Stores and tools built on Loom's SPI throw these too.
     public init(

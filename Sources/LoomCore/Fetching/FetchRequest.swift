@@ -143,7 +143,7 @@ public struct DynamicFetchRequest: Sendable {
     /// The entity to fetch, by name.
     public var entityName: String
     /// A filter in Loom's own form (``PredicateNode``).
-    public var predicate: PredicateNode?
+    @_spi(LoomStore) public var predicate: PredicateNode?
     /// Attribute names with their direction.
     public var sortBy: [(name: String, ascending: Bool)]
     /// At most this many results; skip `fetchOffset` first; reflect unsaved changes (default `true`).
@@ -152,7 +152,7 @@ public struct DynamicFetchRequest: Sendable {
     public var includesPendingChanges: Bool
 
     /// Creates a request for the entity named `entityName`.
-    public init(entityName: String, predicate: PredicateNode? = nil, sortBy: [(name: String, ascending: Bool)] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0) {
+    @_spi(LoomStore) public init(entityName: String, predicate: PredicateNode? = nil, sortBy: [(name: String, ascending: Bool)] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0) {
         self.entityName = entityName
         self.predicate = predicate
         self.sortBy = sortBy

@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Nodes inside ``toOne(_:_:)``, ``anyRelated(_:_:)`` and ``allRelated(_:_:)`` are evaluated on
 /// the related object: their ``attribute(_:)`` positions are the destination entity's.
-public indirect enum PredicateNode: Sendable, Hashable {
+@_spi(LoomStore) public indirect enum PredicateNode: Sendable, Hashable {
     /// A constant, bound as a parameter.
     case constant(StoredValue)
     /// An attribute of the object being tested, by position.
@@ -71,7 +71,7 @@ public indirect enum PredicateNode: Sendable, Hashable {
 
 /// The string semantics shared by SQL functions and the in-memory evaluator, so that both give
 /// the same answer. Non-text operands give NULL.
-public enum LoomStringFunctions {
+@_spi(LoomStore) public enum LoomStringFunctions {
     /// Applies a string operator, as both the SQL functions and the in-memory evaluator do.
     public static func evaluate(_ op: PredicateNode.StringOperator, _ a: String, _ b: String) -> Bool {
         switch op {

@@ -73,11 +73,11 @@ public struct Schema: Sendable {
     }
 
     /// The schema as saved in a store.
-    public var record: SchemaRecord { SchemaRecord(self) }
+    @_spi(LoomStore) public var record: SchemaRecord { SchemaRecord(self) }
 
     /// Rebuilds a schema from what a store saved. Its entities have no model types: their
     /// objects are ``DynamicObject``s.
-    public init(record: SchemaRecord) throws(LoomError) {
+    @_spi(LoomStore) public init(record: SchemaRecord) throws(LoomError) {
         try self.init(record.entities.map { entity in
             EntityDescription(
                 name: entity.name, modelType: nil,
@@ -94,7 +94,7 @@ public struct Schema: Sendable {
 }
 
 /// The `Codable` form of a ``Schema`` that stores save alongside the data.
-public struct SchemaRecord: Codable, Sendable, Equatable {
+@_spi(LoomStore) public struct SchemaRecord: Codable, Sendable, Equatable {
     /// An attribute as saved in the store.
     public struct Attribute: Codable, Sendable, Equatable {
         public var name: String

@@ -19,7 +19,7 @@
 /// the group values ascending (grouped), else by primary key (one row per object), so that
 /// every store gives the same rows in the same order. ``fetchOffset`` and ``fetchLimit`` then
 /// apply.
-public struct AggregateQuery: Sendable {
+@_spi(LoomStore) public struct AggregateQuery: Sendable {
     /// An aggregate function over the values of one node.
     public enum Function: String, Sendable, Hashable {
         /// How many values are not NULL.
@@ -111,7 +111,7 @@ extension StoreReading {
     /// language of their own. ``InMemoryStore`` uses it; `SQLiteStore` runs SQL instead.
     ///
     /// - Complexity: one fetch, plus one ``rows(of:keys:)`` per relationship the columns follow.
-    public func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] {
+    @_spi(LoomStore) public func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] {
         let rows = try fetch(StoreQuery(entity: query.entity, predicate: query.predicate))
         let graph = StoreGraph(store: self)
         let graphRows = rows.map { StoreGraph.Row(entity: query.entity, row: $0) }

@@ -75,9 +75,9 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
-    public var lastCommitSequence: UInt64 { state.withLock { $0.lastCommitSequence } }
+    @_spi(LoomStore) public var lastCommitSequence: UInt64 { state.withLock { $0.lastCommitSequence } }
 
-    public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
+    @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
         writeGate.lock()
         defer { writeGate.unlock() }
         if inTransaction { fatalError("InMemoryStore: a write transaction was opened inside another on the same thread.") }
@@ -100,7 +100,7 @@ public final class InMemoryStore: PersistentStore {
         return (value, CommitReceipt(sequence: sequence))
     }
 
-    public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+    @_spi(LoomStore) public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
         let snapshot = try snapshot()
         let graph = TableGraph(schema: schema, tables: snapshot.tables, links: snapshot.links)
         let rows = Array(snapshot.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values).map { TableGraph.Row(entity: query.entity, row: $0) }
@@ -119,16 +119,16 @@ public final class InMemoryStore: PersistentStore {
         return Array(matching[start..<end])
     }
 
-    public func count(_ query: StoreQuery) throws(LoomError) -> Int {
+    @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int {
         try fetch(query).count
     }
 
-    public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+    @_spi(LoomStore) public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
         let table = try snapshot().tables[ObjectIdentifier(entity)] ?? [:]
         return keys.compactMap { table[$0] }
     }
 
-    public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+    @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
         let snapshot = try snapshot()
         let wanted = Set(keys)
         let destination = snapshot.tables[ObjectIdentifier(relationship.destination)] ?? [:]
@@ -150,7 +150,7 @@ public final class InMemoryStore: PersistentStore {
     }
 
     @discardableResult
-    public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+    @_spi(LoomStore) public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
         writeGate.lock()
         defer { writeGate.unlock() }
         do {
@@ -230,7 +230,7 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
-    public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+    @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
         try write { state throws(LoomError) -> Range<Int64> in
             let id = ObjectIdentifier(entity)
             let start = state.nextKeys[id] ?? 1
@@ -239,7 +239,7 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
-    public func close() throws(LoomError) {
+    @_spi(LoomStore) public func close() throws(LoomError) {
         state.withLock { $0.isClosed = true }
     }
 }

@@ -1,11 +1,11 @@
 extension StoreReading {
     /// ``fetch(_:)`` with every row whole: the default for stores that cannot skip values.
-    public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+    @_spi(LoomStore) public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
         try fetch(query)
     }
 
     /// The keys of ``fetch(_:)``'s rows: the default for stores that cannot read keys alone.
-    public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
+    @_spi(LoomStore) public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
         try fetch(query).map(\.key)
     }
 }

@@ -10,27 +10,27 @@ public protocol StoreReading: AnyObject {
     var schema: Schema { get }
 
     /// Rows matching a query, with predicate, sort, offset and limit applied.
-    func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow]
+    @_spi(LoomStore) func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow]
     /// ``fetch(_:)``, leaving out the values of rows the caller already has: for each row,
     /// `isKnown(key, version)` is asked, on the calling thread, before its values are read; a row
     /// it accepts comes back with empty `values`. How a context's second fetch of the same
     /// objects avoids decoding rows it would throw away. A default implementation reads every
     /// row whole (which is always correct).
-    func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow]
+    @_spi(LoomStore) func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow]
     /// The number of rows a query matches (offset and limit applied).
-    func count(_ query: StoreQuery) throws(LoomError) -> Int
+    @_spi(LoomStore) func count(_ query: StoreQuery) throws(LoomError) -> Int
     /// The rows with these primary keys; missing keys are simply absent from the result.
-    func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow]
+    @_spi(LoomStore) func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow]
     /// The rows that a to-many relationship of each object in `keys` leads to, with the key of
     /// the object they belong to, ordered by owner then key: one query whatever the number of
     /// keys. This is how a to-many fault fires and how a fetch prefetches a relationship.
-    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow]
+    @_spi(LoomStore) func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow]
     /// The rows of a values or aggregate query (see ``AggregateQuery``), each one value per
     /// column. A default implementation computes it in memory from ``fetch(_:)``.
-    func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]]
+    @_spi(LoomStore) func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]]
     /// The primary keys of the rows a query matches, in order, without their values: how a
     /// batched fetch records its results. A default implementation takes them from ``fetch(_:)``.
-    func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64]
+    @_spi(LoomStore) func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64]
 }
 
 /// The contract between Loom's coordinator and a storage engine: everything a store must do,
@@ -60,7 +60,7 @@ public protocol PersistentStore: StoreReading, Sendable {
     /// becomes visible to other connections when the transaction commits, and the receipt names
     /// that commit.
     @discardableResult
-    func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt
+    @_spi(LoomStore) func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt
 
     /// Runs `body` inside one write transaction (SQLite's `BEGIN IMMEDIATE`) and commits it:
     /// from the start of `body` to the commit, no other writer (another coordinator, another
@@ -70,20 +70,20 @@ public protocol PersistentStore: StoreReading, Sendable {
     ///
     /// If `body` throws, the transaction is rolled back and the error rethrown unchanged.
     /// Returns `body`'s value and the commit's receipt.
-    func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt)
+    @_spi(LoomStore) func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt)
 
     /// The sequence number of the last commit made through this store instance (0 before the
     /// first): see ``CommitReceipt/sequence``.
-    var lastCommitSequence: UInt64 { get }
+    @_spi(LoomStore) var lastCommitSequence: UInt64 { get }
 
     /// Reserves `count` primary keys for an entity, never to be handed out again.
-    func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64>
+    @_spi(LoomStore) func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64>
     /// Finishes pending work and releases the store's resources. Further calls throw.
-    func close() throws(LoomError)
+    @_spi(LoomStore) func close() throws(LoomError)
 }
 
 /// What a store hands back for a commit.
-public struct CommitReceipt: Sendable, Hashable {
+@_spi(LoomStore) public struct CommitReceipt: Sendable, Hashable {
     /// The commit's place among the commits made through this store instance: 1, 2, 3… in the
     /// order they committed, with no gaps. The coordinator delivers saves to other contexts in
     /// this order. (Persistent history will add a token that is unique across processes.)
@@ -94,7 +94,7 @@ public struct CommitReceipt: Sendable, Hashable {
 
 /// A conflict a store found when it refused a change set: read inside the failed write, so it
 /// describes the store exactly as it was when the change set failed.
-public struct StoreConflict: Sendable, Equatable {
+@_spi(LoomStore) public struct StoreConflict: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         /// The row was changed (or deleted, `persisted == nil`) since the version the change set expected.
         case version
@@ -121,7 +121,7 @@ public struct StoreConflict: Sendable, Equatable {
 }
 
 /// One stored object as a store returns it.
-public struct StoreRow: Sendable, Equatable {
+@_spi(LoomStore) public struct StoreRow: Sendable, Equatable {
     /// The primary key.
     public var key: Int64
     /// The optimistic-locking version: 1 after insert, +1 on every saved update.
@@ -141,7 +141,7 @@ public struct StoreRow: Sendable, Equatable {
 /// The predicate and sort keys may reach related objects (``PredicateNode/toOne(_:_:)`` and
 /// its siblings, ``SortKey/relationshipPath``); a store resolves the relationships they name
 /// through its ``PersistentStore/schema``.
-public struct StoreQuery: Sendable {
+@_spi(LoomStore) public struct StoreQuery: Sendable {
     /// The entity queried, the filter (all rows when `nil`), the order, and the window.
     public var entity: EntityDescription
     public var predicate: PredicateNode?
@@ -161,7 +161,7 @@ public struct StoreQuery: Sendable {
 /// One ordering term: an attribute, ascending or descending, of the fetched object or of an
 /// object a chain of to-one relationships leads to. Stores break ties by primary key, so every
 /// order is total and the same on every store.
-public struct SortKey: Sendable, Hashable {
+@_spi(LoomStore) public struct SortKey: Sendable, Hashable {
     /// The attribute's position in its entity: the fetched entity, or the last relationship's
     /// destination.
     public var attributeIndex: Int
@@ -218,7 +218,7 @@ public struct SortKey: Sendable, Hashable {
 }
 
 /// Everything one save writes, applied by a store in one transaction.
-public struct StoreChangeSet: Sendable {
+@_spi(LoomStore) public struct StoreChangeSet: Sendable {
     /// A new row: every value, in the entity's slot order.
     public struct Insert: Sendable {
         public var entity: EntityDescription
@@ -264,7 +264,7 @@ public struct StoreChangeSet: Sendable {
 }
 
 /// A row a to-many relationship leads to, with the key of the object it belongs to.
-public struct RelatedRow: Sendable, Equatable {
+@_spi(LoomStore) public struct RelatedRow: Sendable, Equatable {
     /// The key of the object whose relationship holds the row.
     public var owner: Int64
     /// The destination's row.

@@ -1,5 +1,6 @@
 import Foundation
 import Loom
+@_spi(LoomStore) import LoomCore
 
 /// A store that forwards to another and counts the reads it is asked for: how many calls of
 /// each kind (``counts``), and how many rows its fetches returned (``rowsFetched``).
