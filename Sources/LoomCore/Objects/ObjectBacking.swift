@@ -37,30 +37,80 @@ public final class ObjectBacking {
     /// The primary key; 0 until inserted.
     var key: Int64 = 0
     weak var context: ManagedObjectContext?
-    var isInserted = false
-    var isUpdated = false
-    var isDeleted = false
-    /// Whether the object's row was found missing when its fault fired: it reads as deleted.
-    var isInaccessible = false
-    /// Whether the object is already listed in its context's current event.
-    var changedSinceEvent = false
-    /// Whether the delete rules were applied for this object's deletion.
-    var deletePropagated = false
-    /// Whether this fault already holds the row its fetch read (``values``, ``committed`` and
-    /// ``version`` are set): firing it then only marks it loaded.
-    var holdsFetchedRow = false
-    /// Whether the object is a `@Model` object or a ``DynamicObject``, which take their registry
-    /// entry out when they are destroyed (see ``ObjectSlot``). A class conforming by hand lacks
-    /// that: its context holds it strongly instead, until reset.
-    var hasOwnerSlot = false
-    @usableFromInline @exclusivity(unchecked)
-    var state: State
     /// What few objects need: kept out of line, so that every object is smaller.
     final class Extras {
         var invalidationReason: String?
         var detachedRelated: [Int: [any BackedObject]] = [:]
+        var toMany: [Int: MemberList] = [:]
     }
     var extras: Extras?
+    /// The coordinator's shared ``StoreIdentity`` (one reference instead of a UUID per object).
+    var storeIdentity: StoreIdentity?
+    /// The object's yes/no states, in one byte: with ``state`` after it, an object's storage
+    /// is 82 bytes, which malloc serves from its 96-byte bin (eight `Bool`s and the to-many
+    /// lists inline made it 104, served from the 112-byte bin: W10). `@exclusivity(unchecked)`
+    /// like ``state``: only read or changed inside the accessors below, never across a call.
+    @exclusivity(unchecked) private var flags: Flags = []
+    @usableFromInline @exclusivity(unchecked)
+    var state: State
+
+    private struct Flags: OptionSet {
+        let rawValue: UInt8
+        static let inserted = Flags(rawValue: 1 << 0)
+        static let updated = Flags(rawValue: 1 << 1)
+        static let deleted = Flags(rawValue: 1 << 2)
+        static let inaccessible = Flags(rawValue: 1 << 3)
+        static let changedSinceEvent = Flags(rawValue: 1 << 4)
+        static let deletePropagated = Flags(rawValue: 1 << 5)
+        static let holdsFetchedRow = Flags(rawValue: 1 << 6)
+        static let hasOwnerSlot = Flags(rawValue: 1 << 7)
+    }
+
+    @inline(__always)
+    private func flag(_ flag: Flags, _ on: Bool) {
+        if on { flags.insert(flag) } else { flags.remove(flag) }
+    }
+
+    var isInserted: Bool {
+        get { flags.contains(.inserted) }
+        set { flag(.inserted, newValue) }
+    }
+    var isUpdated: Bool {
+        get { flags.contains(.updated) }
+        set { flag(.updated, newValue) }
+    }
+    var isDeleted: Bool {
+        get { flags.contains(.deleted) }
+        set { flag(.deleted, newValue) }
+    }
+    /// Whether the object's row was found missing when its fault fired: it reads as deleted.
+    var isInaccessible: Bool {
+        get { flags.contains(.inaccessible) }
+        set { flag(.inaccessible, newValue) }
+    }
+    /// Whether the object is already listed in its context's current event.
+    var changedSinceEvent: Bool {
+        get { flags.contains(.changedSinceEvent) }
+        set { flag(.changedSinceEvent, newValue) }
+    }
+    /// Whether the delete rules were applied for this object's deletion.
+    var deletePropagated: Bool {
+        get { flags.contains(.deletePropagated) }
+        set { flag(.deletePropagated, newValue) }
+    }
+    /// Whether this fault already holds the row its fetch read (``values``, ``committed`` and
+    /// ``version`` are set): firing it then only marks it loaded.
+    var holdsFetchedRow: Bool {
+        get { flags.contains(.holdsFetchedRow) }
+        set { flag(.holdsFetchedRow, newValue) }
+    }
+    /// Whether the object is a `@Model` object or a ``DynamicObject``, which take their registry
+    /// entry out when they are destroyed (see ``ObjectSlot``). A class conforming by hand lacks
+    /// that: its context holds it strongly instead, until reset.
+    var hasOwnerSlot: Bool {
+        get { flags.contains(.hasOwnerSlot) }
+        set { flag(.hasOwnerSlot, newValue) }
+    }
 
     /// Why the object is invalid, for the trap message.
     var invalidationReason: String? {
@@ -71,8 +121,26 @@ public final class ObjectBacking {
             extras?.invalidationReason = newValue
         }
     }
-    /// The loaded to-many relationships, by relationship index: the destinations' keys.
-    var toMany: [Int: MemberList] = [:]
+    /// The loaded to-many relationships, by relationship index: the destinations' keys. Out of
+    /// line (in ``Extras``): most objects never load one.
+    var toMany: [Int: MemberList] {
+        get { extras?.toMany ?? [:] }
+        set {
+            if newValue.isEmpty && extras == nil { return }
+            makeExtras().toMany = newValue
+        }
+        _modify {
+            let extras = makeExtras()
+            yield &extras.toMany
+        }
+    }
+
+    private func makeExtras() -> Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
     /// Relationships set while the object was detached, applied when it is inserted.
     var detachedRelated: [Int: [any BackedObject]] {
         get { extras?.detachedRelated ?? [:] }
@@ -434,9 +502,6 @@ public final class ObjectBacking {
     var storeIdentifier: UUID? {
         get { storeIdentity?.uuid }
     }
-    /// The coordinator's shared ``StoreIdentity`` (one reference instead of a UUID per object).
-    var storeIdentity: StoreIdentity?
-
     func load(_ row: StoreRow) {
         values = row.values
         committed = row.values
