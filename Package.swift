@@ -36,6 +36,9 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings),
+        // The store contract as checks any store's tests run through the store SPI (no Testing
+        // dependency: each check throws what broke).
+        .target(name: "LoomStoreTesting", dependencies: ["LoomCore"], swiftSettings: strictSettings),
         // `@Model` and friends; swift-syntax stays in here.
         .macro(
             name: "LoomMacros",
@@ -57,7 +60,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
-        .testTarget(name: "LoomTests", dependencies: ["Loom", "LoomSQL"], swiftSettings: strictSettings),
+        .testTarget(name: "LoomTests", dependencies: ["Loom", "LoomSQL", "LoomStoreTesting"], swiftSettings: strictSettings),
         .testTarget(
             name: "LoomMacrosTests",
             dependencies: [

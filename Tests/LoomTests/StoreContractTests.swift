@@ -1,158 +1,92 @@
 import Foundation
 import Loom
-@_spi(LoomStore) @testable import LoomCore
+@_spi(LoomStore) import LoomCore
+import LoomStoreTesting
 import Testing
 
-/// The store contract, driven through the `PersistentStore` protocol alone (no contexts, no
-/// coordinator): what every store must do, run on every store.
+/// The store contract (module LoomStoreTesting), run on every store Loom ships. A new store's
+/// tests run the same checks with a subject of their own.
 @Suite("Store contract")
 struct StoreContractTests {
-    let schema: Schema
-    let book: EntityDescription
-    init() throws {
-        schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
-        book = try schema.requireEntity(named: "Book")
-    }
+    /// New stores of one kind, each in a folder of its own.
+    struct Subject: StoreContractSubject {
+        let kind: StoreKind
 
-    func makeStore(_ kind: StoreKind, at url: URL? = nil) throws -> any PersistentStore {
-        switch kind {
-        case .inMemory: InMemoryStore(schema: schema)
-        case .sqlite: try SQLiteStore(url: url ?? TemporaryDirectory.make().appending(path: "contract.loom"), schema: schema)
-        }
-    }
-
-    /// A new Book row's values, in slot order.
-    func bookValues(isbn: String, title: String, pages: Int = 0) -> [StoredValue] {
-        var values = [StoredValue](repeating: .null, count: book.storedValueCount)
-        for (i, attribute) in book.attributes.enumerated() {
-            switch attribute.name {
-            case "isbn": values[i] = .text(isbn)
-            case "title": values[i] = .text(title)
-            case "pages": values[i] = .integer(Int64(pages))
-            case "genre": values[i] = .text("fiction")
-            default: break
+        func makeStore(schema: Schema) throws -> any PersistentStore {
+            switch kind {
+            case .inMemory: InMemoryStore(schema: schema)
+            case .sqlite: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "contract.loom"), schema: schema)
             }
         }
-        return values
-    }
 
-    func insert(_ store: any PersistentStore, isbn: String, title: String = "t") throws -> Int64 {
-        let key = try store.allocateKeys(for: book, count: 1).lowerBound
-        var changes = StoreChangeSet()
-        changes.inserts.append(.init(entity: book, key: key, values: bookValues(isbn: isbn, title: title)))
-        try store.apply(changes)
-        return key
-    }
-
-    func titles(_ store: any PersistentStore) throws -> [String] {
-        let index = try #require(book.attributes.firstIndex { $0.name == "title" })
-        return try store.fetch(StoreQuery(entity: book)).map { row in
-            if case .text(let title) = row.values[index] { title } else { "?" }
+        func openAgain(_ store: any PersistentStore, schema: Schema) throws -> any PersistentStore {
+            guard let sqlite = store as? SQLiteStore else { throw LoomError(.storeFailure, "An in-memory store cannot be opened twice.") }
+            return try SQLiteStore(url: sqlite.url, schema: schema)
         }
     }
+
+    func contract(_ kind: StoreKind) throws -> StoreContract { try StoreContract(Subject(kind: kind)) }
 
     @Test("A change set whose later statement fails leaves nothing behind, and names its conflicts", arguments: StoreKind.allCases)
-    func applyIsAtomic(kind: StoreKind) throws {
-        let store = try makeStore(kind)
-        let saved = try insert(store, isbn: "1", title: "Saved")
-        let keys = try store.allocateKeys(for: book, count: 2)
-        var changes = StoreChangeSet()
-        changes.inserts.append(.init(entity: book, key: keys.lowerBound, values: bookValues(isbn: "2", title: "New")))
-        changes.inserts.append(.init(entity: book, key: keys.lowerBound + 1, values: bookValues(isbn: "1", title: "Duplicate")))
-        let error = try #require(throws: LoomError.self) { try store.apply(changes) }
-        #expect(error.code == .uniquenessViolation)
-        #expect(error.storeConflicts.count == 1)
-        #expect(error.storeConflicts.first?.key == keys.lowerBound + 1)
-        #expect(error.storeConflicts.first?.persisted?.key == saved)
-        #expect(try titles(store) == ["Saved"])
-
-        var stale = StoreChangeSet()
-        stale.inserts.append(.init(entity: book, key: keys.lowerBound, values: bookValues(isbn: "2", title: "New")))
-        stale.updates.append(.init(entity: book, key: saved, expectedVersion: 7, changes: []))
-        let conflict = try #require(throws: LoomError.self) { try store.apply(stale) }
-        #expect(conflict.code == .versionConflict)
-        #expect(conflict.storeConflicts.map(\.kind) == [.version])
-        #expect(conflict.storeConflicts.first?.persisted?.version == 1)
-        #expect(try titles(store) == ["Saved"])
-    }
+    func applyIsAtomic(kind: StoreKind) throws { try contract(kind).applyIsAtomic() }
 
     @Test("Every commit has the next sequence number; a refused one has none", arguments: StoreKind.allCases)
-    func receipts(kind: StoreKind) throws {
-        let store = try makeStore(kind)
-        #expect(store.lastCommitSequence == 0)
-        let key = try store.allocateKeys(for: book, count: 1).lowerBound
-        var changes = StoreChangeSet()
-        changes.inserts.append(.init(entity: book, key: key, values: bookValues(isbn: "1", title: "A")))
-        #expect(try store.apply(changes).sequence == 1)
-        #expect(throws: LoomError.self) { try store.apply(changes) }   // the key is taken
-        let (_, receipt) = try store.withWriteTransaction { () }
-        #expect(receipt.sequence == 2)
-        #expect(store.lastCommitSequence == 2)
-    }
+    func receipts(kind: StoreKind) throws { try contract(kind).receipts() }
 
     @Test("A write transaction: its thread sees its writes, others see them only once committed", arguments: StoreKind.allCases)
-    func writeScope(kind: StoreKind) throws {
-        let store = try makeStore(kind)
-        _ = try insert(store, isbn: "1", title: "Before")
-        let fromOutside = { () throws -> [String] in
-            let result = Locked<Result<[String], any Error>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            let contract = self
-            Thread.detachNewThread {
-                result.withLock { $0 = Result { try contract.titles(store) } }
-                done.signal()
-            }
-            done.wait()
-            return try result.withLock { $0! }.get()
-        }
-        let (inside, receipt) = try store.withWriteTransaction { () throws -> [String] in
-            _ = try insert(store, isbn: "2", title: "Inside")
-            // A change set refused inside the transaction undoes only itself.
-            var duplicate = StoreChangeSet()
-            duplicate.inserts.append(.init(entity: book, key: try store.allocateKeys(for: book, count: 1).lowerBound, values: bookValues(isbn: "1", title: "Dup")))
-            #expect(throws: LoomError.self) { try store.apply(duplicate) }
-            #expect(try fromOutside() == ["Before"])
-            return try titles(store)
-        }
-        #expect(inside == ["Before", "Inside"])
-        #expect(receipt.sequence == 2)   // the insert before, then this transaction: one commit
-        #expect(try fromOutside() == ["Before", "Inside"])
-    }
+    func writeScope(kind: StoreKind) throws { try contract(kind).writeScope() }
 
     @Test("A write transaction whose body throws writes nothing and rethrows the error unchanged", arguments: StoreKind.allCases)
-    func writeScopeRollsBack(kind: StoreKind) throws {
-        struct Stop: Error {}
-        let store = try makeStore(kind)
-        _ = try insert(store, isbn: "1", title: "Kept")
-        #expect(throws: Stop.self) {
-            try store.withWriteTransaction { () throws in
-                _ = try insert(store, isbn: "2", title: "Dropped")
-                throw Stop()
-            }
-        }
-        #expect(try titles(store) == ["Kept"])
-        #expect(store.lastCommitSequence == 1)
-        _ = try insert(store, isbn: "3", title: "After")
-        #expect(try titles(store) == ["Kept", "After"])
-    }
+    func writeScopeRollsBack(kind: StoreKind) throws { try contract(kind).writeScopeRollsBack() }
+
+    @Test("To-many rows come in owner then key order, by foreign key and through a join table; a deleted object leaves them", arguments: StoreKind.allCases)
+    func relatedRows(kind: StoreKind) throws { try contract(kind).relatedRows() }
+
+    @Test("After close, every call throws closed", arguments: StoreKind.allCases)
+    func callsAfterClose(kind: StoreKind) throws { try contract(kind).callsAfterClose() }
 
     @Test("Two store instances on one file reserve disjoint keys, even at once")
-    func disjointKeys() async throws {
-        let url = TemporaryDirectory.make().appending(path: "keys.loom")
-        let stores = [try makeStore(.sqlite, at: url), try makeStore(.sqlite, at: url)]
-        let book = self.book
-        let ranges = try await withThrowingTaskGroup(of: [Range<Int64>].self) { group in
-            for store in stores {
-                group.addTask {
-                    try (0..<50).map { _ in try store.allocateKeys(for: book, count: 7) }
-                }
-            }
-            var all: [Range<Int64>] = []
-            for try await part in group { all += part }
-            return all
+    func disjointKeys() async throws { try await contract(.sqlite).disjointKeys() }
+
+    @Test("A store that breaks the contract fails it, saying what broke")
+    func contractCatchesABrokenStore() throws {
+        /// Applies a change set's inserts one by one: a refused change set leaves some behind.
+        struct Broken: StoreContractSubject {
+            func makeStore(schema: Schema) throws -> any PersistentStore { ForgetfulStore(InMemoryStore(schema: schema)) }
+            func openAgain(_ store: any PersistentStore, schema: Schema) throws -> any PersistentStore { store }
         }
-        let keys = ranges.flatMap { Array($0) }
-        #expect(keys.count == 2 * 50 * 7)
-        #expect(Set(keys).count == keys.count)
+        let contract = try StoreContract(Broken())
+        let failure = try #require(throws: StoreContractFailure.self) { try contract.applyIsAtomic() }
+        #expect(failure.description.contains("leaves nothing behind"))
     }
+}
+
+/// A store that applies each insert of a change set on its own, so a refused change set leaves
+/// its earlier inserts behind: what the contract must catch.
+private final class ForgetfulStore: PersistentStore, @unchecked Sendable {
+    let base: any PersistentStore
+    init(_ base: any PersistentStore) { self.base = base }
+    var identifier: UUID { base.identifier }
+    var schema: Schema { base.schema }
+    func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] { try base.fetch(query) }
+    func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] { try base.rows(of: entity, keys: keys) }
+    func count(_ query: StoreQuery) throws(LoomError) -> Int { try base.count(query) }
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] { try base.fetchRelated(relationship, keys: keys) }
+    func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] { try base.aggregate(query) }
+    func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] { try base.fetchKeys(query) }
+    func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+        var last = CommitReceipt(sequence: base.lastCommitSequence)
+        for insert in changes.inserts {
+            var one = StoreChangeSet()
+            one.inserts = [insert]
+            last = try base.apply(one)
+        }
+        var rest = changes
+        rest.inserts = []
+        return rest.isEmpty ? last : try base.apply(rest)
+    }
+    func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) { try base.withWriteTransaction(body) }
+    var lastCommitSequence: UInt64 { base.lastCommitSequence }
+    func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try base.allocateKeys(for: entity, count: count) }
+    func close() throws(LoomError) { try base.close() }
 }

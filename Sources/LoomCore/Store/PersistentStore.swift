@@ -224,6 +224,12 @@ public protocol PersistentStore: StoreReading, Sendable {
         public var entity: EntityDescription
         public var key: Int64
         public var values: [StoredValue]
+
+        public init(entity: EntityDescription, key: Int64, values: [StoredValue]) {
+            self.entity = entity
+            self.key = key
+            self.values = values
+        }
     }
     /// Changed values of an existing row, applied only if its version is still `expectedVersion`.
     public struct Update: Sendable {
@@ -233,12 +239,25 @@ public protocol PersistentStore: StoreReading, Sendable {
         public var expectedVersion: Int64
         /// The changed attributes, by position, with their new values.
         public var changes: [(index: Int, value: StoredValue)]
+
+        public init(entity: EntityDescription, key: Int64, expectedVersion: Int64, changes: [(index: Int, value: StoredValue)]) {
+            self.entity = entity
+            self.key = key
+            self.expectedVersion = expectedVersion
+            self.changes = changes
+        }
     }
     /// A row to delete, only if its version is still `expectedVersion`.
     public struct Delete: Sendable {
         public var entity: EntityDescription
         public var key: Int64
         public var expectedVersion: Int64
+
+        public init(entity: EntityDescription, key: Int64, expectedVersion: Int64) {
+            self.entity = entity
+            self.key = key
+            self.expectedVersion = expectedVersion
+        }
     }
 
     /// One row of a join table (a many-to-many pair).
@@ -248,6 +267,12 @@ public protocol PersistentStore: StoreReading, Sendable {
         public var source: Int64
         /// The key in ``JoinTable/targetColumn``.
         public var target: Int64
+
+        public init(table: JoinTable, source: Int64, target: Int64) {
+            self.table = table
+            self.source = source
+            self.target = target
+        }
     }
 
     public var inserts: [Insert] = []

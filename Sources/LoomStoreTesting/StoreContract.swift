@@ -1,0 +1,330 @@
+import Foundation
+@_spi(LoomStore) public import LoomCore
+
+/// What the store contract needs from the store under test: new, empty stores, and a second
+/// instance on the same data.
+///
+/// Conformances live in a store's test target. Calls come from any thread.
+public protocol StoreContractSubject: Sendable {
+    /// A new, empty store for `schema`.
+    func makeStore(schema: Schema) throws -> any PersistentStore
+    /// A second instance on the data `store` holds, as a second process would open it (for
+    /// SQLite, another `SQLiteStore` on the same file). Throws for a store whose data cannot be
+    /// shared (``InMemoryStore``): the checks that need one are not run on it.
+    func openAgain(_ store: any PersistentStore, schema: Schema) throws -> any PersistentStore
+}
+
+/// A broken promise of the store contract: what was expected, what happened, and where.
+public struct StoreContractFailure: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// The contract every Loom store keeps, driven through `PersistentStore` alone (no contexts,
+/// no coordinator): atomic change sets whose refusal names its conflicts, commit receipts, the
+/// write transaction's visibility and rollback, to-many rows in owner then key order, deleted
+/// objects leaving their relationships, disjoint keys across instances, and nothing but
+/// `closed` after `close()`.
+///
+/// Each check is a method that throws ``StoreContractFailure`` (or the store's own error) when
+/// the store breaks the contract; a store's test target calls each one from a test:
+///
+/// ```swift
+/// @Test func applyIsAtomic() throws { try StoreContract(SQLiteSubject()).applyIsAtomic() }
+/// ```
+///
+/// Its schema is built in code: `Book` (unique `isbn`, `title`, `pages`, an optional to-one
+/// `shelf`, a many-to-many `tags`), `Shelf` (`name`, to-many `books`) and `Tag` (`name`).
+public struct StoreContract: Sendable {
+    public let subject: any StoreContractSubject
+    public let schema: Schema
+    let book: EntityDescription
+    let shelf: EntityDescription
+    let tag: EntityDescription
+
+    public init(_ subject: any StoreContractSubject) throws {
+        self.subject = subject
+        schema = try Schema([
+            EntityDescription(name: "Book", modelType: nil, attributes: [
+                AttributeDescription(name: "isbn", type: .string, isOptional: false, isUnique: true),
+                AttributeDescription(name: "title", type: .string, isOptional: false),
+                AttributeDescription(name: "pages", type: .integer64, isOptional: false),
+            ], relationships: [
+                RelationshipDescription(name: "shelf", destination: "Shelf", kind: .toOne, inverse: "books"),
+                RelationshipDescription(name: "tags", destination: "Tag", kind: .toMany, inverse: "books"),
+            ]),
+            EntityDescription(name: "Shelf", modelType: nil, attributes: [
+                AttributeDescription(name: "name", type: .string, isOptional: false),
+            ], relationships: [
+                RelationshipDescription(name: "books", destination: "Book", kind: .toMany, inverse: "shelf"),
+            ]),
+            EntityDescription(name: "Tag", modelType: nil, attributes: [
+                AttributeDescription(name: "name", type: .string, isOptional: false),
+            ], relationships: [
+                RelationshipDescription(name: "books", destination: "Book", kind: .toMany, inverse: "tags"),
+            ]),
+        ])
+        book = try Self.entity("Book", in: schema)
+        shelf = try Self.entity("Shelf", in: schema)
+        tag = try Self.entity("Tag", in: schema)
+    }
+
+    // MARK: Checks
+
+    /// A change set whose later statement fails leaves nothing behind; its refusal names the
+    /// conflicts, read inside the failed write; a stale version is refused the same way.
+    public func applyIsAtomic() throws {
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        let saved = try insertBook(store, isbn: "1", title: "Saved")
+        let keys = try store.allocateKeys(for: book, count: 2)
+        var changes = StoreChangeSet()
+        changes.inserts.append(.init(entity: book, key: keys.lowerBound, values: bookValues(isbn: "2", title: "New")))
+        changes.inserts.append(.init(entity: book, key: keys.lowerBound + 1, values: bookValues(isbn: "1", title: "Duplicate")))
+        let error = try refusal { try store.apply(changes) }
+        try check(error.code == .uniquenessViolation, "a duplicate unique value is a uniquenessViolation, not \(error.code)")
+        try check(error.storeConflicts.count == 1, "one conflict for one duplicate, not \(error.storeConflicts.count)")
+        try check(error.storeConflicts.first?.key == keys.lowerBound + 1, "the conflict names the new row")
+        try check(error.storeConflicts.first?.persisted?.key == saved, "the conflict carries the saved row it collides with")
+        try check(try titles(store) == ["Saved"], "a refused change set leaves nothing behind: \(try titles(store))")
+
+        var stale = StoreChangeSet()
+        stale.inserts.append(.init(entity: book, key: keys.lowerBound, values: bookValues(isbn: "2", title: "New")))
+        stale.updates.append(.init(entity: book, key: saved, expectedVersion: 7, changes: []))
+        let conflict = try refusal { try store.apply(stale) }
+        try check(conflict.code == .versionConflict, "a stale version is a versionConflict, not \(conflict.code)")
+        try check(conflict.storeConflicts.map(\.kind) == [.version], "one version conflict")
+        try check(conflict.storeConflicts.first?.persisted?.version == 1, "the conflict carries the row's current version")
+        try check(try titles(store) == ["Saved"], "the insert before the stale update is undone: \(try titles(store))")
+    }
+
+    /// Every commit has the next sequence number; a refused one has none; a write transaction is
+    /// one commit.
+    public func receipts() throws {
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        try check(store.lastCommitSequence == 0, "a new store has made no commit")
+        let key = try store.allocateKeys(for: book, count: 1).lowerBound
+        var changes = StoreChangeSet()
+        changes.inserts.append(.init(entity: book, key: key, values: bookValues(isbn: "1", title: "A")))
+        try check(try store.apply(changes).sequence == 1, "the first commit is 1")
+        _ = try refusal { try store.apply(changes) }   // the key is taken
+        let (_, receipt) = try store.withWriteTransaction { () }
+        try check(receipt.sequence == 2, "a refused change set takes no number: the next commit is 2, not \(receipt.sequence)")
+        try check(store.lastCommitSequence == 2, "lastCommitSequence follows the commits")
+    }
+
+    /// Inside a write transaction, the thread that holds it sees its writes and a refused change
+    /// set undoes only itself; other threads see the writes only once committed.
+    public func writeScope() throws {
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        _ = try insertBook(store, isbn: "1", title: "Before")
+        let (inside, receipt) = try store.withWriteTransaction { () throws -> [String] in
+            _ = try insertBook(store, isbn: "2", title: "Inside")
+            var duplicate = StoreChangeSet()
+            duplicate.inserts.append(.init(entity: book, key: try store.allocateKeys(for: book, count: 1).lowerBound, values: bookValues(isbn: "1", title: "Dup")))
+            _ = try refusal { try store.apply(duplicate) }
+            let outside = try onAnotherThread { try titles(store) }
+            try check(outside == ["Before"], "another thread sees only committed rows during the transaction, not \(outside)")
+            return try titles(store)
+        }
+        try check(inside == ["Before", "Inside"], "the transaction's thread sees its own writes, not \(inside)")
+        try check(receipt.sequence == 2, "the transaction is one commit (2), not \(receipt.sequence)")
+        let after = try onAnotherThread { try titles(store) }
+        try check(after == ["Before", "Inside"], "the commit is visible to other threads: \(after)")
+    }
+
+    /// A write transaction whose body throws writes nothing, takes no commit number and
+    /// rethrows the body's error unchanged.
+    public func writeScopeRollsBack() throws {
+        struct Stop: Error {}
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        _ = try insertBook(store, isbn: "1", title: "Kept")
+        do {
+            _ = try store.withWriteTransaction { () throws in
+                _ = try insertBook(store, isbn: "2", title: "Dropped")
+                throw Stop()
+            }
+            throw StoreContractFailure(description: "a write transaction whose body throws must throw")
+        } catch is Stop {
+        }
+        try check(try titles(store) == ["Kept"], "a rolled-back transaction writes nothing: \(try titles(store))")
+        try check(store.lastCommitSequence == 1, "a rolled-back transaction takes no commit number")
+        _ = try insertBook(store, isbn: "3", title: "After")
+        try check(try titles(store) == ["Kept", "After"], "the store writes again after a rollback: \(try titles(store))")
+    }
+
+    /// The rows of a to-many relationship (by foreign key and through a join table) come in
+    /// owner then key order, whatever order the keys were asked and the rows were written in; a
+    /// deleted object is no longer among them.
+    public func relatedRows() throws {
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        let shelves = try store.allocateKeys(for: shelf, count: 2)
+        let tags = try store.allocateKeys(for: tag, count: 2)
+        let books = try store.allocateKeys(for: book, count: 4)
+        let (s1, s2) = (shelves.lowerBound, shelves.lowerBound + 1)
+        let (t1, t2) = (tags.lowerBound, tags.lowerBound + 1)
+        var changes = StoreChangeSet()
+        for key in [s1, s2] { changes.inserts.append(.init(entity: shelf, key: key, values: named(shelf, "shelf \(key)"))) }
+        for key in [t1, t2] { changes.inserts.append(.init(entity: tag, key: key, values: named(tag, "tag \(key)"))) }
+        // Written in descending key order, alternating shelves.
+        for (i, key) in books.reversed().enumerated() {
+            changes.inserts.append(.init(entity: book, key: key, values: bookValues(isbn: "\(key)", title: "b\(key)", shelf: i % 2 == 0 ? s2 : s1)))
+        }
+        let joinTable = try requireJoinTable()
+        for key in books.reversed() {
+            changes.linkInserts.append(.init(table: joinTable, source: joinTable.sourceEntityName == "Book" ? key : t2, target: joinTable.sourceEntityName == "Book" ? t2 : key))
+        }
+        try store.apply(changes)
+
+        let shelfBooks = try relationship("books", of: shelf)
+        let byShelf = try store.fetchRelated(shelfBooks, keys: [s2, s1]).map { [$0.owner, $0.row.key] }
+        let expectedByShelf = [s1, s2].flatMap { owner in
+            books.reversed().enumerated().filter { ($0.offset % 2 == 0 ? s2 : s1) == owner }.map(\.element).sorted().map { [owner, $0] }
+        }
+        try check(byShelf == expectedByShelf, "to-many rows by foreign key in owner then key order: \(byShelf), expected \(expectedByShelf)")
+
+        let tagBooks = try relationship("books", of: tag)
+        let byTag = try store.fetchRelated(tagBooks, keys: [t2, t1]).map { [$0.owner, $0.row.key] }
+        try check(byTag == books.map { [t2, $0] }, "to-many rows through a join table in owner then key order: \(byTag)")
+
+        // A deleted book leaves its relationships.
+        var delete = StoreChangeSet()
+        delete.deletes.append(.init(entity: book, key: books.lowerBound, expectedVersion: 1))
+        try store.apply(delete)
+        let remaining = try store.fetchRelated(tagBooks, keys: [t2]).map(\.row.key)
+        try check(remaining == Array(books.dropFirst()), "a deleted object is no longer a related row: \(remaining)")
+    }
+
+    /// After `close()`, every call throws `closed`; nothing traps.
+    public func callsAfterClose() throws {
+        let store = try subject.makeStore(schema: schema)
+        let key = try insertBook(store, isbn: "1", title: "A")
+        try store.close()
+        func expectClosed(_ name: String, _ call: () throws -> Void) throws {
+            do {
+                try call()
+                throw StoreContractFailure(description: "\(name) after close() must throw closed, it succeeded")
+            } catch let error as LoomError {
+                try check(error.code == .closed, "\(name) after close() throws closed, not \(error.code): \(error)")
+            }
+        }
+        try expectClosed("fetch") { _ = try store.fetch(StoreQuery(entity: book)) }
+        try expectClosed("count") { _ = try store.count(StoreQuery(entity: book)) }
+        try expectClosed("rows(of:keys:)") { _ = try store.rows(of: book, keys: [key]) }
+        try expectClosed("fetchRelated") { _ = try store.fetchRelated(try relationship("books", of: shelf), keys: [1]) }
+        try expectClosed("allocateKeys") { _ = try store.allocateKeys(for: book, count: 1) }
+        try expectClosed("apply") {
+            var changes = StoreChangeSet()
+            changes.deletes.append(.init(entity: book, key: key, expectedVersion: 1))
+            try store.apply(changes)
+        }
+        try expectClosed("withWriteTransaction") { _ = try store.withWriteTransaction { () } }
+    }
+
+    /// Two instances on the same data reserve disjoint keys, even at once.
+    public func disjointKeys() async throws {
+        let first = try subject.makeStore(schema: schema)
+        let stores = [first, try subject.openAgain(first, schema: schema)]
+        defer { for store in stores { try? store.close() } }
+        let book = self.book
+        let ranges = try await withThrowingTaskGroup(of: [Range<Int64>].self) { group in
+            for store in stores {
+                group.addTask { try (0..<50).map { _ in try store.allocateKeys(for: book, count: 7) } }
+            }
+            var all: [Range<Int64>] = []
+            for try await part in group { all += part }
+            return all
+        }
+        let keys = ranges.flatMap { Array($0) }
+        try check(keys.count == 2 * 50 * 7, "every reservation has the count asked")
+        try check(Set(keys).count == keys.count, "no key is handed out twice across instances")
+    }
+
+    // MARK: Helpers
+
+    static func entity(_ name: String, in schema: Schema) throws -> EntityDescription {
+        guard let entity = schema.entity(named: name) else { throw StoreContractFailure(description: "the contract schema has no \(name)") }
+        return entity
+    }
+
+    func relationship(_ name: String, of entity: EntityDescription) throws -> ResolvedRelationship {
+        guard let index = entity.relationshipIndex(named: name) else {
+            throw StoreContractFailure(description: "the contract schema has no \(entity.name).\(name)")
+        }
+        return schema.relationship(index, of: entity)
+    }
+
+    func requireJoinTable() throws -> JoinTable {
+        guard let table = schema.joinTables(involving: book).first?.table else {
+            throw StoreContractFailure(description: "Book.tags has no join table")
+        }
+        return table
+    }
+
+    /// A new Book row's values, in slot order.
+    func bookValues(isbn: String, title: String, pages: Int = 0, shelf: Int64? = nil) -> [StoredValue] {
+        var values = [StoredValue](repeating: .null, count: book.storedValueCount)
+        if let slot = book.storedValueIndex(named: "isbn") { values[slot] = .text(isbn) }
+        if let slot = book.storedValueIndex(named: "title") { values[slot] = .text(title) }
+        if let slot = book.storedValueIndex(named: "pages") { values[slot] = .integer(Int64(pages)) }
+        if let shelf, let slot = book.storedValueIndex(named: "shelf") { values[slot] = .integer(shelf) }
+        return values
+    }
+
+    func named(_ entity: EntityDescription, _ name: String) -> [StoredValue] {
+        var values = [StoredValue](repeating: .null, count: entity.storedValueCount)
+        if let slot = entity.storedValueIndex(named: "name") { values[slot] = .text(name) }
+        return values
+    }
+
+    func insertBook(_ store: any PersistentStore, isbn: String, title: String) throws -> Int64 {
+        let key = try store.allocateKeys(for: book, count: 1).lowerBound
+        var changes = StoreChangeSet()
+        changes.inserts.append(.init(entity: book, key: key, values: bookValues(isbn: isbn, title: title)))
+        try store.apply(changes)
+        return key
+    }
+
+    /// The titles of every Book, in key order.
+    func titles(_ store: any PersistentStore) throws -> [String] {
+        guard let slot = book.storedValueIndex(named: "title") else { return [] }
+        return try store.fetch(StoreQuery(entity: book)).sorted { $0.key < $1.key }.map { row in
+            if case .text(let title) = row.values[slot] { title } else { "?" }
+        }
+    }
+
+    /// The LoomError `body` throws; a failure if it throws none.
+    func refusal(_ body: () throws -> Void) throws -> LoomError {
+        do {
+            try body()
+        } catch let error as LoomError {
+            return error
+        }
+        throw StoreContractFailure(description: "the store accepted a change set it must refuse")
+    }
+
+    func check(_ condition: Bool, _ message: @autoclosure () throws -> String, line: UInt = #line) throws {
+        if !condition { throw StoreContractFailure(description: "StoreContract.swift:\(line): \(try message())") }
+    }
+
+    /// Runs `body` on a thread of its own and waits for it: how another connection reads.
+    func onAnotherThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            box.result = Result { try body() }
+            done.signal()
+        }
+        done.wait()
+        return try box.result!.get()
+    }
+}
+
+/// A result handed from one thread to another. `@unchecked Sendable`: written by the thread
+/// before it signals, read by the waiter after the signal.
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}
