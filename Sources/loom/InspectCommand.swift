@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Loom
+@_spi(LoomStore) import LoomCore   // counts rows through the store, without a model
 
 /// `loom inspect PATH`: prints the schema saved in a store and how many objects each entity has,
 /// without the model it was made with.
