@@ -43,14 +43,16 @@ public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
 public macro _PersistedProperty(index: Int) =
     #externalMacro(module: "LoomMacros", type: "PersistedPropertyMacro")
 
-/// Sets options of a persistent property of a ``Model()`` class, such as uniqueness.
+/// Sets options of a persistent property of a ``Model()`` class, such as uniqueness, and the
+/// name it had in the previous model version when it was renamed.
 ///
 /// ```swift
 /// @Attribute(.unique) var isbn: String
 /// @Attribute(.index) var title: String
+/// @Attribute(originalName: "name") var fullName: String   // was `name`: values are kept
 /// ```
 @attached(peer)
-public macro Attribute(_ options: AttributeOption...) =
+public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
     #externalMacro(module: "LoomMacros", type: "AttributeMacro")
 
 /// Declares a relationship of a ``Model()`` class: its delete rule and its inverse.

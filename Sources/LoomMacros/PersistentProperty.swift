@@ -18,6 +18,9 @@ struct PersistentProperty {
     /// Whether `@Attribute(.index)` asks for an index.
     let isIndexed: Bool
 
+    /// `@Attribute(originalName: "…")`: the name in the previous model version, as written.
+    let originalName: ExprSyntax?
+
     /// The `@Relationship(...)` marking the property, if any: its `deleteRule:` and `inverse:`
     /// arguments are passed on as written, and the type must be a model type.
     let relationship: AttributeSyntax?
@@ -35,15 +38,19 @@ struct PersistentProperty {
         self.initialValue = initialValue?.trimmed
         self.relationship = relationship?.trimmed
         var options: Set<String> = []
+        var originalName: ExprSyntax?
         if case .argumentList(let arguments) = attribute?.arguments {
             for argument in arguments {
-                if let member = argument.expression.as(MemberAccessExprSyntax.self) {
+                if argument.label?.text == "originalName" {
+                    originalName = argument.expression.trimmed
+                } else if let member = argument.expression.as(MemberAccessExprSyntax.self) {
                     options.insert(member.declName.baseName.plainName)
                 }
             }
         }
         self.isUnique = options.contains("unique")
         self.isIndexed = options.contains("index")
+        self.originalName = originalName
     }
 
     /// The `.property(...)` or `.relationship(...)` expression that describes the property in
@@ -66,6 +73,7 @@ struct PersistentProperty {
         if isUnique { arguments.append("isUnique: true") }
         if isIndexed { arguments.append("isIndexed: true") }
         if let initialValue { arguments.append("defaultValue: { \(initialValue) }") }
+        if let originalName { arguments.append("originalName: \(originalName)") }
         let function = relationship == nil ? "property" : "relationship"
         return ".\(raw: function)(\(raw: arguments.joined(separator: ", ")))"
     }

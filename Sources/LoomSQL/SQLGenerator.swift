@@ -83,7 +83,7 @@ package struct SQLGenerator: Sendable {
     }
 
     /// The quoted column of a slot.
-    func column(_ entity: EntityDescription, _ slot: Int) -> String {
+    package func column(_ entity: EntityDescription, _ slot: Int) -> String {
         Self.quote(entity.columnName(at: slot))
     }
 
@@ -92,35 +92,53 @@ package struct SQLGenerator: Sendable {
     package func createStatements() -> [String] {
         var statements: [String] = []
         for entity in schema.entities {
-            var definitions = ["\"Z_PK\" \(dialect.primaryKeyDefinition)", "\"Z_OPT\" \(dialect.integerType) NOT NULL"]
-            for slot in 0..<entity.storedValueCount {
-                switch entity.storedValue(at: slot) {
-                case .attribute(let attribute):
-                    definitions.append("\(column(entity, slot)) \(dialect.columnType(attribute.type))\(attribute.isOptional ? "" : " NOT NULL")")
-                case .foreignKey:
-                    // Nullable even when required: Loom checks required relationships at save.
-                    definitions.append("\(column(entity, slot)) \(dialect.integerType)")
-                case .order:
-                    definitions.append("\(column(entity, slot)) \(dialect.orderType)")
-                }
-            }
-            statements.append("CREATE TABLE \(Self.quote(entity.name)) (\(definitions.joined(separator: ", ")))")
-            for constraint in entity.uniquenessConstraints {
-                let name = Self.quote("loom_unique_\(entity.name)_\(constraint.joined(separator: "_"))")
-                statements.append("CREATE UNIQUE INDEX \(name) ON \(Self.quote(entity.name)) (\(constraintColumns(entity, constraint)))")
-            }
+            statements.append(createTable(entity))
+            statements += uniqueIndexStatements(entity)
         }
-        for table in schema.joinTables {
-            let source = Self.quote(JoinTable.sourceColumn), target = Self.quote(JoinTable.targetColumn)
-            let options = dialect.joinTableOptions.isEmpty ? "" : " " + dialect.joinTableOptions
-            statements.append("CREATE TABLE \(Self.quote(table.name)) (\(source) \(dialect.integerType) NOT NULL, \(target) \(dialect.integerType) NOT NULL, PRIMARY KEY (\(source), \(target)))\(options)")
-            statements.append("CREATE INDEX \(Self.quote("loom_join_\(table.name)_target")) ON \(Self.quote(table.name)) (\(target), \(source))")
-        }
+        for table in schema.joinTables { statements += createJoinTable(table) }
         return statements + indexStatements()
     }
 
+    /// The `CREATE TABLE` of an entity, under its own name or `name` (a table being rebuilt).
+    package func createTable(_ entity: EntityDescription, named name: String? = nil) -> String {
+        let definitions = ["\"Z_PK\" \(dialect.primaryKeyDefinition)", "\"Z_OPT\" \(dialect.integerType) NOT NULL"]
+            + (0..<entity.storedValueCount).map { columnDefinition(entity, $0) }
+        return "CREATE TABLE \(Self.quote(name ?? entity.name)) (\(definitions.joined(separator: ", ")))"
+    }
+
+    /// A slot's column: its quoted name, type and, for a required attribute, `NOT NULL`.
+    package func columnDefinition(_ entity: EntityDescription, _ slot: Int) -> String {
+        switch entity.storedValue(at: slot) {
+        case .attribute(let attribute):
+            "\(column(entity, slot)) \(dialect.columnType(attribute.type))\(attribute.isOptional ? "" : " NOT NULL")"
+        case .foreignKey:
+            // Nullable even when required: Loom checks required relationships at save.
+            "\(column(entity, slot)) \(dialect.integerType)"
+        case .order:
+            "\(column(entity, slot)) \(dialect.orderType)"
+        }
+    }
+
+    /// The unique indexes of an entity's uniqueness constraints.
+    package func uniqueIndexStatements(_ entity: EntityDescription) -> [String] {
+        entity.uniquenessConstraints.map { constraint in
+            let name = Self.quote("loom_unique_\(entity.name)_\(constraint.joined(separator: "_"))")
+            return "CREATE UNIQUE INDEX \(name) ON \(Self.quote(entity.name)) (\(constraintColumns(entity, constraint)))"
+        }
+    }
+
+    /// A join table and the index on its target column.
+    package func createJoinTable(_ table: JoinTable) -> [String] {
+        let source = Self.quote(JoinTable.sourceColumn), target = Self.quote(JoinTable.targetColumn)
+        let options = dialect.joinTableOptions.isEmpty ? "" : " " + dialect.joinTableOptions
+        return [
+            "CREATE TABLE \(Self.quote(table.name)) (\(source) \(dialect.integerType) NOT NULL, \(target) \(dialect.integerType) NOT NULL, PRIMARY KEY (\(source), \(target)))\(options)",
+            "CREATE INDEX \(Self.quote("loom_join_\(table.name)_target")) ON \(Self.quote(table.name)) (\(target), \(source))",
+        ]
+    }
+
     /// Columns of a constraint or index, whose names are attributes or to-one relationships.
-    func constraintColumns(_ entity: EntityDescription, _ names: [String]) -> String {
+    package func constraintColumns(_ entity: EntityDescription, _ names: [String]) -> String {
         names.map { name in entity.storedValueIndex(named: name).map { column(entity, $0) } ?? Self.quote(name) }.joined(separator: ", ")
     }
 

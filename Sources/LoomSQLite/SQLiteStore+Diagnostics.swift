@@ -27,4 +27,26 @@ extension SQLiteStore {
         try queue.write { try $0.execute(sql: sql) }
         try queue.close()
     }
+
+    /// Everything a store file holds, as lines: each schema object's SQL, then every row of every
+    /// table, sorted. Read-only; for tests that check a failed operation left a store as it was
+    /// (the file's bytes may differ after a checkpoint while its content does not).
+    package static func contentDump(at url: URL) throws -> [String] {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            var lines: [String] = []
+            for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master ORDER BY type, name") {
+                lines.append("\(row[0] as String? ?? "") \(row[1] as String? ?? ""): \(row[2] as String? ?? "")")
+            }
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            for table in tables {
+                let rows = try Row.fetchAll(db, sql: "SELECT * FROM \"\(table.replacingOccurrences(of: "\"", with: "\"\""))\"").map { "\(table) \($0)" }
+                lines += rows.sorted()
+            }
+            return lines
+        }
+    }
 }

@@ -69,12 +69,16 @@ public final class SQLiteStore: PersistentStore {
     /// Set once by ``close()``: every call after it throws ``LoomError/Code/closed``.
     private let closedFlag = Atomic<Bool>(false)
 
-    /// Opens the store at `url`, creating it when the file does not exist or is empty.
+    /// Opens the store at `url`, creating it when the file does not exist or is empty, and
+    /// migrating it when it was saved with an older model whose changes can be inferred
+    /// (``SchemaMigration``), in one transaction, before it is used.
     ///
     /// - Throws: ``LoomError`` with code ``LoomError/Code/notADatabase`` when the file is not
     ///   SQLite, ``LoomError/Code/notALoomStore`` when it is a SQLite database Loom did not
-    ///   create, ``LoomError/Code/schemaMismatch`` (naming every difference) when the store was
-    ///   made with another model, ``LoomError/Code/storeFailure`` when it cannot be opened.
+    ///   create, ``LoomError/Code/schemaMismatch`` (naming the change and every difference) when
+    ///   the store was made with another model and the change cannot be inferred,
+    ///   ``LoomError/Code/migrationFailed`` when the saved data does not fit the new model (naming
+    ///   the attribute and the rows), ``LoomError/Code/storeFailure`` when it cannot be opened.
     ///   Nothing in the file is changed in any of these cases.
     public init(url: URL, schema: Schema, options: Options = Options()) throws(LoomError) {
         self.url = url
@@ -147,7 +151,7 @@ public final class SQLiteStore: PersistentStore {
             try queue.read { db in
                 let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 if tables.contains("loom_metadata") {
-                    _ = try checkExisting(db, schema: schema, path: path, createIndexes: false)
+                    _ = try checkExisting(db, schema: schema, path: path, readOnly: true)
                 } else if !tables.isEmpty {
                     throw foreign(path: path, tables: tables)
                 }
@@ -174,20 +178,15 @@ public final class SQLiteStore: PersistentStore {
     /// Returns the store's UUID.
     static func bootstrap(_ pool: DatabasePool, schema: Schema, sql: SQLGenerator, path: String) throws(LoomError) -> UUID {
         do {
-            return try pool.write { db -> UUID in
-                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-                if tables.contains("loom_metadata") {
-                    return try checkExisting(db, schema: schema, path: path)
+            // IMMEDIATE: of several processes opening an outdated store at once, one migrates
+            // while the others wait for its commit, then find the store migrated.
+            return try pool.writeWithoutTransaction { db -> UUID in
+                var id: UUID?
+                try db.inTransaction(.immediate) {
+                    id = try bootstrap(db, schema: schema, sql: sql, path: path)
+                    return .commit
                 }
-                if !tables.isEmpty { throw foreign(path: path, tables: tables) }
-                let id = UUID()
-                try db.execute(sql: "CREATE TABLE loom_metadata (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
-                try db.execute(sql: "CREATE TABLE loom_keys (entity TEXT PRIMARY KEY NOT NULL, next INTEGER NOT NULL)")
-                for statement in sql.createStatements() { try db.execute(sql: statement) }
-                let record = try JSONEncoder().encode(schema.record)
-                try db.execute(sql: "INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', ?), ('schema', ?), ('versionHash', ?), ('formatVersion', 1)",
-                               arguments: [id.uuidString, record, schema.versionHash])
-                return id
+                return id!
             }
         } catch let error as LoomError {
             throw error
@@ -196,7 +195,27 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    private static func checkExisting(_ db: Database, schema: Schema, path: String, createIndexes: Bool = true) throws -> UUID {
+    /// ``bootstrap(_:schema:sql:path:)`` inside its transaction.
+    private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String) throws -> UUID {
+        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        if tables.contains("loom_metadata") {
+            return try checkExisting(db, schema: schema, path: path)
+        }
+        if !tables.isEmpty { throw foreign(path: path, tables: tables) }
+        let id = UUID()
+        try db.execute(sql: "CREATE TABLE loom_metadata (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
+        try db.execute(sql: "CREATE TABLE loom_keys (entity TEXT PRIMARY KEY NOT NULL, next INTEGER NOT NULL)")
+        for statement in sql.createStatements() { try db.execute(sql: statement) }
+        let record = try JSONEncoder().encode(schema.record)
+        try db.execute(sql: "INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', ?), ('schema', ?), ('versionHash', ?), ('formatVersion', 1)",
+                       arguments: [id.uuidString, record, schema.versionHash])
+        return id
+    }
+
+    /// Checks an existing store against the model and returns its UUID. A store saved with an
+    /// older model is migrated when the change can be inferred (``SchemaMigration``), unless
+    /// `readOnly` (the preflight), which only checks that it can be.
+    private static func checkExisting(_ db: Database, schema: Schema, path: String, readOnly: Bool = false) throws -> UUID {
         var metadata: [String: DatabaseValue] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
             metadata[row["key"]] = row["value"] as DatabaseValue
@@ -206,13 +225,12 @@ public final class SQLiteStore: PersistentStore {
               let saved = try? JSONDecoder().decode(SchemaRecord.self, from: recordData) else {
             throw LoomError(.notALoomStore, "\(path) has a loom_metadata table but no readable store identifier or schema; the file is damaged or was not made by Loom.", path: path)
         }
-        let model = schema.record
-        if saved.versionHash != model.versionHash {
-            let differences = saved.differences(from: model)
-            throw LoomError(.schemaMismatch, "The store at \(path) was made with a different model: \(differences.isEmpty ? "the version hashes differ" : differences.joined(separator: "; ")). Open it with the model it was made with (migrations come later).", path: path)
+        if saved.versionHash != schema.versionHash {
+            let migration = try SchemaMigration.infer(from: saved, to: schema, path: path)
+            if !readOnly { try migrate(db, migration, to: schema, sql: SQLGenerator(schema: schema, dialect: SQLiteDialect()), path: path) }
         }
         // Indexes may change without a migration: create those the model asks for.
-        if createIndexes {
+        if !readOnly {
             for statement in SQLGenerator(schema: schema, dialect: SQLiteDialect()).indexStatements() { try db.execute(sql: statement) }
         }
         return id

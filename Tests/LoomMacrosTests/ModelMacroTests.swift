@@ -425,7 +425,7 @@ import Testing
         assertLoomExpansion(
             """
             @Model final class Account {
-                @Attribute(.index) var name: String
+                @Attribute(.index, originalName: "fullName") var name: String
                 @Attribute(.unique, .index) var email: String = ""
                 @Loom.Attribute(AttributeOption.unique) var handle: String
             }
@@ -471,7 +471,7 @@ import Testing
                         name: "Account",
                         modelType: Account.self,
                         properties: [
-                            .property(name: "name", valueType: String.self, isIndexed: true),
+                            .property(name: "name", valueType: String.self, isIndexed: true, originalName: "fullName"),
                             .property(name: "email", valueType: String.self, isUnique: true, isIndexed: true, defaultValue: { "" }),
                             .property(name: "handle", valueType: String.self, isUnique: true),
                         ]

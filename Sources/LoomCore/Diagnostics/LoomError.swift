@@ -22,6 +22,10 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let notALoomStore = Code(rawValue: "notALoomStore")
         /// The store's saved schema differs from the model it is opened with.
         public static let schemaMismatch = Code(rawValue: "schemaMismatch")
+        /// A store made with an older model could not be migrated to the one it is opened with:
+        /// the change cannot be inferred, or the saved data does not fit the new model. The
+        /// message names the entity, the attribute and why; nothing in the store was changed.
+        public static let migrationFailed = Code(rawValue: "migrationFailed")
         /// The model itself is invalid (duplicate names, unknown attributes in a constraint…).
         public static let invalidModel = Code(rawValue: "invalidModel")
         /// An attribute's Swift type cannot be stored.

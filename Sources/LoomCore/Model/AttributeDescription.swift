@@ -17,6 +17,10 @@ public struct AttributeDescription: Sendable {
     public let isUnique: Bool
     /// Whether the store keeps an index on this attribute.
     public let isIndexed: Bool
+    /// The name the attribute had in the previous version of the model, when it was renamed
+    /// (`@Attribute(originalName:)`): a store saved with that name keeps its values under the
+    /// new one when it is migrated.
+    public let originalName: String?
     /// The Swift type of the property, for messages.
     public let valueTypeName: String
     let codec: ValueCodec
@@ -31,9 +35,10 @@ public struct AttributeDescription: Sendable {
     ///   - isUnique: adds a single-attribute uniqueness constraint.
     ///   - isIndexed: asks the store for an index on this attribute.
     ///   - defaultValue: the value a newly created object starts with.
+    ///   - originalName: the attribute's name in the previous model version, if it was renamed.
     public init<T>(
         name: String, valueType: T.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> T)? = nil
+        defaultValue: (@Sendable () -> T)? = nil, originalName: String? = nil
     ) {
         let codec = ValueCodec.make(for: T.self)
         self.name = name
@@ -41,6 +46,7 @@ public struct AttributeDescription: Sendable {
         self.isOptional = codec.isOptional
         self.isUnique = isUnique
         self.isIndexed = isIndexed
+        self.originalName = originalName
         self.valueTypeName = String(describing: T.self)
         self.codec = codec
         if let defaultValue {
@@ -52,8 +58,9 @@ public struct AttributeDescription: Sendable {
 
     /// Describes an attribute by its stored type only, for tools that open a store whose model
     /// they were not compiled with. Values are read and written as ``StoredValue``s.
-    public init(name: String, type: AttributeType, isOptional: Bool, isUnique: Bool = false, isIndexed: Bool = false) {
+    public init(name: String, type: AttributeType, isOptional: Bool, isUnique: Bool = false, isIndexed: Bool = false, originalName: String? = nil) {
         self.name = name
+        self.originalName = originalName
         self.type = type
         self.isOptional = isOptional
         self.isUnique = isUnique

@@ -22,12 +22,13 @@ public enum PropertyDescription: Sendable {
 
     // MARK: Properties whose type decides
 
-    /// An attribute holding values of type `T`.
+    /// An attribute holding values of type `T`; `originalName` is its name in the previous
+    /// model version when it was renamed (`@Attribute(originalName:)`).
     public static func property<T>(
         name: String, valueType: T.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> T)? = nil
+        defaultValue: (@Sendable () -> T)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .attribute(AttributeDescription(name: name, valueType: T.self, isUnique: isUnique, isIndexed: isIndexed, defaultValue: defaultValue))
+        .attribute(AttributeDescription(name: name, valueType: T.self, isUnique: isUnique, isIndexed: isIndexed, defaultValue: defaultValue, originalName: originalName))
     }
 
     /// An optional to-one relationship (`var author: Author?`), with the default delete rule

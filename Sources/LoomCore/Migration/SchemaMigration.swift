@@ -1,0 +1,166 @@
+/// What turns a store saved with one schema into a store of the model it is opened with,
+/// inferred from the two: Core Data's lightweight migration, which Loom runs automatically when
+/// a store's saved version hash differs from the model's.
+///
+/// Inferred: entities added and removed; attributes added (optional, or required with a
+/// default), removed, and renamed (``AttributeDescription/originalName``); optional ↔ required
+/// (a required attribute with a default takes it where the store holds NULL); integer widening
+/// (16 → 32 → 64 bits) and `Float` → `Double`; to-one and to-many relationships added and
+/// removed; uniqueness constraints added and removed. Anything else (a narrowing type change, a
+/// relationship that changes kind or destination) cannot be inferred: ``infer(from:to:path:)``
+/// throws ``LoomError/Code/schemaMismatch`` naming it, and the store is not touched.
+///
+/// Store-independent: a store turns it into its own DDL and runs all of it in one transaction
+/// (SQLite: `SQLiteStore+Migration.swift`), so a store is never half-migrated.
+@_spi(LoomStore) public struct SchemaMigration: Sendable {
+    /// Where a column of a rebuilt table takes its values from.
+    public enum ColumnSource: Sendable, Equatable {
+        /// The saved column of this name (the attribute's own, or its original name).
+        case column(String)
+        /// The saved column, with NULLs replaced by the value: an optional attribute that became
+        /// required and has a default.
+        case columnOrValue(String, StoredValue)
+        /// A new column: the value in every existing row (NULL for an optional attribute).
+        case value(StoredValue)
+    }
+
+    /// What happens to one entity's table.
+    public enum TableChange: Sendable {
+        /// A new entity: its table is created.
+        case create(EntityDescription)
+        /// An entity the model no longer has: its table (and its rows) go.
+        case drop(String)
+        /// Only new columns that may hold NULL (optional attributes, foreign keys, orders): added
+        /// in place, without touching the rows (the slots of the model's entity).
+        case addColumns(EntityDescription, slots: [Int])
+        /// Anything else: the table is made anew from the model and filled from the saved one,
+        /// one source per stored slot of the model's entity.
+        case rebuild(EntityDescription, sources: [ColumnSource])
+    }
+
+    /// The changes, table by table, in the order to apply them.
+    public var tables: [TableChange] = []
+    /// Join tables (many-to-many relationships) to create, and to drop by name.
+    public var createdJoinTables: [JoinTable] = []
+    public var droppedJoinTables: [String] = []
+    /// What changes, one sentence each, for logs and progress.
+    public var summary: [String] = []
+
+    /// Infers the migration from the schema a store saved to `model`.
+    ///
+    /// - Throws: ``LoomError/Code/schemaMismatch`` when a change cannot be inferred, naming it
+    ///   and listing every difference.
+    public static func infer(from saved: SchemaRecord, to model: Schema, path: String? = nil) throws(LoomError) -> SchemaMigration {
+        let old: Schema
+        do {
+            old = try Schema(record: saved)
+        } catch {
+            throw LoomError(.schemaMismatch, "The schema saved in the store cannot be read back (\(error.message)); it cannot be migrated.", path: path, underlying: error)
+        }
+        var migration = SchemaMigration()
+        func refuse(_ reason: String) -> LoomError {
+            let differences = saved.differences(from: model.record)
+            return LoomError(
+                .schemaMismatch,
+                "The store\(path.map { " at \($0)" } ?? "") was made with an older model, and the change cannot be inferred: \(reason). All differences: \(differences.joined(separator: "; ")).",
+                path: path)
+        }
+        for entity in model.entities {
+            guard let previous = old.entity(named: entity.name) else {
+                migration.tables.append(.create(entity))
+                migration.summary.append("add entity \(entity.name)")
+                continue
+            }
+            var sources: [ColumnSource] = []
+            var kept: Set<String> = []
+            var onlyAdds = true
+            for slot in 0..<entity.storedValueCount {
+                switch entity.storedValue(at: slot) {
+                case .attribute(let attribute):
+                    let savedName = [attribute.name, attribute.originalName].compactMap { $0 }.first { previous.attributeIndex(named: $0) != nil }
+                    guard let savedName, let index = previous.attributeIndex(named: savedName) else {
+                        let value = attribute.isOptional ? StoredValue.null : attribute.defaultStoredValue ?? .null
+                        sources.append(.value(value))
+                        if !attribute.isOptional { onlyAdds = false }
+                        migration.summary.append("add \(entity.name).\(attribute.name)")
+                        continue
+                    }
+                    let before = previous.attributes[index]
+                    guard widens(before.type, to: attribute.type) else {
+                        throw refuse("\(entity.name).\(attribute.name) changes from \(before.type) to \(attribute.type), which could lose or misread values")
+                    }
+                    kept.insert(savedName)
+                    if savedName != attribute.name {
+                        onlyAdds = false
+                        migration.summary.append("rename \(entity.name).\(savedName) to \(attribute.name)")
+                    }
+                    if before.type != attribute.type {
+                        migration.summary.append("widen \(entity.name).\(attribute.name) from \(before.type) to \(attribute.type)")
+                    }
+                    if before.isOptional != attribute.isOptional { onlyAdds = false }
+                    if before.isOptional, !attribute.isOptional, let value = attribute.defaultStoredValue {
+                        sources.append(.columnOrValue(savedName, value))
+                        migration.summary.append("make \(entity.name).\(attribute.name) required, NULLs taking its default")
+                    } else {
+                        sources.append(.column(savedName))
+                    }
+                case .foreignKey(let relationship), .order(let relationship):
+                    let column = entity.columnName(at: slot)
+                    if let j = previous.relationshipIndex(named: relationship.name) {
+                        let before = old.relationship(j, of: previous)
+                        let now = model.relationship(entity.relationshipIndex(named: relationship.name) ?? 0, of: entity)
+                        guard before.description.kind == relationship.kind, before.destination.name == now.destination.name else {
+                            throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
+                        }
+                        kept.insert(column)
+                        sources.append(.column(column))
+                    } else {
+                        sources.append(.value(.null))
+                        migration.summary.append("add relationship \(entity.name).\(relationship.name)")
+                    }
+                }
+            }
+            // Relationships on both sides must keep their kind and destination, also those
+            // stored elsewhere (a to-many by its inverse's key, a many-to-many by a join table).
+            for (j, relationship) in entity.relationships.enumerated() {
+                guard let i = previous.relationshipIndex(named: relationship.name) else { continue }
+                let before = old.relationship(i, of: previous), now = model.relationship(j, of: entity)
+                if before.description.kind != relationship.kind || before.destination.name != now.destination.name {
+                    throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
+                }
+            }
+            for relationship in previous.relationships where entity.relationshipIndex(named: relationship.name) == nil {
+                migration.summary.append("remove relationship \(entity.name).\(relationship.name)")
+            }
+            let previousColumns = (0..<previous.storedValueCount).map(previous.columnName(at:))
+            let dropped = previousColumns.filter { !kept.contains($0) }
+            for attribute in previous.attributes where !kept.contains(attribute.name) {
+                migration.summary.append("remove \(entity.name).\(attribute.name)")
+            }
+            let constraintsChanged = Set(previous.uniquenessConstraints.map { $0.sorted() }) != Set(entity.uniquenessConstraints.map { $0.sorted() })
+            if constraintsChanged { migration.summary.append("change the uniqueness constraints of \(entity.name)") }
+            let added = sources.indices.filter { if case .value = sources[$0] { true } else { false } }
+            if dropped.isEmpty, !constraintsChanged, onlyAdds {
+                if !added.isEmpty { migration.tables.append(.addColumns(entity, slots: added)) }
+            } else {
+                migration.tables.append(.rebuild(entity, sources: sources))
+            }
+        }
+        for entity in old.entities where model.entity(named: entity.name) == nil {
+            migration.tables.append(.drop(entity.name))
+            migration.summary.append("remove entity \(entity.name)")
+        }
+        let oldJoins = Set(old.joinTables.map(\.name)), newJoins = Set(model.joinTables.map(\.name))
+        migration.createdJoinTables = model.joinTables.filter { !oldJoins.contains($0.name) }
+        migration.droppedJoinTables = old.joinTables.map(\.name).filter { !newJoins.contains($0) }
+        return migration
+    }
+
+    /// Whether every value of type `from` is read back unchanged as a `to`.
+    static func widens(_ from: AttributeType, to: AttributeType) -> Bool {
+        if from == to { return true }
+        let integers: [AttributeType] = [.integer16, .integer32, .integer64]
+        if let a = integers.firstIndex(of: from), let b = integers.firstIndex(of: to) { return a <= b }
+        return from == .float && to == .double
+    }
+}

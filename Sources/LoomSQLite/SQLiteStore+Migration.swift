@@ -1,0 +1,121 @@
+import Foundation
+import GRDB
+@_spi(LoomStore) import LoomCore
+import LoomSQL
+
+/// Applies an inferred ``SchemaMigration`` in SQLite's DDL, inside the caller's transaction (the
+/// one that opens the store, `BEGIN IMMEDIATE`): all of it or, on any failure, none of it.
+///
+/// New optional columns are added in place (`ALTER TABLE … ADD COLUMN`, which does not touch the
+/// rows); every other change to a table rebuilds it: a new table made from the model, filled
+/// with one `INSERT … SELECT` from the saved one, which then goes, and the new one takes its
+/// name and indexes. SQLite's own DDL is transactional, so a failure or a crash leaves the
+/// store as it was.
+extension SQLiteStore {
+    static func migrate(_ db: Database, _ migration: SchemaMigration, to schema: Schema, sql: SQLGenerator, path: String) throws {
+        for change in migration.tables {
+            switch change {
+            case .create(let entity):
+                try db.execute(sql: sql.createTable(entity))
+                for statement in sql.uniqueIndexStatements(entity) { try db.execute(sql: statement) }
+            case .drop(let name):
+                try db.execute(sql: "DROP TABLE \(SQLGenerator.quote(name))")
+                try db.execute(sql: "DELETE FROM loom_keys WHERE entity = ?", arguments: [name])
+            case .addColumns(let entity, let slots):
+                for slot in slots {
+                    try db.execute(sql: "ALTER TABLE \(SQLGenerator.quote(entity.name)) ADD COLUMN \(sql.columnDefinition(entity, slot))")
+                }
+            case .rebuild(let entity, let sources):
+                try rebuild(db, entity, sources, sql: sql, path: path)
+            }
+        }
+        for name in migration.droppedJoinTables { try db.execute(sql: "DROP TABLE \(SQLGenerator.quote(name))") }
+        for table in migration.createdJoinTables {
+            for statement in sql.createJoinTable(table) { try db.execute(sql: statement) }
+        }
+        for statement in sql.indexStatements() { try db.execute(sql: statement) }
+        let record = try JSONEncoder().encode(schema.record)
+        try db.execute(sql: "UPDATE loom_metadata SET value = ? WHERE key = 'schema'", arguments: [record])
+        try db.execute(sql: "UPDATE loom_metadata SET value = ? WHERE key = 'versionHash'", arguments: [schema.versionHash])
+    }
+
+    /// Makes `entity`'s table anew and fills it from the saved one.
+    private static func rebuild(_ db: Database, _ entity: EntityDescription, _ sources: [SchemaMigration.ColumnSource], sql: SQLGenerator, path: String) throws {
+        let table = SQLGenerator.quote(entity.name), building = SQLGenerator.quote("loom_migrating_\(entity.name)")
+        try db.execute(sql: sql.createTable(entity, named: "loom_migrating_\(entity.name)"))
+        var columns = ["\"Z_PK\"", "\"Z_OPT\""], selected = ["\"Z_PK\"", "\"Z_OPT\""]
+        var arguments: [DatabaseValue] = []
+        for (slot, source) in sources.enumerated() {
+            columns.append(sql.column(entity, slot))
+            switch source {
+            case .column(let name):
+                selected.append(SQLGenerator.quote(name))
+            case .columnOrValue(let name, let value):
+                selected.append("COALESCE(\(SQLGenerator.quote(name)), ?)")
+                arguments.append(value.databaseValue)
+            case .value(let value):
+                selected.append("?")
+                arguments.append(value.databaseValue)
+            }
+        }
+        do {
+            try db.execute(
+                sql: "INSERT INTO \(building) (\(columns.joined(separator: ", "))) SELECT \(selected.joined(separator: ", ")) FROM \(table)",
+                arguments: StatementArguments(arguments))
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_NOTNULL {
+            throw try missingValues(db, entity, sources, table: table, path: path, underlying: error)
+        }
+        try db.execute(sql: "DROP TABLE \(table)")
+        try db.execute(sql: "ALTER TABLE \(building) RENAME TO \(table)")
+        for (statement, constraint) in zip(sql.uniqueIndexStatements(entity), entity.uniquenessConstraints) {
+            do {
+                try db.execute(sql: statement)
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                throw try duplicates(db, entity, constraint, sql: sql, path: path, underlying: error)
+            }
+        }
+    }
+
+    /// The error for a required column left without a value: names the attribute and counts
+    /// the rows that hold no value for it.
+    private static func missingValues(
+        _ db: Database, _ entity: EntityDescription, _ sources: [SchemaMigration.ColumnSource], table: String, path: String, underlying: DatabaseError
+    ) throws -> LoomError {
+        for (slot, source) in sources.enumerated() {
+            guard case .attribute(let attribute) = entity.storedValue(at: slot), !attribute.isOptional else { continue }
+            let empty: Int
+            switch source {
+            case .column(let name):
+                empty = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE \(SQLGenerator.quote(name)) IS NULL") ?? 0
+            case .value(.null):
+                empty = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+            default:
+                continue
+            }
+            if empty > 0 {
+                return LoomError(
+                    .migrationFailed,
+                    "The store at \(path) cannot be migrated: \(entity.name).\(attribute.name) is required in the model, but \(empty) saved \(entity.name) row\(empty == 1 ? " has" : "s have") no value for it. Give the attribute a default value, or keep it optional. The store was not changed.",
+                    entity: entity.name, attributes: [attribute.name], path: path, underlying: underlying, storeCode: storeCode(of: underlying))
+            }
+        }
+        return LoomError(.migrationFailed, "The store at \(path) cannot be migrated: a required value of \(entity.name) is missing. The store was not changed.",
+                         entity: entity.name, path: path, underlying: underlying, storeCode: storeCode(of: underlying))
+    }
+
+    /// The error for a uniqueness constraint the saved rows break: names one duplicated value.
+    private static func duplicates(
+        _ db: Database, _ entity: EntityDescription, _ constraint: [String], sql: SQLGenerator, path: String, underlying: DatabaseError
+    ) throws -> LoomError {
+        let columns = sql.constraintColumns(entity, constraint)
+        let row = try Row.fetchOne(db, sql: "SELECT \(columns), COUNT(*) FROM \(SQLGenerator.quote(entity.name)) GROUP BY \(columns) HAVING COUNT(*) > 1 LIMIT 1")
+        let key = row.map { row in
+            (0..<constraint.count).map { i in "\(constraint[i]) = \(row[i] as DatabaseValue)" }.joined(separator: ", ")
+        } ?? "?"
+        let count: Int = row.map { $0[constraint.count] } ?? 0
+        return LoomError(
+            .migrationFailed,
+            "The store at \(path) cannot be migrated: the model makes \(entity.name)'s \(constraint.joined(separator: ", ")) unique, but \(count) saved rows share \(key). Remove the duplicates with the previous model first. The store was not changed.",
+            entity: entity.name, attributes: constraint, path: path, underlying: underlying, storeCode: storeCode(of: underlying))
+    }
+}

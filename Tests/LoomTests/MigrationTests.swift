@@ -1,0 +1,265 @@
+import Foundation
+import Loom
+@_spi(LoomStore) import LoomCore
+import Testing
+
+/// Two versions of one model: the same entities (`Note`), declared in one enum per version.
+enum NotesV1 {
+    @Model final class Note {
+        var title: String
+        var subtitle: String?
+        var draft: String?
+        var count: Int16 = 0
+        var weight: Float = 0
+
+        init(title: String, subtitle: String? = nil, count: Int16 = 0) {
+            self.title = title
+            self.subtitle = subtitle
+            self.count = count
+        }
+    }
+
+    static func schema() throws -> Schema { try Schema([Note.self]) }
+}
+
+enum NotesV2 {
+    /// `title` renamed `heading`; `subtitle` required with a default; `draft` removed; `count`
+    /// and `weight` widened; `body` added; a to-one, a to-many and a many-to-many added.
+    @Model final class Note {
+        @Attribute(originalName: "title") var heading: String
+        var subtitle: String = "none"
+        var count: Int = 0
+        var weight: Double = 0
+        var body: String?
+        var folder: Folder?
+        @Relationship(inverse: \Tag.notes) var tags: Set<Tag> = []
+
+        init(heading: String) { self.heading = heading }
+    }
+
+    @Model final class Folder {
+        var name: String
+        @Relationship(inverse: \Note.folder) var notes: Set<Note> = []
+
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Tag {
+        @Attribute(.unique) var name: String
+        var notes: Set<Note> = []
+
+        init(name: String) { self.name = name }
+    }
+
+    static func schema() throws -> Schema { try Schema([Note.self, Folder.self, Tag.self]) }
+}
+
+/// Versions that cannot be migrated from V1, each for one reason.
+enum NotesBroken {
+    /// A new required attribute without a default.
+    enum RequiredWithoutDefault {
+        @Model final class Note {
+            var title: String
+            var subtitle: String?
+            var draft: String?
+            var count: Int16 = 0
+            var weight: Float = 0
+            var author: String
+
+            init(title: String, author: String) {
+                self.title = title
+                self.author = author
+            }
+        }
+    }
+
+    /// `title` made unique.
+    enum UniqueTitle {
+        @Model final class Note {
+            @Attribute(.unique) var title: String
+            var subtitle: String?
+            var draft: String?
+            var count: Int16 = 0
+            var weight: Float = 0
+
+            init(title: String) { self.title = title }
+        }
+    }
+
+    /// `subtitle` made required without a default.
+    enum RequiredSubtitle {
+        @Model final class Note {
+            var title: String
+            var subtitle: String
+            var draft: String?
+            var count: Int16 = 0
+            var weight: Float = 0
+
+            init(title: String, subtitle: String) {
+                self.title = title
+                self.subtitle = subtitle
+            }
+        }
+    }
+
+    /// `weight` narrowed from a real number to an integer.
+    enum NarrowedWeight {
+        @Model final class Note {
+            var title: String
+            var subtitle: String?
+            var draft: String?
+            var count: Int16 = 0
+            var weight: Int16 = 0
+
+            init(title: String) { self.title = title }
+        }
+    }
+}
+
+@Suite("Inferred migrations")
+struct MigrationTests {
+    static func storeURL() -> URL { TemporaryDirectory.make().appending(path: "notes.loom") }
+
+    /// A V1 store with three notes (one without a subtitle) and a duplicated title.
+    static func makeV1Store(at url: URL) async throws {
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV1.schema()))
+        try await container.save { context in
+            context.insert(NotesV1.Note(title: "Groceries", subtitle: "weekly", count: 3))
+            context.insert(NotesV1.Note(title: "Ideas", count: 300))
+            let draft = NotesV1.Note(title: "Ideas", subtitle: "second")
+            draft.draft = "half-written"
+            draft.weight = 1.5
+            context.insert(draft)
+        }
+        try await container.close()
+    }
+
+    /// Every schema object and row of the store (its bytes may change in a checkpoint).
+    static func contents(_ url: URL) throws -> [String] { try SQLiteStore.contentDump(at: url) }
+
+    @Test("A V1 store opens with V2: renamed values kept, NULLs take the default, types widened, new attributes and relationships usable")
+    func inferredMigration() async throws {
+        let url = Self.storeURL()
+        try await Self.makeV1Store(at: url)
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV2.schema()))
+        let notes = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<NotesV2.Note>(sortBy: [SortDescriptor(\.heading), SortDescriptor(\.subtitle)]))
+                .map { "\($0.heading)|\($0.subtitle)|\($0.count)|\($0.weight)|\($0.body ?? "nil")|\($0.folder == nil)|\($0.tags.count)" }
+        }
+        #expect(notes == ["Groceries|weekly|3|0.0|nil|true|0", "Ideas|none|300|0.0|nil|true|0", "Ideas|second|0|1.5|nil|true|0"])
+        // The new relationships and entities work, and save.
+        try await container.save { context in
+            let note = try #require(try context.fetch(FetchRequest<NotesV2.Note>(predicate: #Predicate { $0.heading == "Groceries" })).first)
+            let folder = NotesV2.Folder(name: "Home")
+            let tag = NotesV2.Tag(name: "errand")
+            context.insert(folder)
+            context.insert(tag)
+            note.folder = folder
+            note.tags.insert(tag)
+            note.body = "milk"
+            note.count = 70_000
+        }
+        try await container.close()
+        // Reopened with V2: nothing left to migrate, everything kept.
+        let reopened = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV2.schema()))
+        let groceries = try await reopened.performBackgroundTask { context in
+            let note = try #require(try context.fetch(FetchRequest<NotesV2.Note>(predicate: #Predicate { $0.heading == "Groceries" })).first)
+            return "\(note.body ?? "nil")|\(note.folder?.name ?? "nil")|\(note.tags.map(\.name))|\(note.count)"
+        }
+        #expect(groceries == #"milk|Home|["errand"]|70000"#)
+        try await reopened.close()
+        #expect(try SQLiteStore.savedSchema(at: url).versionHash == (try NotesV2.schema()).versionHash)
+    }
+
+    @Test("Adding only optional attributes and entities adds columns in place, without rebuilding the table")
+    func addColumnsInPlace() throws {
+        let v1 = try NotesV1.schema()
+        let record = v1.record
+        let note = try #require(v1.entity(named: "Note"))
+        let added = EntityDescription(name: "Note", modelType: nil, attributes: note.attributes + [
+            AttributeDescription(name: "body", type: .string, isOptional: true),
+        ])
+        let migration = try SchemaMigration.infer(from: record, to: try Schema([added, EntityDescription(name: "Extra", modelType: nil, attributes: [])]))
+        #expect(migration.tables.count == 2)
+        if case .addColumns(let entity, let slots) = migration.tables.first {
+            #expect(entity.name == "Note")
+            #expect(slots.map { entity.storedValueName(at: $0) } == ["body"])
+        } else {
+            Issue.record("expected columns added in place, got \(migration.tables)")
+        }
+        if case .create(let entity) = migration.tables.last { #expect(entity.name == "Extra") } else { Issue.record("expected a new table") }
+    }
+
+    @Test("A required attribute left without values fails the migration, naming it and the rows, and changes nothing", arguments: [false, true])
+    func missingRequiredValues(newAttribute: Bool) async throws {
+        let url = Self.storeURL()
+        try await Self.makeV1Store(at: url)
+        let before = try Self.contents(url)
+        let schema = newAttribute ? try Schema([NotesBroken.RequiredWithoutDefault.Note.self]) : try Schema([NotesBroken.RequiredSubtitle.Note.self])
+        let error = try #require(throws: LoomError.self) { _ = try SQLiteStore(url: url, schema: schema) }
+        #expect(error.code == .migrationFailed)
+        #expect(error.entityName == "Note")
+        #expect(error.attributeNames == [newAttribute ? "author" : "subtitle"])
+        #expect(error.message.contains(newAttribute ? "3 saved Note rows have no value" : "1 saved Note row has no value"))
+        #expect(try Self.contents(url) == before)
+        // Still a V1 store, whole.
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV1.schema()))
+        #expect(try await container.performBackgroundTask { try $0.count(for: FetchRequest<NotesV1.Note>()) } == 3)
+        try await container.close()
+    }
+
+    @Test("Making an attribute unique over duplicated values fails, naming one duplicate, and changes nothing")
+    func duplicatesRefuseUniqueness() async throws {
+        let url = Self.storeURL()
+        try await Self.makeV1Store(at: url)
+        let before = try Self.contents(url)
+        let error = try #require(throws: LoomError.self) { _ = try SQLiteStore(url: url, schema: try Schema([NotesBroken.UniqueTitle.Note.self])) }
+        #expect(error.code == .migrationFailed)
+        #expect(error.attributeNames == ["title"])
+        #expect(error.message.contains(#"2 saved rows share title = "Ideas""#))
+        #expect(try Self.contents(url) == before)
+    }
+
+    @Test("A change that cannot be inferred is a schema mismatch naming it, found before anything is written")
+    func narrowingIsRefused() async throws {
+        let url = Self.storeURL()
+        try await Self.makeV1Store(at: url)
+        let before = try Self.contents(url)
+        let error = try #require(throws: LoomError.self) { _ = try SQLiteStore(url: url, schema: try Schema([NotesBroken.NarrowedWeight.Note.self])) }
+        #expect(error.code == .schemaMismatch)
+        #expect(error.message.contains("Note.weight changes from float to integer16"))
+        #expect(try Self.contents(url) == before)
+    }
+
+    /// Where the start-up test keeps its store: named after the test process.
+    static func sharedStore(parent: Int32) -> URL {
+        FileManager.default.temporaryDirectory.appending(path: "loom-migrate-\(parent).loom")
+    }
+
+    @Test("Eight processes opening an outdated store at once: one migrates, the others open the migrated store")
+    func concurrentStartUp() async throws {
+        let url = Self.sharedStore(parent: getpid())
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        }
+        try await Self.makeV1Store(at: url)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    await #expect(processExitsWith: .success) {
+                        let container = PersistentContainer(store: try SQLiteStore(url: MigrationTests.sharedStore(parent: getppid()), schema: try NotesV2.schema()))
+                        let count = try await container.performBackgroundTask { try $0.count(for: FetchRequest<NotesV2.Note>()) }
+                        try await container.close()
+                        if count != 3 { exit(3) }
+                    }
+                }
+            }
+        }
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV2.schema()))
+        let headings = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<NotesV2.Note>(sortBy: [SortDescriptor(\.heading)])).map(\.heading)
+        }
+        #expect(headings == ["Groceries", "Ideas", "Ideas"])
+        try await container.close()
+    }
+}
