@@ -34,6 +34,7 @@ extension SQLiteStore {
     package static func contentDump(at url: URL) throws -> [String] {
         var configuration = Configuration()
         configuration.readonly = true
+        configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
         let queue = try DatabaseQueue(path: url.path, configuration: configuration)
         defer { try? queue.close() }
         return try queue.read { db in

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) public import LoomCore
 import LoomSQL
 
 /// Applies an inferred ``SchemaMigration`` in SQLite's DDL, inside the caller's transaction (the
@@ -12,6 +12,24 @@ import LoomSQL
 /// name and indexes. SQLite's own DDL is transactional, so a failure or a crash leaves the
 /// store as it was.
 extension SQLiteStore {
+    /// What opening the store at `url` with `schema` would migrate, one sentence per change
+    /// ("rename Note.title to heading", "add entity Folder", …), read without changing the file:
+    /// empty when the store already has this model or does not exist yet.
+    ///
+    /// Whether the saved data fits the new model (no NULLs in a newly required attribute without
+    /// a default, no duplicates under a new uniqueness constraint) is only known when the
+    /// migration runs.
+    ///
+    /// - Throws: ``LoomError/Code/schemaMismatch`` naming the change that cannot be inferred, and
+    ///   the errors of ``init(url:schema:options:)`` for a file that is not a Loom store.
+    public static func requiredMigration(forStoreAt url: URL, schema: Schema) throws(LoomError) -> [String] {
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+        guard size > 0 else { return [] }
+        let saved = try savedRecord(at: url)
+        if saved.versionHash == schema.versionHash { return [] }
+        return try SchemaMigration.infer(from: saved, to: schema, path: url.path).summary
+    }
+
     static func migrate(_ db: Database, _ migration: SchemaMigration, to schema: Schema, sql: SQLGenerator, path: String) throws {
         for change in migration.tables {
             switch change {

@@ -146,6 +146,8 @@ public final class SQLiteStore: PersistentStore {
         do {
             var configuration = Configuration()
             configuration.readonly = true
+            // Another process may be opening, migrating or recovering the file: wait for it.
+            configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             defer { try? queue.close() }
             try queue.read { db in
@@ -239,6 +241,11 @@ public final class SQLiteStore: PersistentStore {
     /// The schema saved inside a store file, without opening it with a model: for tools that
     /// open stores they were not compiled against.
     public static func savedSchema(at url: URL) throws(LoomError) -> Schema {
+        try Schema(record: savedRecord(at: url))
+    }
+
+    /// The schema record saved inside a store file, read without changing the file.
+    static func savedRecord(at url: URL) throws(LoomError) -> SchemaRecord {
         let path = url.path
         guard FileManager.default.fileExists(atPath: path) else {
             throw LoomError(.storeFailure, "There is no store at \(path).", path: path)
@@ -247,6 +254,8 @@ public final class SQLiteStore: PersistentStore {
         do {
             var configuration = Configuration()
             configuration.readonly = true
+            // Another process may be opening, migrating or recovering the file: wait for it.
+            configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             defer { try? queue.close() }
             let data: Data? = try queue.read { db in
@@ -257,7 +266,7 @@ public final class SQLiteStore: PersistentStore {
             guard let data, let record = try? JSONDecoder().decode(SchemaRecord.self, from: data) else {
                 throw LoomError(.notALoomStore, "\(path) is not a Loom store (no saved schema).", path: path)
             }
-            return try Schema(record: record)
+            return record
         } catch let error as LoomError {
             throw error
         } catch {

@@ -171,6 +171,25 @@ struct MigrationTests {
         #expect(try SQLiteStore.savedSchema(at: url).versionHash == (try NotesV2.schema()).versionHash)
     }
 
+    @Test("The forecast says what opening with a model would migrate, and changes nothing")
+    func forecast() async throws {
+        let url = Self.storeURL()
+        #expect(try SQLiteStore.requiredMigration(forStoreAt: url, schema: try NotesV2.schema()) == [])
+        try await Self.makeV1Store(at: url)
+        let before = try Self.contents(url)
+        #expect(try SQLiteStore.requiredMigration(forStoreAt: url, schema: try NotesV1.schema()) == [])
+        let steps = try SQLiteStore.requiredMigration(forStoreAt: url, schema: try NotesV2.schema())
+        #expect(steps.contains("rename Note.title to heading"))
+        #expect(steps.contains("remove Note.draft"))
+        #expect(steps.contains("add entity Folder"))
+        #expect(steps.contains("widen Note.count from integer16 to integer64"))
+        let error = try #require(throws: LoomError.self) {
+            try SQLiteStore.requiredMigration(forStoreAt: url, schema: try Schema([NotesBroken.NarrowedWeight.Note.self]))
+        }
+        #expect(error.code == .schemaMismatch)
+        #expect(try Self.contents(url) == before)
+    }
+
     @Test("Adding only optional attributes and entities adds columns in place, without rebuilding the table")
     func addColumnsInPlace() throws {
         let v1 = try NotesV1.schema()
@@ -229,6 +248,25 @@ struct MigrationTests {
         #expect(error.code == .schemaMismatch)
         #expect(error.message.contains("Note.weight changes from float to integer16"))
         #expect(try Self.contents(url) == before)
+    }
+
+    @Test("Eight containers opening an outdated store at once, twenty times: none fails with 'database is locked'")
+    func concurrentOpensInOneProcess() async throws {
+        for _ in 0..<20 {
+            let url = Self.storeURL()
+            try await Self.makeV1Store(at: url)
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV2.schema()))
+                        let count = try await container.performBackgroundTask { try $0.count(for: FetchRequest<NotesV2.Note>()) }
+                        try await container.close()
+                        return count
+                    }
+                }
+                for try await count in group { #expect(count == 3) }
+            }
+        }
     }
 
     /// Where the start-up test keeps its store: named after the test process.
