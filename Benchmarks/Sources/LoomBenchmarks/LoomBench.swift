@@ -136,15 +136,16 @@ struct RunOptions: Sendable {
     }
 }
 
-/// Every workload, in report order. W4 and W6 wait for relationships and merging.
+/// Every workload, in report order.
 enum Catalog {
-    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11"]
+    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12"]
 
     @MainActor
     static func workloads() -> [any Workload] {
         [
             InsertAndSave(), FetchAll(), RangeQueries(), ToManyFaulting(), ChangeAndSave(), MergeLatency(),
             MainActorResponsiveness(), ConcurrentReaders(), SingleObjectSaves(), OpenAndFirstFetch(), ConcurrencyCosts(),
+            Migration(),
         ]
     }
 }
