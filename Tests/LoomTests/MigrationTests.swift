@@ -24,13 +24,15 @@ enum NotesV1 {
 
 enum NotesV2 {
     /// `title` renamed `heading`; `subtitle` required with a default; `draft` removed; `count`
-    /// and `weight` widened; `body` added; a to-one, a to-many and a many-to-many added.
+    /// and `weight` widened; `body` added, and `priority` with a default (existing rows take it);
+    /// a to-one, a to-many and a many-to-many added.
     @Model final class Note {
         @Attribute(originalName: "title") var heading: String
         var subtitle: String = "none"
         var count: Int = 0
         var weight: Double = 0
         var body: String?
+        var priority: Int? = 2
         var folder: Folder?
         @Relationship(inverse: \Tag.notes) var tags: Set<Tag> = []
 
@@ -144,9 +146,9 @@ struct MigrationTests {
         let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV2.schema()))
         let notes = try await container.performBackgroundTask { context in
             try context.fetch(FetchRequest<NotesV2.Note>(sortBy: [SortDescriptor(\.heading), SortDescriptor(\.subtitle)]))
-                .map { "\($0.heading)|\($0.subtitle)|\($0.count)|\($0.weight)|\($0.body ?? "nil")|\($0.folder == nil)|\($0.tags.count)" }
+                .map { "\($0.heading)|\($0.subtitle)|\($0.count)|\($0.weight)|\($0.body ?? "nil")|\($0.priority ?? -1)|\($0.folder == nil)|\($0.tags.count)" }
         }
-        #expect(notes == ["Groceries|weekly|3|0.0|nil|true|0", "Ideas|none|300|0.0|nil|true|0", "Ideas|second|0|1.5|nil|true|0"])
+        #expect(notes == ["Groceries|weekly|3|0.0|nil|2|true|0", "Ideas|none|300|0.0|nil|2|true|0", "Ideas|second|0|1.5|nil|2|true|0"])
         // The new relationships and entities work, and save.
         try await container.save { context in
             let note = try #require(try context.fetch(FetchRequest<NotesV2.Note>(predicate: #Predicate { $0.heading == "Groceries" })).first)

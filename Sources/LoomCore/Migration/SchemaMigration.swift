@@ -3,7 +3,7 @@
 /// a store's saved version hash differs from the model's.
 ///
 /// Inferred: entities added and removed; attributes added (optional, or required with a
-/// default), removed, and renamed (``AttributeDescription/originalName``); optional ↔ required
+/// default; existing rows take the default), removed, and renamed (``AttributeDescription/originalName``); optional ↔ required
 /// (a required attribute with a default takes it where the store holds NULL); integer widening
 /// (16 → 32 → 64 bits) and `Float` → `Double`; to-one and to-many relationships added and
 /// removed; uniqueness constraints added and removed. Anything else (a narrowing type change, a
@@ -20,7 +20,7 @@
         /// The saved column, with NULLs replaced by the value: an optional attribute that became
         /// required and has a default.
         case columnOrValue(String, StoredValue)
-        /// A new column: the value in every existing row (NULL for an optional attribute).
+        /// A new column: the value in every existing row (the attribute's default, else NULL).
         case value(StoredValue)
     }
 
@@ -79,9 +79,12 @@
                 case .attribute(let attribute):
                     let savedName = [attribute.name, attribute.originalName].compactMap { $0 }.first { previous.attributeIndex(named: $0) != nil }
                     guard let savedName, let index = previous.attributeIndex(named: savedName) else {
-                        let value = attribute.isOptional ? StoredValue.null : attribute.defaultStoredValue ?? .null
+                        // Existing rows take the default, as in Core Data (evaluated once: a
+                        // default such as `Date()` gives every row the same value); a column
+                        // filled with a value is made by a rebuild, not added in place.
+                        let value = attribute.defaultStoredValue ?? .null
                         sources.append(.value(value))
-                        if !attribute.isOptional { onlyAdds = false }
+                        if !attribute.isOptional || value != .null { onlyAdds = false }
                         migration.summary.append("add \(entity.name).\(attribute.name)")
                         continue
                     }
