@@ -32,10 +32,7 @@ extension SQLiteStore {
     /// table, sorted. Read-only; for tests that check a failed operation left a store as it was
     /// (the file's bytes may differ after a checkpoint while its content does not).
     package static func contentDump(at url: URL) throws -> [String] {
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
-        let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+        let queue = try readOnlyQueue(path: url.path)
         defer { try? queue.close() }
         return try queue.read { db in
             var lines: [String] = []

@@ -80,7 +80,14 @@ public final class SQLiteStore: PersistentStore {
     ///   ``LoomError/Code/migrationFailed`` when the saved data does not fit the new model (naming
     ///   the attribute and the rows), ``LoomError/Code/storeFailure`` when it cannot be opened.
     ///   Nothing in the file is changed in any of these cases.
-    public init(url: URL, schema: Schema, options: Options = Options()) throws(LoomError) {
+    public convenience init(url: URL, schema: Schema, options: Options = Options()) throws(LoomError) {
+        try self.init(url: url, schema: schema, options: options, metadata: [:])
+    }
+
+    /// Opens the store as ``init(url:schema:options:)`` does, and writes `metadata` into
+    /// `loom_metadata` in the transaction that creates or migrates it (a `nil` value removes its
+    /// key; a value already saved is not written again).
+    @_spi(LoomStore) public init(url: URL, schema: Schema, options: Options = Options(), metadata: [String: String?]) throws(LoomError) {
         self.url = url
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
@@ -115,7 +122,7 @@ public final class SQLiteStore: PersistentStore {
             throw SQLiteStore.openError(error, path: path)
         }
         do {
-            identifier = try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path)
+            identifier = try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path, metadata: metadata)
         } catch {
             try? pool.close()
             throw error
@@ -144,11 +151,7 @@ public final class SQLiteStore: PersistentStore {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         guard size > 0 else { return }
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            // Another process may be opening, migrating or recovering the file: wait for it.
-            configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            let queue = try readOnlyQueue(path: path)
             defer { try? queue.close() }
             try queue.read { db in
                 let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
@@ -178,7 +181,7 @@ public final class SQLiteStore: PersistentStore {
 
     /// Creates Loom's tables in a new file, or checks an existing store against the model.
     /// Returns the store's UUID.
-    static func bootstrap(_ pool: DatabasePool, schema: Schema, sql: SQLGenerator, path: String) throws(LoomError) -> UUID {
+    static func bootstrap(_ pool: DatabasePool, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?]) throws(LoomError) -> UUID {
         do {
             // IMMEDIATE: of several processes opening an outdated store at once, one migrates
             // while the others wait for its commit, then find the store migrated.
@@ -186,6 +189,7 @@ public final class SQLiteStore: PersistentStore {
                 var id: UUID?
                 try db.inTransaction(.immediate) {
                     id = try bootstrap(db, schema: schema, sql: sql, path: path)
+                    try write(metadata, db)
                     return .commit
                 }
                 return id!
@@ -197,7 +201,21 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    /// ``bootstrap(_:schema:sql:path:)`` inside its transaction.
+    /// Writes the values that differ from those saved (`nil`: removes the key).
+    static func write(_ metadata: [String: String?], _ db: Database) throws {
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            let saved = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM loom_metadata WHERE key = ?", arguments: [key])
+            let text = saved.flatMap { String.fromDatabaseValue($0) ?? Data.fromDatabaseValue($0).map { String(decoding: $0, as: UTF8.self) } }
+            if text == value { continue }
+            if let value {
+                try db.execute(sql: "INSERT OR REPLACE INTO loom_metadata (key, value) VALUES (?, ?)", arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM loom_metadata WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
+    /// ``bootstrap(_:schema:sql:path:metadata:)`` inside its transaction.
     private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String) throws -> UUID {
         let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         if tables.contains("loom_metadata") {
@@ -246,32 +264,16 @@ public final class SQLiteStore: PersistentStore {
 
     /// The schema record saved inside a store file, read without changing the file.
     static func savedRecord(at url: URL) throws(LoomError) -> SchemaRecord {
-        let path = url.path
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw LoomError(.storeFailure, "There is no store at \(path).", path: path)
-        }
-        try checkHeader(path: path)
-        do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            // Another process may be opening, migrating or recovering the file: wait for it.
-            configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { try? queue.close() }
-            let data: Data? = try queue.read { db in
-                guard try db.tableExists("loom_metadata") else { return nil }
-                let value = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM loom_metadata WHERE key = 'schema'") ?? .null
-                return Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
-            }
-            guard let data, let record = try? JSONDecoder().decode(SchemaRecord.self, from: data) else {
-                throw LoomError(.notALoomStore, "\(path) is not a Loom store (no saved schema).", path: path)
-            }
-            return record
-        } catch let error as LoomError {
-            throw error
-        } catch {
-            throw openError(error, path: path)
-        }
+        try savedState(at: url).record
+    }
+
+    /// A read-only connection to an existing file that waits for another process opening,
+    /// migrating or recovering it, rather than failing with "database is locked".
+    static func readOnlyQueue(path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
+        return try DatabaseQueue(path: path, configuration: configuration)
     }
 
     // MARK: Reading

@@ -26,6 +26,14 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         /// the change cannot be inferred, or the saved data does not fit the new model. The
         /// message names the entity, the attribute and why; nothing in the store was changed.
         public static let migrationFailed = Code(rawValue: "migrationFailed")
+        /// A store was saved with a model that is none of the versions of the migration plan it
+        /// is opened with. The message names the nearest version and every difference from it;
+        /// nothing in the store was changed.
+        public static let unknownSchemaVersion = Code(rawValue: "unknownSchemaVersion")
+        /// A ``SchemaMigrationPlan`` is malformed: its stages skip or repeat a version, do not end
+        /// at the current one, or two versions have the same model. Found before the store is
+        /// touched.
+        public static let invalidMigrationPlan = Code(rawValue: "invalidMigrationPlan")
         /// The model itself is invalid (duplicate names, unknown attributes in a constraint…).
         public static let invalidModel = Code(rawValue: "invalidModel")
         /// An attribute's Swift type cannot be stored.

@@ -1,0 +1,280 @@
+import Foundation
+
+/// What a store keeps about its model version, read without changing the file.
+@_spi(LoomStore) public struct SavedStoreState: Sendable {
+    /// The schema the store was last saved with.
+    public var record: SchemaRecord
+    /// The store's own key/value metadata (`versionIdentifier`, `migrationStep`).
+    public var metadata: [String: String]
+
+    public init(record: SchemaRecord, metadata: [String: String]) {
+        self.record = record
+        self.metadata = metadata
+    }
+}
+
+/// A store file a ``MigrationPlanRunner`` opens and migrates: what each store kind provides for
+/// versioned opening. SQLite: `SQLiteStore.Location`.
+@_spi(LoomStore) public protocol MigratableStoreLocation: Sendable {
+    /// Names the store in messages (a file path, a database URL).
+    var path: String { get }
+    /// The saved schema and metadata, without changing anything; `nil` when there is no store
+    /// yet.
+    func savedState() throws(LoomError) -> SavedStoreState?
+    /// Opens the store with `schema`, creating it, or migrating it by inference
+    /// (``SchemaMigration``) when it was saved with another schema, in one transaction that also
+    /// writes `metadata` (a `nil` value removes its key).
+    func open(schema: Schema, metadata: [String: String?]) throws(LoomError) -> any PersistentStore
+    /// Writes one metadata value inside `store`'s write transaction open on this thread, so
+    /// that it commits with the transaction's saves.
+    func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError)
+    /// Runs `body` while no other process or container migrates this store.
+    func withMigrationLock<T: Sendable>(_ body: () async throws -> T) async throws -> T
+}
+
+/// Where a migration is, as it runs: reported to the closure given to
+/// ``MigrationPlanRunner/open(_:current:plan:progress:)`` and, from the Loom module, as an
+/// `AsyncSequence`.
+public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
+    /// The stage running (``MigrationStage/name``).
+    public var stage: String
+    /// What the stage is doing: `"willMigrate"`, `"tables"`, `"didMigrate"`, or `"done"`.
+    public var step: String
+    /// Stages finished, and how many the store needs in all.
+    public var stagesDone: Int
+    public var stageCount: Int
+    /// Of the whole migration, 0…1.
+    public var fractionCompleted: Double
+
+    public init(stage: String, step: String, stagesDone: Int, stageCount: Int, fractionCompleted: Double) {
+        self.stage = stage
+        self.step = step
+        self.stagesDone = stagesDone
+        self.stageCount = stageCount
+        self.fractionCompleted = fractionCompleted
+    }
+
+    public var description: String {
+        "\(stage): \(step) (\(stagesDone)/\(stageCount) stages, \(Int((fractionCompleted * 100).rounded()))%)"
+    }
+}
+
+/// Opens a store with a model version and, when it was saved by an earlier one, migrates it
+/// through a ``SchemaMigrationPlan``'s stages. Store-independent: a store kind supplies a
+/// ``MigratableStoreLocation``.
+///
+/// Each step commits on its own and records itself in the store's metadata in the same
+/// transaction: a custom stage's `willMigrate` (its saves and "willMigrate done"), the inferred
+/// change of tables (the new version, and "didMigrate pending" when there is one), `didMigrate`
+/// (its saves, and the step cleared). A process killed at any instant leaves the store at the end
+/// of a step, and the next open resumes from there.
+@_spi(LoomStore) public enum MigrationPlanRunner {
+    /// One version of a plan, with its schema.
+    public struct Version: Sendable {
+        public var identifier: Schema.Version
+        public var schema: Schema
+        public var hash: String
+    }
+
+    /// The metadata key of the version identifier, and of the step in progress.
+    public static let versionKey = "versionIdentifier"
+    public static let stepKey = "migrationStep"
+
+    /// A step done in the middle of a stage, as saved in the store's metadata.
+    struct Step: Codable, Equatable {
+        enum State: String, Codable { case willMigrateDone, didMigratePending }
+        var from: Schema.Version
+        var to: Schema.Version
+        var state: State
+
+        var text: String { String(decoding: try! JSONEncoder().encode(self), as: UTF8.self) }
+        init(from: Schema.Version, to: Schema.Version, state: State) {
+            self.from = from
+            self.to = to
+            self.state = state
+        }
+        init?(_ text: String?) {
+            guard let text, let step = try? JSONDecoder().decode(Step.self, from: Data(text.utf8)) else { return nil }
+            self = step
+        }
+    }
+
+    /// Checks a plan against the version a container opens with, and returns its versions.
+    ///
+    /// - Throws: ``LoomError/Code/invalidMigrationPlan`` naming the fault; ``LoomError/Code/invalidModel``
+    ///   when a version's models are not a valid schema.
+    public static func validate(plan: (any SchemaMigrationPlan.Type)?, current: any VersionedSchema.Type) throws(LoomError) -> [Version] {
+        func version(_ type: any VersionedSchema.Type) throws(LoomError) -> Version {
+            let schema: Schema
+            do {
+                schema = try Schema(versionedSchema: type)
+            } catch {
+                throw LoomError(.invalidModel, "Version \(type.versionIdentifier) (\(type)): \(error.message)", underlying: error)
+            }
+            return Version(identifier: type.versionIdentifier, schema: schema, hash: schema.versionHash)
+        }
+        guard let plan else { return [try version(current)] }
+        func refuse(_ fault: String) -> LoomError {
+            LoomError(.invalidMigrationPlan, "The migration plan \(plan) is invalid: \(fault). Nothing was opened or changed.")
+        }
+        let schemas = plan.schemas
+        guard let last = schemas.last else { throw refuse("its schemas list is empty") }
+        var versions: [Version] = []
+        for type in schemas {
+            let next = try version(type)
+            if let twin = versions.first(where: { $0.identifier == next.identifier }) {
+                throw refuse("version \(twin.identifier) is listed twice in schemas")
+            }
+            if let twin = versions.first(where: { $0.hash == next.hash }) {
+                throw refuse("versions \(twin.identifier) and \(next.identifier) have the same model (version hash \(next.hash)), so a store saved by either cannot be told apart")
+            }
+            versions.append(next)
+        }
+        guard ObjectIdentifier(last) == ObjectIdentifier(current) else {
+            throw refuse("its last version is \(last.versionIdentifier) (\(last)), but the container opens with \(current.versionIdentifier) (\(current)); list the current version last")
+        }
+        func index(_ type: any VersionedSchema.Type, _ n: Int) throws(LoomError) -> Int {
+            guard let i = schemas.firstIndex(where: { ObjectIdentifier($0) == ObjectIdentifier(type) }) else {
+                throw refuse("stage \(n + 1) uses version \(type.versionIdentifier) (\(type)), which is not in schemas")
+            }
+            return i
+        }
+        let stages = plan.stages
+        for (n, stage) in stages.enumerated() {
+            let from = try index(stage.fromVersion, n), to = try index(stage.toVersion, n)
+            if from == to { throw refuse("stage \(n + 1) (\(stage.name)) goes from a version to itself") }
+            if to < from { throw refuse("stage \(n + 1) (\(stage.name)) goes back to an earlier version") }
+            if from < n { throw refuse("stage \(n + 1) (\(stage.name)) repeats version \(versions[from].identifier), which stage \(from + 1) starts from") }
+            if from > n { throw refuse("the stages skip version \(versions[n].identifier): stage \(n + 1) starts at \(versions[from].identifier)") }
+            if to > from + 1 { throw refuse("stage \(n + 1) (\(stage.name)) skips version \(versions[from + 1].identifier)") }
+        }
+        if stages.count < versions.count - 1 {
+            throw refuse("its stages end at version \(versions[stages.count].identifier), not at the current version \(current.versionIdentifier); add a stage from each version to the next")
+        }
+        return versions
+    }
+
+    /// Opens the store at `location` with the `current` version, migrating it through `plan`'s
+    /// stages (or, without a plan, by inference) when it was saved by an earlier version.
+    ///
+    /// - Throws: ``LoomError/Code/invalidMigrationPlan``, ``LoomError/Code/unknownSchemaVersion``
+    ///   (nothing changed), the store's open and migration errors, and what a custom stage's
+    ///   closure throws (the steps before it stay done).
+    public static func open(
+        _ location: any MigratableStoreLocation, current: any VersionedSchema.Type, plan: (any SchemaMigrationPlan.Type)?,
+        progress: (@Sendable (MigrationProgress) -> Void)? = nil
+    ) async throws -> any PersistentStore {
+        let versions = try validate(plan: plan, current: current)
+        let latest = versions[versions.count - 1]
+        let finish: [String: String?] = [versionKey: latest.identifier.description, stepKey: nil]
+        guard let plan else { return try location.open(schema: latest.schema, metadata: finish) }
+        // Up to date: open without waiting for the migration lock.
+        let state = try location.savedState()
+        if state == nil || (state?.record.versionHash == latest.hash && state?.metadata[stepKey] == nil) {
+            return try location.open(schema: latest.schema, metadata: finish)
+        }
+        let stages = plan.stages
+        return try await location.withMigrationLock { () async throws -> any PersistentStore in
+            var stagesDone = 0, stageCount = 0
+            func report(_ stage: MigrationStage, _ step: String, within: Double) {
+                guard let progress else { return }
+                let fraction = stageCount == 0 ? 1 : (Double(stagesDone) + within) / Double(stageCount)
+                progress(MigrationProgress(stage: stage.name, step: step, stagesDone: stagesDone, stageCount: stageCount, fractionCompleted: min(1, fraction)))
+            }
+            while true {
+                guard let state = try location.savedState() else {
+                    return try location.open(schema: latest.schema, metadata: finish)
+                }
+                guard let k = versions.firstIndex(where: { $0.hash == state.record.versionHash }) else {
+                    throw unknownVersion(state.record, versions, path: location.path)
+                }
+                if stageCount == 0 { stageCount = versions.count - 1 - k }
+                let step = Step(state.metadata[stepKey])
+                if let step, step.state == .didMigratePending, step.to == versions[k].identifier, k > 0,
+                   case .custom(_, _, _, let didMigrate?) = stages[k - 1] {
+                    report(stages[k - 1], "didMigrate", within: 0.6)
+                    try await run(didMigrate, on: location, schema: versions[k].schema, marking: nil)
+                    stagesDone += 1
+                    report(stages[k - 1], "done", within: 0)
+                    continue
+                }
+                if k == versions.count - 1 {
+                    return try location.open(schema: latest.schema, metadata: finish)
+                }
+                let stage = stages[k], from = versions[k], to = versions[k + 1]
+                var didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?
+                if case .custom(_, _, let will, let did) = stage {
+                    didMigrate = did
+                    let willDone = step == Step(from: from.identifier, to: to.identifier, state: .willMigrateDone)
+                    if let will, !willDone {
+                        report(stage, "willMigrate", within: 0)
+                        try await run(will, on: location, schema: from.schema, marking: Step(from: from.identifier, to: to.identifier, state: .willMigrateDone))
+                    }
+                }
+                report(stage, "tables", within: 0.3)
+                let pending = didMigrate.map { _ in Step(from: from.identifier, to: to.identifier, state: .didMigratePending).text }
+                let store = try location.open(schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: pending])
+                if didMigrate == nil {
+                    stagesDone += 1
+                    report(stage, "done", within: 0)
+                    if k + 1 == versions.count - 1 { return store }
+                }
+                try store.close()
+            }
+        }
+    }
+
+    /// The stages opening the store at `location` with `current` would run, by name, without
+    /// changing anything: empty when it is up to date or does not exist.
+    public static func requiredStages(
+        _ location: any MigratableStoreLocation, current: any VersionedSchema.Type, plan: (any SchemaMigrationPlan.Type)?
+    ) throws(LoomError) -> [String] {
+        let versions = try validate(plan: plan, current: current)
+        let latest = versions[versions.count - 1]
+        guard let state = try location.savedState() else { return [] }
+        guard let plan else {
+            if state.record.versionHash == latest.hash { return [] }
+            let migration = try SchemaMigration.infer(from: state.record, to: latest.schema, path: location.path)
+            return ["lightweight (inferred) → \(latest.identifier): " + migration.summary.joined(separator: ", ")]
+        }
+        guard let k = versions.firstIndex(where: { $0.hash == state.record.versionHash }) else {
+            throw unknownVersion(state.record, versions, path: location.path)
+        }
+        var names: [String] = []
+        if let step = Step(state.metadata[stepKey]), step.state == .didMigratePending, step.to == versions[k].identifier, k > 0 {
+            names.append("\(plan.stages[k - 1].name) (didMigrate)")
+        }
+        return names + plan.stages[k...].map(\.name)
+    }
+
+    /// The error for a store saved by none of the plan's versions: the nearest one (fewest
+    /// differences) and what differs from it.
+    static func unknownVersion(_ saved: SchemaRecord, _ versions: [Version], path: String) -> LoomError {
+        let ranked = versions.map { ($0, saved.differences(from: $0.schema.record)) }
+        let nearest = ranked.min { $0.1.count < $1.1.count }!
+        return LoomError(
+            .unknownSchemaVersion,
+            "The store at \(path) was saved with a model that is none of the migration plan's versions (\(versions.map(\.identifier.description).joined(separator: ", "))). The nearest is \(nearest.0.identifier), which differs in \(nearest.1.count) way\(nearest.1.count == 1 ? "" : "s"): \(nearest.1.joined(separator: "; ")). Add the store's version to the plan. The store was not changed.",
+            path: path)
+    }
+
+    /// Runs one closure of a custom stage on a container of `schema`, in one write transaction
+    /// that saves its changes and writes `marking` as the step in progress.
+    static func run(
+        _ body: @escaping @Sendable (ManagedObjectContext) throws -> Void, on location: any MigratableStoreLocation, schema: Schema, marking step: Step?
+    ) async throws {
+        let store = try location.open(schema: schema, metadata: [:])
+        let container = PersistentContainer(store: store)
+        do {
+            let text = step?.text
+            try await container.performExclusiveWrite { context in
+                try body(context)
+                try location.setMetadata(text, forKey: stepKey, in: store)
+            }
+        } catch {
+            try? await container.close()
+            throw error
+        }
+        try await container.close()
+    }
+}

@@ -1,0 +1,122 @@
+/// One version of an application's model: its identifier and its `@Model` types, SwiftData's
+/// `VersionedSchema`.
+///
+/// Declare each version's classes inside an enum of their own: `V1.Book` and `V2.Book` are both
+/// the entity `Book` (an entity is named after its class, without the enclosing type).
+///
+/// ```swift
+/// enum LibraryV1: VersionedSchema {
+///     static let versionIdentifier = Schema.Version(1, 0, 0)
+///     static var models: [any PersistentModel.Type] { [Book.self] }
+///     @Model final class Book { var title: String; init(title: String) { self.title = title } }
+/// }
+/// ```
+public protocol VersionedSchema: SendableMetatype {
+    /// This version's identifier, saved in the store (``SchemaMigrationPlan`` orders versions by
+    /// its `schemas` list, not by this number).
+    static var versionIdentifier: Schema.Version { get }
+    /// The `@Model` classes of this version.
+    static var models: [any PersistentModel.Type] { get }
+}
+
+extension Schema {
+    /// A model version's identifier, such as 2.1.0.
+    public struct Version: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+        public var major: Int
+        public var minor: Int
+        public var patch: Int
+
+        public init(_ major: Int, _ minor: Int, _ patch: Int) {
+            self.major = major
+            self.minor = minor
+            self.patch = patch
+        }
+
+        /// Reads `"2.1.0"`; `nil` for anything else.
+        public init?(_ text: String) {
+            let parts = text.split(separator: ".").map { Int($0) }
+            guard parts.count == 3, let major = parts[0], let minor = parts[1], let patch = parts[2] else { return nil }
+            self.init(major, minor, patch)
+        }
+
+        public var description: String { "\(major).\(minor).\(patch)" }
+
+        public static func < (a: Version, b: Version) -> Bool {
+            (a.major, a.minor, a.patch) < (b.major, b.minor, b.patch)
+        }
+    }
+
+    /// The schema of one model version.
+    ///
+    /// - Throws: ``LoomError/Code/invalidModel`` when its models do not form a valid schema.
+    public init(versionedSchema: any VersionedSchema.Type) throws(LoomError) {
+        try self.init(versionedSchema.models)
+    }
+}
+
+/// How a store saved by any earlier version of the model becomes a store of the current one:
+/// the versions, oldest first, and one ``MigrationStage`` from each to the next. SwiftData's
+/// `SchemaMigrationPlan`.
+///
+/// ```swift
+/// enum LibraryPlan: SchemaMigrationPlan {
+///     static var schemas: [any VersionedSchema.Type] { [LibraryV1.self, LibraryV2.self] }
+///     static var stages: [MigrationStage] { [.lightweight(fromVersion: LibraryV1.self, toVersion: LibraryV2.self)] }
+/// }
+/// let container = try await PersistentContainer(name: "Library", for: LibraryV2.self, migrationPlan: LibraryPlan.self)
+/// ```
+///
+/// A plan is checked when a container opens with it: its stages must go from each version in
+/// `schemas` to the next, in order, without skipping or repeating one, and end at the version
+/// the container is opened with; two versions may not have the same model. A plan that does not
+/// is refused with ``LoomError/Code/invalidMigrationPlan`` before the store is touched.
+public protocol SchemaMigrationPlan: SendableMetatype {
+    /// Every version a store may have been saved with, oldest first; the last is the current one.
+    static var schemas: [any VersionedSchema.Type] { get }
+    /// One stage from each version to the next, in the order of `schemas`.
+    static var stages: [MigrationStage] { get }
+}
+
+/// One step of a ``SchemaMigrationPlan``, from one model version to the next.
+///
+/// Both kinds migrate the store's tables by inference (``SchemaMigration``) in one transaction:
+/// renames need `@Attribute(originalName:)`. A `.custom` stage also runs code of yours:
+/// `willMigrate` on a context of the old version before the tables change (to remove or fix what
+/// the new model would refuse, such as duplicates under a new uniqueness constraint), and
+/// `didMigrate` on a context of the new version after (to fill what the new model adds). Each
+/// closure runs on its own context's queue inside one write transaction that saves its changes
+/// and records the step as done, so a crash either loses all of a step or none of it, and a
+/// reopen resumes after the last step done; a step never runs twice to completion.
+public enum MigrationStage: Sendable {
+    /// A stage whose changes are inferred: Core Data's lightweight migration.
+    case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
+    /// A stage with code before and after the inferred change of tables. Throwing from either
+    /// closure stops the migration with your error; what was done before stays, and the next
+    /// open resumes from there.
+    case custom(
+        fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
+        willMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?,
+        didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?)
+
+    /// The version this stage starts from.
+    public var fromVersion: any VersionedSchema.Type {
+        switch self {
+        case .lightweight(let from, _), .custom(let from, _, _, _): from
+        }
+    }
+
+    /// The version this stage ends at.
+    public var toVersion: any VersionedSchema.Type {
+        switch self {
+        case .lightweight(_, let to), .custom(_, let to, _, _): to
+        }
+    }
+
+    /// `"lightweight 1.0.0 → 2.0.0"`.
+    public var name: String {
+        switch self {
+        case .lightweight: "lightweight \(fromVersion.versionIdentifier) → \(toVersion.versionIdentifier)"
+        case .custom: "custom \(fromVersion.versionIdentifier) → \(toVersion.versionIdentifier)"
+        }
+    }
+}

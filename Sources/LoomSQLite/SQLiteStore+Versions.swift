@@ -1,0 +1,111 @@
+public import Foundation
+import GRDB
+@_spi(LoomStore) public import LoomCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Versioned opening: a SQLite file as a ``MigratableStoreLocation``, for
+/// ``MigrationPlanRunner`` (`PersistentContainer(name:for:migrationPlan:location:options:)`).
+extension SQLiteStore {
+    /// A store file and the options to open it with.
+    @_spi(LoomStore) public struct Location: MigratableStoreLocation {
+        public let url: URL
+        public let options: Options
+        public var path: String { url.path }
+
+        public init(url: URL, options: Options = Options()) {
+            self.url = url
+            self.options = options
+        }
+
+        public func savedState() throws(LoomError) -> SavedStoreState? {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            guard size > 0 else { return nil }
+            return try SQLiteStore.savedState(at: url)
+        }
+
+        public func open(schema: Schema, metadata: [String: String?]) throws(LoomError) -> any PersistentStore {
+            try SQLiteStore(url: url, schema: schema, options: options, metadata: metadata)
+        }
+
+        public func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError) {
+            guard let store = store as? SQLiteStore else {
+                throw LoomError(.storeFailure, "A SQLite store location was asked to write into a \(type(of: store)).", path: path)
+            }
+            try store.setMetadata(value, forKey: key)
+        }
+
+        /// An exclusive `flock` on `<store>-migration-lock`, polled every 20 ms so that a waiting
+        /// open suspends instead of blocking its thread. The file stays (removing it would race
+        /// with a process about to lock it).
+        public func withMigrationLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+            let lockPath = path + "-migration-lock"
+            let fd = Glibc.open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                throw LoomError(.storeFailure, "The migration lock file \(lockPath) could not be opened (errno \(errno)); the folder must be writable.", path: lockPath)
+            }
+            defer { Glibc.close(fd) }
+            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                guard errno == EWOULDBLOCK || errno == EINTR else {
+                    throw LoomError(.storeFailure, "The migration lock file \(lockPath) could not be locked (errno \(errno)).", path: lockPath)
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            defer { flock(fd, LOCK_UN) }
+            return try await body()
+        }
+    }
+
+    /// The saved schema and `loom_metadata` of the store at `url`, read without changing the
+    /// file: its model version (`versionIdentifier`) when it was opened with a versioned schema.
+    ///
+    /// - Throws: ``LoomError/Code/storeFailure`` when there is no file, ``LoomError/Code/notADatabase``
+    ///   or ``LoomError/Code/notALoomStore`` for a file that is not a Loom store.
+    @_spi(LoomStore) public static func savedState(at url: URL) throws(LoomError) -> SavedStoreState {
+        let path = url.path
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw LoomError(.storeFailure, "There is no store at \(path).", path: path)
+        }
+        try checkHeader(path: path)
+        do {
+            let queue = try readOnlyQueue(path: path)
+            defer { try? queue.close() }
+            let saved: (Data?, [String: String])? = try queue.read { db in
+                guard try db.tableExists("loom_metadata") else { return nil }
+                var schema: Data?
+                var metadata: [String: String] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
+                    let value: DatabaseValue = row["value"]
+                    let data = Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
+                    let key: String = row["key"]
+                    if key == "schema" { schema = data } else { metadata[key] = data.map { String(decoding: $0, as: UTF8.self) } }
+                }
+                return (schema, metadata)
+            }
+            guard let saved, let data = saved.0, let record = try? JSONDecoder().decode(SchemaRecord.self, from: data) else {
+                throw LoomError(.notALoomStore, "\(path) is not a Loom store (no saved schema).", path: path)
+            }
+            return SavedStoreState(record: record, metadata: saved.1)
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+
+    /// Writes one `loom_metadata` value inside the write transaction this thread holds, so that
+    /// it commits (or rolls back) with the transaction's saves.
+    @_spi(LoomStore) public func setMetadata(_ value: String?, forKey key: String) throws(LoomError) {
+        guard inTransaction else {
+            throw LoomError(.storeFailure, "SQLiteStore.setMetadata was called outside a write transaction of this thread.", path: url.path)
+        }
+        do {
+            try pool.writeWithoutTransaction { db in try SQLiteStore.write([key: value], db) }
+        } catch {
+            throw translate(error, entity: nil)
+        }
+    }
+}
