@@ -1,0 +1,109 @@
+import Foundation
+import Loom
+@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) import LoomSQLite
+import Testing
+
+/// Migrations killed at random instants, and migrations started by several processes at once:
+/// each in child processes (Swift Testing exit tests), as the trap tests do.
+@Suite("Migrations under kill -9 and concurrent start-up")
+struct MigrationCrashTests {
+    /// Where a child finds its store and when to kill itself: a file named after the test
+    /// process (the parent of the child).
+    static func jobFile(parent: Int32, _ kind: String) -> URL {
+        FileManager.default.temporaryDirectory.appending(path: "loom-\(kind)-\(parent).job")
+    }
+
+    static func copy(_ from: URL, to: URL) throws {
+        try? FileManager.default.removeItem(at: to)
+        try FileManager.default.copyItem(at: from, to: to)
+    }
+
+    static func open(_ url: URL) async throws -> PersistentContainer {
+        try await PersistentContainer(name: "shelf", for: ShelfV3.self, migrationPlan: ShelfPlan.self, location: .file(url))
+    }
+
+    @Test("Killed (SIGKILL) at 100 random instants of a two-stage migration: every reopen finds the old version whole or resumes, and ends as an uninterrupted run")
+    func killedAtRandomInstants() async throws {
+        let folder = TemporaryDirectory.make()
+        let template = folder.appending(path: "template.loom")
+        try await VersionedMigrationTests.makeV1Store(at: template, count: 10_000)
+        let templateRows = try SQLiteStore.contentDump(at: template)
+        let versions: [any VersionedSchema.Type] = [ShelfV1.self, ShelfV2.self, ShelfV3.self]
+        let hashes = try versions.map { try Schema(versionedSchema: $0).versionHash }
+
+        // The uninterrupted run, and how long it takes.
+        let reference = folder.appending(path: "reference.loom")
+        try Self.copy(template, to: reference)
+        let start = ContinuousClock.now
+        try await Self.open(reference).close()
+        let duration = ContinuousClock.now - start
+        let expected = try SQLiteStore.contentDump(at: reference)
+        let micros = Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
+
+        var found: [String: Int] = [:]
+        var generator = SystemRandomNumberGenerator()
+        let job = Self.jobFile(parent: getpid(), "kill")
+        defer { try? FileManager.default.removeItem(at: job) }
+        for round in 0..<100 {
+            let store = folder.appending(path: "store-\(round).loom")
+            try Self.copy(template, to: store)
+            // Up to 1.3 times the uninterrupted run, which the child also spends starting up.
+            let delay = Int.random(in: 0...(micros * 13 / 10), using: &generator)
+            try "\(store.path)\n\(delay)".write(to: job, atomically: true, encoding: .utf8)
+            await #expect(processExitsWith: .signal(SIGKILL)) {
+                let lines = try String(contentsOf: MigrationCrashTests.jobFile(parent: getppid(), "kill"), encoding: .utf8).split(separator: "\n")
+                let url = URL(filePath: String(lines[0])), delay = UInt32(lines[1])!
+                let killer = Thread {
+                    usleep(delay)
+                    kill(getpid(), SIGKILL)
+                }
+                killer.start()
+                try await MigrationCrashTests.open(url).close()
+                while true { sleep(10) }   // finished first: wait for the kill
+            }
+            // What the kill left: one of the versions, never something between.
+            let state = try SQLiteStore.savedState(at: store)
+            let version = try #require(hashes.firstIndex(of: state.record.versionHash), "round \(round): the store has an unknown schema")
+            let step = state.metadata[MigrationPlanRunner.stepKey]
+            let where_ = step.map { "V\(version + 1) + \($0.contains("willMigrateDone") ? "willMigrate done" : "didMigrate pending")" } ?? "V\(version + 1)"
+            found[where_, default: 0] += 1
+            if version == 0 { #expect(try SQLiteStore.contentDump(at: store) == templateRows, "round \(round): V1 store changed") }
+            // Reopened: resumes, and ends as the uninterrupted run did.
+            try await Self.open(store).close()
+            #expect(try SQLiteStore.contentDump(at: store) == expected, "round \(round) (killed at \(delay) µs, found \(where_)) differs from the uninterrupted run")
+            for suffix in ["", "-wal", "-shm", "-migration-lock"] { try? FileManager.default.removeItem(atPath: store.path + suffix) }
+        }
+        // The kills landed inside the migration, not only before or after it.
+        let inside = found.filter { $0.key != "V1" && $0.key != "V3" }.values.reduce(0, +)
+        #expect(inside >= 5, "kills that landed mid-migration: \(found) (uninterrupted: \(duration))")
+        print("kill -9 during migration: uninterrupted run \(duration); states found \(found.sorted { $0.key < $1.key })")
+    }
+
+    @Test("Eight processes opening a V1 store with the plan at once: one migrates, each step runs once, the others open the migrated store")
+    func concurrentStartUpWithAPlan() async throws {
+        let job = Self.jobFile(parent: getpid(), "startup")
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        try "\(url.path)".write(to: job, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: job) }
+        try await VersionedMigrationTests.makeV1Store(at: url, count: 2_000)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    await #expect(processExitsWith: .success) {
+                        let path = try String(contentsOf: MigrationCrashTests.jobFile(parent: getppid(), "startup"), encoding: .utf8)
+                        let container = try await MigrationCrashTests.open(URL(filePath: path))
+                        let counts = try await container.performBackgroundTask { context in
+                            (try context.count(for: FetchRequest<ShelfV3.Book>()), try context.count(for: FetchRequest<ShelfV3.Shelf>()))
+                        }
+                        try await container.close()
+                        if counts != (1_800, 1) { exit(3) }
+                    }
+                }
+            }
+        }
+        let state = try SQLiteStore.savedState(at: url)
+        #expect(state.metadata["versionIdentifier"] == "3.0.0")
+        #expect(state.metadata[MigrationPlanRunner.stepKey] == nil)
+    }
+}
