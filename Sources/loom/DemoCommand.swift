@@ -32,7 +32,8 @@ struct DemoCommand: AsyncParsableCommand {
         print("Loom demo: importing \(packages.count) packages from \(sourceName)")
         print("Store: \(storeURL.path)")
 
-        let container = try PersistentContainer(name: "LoomDemo", for: Maintainer.self, InstalledPackage.self, PackageDependency.self, location: .file(storeURL))
+        // A store an earlier demo made (--store) is migrated to this model first, with progress.
+        let container = try await Self.open(storeURL)
         let view = container.viewContext
         let existing = try view.count(for: FetchRequest<InstalledPackage>())
         if existing > 0 {
@@ -101,7 +102,48 @@ struct DemoCommand: AsyncParsableCommand {
 
         try printQueries(view)
         try await container.close()
+        try await Self.showMigration(of: Array(packages.prefix(500)))
         print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL.path)")
+    }
+
+    /// Opens the store with the current demo model, printing each step of a migration.
+    private static func open(_ url: URL) async throws -> PersistentContainer {
+        let opening = PersistentContainer.opening(name: "LoomDemo", for: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self, location: .file(url))
+        for await step in opening.progress { print("  migrating: \(step)") }
+        return try await opening.container
+    }
+
+    /// Makes a store with the previous demo model (1.0.0) from some packages, then opens it with
+    /// the current one: the plan's custom stage fills the attribute version 2.0.0 added.
+    private static func showMigration(of packages: [DebianPackage]) async throws {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "loom-demo-v1-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appending(path: "packages-v1.loom")
+        let old = try await PersistentContainer(name: "LoomDemo", for: DemoSchemaV1.self, location: .file(url))
+        try await old.save { context in
+            for package in packages {
+                let record = DemoSchemaV1.InstalledPackage(name: package.name, architecture: package.architecture ?? "all", version: package.version ?? "")
+                context.insert(record)
+                for dependency in package.dependencies {
+                    guard let first = dependency.alternatives.first else { continue }
+                    let entry = DemoSchemaV1.PackageDependency(kind: dependency.kind.rawValue, targetName: first.name, alternatives: dependency.alternatives.map(\.description).joined(separator: " | "))
+                    entry.package = record
+                }
+            }
+        }
+        try await old.close()
+        print("\nA store of the previous demo model (\(DemoSchemaV1.versionIdentifier), \(packages.count) packages) opened with the current one:")
+        print("  forecast: \(try PersistentContainer.requiredMigrationStages(forStoreAt: url, version: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self))")
+        let started = ContinuousClock.now
+        let container = try await open(url)
+        let most = try await container.performBackgroundTask { context in
+            var request = FetchRequest<InstalledPackage>(sortBy: [SortDescriptor(\.dependencyCount, order: .reverse), SortDescriptor(\.name)])
+            request.fetchLimit = 3
+            return try context.fetch(request).map { "\($0.name) (\($0.dependencyCount))" }
+        }
+        try await container.close()
+        print("  migrated in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))); most dependencies, from the new attribute: \(most.joined(separator: ", "))")
     }
 
     private func storeLocation() throws -> URL {
@@ -125,6 +167,7 @@ struct DemoCommand: AsyncParsableCommand {
         record.priority = package.priority
         record.installedSizeKiB = package.installedSizeKiB
         record.summary = package.summary
+        record.dependencyCount = package.dependencies.count { !$0.alternatives.isEmpty }
         context.insert(record)
         if let maintainer = package.maintainer {
             record.maintainer = try Self.maintainer(named: maintainer.name, email: maintainer.email ?? "", in: context, cache: &maintainers)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore   // counts rows through the store, without a model
+@_spi(LoomStore) import LoomSQLite   // the saved version and migration step
 
 /// `loom inspect PATH`: prints the schema saved in a store and how many objects each entity has,
 /// without the model it was made with.
@@ -15,8 +16,14 @@ struct InspectCommand: ParsableCommand {
 
     func run() throws {
         let url = URL(filePath: path)
-        let schema = try SQLiteStore.savedSchema(at: url)
+        let state = try SQLiteStore.savedState(at: url)
+        let schema = try Schema(record: state.record)
         print("Store \(path)\nSchema version hash \(schema.versionHash)")
+        // Saved when the store was opened with a versioned schema.
+        print("Model version \(state.metadata[MigrationPlanRunner.versionKey] ?? "(not versioned)")")
+        if let step = state.metadata[MigrationPlanRunner.stepKey] {
+            print("Migration in progress, resumed at the next open: \(step)")
+        }
         let store = try SQLiteStore(url: url, schema: schema)
         defer { try? store.close() }
         for entity in schema.entities {
