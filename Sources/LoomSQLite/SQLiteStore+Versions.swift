@@ -38,6 +38,34 @@ extension SQLiteStore {
             try store.setMetadata(value, forKey: key)
         }
 
+        /// `VACUUM INTO` a temporary file, synced, then renamed to `<store>-migration-source`:
+        /// a killed process leaves either no copy or a whole one.
+        public func makeSnapshot() throws(LoomError) -> any MigratableStoreLocation {
+            let target = SQLiteStore.snapshotURL(of: url), building = URL(filePath: target.path + "-building")
+            SQLiteStore.removeFiles(of: building)
+            SQLiteStore.removeFiles(of: target)
+            do {
+                let queue = try SQLiteStore.readOnlyQueue(path: path)
+                defer { try? queue.close() }
+                try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [building.path]) }
+                let handle = try FileHandle(forUpdating: building)
+                try handle.synchronize()
+                try handle.close()
+                try FileManager.default.moveItem(at: building, to: target)
+            } catch {
+                SQLiteStore.removeFiles(of: building)
+                throw LoomError(.storeFailure, "The copy of the store at \(path) that a transform stage reads could not be made at \(target.path) (is there room on the disk?). The store was not changed.", path: path, underlying: error)
+            }
+            return Location(url: target, options: options)
+        }
+
+        public var snapshot: (any MigratableStoreLocation)? {
+            let target = SQLiteStore.snapshotURL(of: url)
+            return FileManager.default.fileExists(atPath: target.path) ? Location(url: target, options: options) : nil
+        }
+
+        public func removeSnapshot() { SQLiteStore.removeFiles(of: SQLiteStore.snapshotURL(of: url)) }
+
         /// An exclusive `flock` on `<store>-migration-lock`, polled every 20 ms so that a waiting
         /// open suspends instead of blocking its thread. The file stays (removing it would race
         /// with a process about to lock it).
@@ -57,6 +85,14 @@ extension SQLiteStore {
             defer { flock(fd, LOCK_UN) }
             return try await body()
         }
+    }
+
+    /// Where a transform stage's copy of the old version lives: `<store>-migration-source`.
+    static func snapshotURL(of url: URL) -> URL { URL(filePath: url.path + "-migration-source") }
+
+    /// Removes a store file with its WAL, shared-memory and lock files.
+    static func removeFiles(of url: URL) {
+        for suffix in ["", "-wal", "-shm", "-migration-lock"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
     }
 
     /// The saved schema and `loom_metadata` of the store at `url`, read without changing the

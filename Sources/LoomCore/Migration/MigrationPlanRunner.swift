@@ -30,6 +30,13 @@ import Foundation
     func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError)
     /// Runs `body` while no other process or container migrates this store.
     func withMigrationLock<T: Sendable>(_ body: () async throws -> T) async throws -> T
+    /// Makes a consistent copy of the store as it is now, for a transform stage to read the old
+    /// version from, replacing any earlier copy, and returns where it is.
+    func makeSnapshot() throws(LoomError) -> any MigratableStoreLocation
+    /// The copy ``makeSnapshot()`` made, if it is there.
+    var snapshot: (any MigratableStoreLocation)? { get }
+    /// Removes the copy, once the stage that read it has ended.
+    func removeSnapshot()
 }
 
 /// Where a migration is, as it runs: reported to the closure given to
@@ -38,24 +45,36 @@ import Foundation
 public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
     /// The stage running (``MigrationStage/name``).
     public var stage: String
-    /// What the stage is doing: `"willMigrate"`, `"tables"`, `"didMigrate"`, or `"done"`.
+    /// What the stage is doing: `"willMigrate"`, `"copy"`, `"tables"`, `"didMigrate"`,
+    /// `"transform"` (once per chunk), or `"done"`.
     public var step: String
     /// Stages finished, and how many the store needs in all.
     public var stagesDone: Int
     public var stageCount: Int
     /// Of the whole migration, 0…1.
     public var fractionCompleted: Double
+    /// In a transform stage: the entity transformed, and its objects done and in all.
+    public var entity: String?
+    public var objectsDone: Int?
+    public var objectCount: Int?
 
-    public init(stage: String, step: String, stagesDone: Int, stageCount: Int, fractionCompleted: Double) {
+    public init(
+        stage: String, step: String, stagesDone: Int, stageCount: Int, fractionCompleted: Double,
+        entity: String? = nil, objectsDone: Int? = nil, objectCount: Int? = nil
+    ) {
         self.stage = stage
         self.step = step
         self.stagesDone = stagesDone
         self.stageCount = stageCount
         self.fractionCompleted = fractionCompleted
+        self.entity = entity
+        self.objectsDone = objectsDone
+        self.objectCount = objectCount
     }
 
     public var description: String {
-        "\(stage): \(step) (\(stagesDone)/\(stageCount) stages, \(Int((fractionCompleted * 100).rounded()))%)"
+        let objects = entity.map { " \($0) \(objectsDone ?? 0)/\(objectCount ?? 0)" } ?? ""
+        return "\(stage): \(step)\(objects) (\(stagesDone)/\(stageCount) stages, \(Int((fractionCompleted * 100).rounded()))%)"
     }
 }
 
@@ -82,16 +101,19 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
 
     /// A step done in the middle of a stage, as saved in the store's metadata.
     struct Step: Codable, Equatable {
-        enum State: String, Codable { case willMigrateDone, didMigratePending }
+        enum State: String, Codable { case willMigrateDone, didMigratePending, transforming }
         var from: Schema.Version
         var to: Schema.Version
         var state: State
+        /// While transforming: the primary key of the last object whose chunk committed.
+        var cursor: Int64?
 
         var text: String { String(decoding: try! JSONEncoder().encode(self), as: UTF8.self) }
-        init(from: Schema.Version, to: Schema.Version, state: State) {
+        init(from: Schema.Version, to: Schema.Version, state: State, cursor: Int64? = nil) {
             self.from = from
             self.to = to
             self.state = state
+            self.cursor = cursor
         }
         init?(_ text: String?) {
             guard let text, let step = try? JSONDecoder().decode(Step.self, from: Data(text.utf8)) else { return nil }
@@ -198,10 +220,36 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     report(stages[k - 1], "done", within: 0)
                     continue
                 }
+                if let step, step.state == .transforming, step.to == versions[k].identifier, k > 0,
+                   case .transform(_, _, let transform) = stages[k - 1] {
+                    let stage = stages[k - 1], finished = stagesDone, count = stageCount
+                    try await runTransform(transform, on: location, from: versions[k - 1], to: versions[k], after: step.cursor ?? 0) { done, total in
+                        let within = 0.2 + 0.8 * (total == 0 ? 1 : Double(done) / Double(total))
+                        progress?(MigrationProgress(
+                            stage: stage.name, step: "transform", stagesDone: finished, stageCount: count,
+                            fractionCompleted: min(1, (Double(finished) + within) / Double(max(1, count))),
+                            entity: transform.entityName, objectsDone: done, objectCount: total))
+                    }
+                    stagesDone += 1
+                    report(stage, "done", within: 0)
+                    continue
+                }
                 if k == versions.count - 1 {
                     return try location.open(schema: latest.schema, metadata: finish)
                 }
                 let stage = stages[k], from = versions[k], to = versions[k + 1]
+                if case .transform(_, _, let transform) = stage {
+                    // Refuse to drop objects nobody sees, copy the old version for the transform to
+                    // read, then change the tables and mark the transform begun, in one transaction.
+                    let migration = try SchemaMigration.infer(from: state.record, to: to.schema, path: location.path)
+                    if !transform.allowsDataLoss { try refuseDataLoss(migration, of: stage, transform, on: location, schema: from.schema) }
+                    report(stage, "copy", within: 0)
+                    _ = try location.makeSnapshot()
+                    report(stage, "tables", within: 0.1)
+                    let marker = Step(from: from.identifier, to: to.identifier, state: .transforming, cursor: 0).text
+                    try location.open(schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: marker]).close()
+                    continue
+                }
                 var didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?
                 if case .custom(_, _, let will, let did) = stage {
                     didMigrate = did
@@ -241,8 +289,12 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
             throw unknownVersion(state.record, versions, path: location.path)
         }
         var names: [String] = []
-        if let step = Step(state.metadata[stepKey]), step.state == .didMigratePending, step.to == versions[k].identifier, k > 0 {
-            names.append("\(plan.stages[k - 1].name) (didMigrate)")
+        if let step = Step(state.metadata[stepKey]), step.to == versions[k].identifier, k > 0 {
+            switch step.state {
+            case .didMigratePending: names.append("\(plan.stages[k - 1].name) (didMigrate)")
+            case .transforming: names.append("\(plan.stages[k - 1].name) (resumed after \(plan.stages[k - 1].fromVersion.versionIdentifier)'s key \(step.cursor ?? 0))")
+            case .willMigrateDone: break
+            }
         }
         return names + plan.stages[k...].map(\.name)
     }
@@ -276,5 +328,106 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
             throw error
         }
         try await container.close()
+    }
+
+    /// Throws when the stage would drop an entity, other than the one transformed, that still
+    /// holds objects.
+    static func refuseDataLoss(
+        _ migration: SchemaMigration, of stage: MigrationStage, _ transform: MigrationTransform, on location: any MigratableStoreLocation, schema: Schema
+    ) throws(LoomError) {
+        let dropped = migration.tables.compactMap { change -> String? in
+            if case .drop(let name) = change, name != transform.entityName { name } else { nil }
+        }
+        guard !dropped.isEmpty else { return }
+        let store = try location.open(schema: schema, metadata: [:])
+        defer { try? store.close() }
+        for name in dropped {
+            guard let entity = schema.entity(named: name) else { continue }
+            let count = try store.count(StoreQuery(entity: entity))
+            if count > 0 {
+                throw LoomError(
+                    .migrationFailed,
+                    "The stage \(stage.name) drops entity \(name), which holds \(count) object\(count == 1 ? "" : "s") that its transform (of \(transform.entityName)) does not see. Transform them, or pass allowsDataLoss: true. The store was not changed.",
+                    entity: name, path: location.path)
+            }
+        }
+    }
+
+    /// Runs a transform stage's chunks after `cursor`, each in one transaction with the cursor
+    /// it reaches, then ends the stage and removes the copy of the old version.
+    static func runTransform(
+        _ transform: MigrationTransform, on location: any MigratableStoreLocation, from: Version, to: Version, after cursor: Int64,
+        progress: @escaping @Sendable (_ done: Int, _ total: Int) -> Void
+    ) async throws {
+        guard let snapshot = location.snapshot else {
+            throw LoomError(
+                .migrationFailed,
+                "The store at \(location.path) is in the middle of the transform from \(from.identifier) to \(to.identifier), but the copy of version \(from.identifier) it reads from is gone (\(location.path)-migration-source). Restore the store from a backup.",
+                path: location.path)
+        }
+        guard let entity = from.schema.entity(named: transform.entityName) else {
+            throw LoomError(.unknownEntity, "The transform from \(from.identifier) to \(to.identifier) reads entity \(transform.entityName), which version \(from.identifier) does not have.", entity: transform.entityName)
+        }
+        let old = try snapshot.open(schema: from.schema, metadata: [:])
+        let new: any PersistentStore
+        do {
+            new = try location.open(schema: to.schema, metadata: [:])
+        } catch {
+            try? old.close()
+            throw error
+        }
+        defer {
+            try? old.close()
+            try? new.close()
+        }
+        let queue = ContextQueue(label: "Loom migration \(from.identifier) → \(to.identifier)")
+        let _: Void = try await withCheckedThrowingContinuation { continuation in
+            queue.queue.async {
+                continuation.resume(with: Result { () throws -> Void in
+                    try RunningBodies.run(as: queue.domain) { () throws -> Void in
+                        try transformChunks(transform, entity: entity, old: old, new: new, queue: queue, from: from, to: to, after: cursor, location: location, progress: progress)
+                    }
+                })
+            }
+        }
+        location.removeSnapshot()
+    }
+
+    /// ``runTransform(_:on:from:to:after:progress:)`` on its queue.
+    private static func transformChunks(
+        _ transform: MigrationTransform, entity: EntityDescription, old: any PersistentStore, new: any PersistentStore, queue: ContextQueue,
+        from: Version, to: Version, after start: Int64, location: any MigratableStoreLocation, progress: @Sendable (Int, Int) -> Void
+    ) throws {
+        // Small row caches: a chunk's rows are not needed after it.
+        let oldCoordinator = PersistentStoreCoordinator(store: old, rowCacheLimit: transform.chunkSize)
+        let newCoordinator = PersistentStoreCoordinator(store: new, rowCacheLimit: transform.chunkSize)
+        let oldContext = ManagedObjectContext(coordinator: oldCoordinator, isolation: .queue(queue), name: "migration: \(from.identifier), read-only")
+        let newContext = ManagedObjectContext(coordinator: newCoordinator, isolation: .queue(queue), name: "migration: \(to.identifier)")
+        let after = { (key: Int64) in PredicateNode.compare(.greater, .primaryKey, .constant(.integer(key))) }
+        let total = try old.count(StoreQuery(entity: entity))
+        var done = total - (try old.count(StoreQuery(entity: entity, predicate: after(start))))
+        var cursor = start
+        progress(done, total)
+        while true {
+            let objects = try oldContext.fetchObjects(StoreQuery(entity: entity, predicate: after(cursor), fetchLimit: transform.chunkSize), includesPendingChanges: false, asFaults: false)
+            guard let last = objects.last?._loomBacking.key else { break }
+            do {
+                try newCoordinator.performExclusiveWrite {
+                    try transform.body(objects, oldContext, newContext)
+                    let step = Step(from: from.identifier, to: to.identifier, state: .transforming, cursor: last)
+                    try location.setMetadata(step.text, forKey: stepKey, in: new)
+                    try newContext.save()
+                }
+            } catch {
+                newContext.rollback()
+                throw error
+            }
+            cursor = last
+            done += objects.count
+            oldContext.reset()
+            newContext.reset()
+            progress(done, total)
+        }
+        try newCoordinator.performExclusiveWrite { try location.setMetadata(nil, forKey: stepKey, in: new) }
     }
 }

@@ -98,17 +98,56 @@ public enum MigrationStage: Sendable {
         willMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?,
         didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?)
 
+    /// A stage that hands every object of one entity, as saved by the old version, to your code
+    /// together with a context of the new version, in chunks: Loom's own form, which SwiftData
+    /// lacks. See ``custom(fromVersion:toVersion:transforming:chunkSize:allowsDataLoss:transform:)``.
+    case transform(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type, MigrationTransform)
+
+    /// A stage whose code sees both versions at once: each chunk of `chunkSize` objects of
+    /// `Old`'s entity, read from a copy of the store as the old version saved it (with a
+    /// read-only context of the old version, for following its relationships), and a context of
+    /// the new version to write into, after the store's tables were changed by inference.
+    ///
+    /// ```swift
+    /// .custom(fromVersion: V1.self, toVersion: V2.self, transforming: V1.Person.self, chunkSize: 1_000) { people, old, new in
+    ///     for person in people {
+    ///         let migrated = try new.migratedObject(person, as: V2.Person.self)   // same object, new model
+    ///         let parts = person.fullName.split(separator: " ", maxSplits: 1)
+    ///         migrated.firstName = String(parts.first ?? "")
+    ///         migrated.lastName = parts.count > 1 ? String(parts[1]) : ""
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Each chunk's changes commit in one transaction with the position reached, so a process
+    /// killed in the middle resumes after the last committed chunk at the next open; a chunk never
+    /// commits twice. The copy (`<store>-migration-source`) is removed when the stage ends.
+    /// Objects the new version still has keep their ``ObjectID`` (and primary key).
+    ///
+    /// - Parameter allowsDataLoss: without it, a stage whose new version drops an entity (other
+    ///   than `Old`'s, which `transform` sees) that still holds objects fails with
+    ///   ``LoomError/Code/migrationFailed`` naming it, before anything changes.
+    public static func custom<Old: PersistentModel & SendableMetatype>(
+        fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type, transforming: Old.Type,
+        chunkSize: Int = 1_000, allowsDataLoss: Bool = false,
+        transform: @escaping @Sendable (_ objects: [Old], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws -> Void
+    ) -> MigrationStage {
+        .transform(fromVersion: fromVersion, toVersion: toVersion, MigrationTransform(
+            entityName: Old.entity.name, chunkSize: max(1, chunkSize), allowsDataLoss: allowsDataLoss,
+            body: { objects, old, new in try transform(objects.compactMap { $0 as? Old }, old, new) }))
+    }
+
     /// The version this stage starts from.
     public var fromVersion: any VersionedSchema.Type {
         switch self {
-        case .lightweight(let from, _), .custom(let from, _, _, _): from
+        case .lightweight(let from, _), .custom(let from, _, _, _), .transform(let from, _, _): from
         }
     }
 
     /// The version this stage ends at.
     public var toVersion: any VersionedSchema.Type {
         switch self {
-        case .lightweight(_, let to), .custom(_, let to, _, _): to
+        case .lightweight(_, let to), .custom(_, let to, _, _), .transform(_, let to, _): to
         }
     }
 
@@ -117,6 +156,36 @@ public enum MigrationStage: Sendable {
         switch self {
         case .lightweight: "lightweight \(fromVersion.versionIdentifier) → \(toVersion.versionIdentifier)"
         case .custom: "custom \(fromVersion.versionIdentifier) → \(toVersion.versionIdentifier)"
+        case .transform(_, _, let transform): "transform \(transform.entityName) \(fromVersion.versionIdentifier) → \(toVersion.versionIdentifier)"
         }
+    }
+}
+
+/// What a chunked ``MigrationStage/transform(fromVersion:toVersion:_:)`` stage runs: made by
+/// ``MigrationStage/custom(fromVersion:toVersion:transforming:chunkSize:allowsDataLoss:transform:)``.
+public struct MigrationTransform: Sendable {
+    /// The entity (of the old version) whose objects are handed over.
+    public let entityName: String
+    /// How many objects each chunk holds, and commits.
+    public let chunkSize: Int
+    /// Whether the stage may drop entities that still hold objects.
+    public let allowsDataLoss: Bool
+    let body: @Sendable (_ objects: [any BackedObject], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws -> Void
+}
+
+extension ManagedObjectContext {
+    /// The object of this context's model that `old`, an object of an earlier version handed
+    /// to a migration's transform, became: the same entity and primary key. Call on the new
+    /// context's queue, inside the transform.
+    ///
+    /// - Throws: ``LoomError/Code/objectNotFound`` when the new version has no such object (its
+    ///   entity was dropped or renamed), ``LoomError/Code/unknownEntity`` when `New` is not in
+    ///   this context's model.
+    public func migratedObject<New: PersistentModel>(_ old: some PersistentModel, as type: New.Type) throws(LoomError) -> New {
+        let erased = old.objectID.erased
+        guard let id = ObjectID<New>(AnyObjectID(storeIdentifier: erased.storeIdentifier, entityName: New.entity.name, primaryKey: erased.primaryKey)) else {
+            throw LoomError(.unknownEntity, "\(New.self) is not an entity of this context's model.", entity: New.entity.name)
+        }
+        return try existingObject(with: id)
     }
 }

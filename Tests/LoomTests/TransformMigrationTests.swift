@@ -1,0 +1,176 @@
+import Foundation
+import Loom
+@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) import LoomSQLite
+import Synchronization
+import Testing
+
+/// A person with one name field, and notes.
+enum PeopleV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentModel.Type] { [Person.self, Note.self] }
+
+    @Model final class Person {
+        var fullName: String
+        var age: Int16
+        init(fullName: String, age: Int16) {
+            self.fullName = fullName
+            self.age = age
+        }
+    }
+
+    @Model final class Note {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+}
+
+/// `fullName` split in two (and gone from the model: only the old version can read it); `age`
+/// widened; notes dropped.
+enum PeopleV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Person.self] }
+
+    @Model final class Person {
+        var firstName: String = ""
+        var lastName: String = ""
+        var age: Int
+        init(firstName: String, lastName: String, age: Int) {
+            self.firstName = firstName
+            self.lastName = lastName
+            self.age = age
+        }
+    }
+}
+
+/// The transform both plans run: splits each old full name into the new object's two fields.
+enum SplitNames {
+    /// How many times each person (by primary key) was handed to the transform, and the key on
+    /// whose chunk it throws (0: never).
+    static let seen = Mutex<[Int64: Int]>([:])
+    static let failAtKey = Mutex<Int64>(0)
+    struct Failure: Error {}
+
+    @Sendable static func split(_ people: [PeopleV1.Person], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws {
+        for person in people {
+            let migrated = try new.migratedObject(person, as: PeopleV2.Person.self)
+            let parts = person.fullName.split(separator: " ", maxSplits: 1)
+            migrated.firstName = String(parts.first ?? "")
+            migrated.lastName = parts.count > 1 ? String(parts[1]) : ""
+        }
+    }
+
+    @Sendable static func counting(_ people: [PeopleV1.Person], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws {
+        seen.withLock { seen in for person in people { seen[person.objectID.erased.primaryKey, default: 0] += 1 } }
+        let failing = failAtKey.withLock { $0 }
+        if failing != 0, people.contains(where: { $0.objectID.erased.primaryKey == failing }) { throw Failure() }
+        try split(people, old, new)
+    }
+}
+
+enum PeoplePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV2.self, transforming: PeopleV1.Person.self, chunkSize: 1_000, allowsDataLoss: true, transform: SplitNames.split)]
+    }
+}
+
+enum StrictPeoplePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV2.self, transforming: PeopleV1.Person.self, transform: SplitNames.split)]
+    }
+}
+
+enum CountingPeoplePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV2.self, transforming: PeopleV1.Person.self, chunkSize: 1_000, allowsDataLoss: true, transform: SplitNames.counting)]
+    }
+}
+
+@Suite("Transform stages: both versions, in chunks that resume")
+struct TransformMigrationTests {
+    static func makeV1Store(at url: URL, people: Int = 2_500) async throws {
+        let container = try await PersistentContainer(name: "people", for: PeopleV1.self, location: .file(url))
+        try await container.save { context in
+            for i in 0..<people { context.insert(PeopleV1.Person(fullName: "Given\(i) Family \(i % 50)", age: Int16(i % 90))) }
+            for i in 0..<3 { context.insert(PeopleV1.Note(text: "note \(i)")) }
+        }
+        try await container.close()
+    }
+
+    static func people(_ url: URL) async throws -> [String] {
+        let container = try await PersistentContainer(name: "people", for: PeopleV2.self, location: .file(url))
+        let people = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<PeopleV2.Person>(sortBy: [SortDescriptor(\.age), SortDescriptor(\.firstName)])).map { "\($0.firstName)|\($0.lastName)|\($0.age)" }
+        }
+        try await container.close()
+        return people
+    }
+
+    @Test("The transform reads a value only the old version has and writes the new one, chunk by chunk, with progress")
+    func transformSeesBothVersions() async throws {
+        let url = TemporaryDirectory.make().appending(path: "people.loom")
+        try await Self.makeV1Store(at: url)
+        let steps = Mutex<[MigrationProgress]>([])
+        let container = try await PersistentContainer(
+            name: "people", for: PeopleV2.self, migrationPlan: PeoplePlan.self, location: .file(url),
+            progress: { progress in steps.withLock { $0.append(progress) } })
+        try await container.close()
+        let people = try await Self.people(url)
+        #expect(people.count == 2_500)
+        #expect(people.first == "Given0|Family 0|0")
+        #expect(people.allSatisfy { !$0.hasPrefix("|") && !$0.contains("||") })
+        let transforms = steps.withLock { $0 }.filter { $0.step == "transform" }
+        #expect(transforms.map(\.objectsDone) == [0, 1_000, 2_000, 2_500])
+        #expect(transforms.allSatisfy { $0.entity == "Person" && $0.objectCount == 2_500 })
+        #expect(steps.withLock { $0 }.last?.fractionCompleted == 1)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-migration-source"))
+        let state = try SQLiteStore.savedState(at: url)
+        #expect(state.metadata["migrationStep"] == nil)
+        #expect(state.metadata["versionIdentifier"] == "2.0.0")
+    }
+
+    @Test("A transform stage that would drop an entity still holding objects fails without allowsDataLoss, naming it, and changes nothing")
+    func dataLossIsRefused() async throws {
+        let url = TemporaryDirectory.make().appending(path: "people.loom")
+        try await Self.makeV1Store(at: url, people: 10)
+        let before = try SQLiteStore.contentDump(at: url)
+        let error = await #expect(throws: LoomError.self) {
+            _ = try await PersistentContainer(name: "people", for: PeopleV2.self, migrationPlan: StrictPeoplePlan.self, location: .file(url))
+        }
+        #expect(error?.code == .migrationFailed)
+        #expect(error?.entityName == "Note")
+        #expect(error?.message.contains("drops entity Note, which holds 3 objects") == true, "\(error?.message ?? "")")
+        #expect(try SQLiteStore.contentDump(at: url) == before)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-migration-source"))
+    }
+
+    @Test("A chunk that throws leaves the chunks before it committed; the next open resumes after them, and no chunk commits twice")
+    func resumesAfterTheLastCommittedChunk() async throws {
+        let url = TemporaryDirectory.make().appending(path: "people.loom")
+        try await Self.makeV1Store(at: url)
+        SplitNames.seen.withLock { $0 = [:] }
+        SplitNames.failAtKey.withLock { $0 = 1_500 }   // in the second chunk
+        await #expect(throws: SplitNames.Failure.self) {
+            _ = try await PersistentContainer(name: "people", for: PeopleV2.self, migrationPlan: CountingPeoplePlan.self, location: .file(url))
+        }
+        let state = try SQLiteStore.savedState(at: url)
+        #expect(state.metadata["migrationStep"]?.contains(#""cursor":1000"#) == true, "\(state.metadata)")
+        #expect(FileManager.default.fileExists(atPath: url.path + "-migration-source"))
+        #expect(try PersistentContainer.requiredMigrationStages(forStoreAt: url, version: PeopleV2.self, migrationPlan: CountingPeoplePlan.self)
+            == ["transform Person 1.0.0 → 2.0.0 (resumed after 1.0.0's key 1000)"])
+        SplitNames.failAtKey.withLock { $0 = 0 }
+        let container = try await PersistentContainer(name: "people", for: PeopleV2.self, migrationPlan: CountingPeoplePlan.self, location: .file(url))
+        try await container.close()
+        let seen = SplitNames.seen.withLock { $0 }
+        #expect(seen.count == 2_500)
+        #expect((1...1_000).allSatisfy { seen[Int64($0)] == 1 })      // committed once, never again
+        #expect((1_001...2_000).allSatisfy { seen[Int64($0)] == 2 })  // the failed chunk, then again
+        #expect((2_001...2_500).allSatisfy { seen[Int64($0)] == 1 })
+        let people = try await Self.people(url)
+        #expect(people.allSatisfy { !$0.hasPrefix("|") })
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-migration-source"))
+    }
+}
