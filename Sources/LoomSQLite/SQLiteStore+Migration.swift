@@ -6,8 +6,8 @@ import LoomSQL
 /// Applies an inferred ``SchemaMigration`` in SQLite's DDL, inside the caller's transaction (the
 /// one that opens the store, `BEGIN IMMEDIATE`): all of it or, on any failure, none of it.
 ///
-/// New optional columns are added in place (`ALTER TABLE … ADD COLUMN`, which does not touch the
-/// rows); every other change to a table rebuilds it: a new table made from the model, filled
+/// Renamed columns and new optional ones are changed in place (`ALTER TABLE … RENAME COLUMN` and
+/// `ADD COLUMN`, which do not touch the rows); every other change to a table rebuilds it: a new table made from the model, filled
 /// with one `INSERT … SELECT` from the saved one, which then goes, and the new one takes its
 /// name and indexes. SQLite's own DDL is transactional, so a failure or a crash leaves the
 /// store as it was.
@@ -39,7 +39,10 @@ extension SQLiteStore {
             case .drop(let name):
                 try db.execute(sql: "DROP TABLE \(SQLGenerator.quote(name))")
                 try db.execute(sql: "DELETE FROM loom_keys WHERE entity = ?", arguments: [name])
-            case .addColumns(let entity, let slots):
+            case .alter(let entity, let renames, let slots):
+                for rename in renames {
+                    try db.execute(sql: "ALTER TABLE \(SQLGenerator.quote(entity.name)) RENAME COLUMN \(SQLGenerator.quote(rename.from)) TO \(SQLGenerator.quote(rename.to))")
+                }
                 for slot in slots {
                     try db.execute(sql: "ALTER TABLE \(SQLGenerator.quote(entity.name)) ADD COLUMN \(sql.columnDefinition(entity, slot))")
                 }

@@ -1,6 +1,7 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
+import Synchronization
 import Testing
 
 /// Two versions of one model: the same entities (`Note`), declared in one enum per version.
@@ -54,6 +55,19 @@ enum NotesV2 {
     }
 
     static func schema() throws -> Schema { try Schema([Note.self, Folder.self, Tag.self]) }
+}
+
+/// V1 with `draft` renamed `scratch`: renamed in place, without a rebuild.
+enum NotesRenamed {
+    @Model final class Note {
+        var title: String
+        var subtitle: String?
+        @Attribute(originalName: "draft") var scratch: String?
+        var count: Int16 = 0
+        var weight: Float = 0
+
+        init(title: String) { self.title = title }
+    }
 }
 
 /// Versions that cannot be migrated from V1, each for one reason.
@@ -202,13 +216,31 @@ struct MigrationTests {
         ])
         let migration = try SchemaMigration.infer(from: record, to: try Schema([added, EntityDescription(name: "Extra", modelType: nil, attributes: [])]))
         #expect(migration.tables.count == 2)
-        if case .addColumns(let entity, let slots) = migration.tables.first {
+        if case .alter(let entity, let renames, let slots) = migration.tables.first {
+            #expect(renames.isEmpty)
             #expect(entity.name == "Note")
             #expect(slots.map { entity.storedValueName(at: $0) } == ["body"])
         } else {
             Issue.record("expected columns added in place, got \(migration.tables)")
         }
         if case .create(let entity) = migration.tables.last { #expect(entity.name == "Extra") } else { Issue.record("expected a new table") }
+    }
+
+    @Test("A rename alone renames the column in place: no rebuild, values kept")
+    func renameInPlace() async throws {
+        let url = Self.storeURL()
+        try await Self.makeV1Store(at: url)
+        let statements = Mutex<[String]>([])
+        var options = SQLiteStore.Options()
+        options.trace = { sql in statements.withLock { $0.append(sql) } }
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema([NotesRenamed.Note.self]), options: options))
+        let scratch = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<NotesRenamed.Note>(predicate: #Predicate { $0.scratch != nil })).map { $0.scratch ?? "" }
+        }
+        try await container.close()
+        #expect(scratch == ["half-written"])
+        let ddl = statements.withLock { $0 }.filter { $0.hasPrefix("ALTER") || $0.hasPrefix("INSERT INTO \"loom_migrating") || $0.hasPrefix("CREATE TABLE \"") }
+        #expect(ddl == [#"ALTER TABLE "Note" RENAME COLUMN "draft" TO "scratch""#])
     }
 
     @Test("A required attribute left without values fails the migration, naming it and the rows, and changes nothing", arguments: [false, true])

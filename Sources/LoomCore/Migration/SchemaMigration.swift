@@ -3,7 +3,8 @@
 /// a store's saved version hash differs from the model's.
 ///
 /// Inferred: entities added and removed; attributes added (optional, or required with a
-/// default; existing rows take the default), removed, and renamed (``AttributeDescription/originalName``); optional ↔ required
+/// default; existing rows take the default), removed, and renamed
+/// (``AttributeDescription/originalName``; in place unless indexed or unique); optional ↔ required
 /// (a required attribute with a default takes it where the store holds NULL); integer widening
 /// (16 → 32 → 64 bits) and `Float` → `Double`; to-one and to-many relationships added and
 /// removed; uniqueness constraints added and removed. Anything else (a narrowing type change, a
@@ -24,15 +25,23 @@
         case value(StoredValue)
     }
 
+    /// A column renamed in place.
+    public struct ColumnRename: Sendable, Equatable {
+        public var from: String
+        public var to: String
+    }
+
     /// What happens to one entity's table.
     public enum TableChange: Sendable {
         /// A new entity: its table is created.
         case create(EntityDescription)
         /// An entity the model no longer has: its table (and its rows) go.
         case drop(String)
-        /// Only new columns that may hold NULL (optional attributes, foreign keys, orders): added
-        /// in place, without touching the rows (the slots of the model's entity).
-        case addColumns(EntityDescription, slots: [Int])
+        /// Only renamed columns (of attributes in no index or uniqueness constraint) and new
+        /// columns that may hold NULL (optional attributes without a default, foreign keys,
+        /// orders): renamed and added in place, without touching the rows (`renames`: saved
+        /// column name, new one; `slots`: the model entity's slots of the new columns).
+        case alter(EntityDescription, renames: [ColumnRename], slots: [Int])
         /// Anything else: the table is made anew from the model and filled from the saved one,
         /// one source per stored slot of the model's entity.
         case rebuild(EntityDescription, sources: [ColumnSource])
@@ -74,6 +83,10 @@
             var sources: [ColumnSource] = []
             var kept: Set<String> = []
             var onlyAdds = true
+            var renames: [ColumnRename] = []
+            // Index and constraint names carry attribute names: such an attribute is renamed by
+            // a rebuild, which makes them anew.
+            let indexed = Set((previous.indexes + previous.uniquenessConstraints + entity.indexes + entity.uniquenessConstraints).flatMap { $0 })
             for slot in 0..<entity.storedValueCount {
                 switch entity.storedValue(at: slot) {
                 case .attribute(let attribute):
@@ -94,10 +107,15 @@
                     }
                     kept.insert(savedName)
                     if savedName != attribute.name {
-                        onlyAdds = false
+                        if indexed.contains(savedName) || indexed.contains(attribute.name) || before.isUnique || attribute.isUnique {
+                            onlyAdds = false
+                        } else {
+                            renames.append(ColumnRename(from: savedName, to: attribute.name))
+                        }
                         migration.summary.append("rename \(entity.name).\(savedName) to \(attribute.name)")
                     }
                     if before.type != attribute.type {
+                        onlyAdds = false
                         migration.summary.append("widen \(entity.name).\(attribute.name) from \(before.type) to \(attribute.type)")
                     }
                     if before.isOptional != attribute.isOptional { onlyAdds = false }
@@ -144,7 +162,7 @@
             if constraintsChanged { migration.summary.append("change the uniqueness constraints of \(entity.name)") }
             let added = sources.indices.filter { if case .value = sources[$0] { true } else { false } }
             if dropped.isEmpty, !constraintsChanged, onlyAdds {
-                if !added.isEmpty { migration.tables.append(.addColumns(entity, slots: added)) }
+                if !added.isEmpty || !renames.isEmpty { migration.tables.append(.alter(entity, renames: renames, slots: added)) }
             } else {
                 migration.tables.append(.rebuild(entity, sources: sources))
             }

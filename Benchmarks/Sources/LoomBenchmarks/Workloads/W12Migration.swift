@@ -5,10 +5,11 @@ import Loom
 ///
 /// "add a column": the model gains an optional attribute (Loom: `ALTER TABLE … ADD COLUMN`
 /// inside the open's transaction; raw SQLite: the same statement in a transaction).
-/// "rebuild": the model renames an attribute (`@Attribute(originalName:)`), which Loom migrates
-/// by rebuilding the table (a new table, one `INSERT … SELECT`, the old one dropped, the new
-/// one renamed, its index made again); raw SQLite runs the same steps by hand, which is the
-/// limit. Loom's figure is the whole open (file checks, preflight, migration, pool), on a fresh
+/// "rebuild": the model renames an attribute (`@Attribute(originalName:)`) and makes the optional
+/// `rating` required with a default, which Loom migrates by rebuilding the table (a new table,
+/// one `INSERT … SELECT` with NULLs taking the default, the old one dropped, the new one renamed,
+/// its index made again); raw SQLite runs the same steps by hand, which is the limit. (A rename
+/// alone is done in place, `ALTER TABLE … RENAME COLUMN`, as fast as "add a column".) Loom's figure is the whole open (file checks, preflight, migration, pool), on a fresh
 /// copy of the populated store each round.
 final class Migration: SynchronousWorkload {
     let id = "W12"
@@ -50,9 +51,9 @@ final class Migration: SynchronousWorkload {
                         id INTEGER PRIMARY KEY,
                         serial INTEGER NOT NULL, category INTEGER NOT NULL, quantity INTEGER NOT NULL,
                         score REAL NOT NULL, price REAL NOT NULL, heading TEXT NOT NULL, notes TEXT NOT NULL,
-                        createdAt REAL NOT NULL, rating REAL);
+                        createdAt REAL NOT NULL, rating REAL NOT NULL);
                     INSERT INTO Item_new (id, serial, category, quantity, score, price, heading, notes, createdAt, rating)
-                        SELECT id, serial, category, quantity, score, price, title, notes, createdAt, rating FROM Item;
+                        SELECT id, serial, category, quantity, score, price, title, notes, createdAt, COALESCE(rating, 0) FROM Item;
                     DROP TABLE Item;
                     ALTER TABLE Item_new RENAME TO Item;
                     CREATE INDEX Item_category_score ON Item (category, score);
@@ -106,7 +107,8 @@ enum ItemWithNote {
     }
 }
 
-/// The next model version for "rebuild": ``Item`` with `title` renamed `heading`.
+/// The next model version for "rebuild": ``Item`` with `title` renamed `heading`, and `rating`
+/// required with a default.
 enum ItemRenamed {
     @Model final class Item {
         var serial: Int
@@ -117,7 +119,7 @@ enum ItemRenamed {
         @Attribute(originalName: "title") var heading: String
         var notes: String
         var createdAt: Date
-        var rating: Double?
+        var rating: Double = 0
         #Index<Item>([\.category, \.score])
 
         init(serial: Int) {
