@@ -73,9 +73,10 @@ public macro Attribute(_ options: AttributeOption..., originalName: String? = ni
 /// ```
 ///
 /// Setting either side updates the other at once. Delete rules run when the context processes
-/// pending changes (see ``DeleteRule``).
+/// pending changes (see ``DeleteRule``). `originalName` is the relationship's name in the
+/// previous model version: a store saved with that name keeps its links when migrated.
 @attached(peer)
-public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil) =
+public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, originalName: String? = nil) =
     #externalMacro(module: "LoomMacros", type: "RelationshipMacro")
 
 /// Keeps a stored property of a ``Model()`` class out of the store; it needs an initial value.

@@ -64,10 +64,15 @@ struct PersistentProperty {
             "name: \(StringLiteralExprSyntax(content: name))",
             "valueType: \(type.metatypeOperand).self",
         ]
+        var originalName = self.originalName?.trimmedDescription
         if case .argumentList(let list) = relationship?.arguments {
             for argument in list {
-                guard let label = argument.label?.text, label == "deleteRule" || label == "inverse" else { continue }
-                arguments.append("\(label): \(argument.expression.trimmedDescription)")
+                guard let label = argument.label?.text else { continue }
+                if label == "deleteRule" || label == "inverse" {
+                    arguments.append("\(label): \(argument.expression.trimmedDescription)")
+                } else if label == "originalName" {
+                    originalName = argument.expression.trimmedDescription
+                }
             }
         }
         if isUnique { arguments.append("isUnique: true") }

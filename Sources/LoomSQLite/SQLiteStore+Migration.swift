@@ -50,9 +50,24 @@ extension SQLiteStore {
                 try rebuild(db, entity, sources, sql: sql, path: path)
             }
         }
-        for name in migration.droppedJoinTables { try db.execute(sql: "DROP TABLE \(SQLGenerator.quote(name))") }
+        // A copied table may keep its name (a changed owning side): the saved one moves aside.
+        for copy in migration.copiedJoinTables where copy.from == copy.to.name {
+            try db.execute(sql: "ALTER TABLE \(SQLGenerator.quote(copy.from)) RENAME TO \(SQLGenerator.quote("loom_migrating_\(copy.from)"))")
+            try db.execute(sql: "DROP INDEX IF EXISTS \(SQLGenerator.quote("loom_join_\(copy.from)_target"))")
+        }
         for table in migration.createdJoinTables {
             for statement in sql.createJoinTable(table) { try db.execute(sql: statement) }
+        }
+        for copy in migration.copiedJoinTables {
+            let from = copy.from == copy.to.name ? "loom_migrating_\(copy.from)" : copy.from
+            try db.execute(sql: """
+                INSERT INTO \(SQLGenerator.quote(copy.to.name)) (\(SQLGenerator.quote(JoinTable.sourceColumn)), \(SQLGenerator.quote(JoinTable.targetColumn))) \
+                SELECT \(SQLGenerator.quote(copy.sourceFrom)), \(SQLGenerator.quote(copy.targetFrom)) FROM \(SQLGenerator.quote(from))
+                """)
+            if copy.from == copy.to.name { try db.execute(sql: "DROP TABLE \(SQLGenerator.quote(from))") }
+        }
+        for name in migration.droppedJoinTables where !migration.copiedJoinTables.contains(where: { $0.from == name && $0.to.name == name }) {
+            try db.execute(sql: "DROP TABLE \(SQLGenerator.quote(name))")
         }
         for statement in sql.indexStatements() { try db.execute(sql: statement) }
         let record = try JSONEncoder().encode(schema.record)

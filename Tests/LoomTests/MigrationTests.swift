@@ -335,3 +335,95 @@ struct MigrationTests {
         try await container.close()
     }
 }
+
+/// Relationships of every storage kind, before and after renames.
+enum LibraryRelsV1 {
+    @Model final class Author {
+        var name: String
+        @Relationship(inverse: \Book.author) var books: [Book] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        var author: Author?
+        @Relationship(inverse: \Tag.books) var tags: Set<Tag> = []
+        init(title: String) { self.title = title }
+    }
+
+    @Model final class Tag {
+        var name: String
+        var books: Set<Book> = []
+        init(name: String) { self.name = name }
+    }
+
+    static func schema() throws -> Schema { try Schema([Author.self, Book.self, Tag.self]) }
+}
+
+/// `Author.books` (ordered) renamed `works`, `Book.author` (its to-one inverse) `writer`, and
+/// `Book.tags` (many-to-many, the side that names the join table) `labels`.
+enum LibraryRelsV2 {
+    @Model final class Author {
+        var name: String
+        @Relationship(inverse: \Book.writer, originalName: "books") var works: [Book] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        @Relationship(originalName: "author") var writer: Author?
+        @Relationship(inverse: \Tag.books, originalName: "tags") var labels: Set<Tag> = []
+        init(title: String) { self.title = title }
+    }
+
+    @Model final class Tag {
+        var name: String
+        var books: Set<Book> = []
+        init(name: String) { self.name = name }
+    }
+
+    static func schema() throws -> Schema { try Schema([Author.self, Book.self, Tag.self]) }
+}
+
+@Suite("Inferred migrations: renamed relationships")
+struct RelationshipRenameTests {
+    @Test("Renamed to-one, ordered to-many and many-to-many relationships keep their links, order included")
+    func renamedRelationshipsKeepTheirLinks() async throws {
+        let url = MigrationTests.storeURL()
+        let v1 = PersistentContainer(store: try SQLiteStore(url: url, schema: try LibraryRelsV1.schema()))
+        try await v1.save { context in
+            let ann = LibraryRelsV1.Author(name: "Ann")
+            let books = ["B1", "B2", "B3"].map { LibraryRelsV1.Book(title: $0) }
+            let tags = ["red", "blue"].map { LibraryRelsV1.Tag(name: $0) }
+            context.insert(ann)
+            books.forEach(context.insert)
+            tags.forEach(context.insert)
+            ann.books = [books[1], books[0], books[2]]
+            books[0].tags = [tags[0]]
+            books[1].tags = [tags[0], tags[1]]
+        }
+        try await v1.close()
+        let steps = try SQLiteStore.requiredMigration(forStoreAt: url, schema: try LibraryRelsV2.schema())
+        #expect(steps.contains("rename relationship Book.author to writer"), "\(steps)")
+        #expect(steps.contains("rename relationship Author.books to works"), "\(steps)")
+        #expect(steps.contains("rename relationship Book.tags to labels"), "\(steps)")
+        #expect(!steps.contains { $0.hasPrefix("remove") || $0.hasPrefix("add") }, "\(steps)")
+
+        let v2 = PersistentContainer(store: try SQLiteStore(url: url, schema: try LibraryRelsV2.schema()))
+        let found = try await v2.performBackgroundTask { context in
+            let ann = try #require(try context.fetch(FetchRequest<LibraryRelsV2.Author>()).first)
+            let books = try context.fetch(FetchRequest<LibraryRelsV2.Book>(sortBy: [SortDescriptor(\.title)]))
+            let tags = try context.fetch(FetchRequest<LibraryRelsV2.Tag>(sortBy: [SortDescriptor(\.name)]))
+            return [
+                ann.works.map(\.title).joined(separator: ","),
+                books.map { "\($0.title):\($0.writer?.name ?? "-"):\($0.labels.map(\.name).sorted().joined(separator: "+"))" }.joined(separator: " "),
+                tags.map { "\($0.name):\($0.books.map(\.title).sorted().joined(separator: "+"))" }.joined(separator: " "),
+            ]
+        }
+        try await v2.close()
+        #expect(found == ["B2,B1,B3", "B1:Ann:red B2:Ann:blue+red B3:Ann:", "blue:B2 red:B1+B2"])
+        let tables = try SQLiteStore.contentDump(at: url).filter { $0.hasPrefix("table ") }.map { $0.prefix { $0 != ":" } }
+        #expect(tables.contains("table Z_Book_labels"))
+        #expect(!tables.contains("table Z_Book_tags"))
+    }
+}

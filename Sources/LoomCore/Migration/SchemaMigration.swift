@@ -49,9 +49,20 @@
 
     /// The changes, table by table, in the order to apply them.
     public var tables: [TableChange] = []
-    /// Join tables (many-to-many relationships) to create, and to drop by name.
+    /// Join tables (many-to-many relationships) to create, to fill from a saved one (a renamed
+    /// relationship), and to drop by name, in that order.
     public var createdJoinTables: [JoinTable] = []
+    public var copiedJoinTables: [JoinTableCopy] = []
     public var droppedJoinTables: [String] = []
+
+    /// A join table filled from a saved one: the new table's `Z_SOURCE` from the saved
+    /// `sourceFrom` column, its `Z_TARGET` from `targetFrom`.
+    public struct JoinTableCopy: Sendable {
+        public var from: String
+        public var to: JoinTable
+        public var sourceFrom: String
+        public var targetFrom: String
+    }
     /// What changes, one sentence each, for logs and progress.
     public var summary: [String] = []
 
@@ -126,12 +137,25 @@
                         sources.append(.column(savedName))
                     }
                 case .foreignKey(let relationship), .order(let relationship):
-                    let column = entity.columnName(at: slot)
-                    if let j = previous.relationshipIndex(named: relationship.name) {
+                    if let savedName = savedRelationshipName(relationship, in: previous), let j = previous.relationshipIndex(named: savedName) {
                         let before = old.relationship(j, of: previous)
                         let now = model.relationship(entity.relationshipIndex(named: relationship.name) ?? 0, of: entity)
                         guard before.description.kind == relationship.kind, before.destination.name == now.destination.name else {
                             throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
+                        }
+                        // The saved column of the same kind (key or order) of the saved relationship.
+                        let isOrder = if case .order = entity.storedValue(at: slot) { true } else { false }
+                        let column = (0..<previous.storedValueCount).first { s in
+                            switch previous.storedValue(at: s) {
+                            case .foreignKey(let r): !isOrder && r.name == savedName
+                            case .order(let r): isOrder && r.name == savedName
+                            case .attribute: false
+                            }
+                        }.map(previous.columnName(at:)) ?? entity.columnName(at: slot)
+                        if savedName != relationship.name {
+                            // Its index is named after the relationship: made anew by a rebuild.
+                            onlyAdds = false
+                            if !isOrder { migration.summary.append("rename relationship \(entity.name).\(savedName) to \(relationship.name)") }
                         }
                         kept.insert(column)
                         sources.append(.column(column))
@@ -144,14 +168,17 @@
             // Relationships on both sides must keep their kind and destination, also those
             // stored elsewhere (a to-many by its inverse's key, a many-to-many by a join table).
             for (j, relationship) in entity.relationships.enumerated() {
-                guard let i = previous.relationshipIndex(named: relationship.name) else { continue }
+                guard let savedName = savedRelationshipName(relationship, in: previous), let i = previous.relationshipIndex(named: savedName) else { continue }
                 let before = old.relationship(i, of: previous), now = model.relationship(j, of: entity)
                 if before.description.kind != relationship.kind || before.destination.name != now.destination.name {
                     throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
                 }
             }
-            for relationship in previous.relationships where entity.relationshipIndex(named: relationship.name) == nil {
+            for relationship in previous.relationships where !entity.relationships.contains(where: { savedRelationshipName($0, in: previous) == relationship.name }) {
                 migration.summary.append("remove relationship \(entity.name).\(relationship.name)")
+            }
+            for relationship in entity.relationships where relationship.kind.isToMany && savedRelationshipName(relationship, in: previous).map({ $0 != relationship.name }) == true {
+                migration.summary.append("rename relationship \(entity.name).\(relationship.originalName ?? "") to \(relationship.name)")
             }
             let previousColumns = (0..<previous.storedValueCount).map(previous.columnName(at:))
             let dropped = previousColumns.filter { !kept.contains($0) }
@@ -171,10 +198,30 @@
             migration.tables.append(.drop(entity.name))
             migration.summary.append("remove entity \(entity.name)")
         }
+        // Join tables: a many-to-many relationship renamed on its owning side (or whose owning
+        // side changes with a rename) gets a new table, filled from the saved one.
         let oldJoins = Set(old.joinTables.map(\.name)), newJoins = Set(model.joinTables.map(\.name))
-        migration.createdJoinTables = model.joinTables.filter { !oldJoins.contains($0.name) }
-        migration.droppedJoinTables = old.joinTables.map(\.name).filter { !newJoins.contains($0) }
+        for entity in model.entities {
+            guard let previous = old.entity(named: entity.name) else { continue }
+            for now in model.relationships(of: entity) {
+                guard case .joinTable(let table, let own, _) = now.storage, own == JoinTable.sourceColumn,
+                      let savedName = savedRelationshipName(now.description, in: previous),
+                      let i = previous.relationshipIndex(named: savedName),
+                      case .joinTable(let savedTable, let savedOwn, let savedOther) = old.relationship(i, of: previous).storage
+                else { continue }
+                if savedTable.name == table.name && savedOwn == own { continue }
+                migration.copiedJoinTables.append(JoinTableCopy(from: savedTable.name, to: table, sourceFrom: savedOwn, targetFrom: savedOther))
+            }
+        }
+        let copied = Set(migration.copiedJoinTables.map(\.to.name))
+        migration.createdJoinTables = model.joinTables.filter { !oldJoins.contains($0.name) || copied.contains($0.name) }
+        migration.droppedJoinTables = old.joinTables.map(\.name).filter { !newJoins.contains($0) || copied.contains($0) }
         return migration
+    }
+
+    /// The name `relationship` has in the saved entity: its own, or its original name.
+    static func savedRelationshipName(_ relationship: RelationshipDescription, in previous: EntityDescription) -> String? {
+        [relationship.name, relationship.originalName].compactMap { $0 }.first { previous.relationshipIndex(named: $0) != nil }
     }
 
     /// Whether every value of type `from` is read back unchanged as a `to`.

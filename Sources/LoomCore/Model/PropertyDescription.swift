@@ -35,33 +35,33 @@ public enum PropertyDescription: Sendable {
     /// (nullify) and the inverse named by the other side.
     public static func property<M: PersistentModel>(
         name: String, valueType: M?.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> M?)? = nil
+        defaultValue: (@Sendable () -> M?)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .toOne, isOptional: true, isUnique: isUnique, deleteRule: .nullify, inverse: nil))
+        .relationship(make(name, M.self, .toOne, isOptional: true, isUnique: isUnique, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }
 
     /// A required to-one relationship (`var author: Author`): it must be set before a save.
     public static func property<M: PersistentModel>(
         name: String, valueType: M.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> M)? = nil
+        defaultValue: (@Sendable () -> M)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .toOne, isOptional: false, isUnique: isUnique, deleteRule: .nullify, inverse: nil))
+        .relationship(make(name, M.self, .toOne, isOptional: false, isUnique: isUnique, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }
 
     /// A to-many relationship without order (`var books: Set<Book>`).
     public static func property<M: PersistentModel>(
         name: String, valueType: Set<M>.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> Set<M>)? = nil
+        defaultValue: (@Sendable () -> Set<M>)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .toMany, isOptional: true, isUnique: false, deleteRule: .nullify, inverse: nil))
+        .relationship(make(name, M.self, .toMany, isOptional: true, isUnique: false, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }
 
     /// An ordered to-many relationship (`var chapters: [Chapter]`).
     public static func property<M: PersistentModel>(
         name: String, valueType: [M].Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> [M])? = nil
+        defaultValue: (@Sendable () -> [M])? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .orderedToMany, isOptional: true, isUnique: false, deleteRule: .nullify, inverse: nil))
+        .relationship(make(name, M.self, .orderedToMany, isOptional: true, isUnique: false, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }
 
     // MARK: @Relationship properties
@@ -69,47 +69,47 @@ public enum PropertyDescription: Sendable {
     /// An optional to-one relationship declared with `@Relationship`.
     public static func relationship<M: PersistentModel>(
         name: String, valueType: M?.Type, deleteRule: DeleteRule = .nullify, inverse: PartialKeyPath<M>? = nil,
-        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> M?)? = nil
+        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> M?)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .toOne, isOptional: true, isUnique: isUnique, deleteRule: deleteRule, inverse: inverse))
+        .relationship(make(name, M.self, .toOne, isOptional: true, isUnique: isUnique, deleteRule: deleteRule, inverse: inverse, originalName: originalName))
     }
 
     /// A required to-one relationship declared with `@Relationship`.
     public static func relationship<M: PersistentModel>(
         name: String, valueType: M.Type, deleteRule: DeleteRule = .nullify, inverse: PartialKeyPath<M>? = nil,
-        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> M)? = nil
+        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> M)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .toOne, isOptional: false, isUnique: isUnique, deleteRule: deleteRule, inverse: inverse))
+        .relationship(make(name, M.self, .toOne, isOptional: false, isUnique: isUnique, deleteRule: deleteRule, inverse: inverse, originalName: originalName))
     }
 
     /// A to-many relationship declared with `@Relationship`.
     public static func relationship<M: PersistentModel>(
         name: String, valueType: Set<M>.Type, deleteRule: DeleteRule = .nullify, inverse: PartialKeyPath<M>? = nil,
-        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> Set<M>)? = nil
+        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> Set<M>)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .toMany, isOptional: true, isUnique: false, deleteRule: deleteRule, inverse: inverse))
+        .relationship(make(name, M.self, .toMany, isOptional: true, isUnique: false, deleteRule: deleteRule, inverse: inverse, originalName: originalName))
     }
 
     /// An ordered to-many relationship declared with `@Relationship`.
     public static func relationship<M: PersistentModel>(
         name: String, valueType: [M].Type, deleteRule: DeleteRule = .nullify, inverse: PartialKeyPath<M>? = nil,
-        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> [M])? = nil
+        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> [M])? = nil, originalName: String? = nil
     ) -> PropertyDescription {
-        .relationship(make(name, M.self, .orderedToMany, isOptional: true, isUnique: false, deleteRule: deleteRule, inverse: inverse))
+        .relationship(make(name, M.self, .orderedToMany, isOptional: true, isUnique: false, deleteRule: deleteRule, inverse: inverse, originalName: originalName))
     }
 
     /// `@Relationship` on a property whose type is not a model: a compile-time error.
     @available(*, unavailable, message: "@Relationship needs a property typed with a @Model class: Author?, Author, Set<Book> or [Book]")
     public static func relationship<T>(
         name: String, valueType: T.Type, deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil,
-        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> T)? = nil
+        isUnique: Bool = false, isIndexed: Bool = false, defaultValue: (@Sendable () -> T)? = nil, originalName: String? = nil
     ) -> PropertyDescription {
         fatalError("unavailable")
     }
 
     private static func make<M: PersistentModel>(
         _ name: String, _: M.Type, _ kind: RelationshipDescription.Kind, isOptional: Bool, isUnique: Bool,
-        deleteRule: DeleteRule, inverse: PartialKeyPath<M>?
+        deleteRule: DeleteRule, inverse: PartialKeyPath<M>?, originalName: String?
     ) -> RelationshipDescription {
         var inverseName: String?
         var problem: String?
@@ -123,6 +123,6 @@ public enum PropertyDescription: Sendable {
         }
         return RelationshipDescription(
             name: name, destination: .model(ModelTypeBox(type: M.self)), kind: kind, inverse: inverseName,
-            deleteRule: deleteRule, isOptional: isOptional, isUnique: isUnique, problem: problem)
+            deleteRule: deleteRule, isOptional: isOptional, isUnique: isUnique, originalName: originalName, problem: problem)
     }
 }

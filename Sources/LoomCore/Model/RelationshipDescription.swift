@@ -58,6 +58,9 @@ public struct RelationshipDescription: Sendable {
     /// The name of the inverse relationship in the destination entity, when this side names it.
     /// `nil` when the other side names this one as its inverse.
     public let inverseName: String?
+    /// The relationship's name in the previous model version, when it was renamed
+    /// (`@Relationship(originalName:)`): a store saved with that name keeps its links.
+    public let originalName: String?
     let destination: Destination
     /// A mistake found while describing the relationship, reported by ``Schema``.
     let problem: String?
@@ -78,18 +81,20 @@ public struct RelationshipDescription: Sendable {
     ///   - deleteRule: what deleting an object does to the objects it relates to.
     ///   - isOptional: for a to-one, whether `nil` is allowed at save.
     ///   - isUnique: for a to-one, whether two objects may not share a destination.
+    ///   - originalName: its name in the previous model version, if it was renamed.
     public init(
         name: String, destination: String, kind: Kind, inverse: String?, deleteRule: DeleteRule = .nullify,
-        isOptional: Bool = true, isUnique: Bool = false
+        isOptional: Bool = true, isUnique: Bool = false, originalName: String? = nil
     ) {
         self.init(name: name, destination: .named(destination), kind: kind, inverse: inverse, deleteRule: deleteRule,
-                  isOptional: isOptional, isUnique: isUnique, problem: nil)
+                  isOptional: isOptional, isUnique: isUnique, originalName: originalName, problem: nil)
     }
 
     init(
         name: String, destination: Destination, kind: Kind, inverse: String?, deleteRule: DeleteRule,
-        isOptional: Bool, isUnique: Bool, problem: String?
+        isOptional: Bool, isUnique: Bool, originalName: String? = nil, problem: String?
     ) {
+        self.originalName = originalName
         self.name = name
         self.destination = destination
         self.kind = kind
