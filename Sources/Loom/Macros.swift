@@ -31,6 +31,17 @@ public import LoomCore
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
 
+/// ``Model()`` for a class whose entity had another name in the previous model version: a store
+/// saved with `originalName` keeps its objects (and their links) when migrated.
+///
+/// ```swift
+/// @Model(originalName: "Item") final class Product { var name: String; init(name: String) { self.name = name } }
+/// ```
+@attached(member, names: named(_loomSlot), named(_loomBacking), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(memberAttribute)
+@attached(extension, conformances: PersistentModel, Hashable)
+public macro Model(originalName: String) = #externalMacro(module: "LoomMacros", type: "ModelMacro")
+
 /// Stores a property of a ``Model()`` class in its object backing; `@Model` writes it, you don't.
 ///
 /// `index` is the property's place among the persistent properties of its class, in

@@ -31,6 +31,8 @@ struct ModelDeclaration {
 
     /// The names of each `#Index` index, in declaration order.
     private(set) var indexes: [[String]] = []
+    /// `@Model(originalName: "…")`: the entity's name in the previous model version, as written.
+    var originalName: ExprSyntax?
 
     /// The mistakes found in the class body.
     private(set) var diagnostics: [Diagnostic] = []

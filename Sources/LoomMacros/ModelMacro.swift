@@ -28,7 +28,10 @@ extension ModelMacro: MemberMacro {
             context.diagnose(Diagnostic(node: node, message: LoomDiagnostic.notAClass))
             return []
         }
-        let model = ModelDeclaration(classDeclaration)
+        var model = ModelDeclaration(classDeclaration)
+        if case .argumentList(let arguments) = node.arguments {
+            model.originalName = arguments.first { $0.label?.text == "originalName" }?.expression.trimmed
+        }
         for diagnostic in model.diagnostics {
             context.diagnose(diagnostic)
         }
@@ -116,6 +119,9 @@ extension ModelDeclaration {
         }
         if !indexes.isEmpty {
             arguments.append("indexes: \(Self.arrayLiteral(indexes))")
+        }
+        if let originalName {
+            arguments.append("originalName: \(originalName)")
         }
         let argumentList = arguments.map { "    \($0)" }.joined(separator: ",\n")
         return """

@@ -46,8 +46,11 @@ extension SQLiteStore {
                 for slot in slots {
                     try db.execute(sql: "ALTER TABLE \(SQLGenerator.quote(entity.name)) ADD COLUMN \(sql.columnDefinition(entity, slot))")
                 }
-            case .rebuild(let entity, let sources):
-                try rebuild(db, entity, sources, sql: sql, path: path)
+            case .rebuild(let entity, let sources, let from):
+                try rebuild(db, entity, sources, from: from, sql: sql, path: path)
+                if from != entity.name {
+                    try db.execute(sql: "UPDATE loom_keys SET entity = ? WHERE entity = ?", arguments: [entity.name, from])
+                }
             }
         }
         // A copied table may keep its name (a changed owning side): the saved one moves aside.
@@ -76,8 +79,8 @@ extension SQLiteStore {
     }
 
     /// Makes `entity`'s table anew and fills it from the saved one.
-    private static func rebuild(_ db: Database, _ entity: EntityDescription, _ sources: [SchemaMigration.ColumnSource], sql: SQLGenerator, path: String) throws {
-        let table = SQLGenerator.quote(entity.name), building = SQLGenerator.quote("loom_migrating_\(entity.name)")
+    private static func rebuild(_ db: Database, _ entity: EntityDescription, _ sources: [SchemaMigration.ColumnSource], from: String, sql: SQLGenerator, path: String) throws {
+        let table = SQLGenerator.quote(from), building = SQLGenerator.quote("loom_migrating_\(entity.name)")
         try db.execute(sql: sql.createTable(entity, named: "loom_migrating_\(entity.name)"))
         var columns = ["\"Z_PK\"", "\"Z_OPT\""], selected = ["\"Z_PK\"", "\"Z_OPT\""]
         var arguments: [DatabaseValue] = []
@@ -102,7 +105,7 @@ extension SQLiteStore {
             throw try missingValues(db, entity, sources, table: table, path: path, underlying: error)
         }
         try db.execute(sql: "DROP TABLE \(table)")
-        try db.execute(sql: "ALTER TABLE \(building) RENAME TO \(table)")
+        try db.execute(sql: "ALTER TABLE \(building) RENAME TO \(SQLGenerator.quote(entity.name))")
         for (statement, constraint) in zip(sql.uniqueIndexStatements(entity), entity.uniquenessConstraints) {
             do {
                 try db.execute(sql: statement)

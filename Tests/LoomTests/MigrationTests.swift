@@ -385,7 +385,32 @@ enum LibraryRelsV2 {
     static func schema() throws -> Schema { try Schema([Author.self, Book.self, Tag.self]) }
 }
 
-@Suite("Inferred migrations: renamed relationships")
+/// V2 with entities renamed: `Author` → `Writer`, and `Tag` → `Audience`, which now sorts
+/// before `Book` and so names the many-to-many's join table from its side.
+enum LibraryRelsV3 {
+    @Model(originalName: "Author") final class Writer {
+        var name: String
+        @Relationship(inverse: \Book.writer) var works: [Book] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        var writer: Writer?
+        @Relationship(inverse: \Audience.books) var labels: Set<Audience> = []
+        init(title: String) { self.title = title }
+    }
+
+    @Model(originalName: "Tag") final class Audience {
+        var name: String
+        var books: Set<Book> = []
+        init(name: String) { self.name = name }
+    }
+
+    static func schema() throws -> Schema { try Schema([Writer.self, Book.self, Audience.self]) }
+}
+
+@Suite("Inferred migrations: renamed relationships and entities")
 struct RelationshipRenameTests {
     @Test("Renamed to-one, ordered to-many and many-to-many relationships keep their links, order included")
     func renamedRelationshipsKeepTheirLinks() async throws {
@@ -425,5 +450,38 @@ struct RelationshipRenameTests {
         let tables = try SQLiteStore.contentDump(at: url).filter { $0.hasPrefix("table ") }.map { $0.prefix { $0 != ":" } }
         #expect(tables.contains("table Z_Book_labels"))
         #expect(!tables.contains("table Z_Book_tags"))
+
+        // Then the entities renamed: their objects, keys and links kept.
+        let renames = try SQLiteStore.requiredMigration(forStoreAt: url, schema: try LibraryRelsV3.schema())
+        #expect(renames.contains("rename entity Author to Writer"), "\(renames)")
+        #expect(renames.contains("rename entity Tag to Audience"), "\(renames)")
+        #expect(!renames.contains { $0.hasPrefix("remove") || $0.hasPrefix("add") }, "\(renames)")
+        let v3 = PersistentContainer(store: try SQLiteStore(url: url, schema: try LibraryRelsV3.schema()))
+        let again = try await v3.save { context in
+            let writer = try #require(try context.fetch(FetchRequest<LibraryRelsV3.Writer>()).first)
+            let books = try context.fetch(FetchRequest<LibraryRelsV3.Book>(sortBy: [SortDescriptor(\.title)]))
+            let audiences = try context.fetch(FetchRequest<LibraryRelsV3.Audience>(sortBy: [SortDescriptor(\.name)]))
+            // New objects take keys after the saved ones.
+            let newcomer = LibraryRelsV3.Audience(name: "green")
+            context.insert(newcomer)
+            books[2].labels.insert(newcomer)
+            return [
+                writer.works.map(\.title).joined(separator: ","),
+                books.map { "\($0.title):\($0.writer?.name ?? "-"):\($0.labels.map(\.name).sorted().joined(separator: "+"))" }.joined(separator: " "),
+                audiences.map { "\($0.name):\($0.books.map(\.title).sorted().joined(separator: "+"))" }.joined(separator: " "),
+                "\(writer.objectID.erased.primaryKey)",
+            ]
+        }
+        #expect(again == ["B2,B1,B3", "B1:Ann:red B2:Ann:blue+red B3:Ann:green", "blue:B2 red:B1+B2", "1"])
+        let audiences = try await v3.performBackgroundTask { context in
+            try context.fetch(FetchRequest<LibraryRelsV3.Audience>(sortBy: [SortDescriptor(\.name)])).map { ($0.name, $0.objectID.erased.primaryKey) }
+        }
+        // The saved keys kept; the key allocator's position moved with the entity (a new object
+        // does not take a saved key).
+        #expect(audiences.map(\.0) == ["blue", "green", "red"])
+        #expect(audiences[0].1 == 2 && audiences[2].1 == 1 && audiences[1].1 > 2)
+        try await v3.close()
+        let renamedTables = try SQLiteStore.contentDump(at: url).filter { $0.hasPrefix("table ") }.map { String($0.prefix { $0 != ":" }) }
+        #expect(renamedTables.sorted() == ["table Audience", "table Book", "table Writer", "table Z_Audience_books", "table loom_keys", "table loom_metadata"])
     }
 }

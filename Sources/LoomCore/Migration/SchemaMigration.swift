@@ -4,7 +4,9 @@
 ///
 /// Inferred: entities added and removed; attributes added (optional, or required with a
 /// default; existing rows take the default), removed, and renamed
-/// (``AttributeDescription/originalName``; in place unless indexed or unique); optional ↔ required
+/// (``AttributeDescription/originalName``; in place unless indexed or unique); relationships and
+/// entities renamed (``RelationshipDescription/originalName``, ``EntityDescription/originalName``);
+/// optional ↔ required
 /// (a required attribute with a default takes it where the store holds NULL); integer widening
 /// (16 → 32 → 64 bits) and `Float` → `Double`; to-one and to-many relationships added and
 /// removed; uniqueness constraints added and removed. Anything else (a narrowing type change, a
@@ -42,9 +44,10 @@
         /// orders): renamed and added in place, without touching the rows (`renames`: saved
         /// column name, new one; `slots`: the model entity's slots of the new columns).
         case alter(EntityDescription, renames: [ColumnRename], slots: [Int])
-        /// Anything else: the table is made anew from the model and filled from the saved one,
-        /// one source per stored slot of the model's entity.
-        case rebuild(EntityDescription, sources: [ColumnSource])
+        /// Anything else: the table is made anew from the model and filled from the saved one
+        /// (`from`: the entity's saved name, which differs when it was renamed), one source per
+        /// stored slot of the model's entity.
+        case rebuild(EntityDescription, sources: [ColumnSource], from: String)
     }
 
     /// The changes, table by table, in the order to apply them.
@@ -85,12 +88,25 @@
                 "The store\(path.map { " at \($0)" } ?? "") was made with an older model, and the change cannot be inferred: \(reason). All differences: \(differences.joined(separator: "; ")).",
                 path: path)
         }
+        // Entities renamed (`@Model(originalName:)`): saved name → model name.
+        var renamed: [String: String] = [:]
+        for entity in model.entities where old.entity(named: entity.name) == nil {
+            if let original = entity.originalName, old.entity(named: original) != nil, model.entity(named: original) == nil {
+                renamed[original] = entity.name
+            }
+        }
+        func savedEntity(_ entity: EntityDescription) -> EntityDescription? {
+            old.entity(named: entity.name) ?? renamed.first { $0.value == entity.name }.flatMap { old.entity(named: $0.key) }
+        }
+        /// A saved entity's name in the model.
+        func current(_ name: String) -> String { renamed[name] ?? name }
         for entity in model.entities {
-            guard let previous = old.entity(named: entity.name) else {
+            guard let previous = savedEntity(entity) else {
                 migration.tables.append(.create(entity))
                 migration.summary.append("add entity \(entity.name)")
                 continue
             }
+            if previous.name != entity.name { migration.summary.append("rename entity \(previous.name) to \(entity.name)") }
             var sources: [ColumnSource] = []
             var kept: Set<String> = []
             var onlyAdds = true
@@ -140,7 +156,7 @@
                     if let savedName = savedRelationshipName(relationship, in: previous), let j = previous.relationshipIndex(named: savedName) {
                         let before = old.relationship(j, of: previous)
                         let now = model.relationship(entity.relationshipIndex(named: relationship.name) ?? 0, of: entity)
-                        guard before.description.kind == relationship.kind, before.destination.name == now.destination.name else {
+                        guard before.description.kind == relationship.kind, current(before.destination.name) == now.destination.name else {
                             throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
                         }
                         // The saved column of the same kind (key or order) of the saved relationship.
@@ -170,7 +186,7 @@
             for (j, relationship) in entity.relationships.enumerated() {
                 guard let savedName = savedRelationshipName(relationship, in: previous), let i = previous.relationshipIndex(named: savedName) else { continue }
                 let before = old.relationship(i, of: previous), now = model.relationship(j, of: entity)
-                if before.description.kind != relationship.kind || before.destination.name != now.destination.name {
+                if before.description.kind != relationship.kind || current(before.destination.name) != now.destination.name {
                     throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
                 }
             }
@@ -188,13 +204,14 @@
             let constraintsChanged = Set(previous.uniquenessConstraints.map { $0.sorted() }) != Set(entity.uniquenessConstraints.map { $0.sorted() })
             if constraintsChanged { migration.summary.append("change the uniqueness constraints of \(entity.name)") }
             let added = sources.indices.filter { if case .value = sources[$0] { true } else { false } }
-            if dropped.isEmpty, !constraintsChanged, onlyAdds {
+            // A renamed entity is rebuilt: its indexes are named after it.
+            if dropped.isEmpty, !constraintsChanged, onlyAdds, previous.name == entity.name {
                 if !added.isEmpty || !renames.isEmpty { migration.tables.append(.alter(entity, renames: renames, slots: added)) }
             } else {
-                migration.tables.append(.rebuild(entity, sources: sources))
+                migration.tables.append(.rebuild(entity, sources: sources, from: previous.name))
             }
         }
-        for entity in old.entities where model.entity(named: entity.name) == nil {
+        for entity in old.entities where model.entity(named: entity.name) == nil && renamed[entity.name] == nil {
             migration.tables.append(.drop(entity.name))
             migration.summary.append("remove entity \(entity.name)")
         }
@@ -202,7 +219,7 @@
         // side changes with a rename) gets a new table, filled from the saved one.
         let oldJoins = Set(old.joinTables.map(\.name)), newJoins = Set(model.joinTables.map(\.name))
         for entity in model.entities {
-            guard let previous = old.entity(named: entity.name) else { continue }
+            guard let previous = savedEntity(entity) else { continue }
             for now in model.relationships(of: entity) {
                 guard case .joinTable(let table, let own, _) = now.storage, own == JoinTable.sourceColumn,
                       let savedName = savedRelationshipName(now.description, in: previous),

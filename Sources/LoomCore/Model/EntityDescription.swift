@@ -20,6 +20,9 @@
 public final class EntityDescription: Sendable, CustomStringConvertible {
     /// The entity name; also its table name.
     public let name: String
+    /// The entity's name in the previous model version, when it was renamed
+    /// (`@Model(originalName:)`): a store saved with that name keeps its objects.
+    public let originalName: String?
     /// The stored attributes, in declaration order (their positions are fixed).
     public let attributes: [AttributeDescription]
     /// The relationships, in declaration order.
@@ -55,19 +58,24 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     /// Creates an entity description from attributes and relationships.
     public convenience init(
         name: String, modelType: (any PersistentModel.Type)?, attributes: [AttributeDescription],
-        relationships: [RelationshipDescription] = [], uniquenessConstraints: [[String]] = [], indexes: [[String]] = []
+        relationships: [RelationshipDescription] = [], uniquenessConstraints: [[String]] = [], indexes: [[String]] = [],
+        originalName: String? = nil
     ) {
         self.init(name: name, modelType: modelType,
                   properties: attributes.map(PropertyDescription.attribute) + relationships.map(PropertyDescription.relationship),
-                  uniquenessConstraints: uniquenessConstraints, indexes: indexes)
+                  uniquenessConstraints: uniquenessConstraints, indexes: indexes, originalName: originalName)
     }
 
     /// Creates an entity description from its properties in declaration order; what `@Model`
     /// generates.
+    ///
+    /// - Parameter originalName: the entity's name in the previous model version, if it was
+    ///   renamed (`@Model(originalName:)`).
     public init(
         name: String, modelType: (any PersistentModel.Type)?, properties: [PropertyDescription],
-        uniquenessConstraints: [[String]] = [], indexes: [[String]] = []
+        uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], originalName: String? = nil
     ) {
+        self.originalName = originalName
         var attributes: [AttributeDescription] = []
         var relationships: [RelationshipDescription] = []
         var table: [Int] = []
