@@ -52,8 +52,8 @@ enum SplitNames {
     struct Failure: Error {}
 
     @Sendable static func split(_ people: [PeopleV1.Person], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws {
-        for person in people {
-            let migrated = try new.migratedObject(person, as: PeopleV2.Person.self)
+        // One fetch for the chunk's new objects (migratedObject(_:as:) fetches one by one).
+        for (person, migrated) in zip(people, try new.migratedObjects(people, as: PeopleV2.Person.self)) {
             let parts = person.fullName.split(separator: " ", maxSplits: 1)
             migrated.firstName = String(parts.first ?? "")
             migrated.lastName = parts.count > 1 ? String(parts[1]) : ""
@@ -79,6 +79,28 @@ enum StrictPeoplePlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self] }
     static var stages: [MigrationStage] {
         [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV2.self, transforming: PeopleV1.Person.self, transform: SplitNames.split)]
+    }
+}
+
+/// V2 with `firstName` required and without a default: the tables cannot be migrated.
+enum PeopleV2WithoutDefault: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Person.self] }
+
+    @Model final class Person {
+        var firstName: String
+        var age: Int
+        init(firstName: String, age: Int) {
+            self.firstName = firstName
+            self.age = age
+        }
+    }
+}
+
+enum UnmigratablePeoplePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2WithoutDefault.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV2WithoutDefault.self, transforming: PeopleV1.Person.self, allowsDataLoss: true) { _, _, _ in }]
     }
 }
 
@@ -143,6 +165,20 @@ struct TransformMigrationTests {
         #expect(error?.code == .migrationFailed)
         #expect(error?.entityName == "Note")
         #expect(error?.message.contains("drops entity Note, which holds 3 objects") == true, "\(error?.message ?? "")")
+        #expect(try SQLiteStore.contentDump(at: url) == before)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-migration-source"))
+    }
+
+    @Test("A transform stage whose tables cannot be migrated fails naming the attribute, leaves the store as it was and removes its copy")
+    func tablesThatCannotBeMigrated() async throws {
+        let url = TemporaryDirectory.make().appending(path: "people.loom")
+        try await Self.makeV1Store(at: url, people: 10)
+        let before = try SQLiteStore.contentDump(at: url)
+        let error = await #expect(throws: LoomError.self) {
+            _ = try await PersistentContainer(name: "people", for: PeopleV2WithoutDefault.self, migrationPlan: UnmigratablePeoplePlan.self, location: .file(url))
+        }
+        #expect(error?.code == .migrationFailed)
+        #expect(error?.attributeNames == ["firstName"])
         #expect(try SQLiteStore.contentDump(at: url) == before)
         #expect(!FileManager.default.fileExists(atPath: url.path + "-migration-source"))
     }

@@ -210,8 +210,12 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                 guard let k = versions.firstIndex(where: { $0.hash == state.record.versionHash }) else {
                     throw unknownVersion(state.record, versions, path: location.path)
                 }
-                if stageCount == 0 { stageCount = versions.count - 1 - k }
                 let step = Step(state.metadata[stepKey])
+                if stageCount == 0 {
+                    // A stage left half-done (a pending didMigrate or transform) counts too.
+                    let resumes = step.map { $0.to == versions[k].identifier && $0.state != .willMigrateDone } ?? false
+                    stageCount = versions.count - 1 - k + (resumes ? 1 : 0)
+                }
                 if let step, step.state == .didMigratePending, step.to == versions[k].identifier, k > 0,
                    case .custom(_, _, _, let didMigrate?) = stages[k - 1] {
                     report(stages[k - 1], "didMigrate", within: 0.6)
@@ -247,7 +251,14 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     _ = try location.makeSnapshot()
                     report(stage, "tables", within: 0.1)
                     let marker = Step(from: from.identifier, to: to.identifier, state: .transforming, cursor: 0).text
-                    try location.open(schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: marker]).close()
+                    let migrated: any PersistentStore
+                    do {
+                        migrated = try location.open(schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: marker])
+                    } catch {
+                        location.removeSnapshot()   // the store is still the old version
+                        throw error
+                    }
+                    try migrated.close()
                     continue
                 }
                 var didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?
