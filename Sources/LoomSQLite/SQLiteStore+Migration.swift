@@ -30,7 +30,18 @@ extension SQLiteStore {
         return try SchemaMigration.infer(from: saved, to: schema, path: url.path).summary
     }
 
-    static func migrate(_ db: Database, _ migration: SchemaMigration, to schema: Schema, sql: SQLGenerator, path: String) throws {
+    static func migrate(
+        _ db: Database, _ migration: SchemaMigration, to schema: Schema, sql: SQLGenerator, path: String, progress: TableMigrationProgress? = nil
+    ) throws {
+        // With a progress report: the rows every rebuild copies, for the fraction done.
+        var copying: RebuildProgress?
+        if let progress {
+            var total = 0
+            for case .rebuild(_, _, let from) in migration.tables {
+                total += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SQLGenerator.quote(from))") ?? 0
+            }
+            copying = RebuildProgress(report: progress, total: total)
+        }
         for change in migration.tables {
             switch change {
             case .create(let entity):
@@ -47,7 +58,7 @@ extension SQLiteStore {
                     try db.execute(sql: "ALTER TABLE \(SQLGenerator.quote(entity.name)) ADD COLUMN \(sql.columnDefinition(entity, slot))")
                 }
             case .rebuild(let entity, let sources, let from):
-                try rebuild(db, entity, sources, from: from, sql: sql, path: path)
+                try rebuild(db, entity, sources, from: from, sql: sql, path: path, progress: &copying)
                 if from != entity.name {
                     try db.execute(sql: "UPDATE loom_keys SET entity = ? WHERE entity = ?", arguments: [entity.name, from])
                 }
@@ -79,7 +90,19 @@ extension SQLiteStore {
     }
 
     /// Makes `entity`'s table anew and fills it from the saved one.
-    private static func rebuild(_ db: Database, _ entity: EntityDescription, _ sources: [SchemaMigration.ColumnSource], from: String, sql: SQLGenerator, path: String) throws {
+    /// Rows copied so far by the rebuilds of one migration, and where to report them.
+    struct RebuildProgress {
+        let report: TableMigrationProgress
+        let total: Int
+        var copied = 0
+        /// Rows per `INSERT … SELECT`: about 1% of the migration, at least 10,000.
+        var chunk: Int { max(10_000, total / 100) }
+    }
+
+    private static func rebuild(
+        _ db: Database, _ entity: EntityDescription, _ sources: [SchemaMigration.ColumnSource], from: String, sql: SQLGenerator, path: String,
+        progress: inout RebuildProgress?
+    ) throws {
         let table = SQLGenerator.quote(from), building = SQLGenerator.quote("loom_migrating_\(entity.name)")
         try db.execute(sql: sql.createTable(entity, named: "loom_migrating_\(entity.name)"))
         var columns = ["\"Z_PK\"", "\"Z_OPT\""], selected = ["\"Z_PK\"", "\"Z_OPT\""]
@@ -97,10 +120,26 @@ extension SQLiteStore {
                 arguments.append(value.databaseValue)
             }
         }
+        let copy = "INSERT INTO \(building) (\(columns.joined(separator: ", "))) SELECT \(selected.joined(separator: ", ")) FROM \(table)"
         do {
-            try db.execute(
-                sql: "INSERT INTO \(building) (\(columns.joined(separator: ", "))) SELECT \(selected.joined(separator: ", ")) FROM \(table)",
-                arguments: StatementArguments(arguments))
+            if var report = progress {
+                // In key order, a chunk at a time, reporting after each.
+                let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+                var done = 0, last: Int64 = 0
+                report.report(entity.name, 0, rows, report.total == 0 ? 1 : Double(report.copied) / Double(report.total))
+                while done < rows {
+                    try db.execute(sql: copy + " WHERE \"Z_PK\" > ? ORDER BY \"Z_PK\" LIMIT ?", arguments: StatementArguments(arguments + [last.databaseValue, report.chunk.databaseValue]))
+                    let changed = db.changesCount
+                    if changed == 0 { break }
+                    done += changed
+                    report.copied += changed
+                    last = try Int64.fetchOne(db, sql: "SELECT MAX(\"Z_PK\") FROM \(building)") ?? last
+                    report.report(entity.name, done, rows, report.total == 0 ? 1 : Double(report.copied) / Double(report.total))
+                }
+                progress = report
+            } else {
+                try db.execute(sql: copy, arguments: StatementArguments(arguments))
+            }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_NOTNULL {
             throw try missingValues(db, entity, sources, table: table, path: path, underlying: error)
         }

@@ -27,8 +27,8 @@ extension SQLiteStore {
             return try SQLiteStore.savedState(at: url)
         }
 
-        public func open(schema: Schema, metadata: [String: String?]) throws(LoomError) -> any PersistentStore {
-            try SQLiteStore(url: url, schema: schema, options: options, metadata: metadata)
+        public func open(schema: Schema, metadata: [String: String?], progress: TableMigrationProgress?) throws(LoomError) -> any PersistentStore {
+            try SQLiteStore(url: url, schema: schema, options: options, metadata: metadata, migrationProgress: progress)
         }
 
         public func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError) {

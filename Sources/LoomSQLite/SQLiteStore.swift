@@ -86,8 +86,11 @@ public final class SQLiteStore: PersistentStore {
 
     /// Opens the store as ``init(url:schema:options:)`` does, and writes `metadata` into
     /// `loom_metadata` in the transaction that creates or migrates it (a `nil` value removes its
-    /// key; a value already saved is not written again).
-    @_spi(LoomStore) public init(url: URL, schema: Schema, options: Options = Options(), metadata: [String: String?]) throws(LoomError) {
+    /// key; a value already saved is not written again), reporting a migration's table rebuilds
+    /// to `migrationProgress` as they fill.
+    @_spi(LoomStore) public init(
+        url: URL, schema: Schema, options: Options = Options(), metadata: [String: String?], migrationProgress: TableMigrationProgress? = nil
+    ) throws(LoomError) {
         self.url = url
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
@@ -122,7 +125,7 @@ public final class SQLiteStore: PersistentStore {
             throw SQLiteStore.openError(error, path: path)
         }
         do {
-            identifier = try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path, metadata: metadata)
+            identifier = try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path, metadata: metadata, progress: migrationProgress)
         } catch {
             try? pool.close()
             throw error
@@ -181,14 +184,16 @@ public final class SQLiteStore: PersistentStore {
 
     /// Creates Loom's tables in a new file, or checks an existing store against the model.
     /// Returns the store's UUID.
-    static func bootstrap(_ pool: DatabasePool, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?]) throws(LoomError) -> UUID {
+    static func bootstrap(
+        _ pool: DatabasePool, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?], progress: TableMigrationProgress?
+    ) throws(LoomError) -> UUID {
         do {
             // IMMEDIATE: of several processes opening an outdated store at once, one migrates
             // while the others wait for its commit, then find the store migrated.
             return try pool.writeWithoutTransaction { db -> UUID in
                 var id: UUID?
                 try db.inTransaction(.immediate) {
-                    id = try bootstrap(db, schema: schema, sql: sql, path: path)
+                    id = try bootstrap(db, schema: schema, sql: sql, path: path, progress: progress)
                     try write(metadata, db)
                     return .commit
                 }
@@ -215,11 +220,11 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    /// ``bootstrap(_:schema:sql:path:metadata:)`` inside its transaction.
-    private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String) throws -> UUID {
+    /// ``bootstrap(_:schema:sql:path:metadata:progress:)`` inside its transaction.
+    private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String, progress: TableMigrationProgress?) throws -> UUID {
         let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         if tables.contains("loom_metadata") {
-            return try checkExisting(db, schema: schema, path: path)
+            return try checkExisting(db, schema: schema, path: path, progress: progress)
         }
         if !tables.isEmpty { throw foreign(path: path, tables: tables) }
         let id = UUID()
@@ -235,7 +240,9 @@ public final class SQLiteStore: PersistentStore {
     /// Checks an existing store against the model and returns its UUID. A store saved with an
     /// older model is migrated when the change can be inferred (``SchemaMigration``), unless
     /// `readOnly` (the preflight), which only checks that it can be.
-    private static func checkExisting(_ db: Database, schema: Schema, path: String, readOnly: Bool = false) throws -> UUID {
+    private static func checkExisting(
+        _ db: Database, schema: Schema, path: String, readOnly: Bool = false, progress: TableMigrationProgress? = nil
+    ) throws -> UUID {
         var metadata: [String: DatabaseValue] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
             metadata[row["key"]] = row["value"] as DatabaseValue
@@ -247,7 +254,7 @@ public final class SQLiteStore: PersistentStore {
         }
         if saved.versionHash != schema.versionHash {
             let migration = try SchemaMigration.infer(from: saved, to: schema, path: path)
-            if !readOnly { try migrate(db, migration, to: schema, sql: SQLGenerator(schema: schema, dialect: SQLiteDialect()), path: path) }
+            if !readOnly { try migrate(db, migration, to: schema, sql: SQLGenerator(schema: schema, dialect: SQLiteDialect()), path: path, progress: progress) }
         }
         // Indexes may change without a migration: create those the model asks for.
         if !readOnly {

@@ -1,6 +1,7 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
+@_spi(LoomStore) import LoomSQLite
 import Synchronization
 import Testing
 
@@ -224,6 +225,27 @@ struct MigrationTests {
             Issue.record("expected columns added in place, got \(migration.tables)")
         }
         if case .create(let entity) = migration.tables.last { #expect(entity.name == "Extra") } else { Issue.record("expected a new table") }
+    }
+
+    @Test("A rebuild reports its rows as it copies them, about every 1% (at least 10,000 rows), and copies them all")
+    func rebuildProgress() async throws {
+        let url = Self.storeURL()
+        let v1 = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV1.schema()))
+        try await v1.save { context in
+            for i in 0..<25_000 { context.insert(NotesV1.Note(title: "note \(i)", subtitle: i % 2 == 0 ? "even" : nil)) }
+        }
+        try await v1.close()
+        let reports = Mutex<[String]>([])
+        let store = try SQLiteStore(url: url, schema: try NotesV2.schema(), metadata: [:], migrationProgress: { entity, done, total, fraction in
+            reports.withLock { $0.append("\(entity) \(done)/\(total) \(Int(fraction * 100))%") }
+        })
+        let container = PersistentContainer(store: store)
+        let counts = try await container.performBackgroundTask { context in
+            (try context.count(for: FetchRequest<NotesV2.Note>()), try context.count(for: FetchRequest<NotesV2.Note>(predicate: #Predicate { $0.subtitle == "none" })))
+        }
+        try await container.close()
+        #expect(counts == (25_000, 12_500))
+        #expect(reports.withLock { $0 } == ["Note 0/25000 0%", "Note 10000/25000 40%", "Note 20000/25000 80%", "Note 25000/25000 100%"])
     }
 
     @Test("A rename alone renames the column in place: no rebuild, values kept")

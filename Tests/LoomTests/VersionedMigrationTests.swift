@@ -189,7 +189,10 @@ struct VersionedMigrationTests {
         let steps = Mutex<[String]>([])
         let container = try await PersistentContainer(
             name: "shelf", for: ShelfV3.self, migrationPlan: ShelfPlan.self, location: .file(url),
-            progress: { progress in steps.withLock { $0.append("\(progress.stage): \(progress.step) \(progress.stagesDone)/\(progress.stageCount)") } })
+            progress: { progress in
+                let objects = progress.entity.map { " \($0) \(progress.objectsDone ?? -1)/\(progress.objectCount ?? -1)" } ?? ""
+                steps.withLock { $0.append("\(progress.stage): \(progress.step)\(objects) \(progress.stagesDone)/\(progress.stageCount)") }
+            })
         let books = try await Self.books(container)
         #expect(books.count == 27)
         #expect(books.first == "Book 0|0|1")
@@ -201,6 +204,8 @@ struct VersionedMigrationTests {
         #expect(steps.withLock { $0 } == [
             "lightweight 1.0.0 → 2.0.0: tables 0/2", "lightweight 1.0.0 → 2.0.0: done 1/2",
             "custom 2.0.0 → 3.0.0: willMigrate 1/2", "custom 2.0.0 → 3.0.0: tables 1/2",
+            // Book is rebuilt (its name becomes unique): its rows copied, as reported.
+            "custom 2.0.0 → 3.0.0: tables Book 0/27 1/2", "custom 2.0.0 → 3.0.0: tables Book 27/27 1/2",
             "custom 2.0.0 → 3.0.0: didMigrate 1/2", "custom 2.0.0 → 3.0.0: done 2/2",
         ])
         let state = try SQLiteStore.savedState(at: url)
@@ -226,7 +231,7 @@ struct VersionedMigrationTests {
         for await progress in opening.progress { seen.append(progress) }
         let container = try await opening.container
         #expect(seen.map(\.stage).allSatisfy { $0 == "custom 2.0.0 → 3.0.0" })
-        #expect(seen.map(\.step) == ["willMigrate", "tables", "didMigrate", "done"])
+        #expect(seen.map(\.step) == ["willMigrate", "tables", "tables", "tables", "didMigrate", "done"])
         #expect(seen.last?.fractionCompleted == 1)
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.fractionCompleted <= $1.fractionCompleted })
         #expect(try await Self.books(container).count == 27)

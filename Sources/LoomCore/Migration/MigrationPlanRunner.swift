@@ -13,6 +13,10 @@ import Foundation
     }
 }
 
+/// What a store reports while it changes its tables: the entity, its rows copied and in all, and
+/// the fraction of the whole change of tables done.
+@_spi(LoomStore) public typealias TableMigrationProgress = @Sendable (_ entity: String, _ done: Int, _ total: Int, _ fraction: Double) -> Void
+
 /// A store file a ``MigrationPlanRunner`` opens and migrates: what each store kind provides for
 /// versioned opening. SQLite: `SQLiteStore.Location`.
 @_spi(LoomStore) public protocol MigratableStoreLocation: Sendable {
@@ -23,8 +27,9 @@ import Foundation
     func savedState() throws(LoomError) -> SavedStoreState?
     /// Opens the store with `schema`, creating it, or migrating it by inference
     /// (``SchemaMigration``) when it was saved with another schema, in one transaction that also
-    /// writes `metadata` (a `nil` value removes its key).
-    func open(schema: Schema, metadata: [String: String?]) throws(LoomError) -> any PersistentStore
+    /// writes `metadata` (a `nil` value removes its key), reporting the tables it rebuilds to
+    /// `progress` as they fill.
+    func open(schema: Schema, metadata: [String: String?], progress: TableMigrationProgress?) throws(LoomError) -> any PersistentStore
     /// Writes one metadata value inside `store`'s write transaction open on this thread, so
     /// that it commits with the transaction's saves.
     func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError)
@@ -189,11 +194,14 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
         let versions = try validate(plan: plan, current: current)
         let latest = versions[versions.count - 1]
         let finish: [String: String?] = [versionKey: latest.identifier.description, stepKey: nil]
-        guard let plan else { return try location.open(schema: latest.schema, metadata: finish) }
+        guard let plan else {
+            let name = "lightweight (inferred) → \(latest.identifier)"
+            return try location.open(schema: latest.schema, metadata: finish, progress: tables(name, stagesDone: 0, stageCount: 1, from: 0, to: 1, progress))
+        }
         // Up to date: open without waiting for the migration lock.
         let state = try location.savedState()
         if state == nil || (state?.record.versionHash == latest.hash && state?.metadata[stepKey] == nil) {
-            return try location.open(schema: latest.schema, metadata: finish)
+            return try location.open(schema: latest.schema, metadata: finish, progress: nil)
         }
         let stages = plan.stages
         return try await location.withMigrationLock { () async throws -> any PersistentStore in
@@ -205,7 +213,7 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
             }
             while true {
                 guard let state = try location.savedState() else {
-                    return try location.open(schema: latest.schema, metadata: finish)
+                    return try location.open(schema: latest.schema, metadata: finish, progress: nil)
                 }
                 guard let k = versions.firstIndex(where: { $0.hash == state.record.versionHash }) else {
                     throw unknownVersion(state.record, versions, path: location.path)
@@ -239,7 +247,7 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     continue
                 }
                 if k == versions.count - 1 {
-                    return try location.open(schema: latest.schema, metadata: finish)
+                    return try location.open(schema: latest.schema, metadata: finish, progress: nil)
                 }
                 let stage = stages[k], from = versions[k], to = versions[k + 1]
                 if case .transform(_, _, let transform) = stage {
@@ -253,7 +261,9 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     let marker = Step(from: from.identifier, to: to.identifier, state: .transforming, cursor: 0).text
                     let migrated: any PersistentStore
                     do {
-                        migrated = try location.open(schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: marker])
+                        migrated = try location.open(
+                            schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: marker],
+                            progress: tables(stage.name, stagesDone: stagesDone, stageCount: stageCount, from: 0.1, to: 0.2, progress))
                     } catch {
                         location.removeSnapshot()   // the store is still the old version
                         throw error
@@ -272,7 +282,10 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                 }
                 report(stage, "tables", within: 0.3)
                 let pending = didMigrate.map { _ in Step(from: from.identifier, to: to.identifier, state: .didMigratePending).text }
-                let store = try location.open(schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: pending])
+                let span: (Double, Double) = if case .lightweight = stage { (0.3, 1) } else { (0.3, 0.6) }
+                let store = try location.open(
+                    schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: pending],
+                    progress: tables(stage.name, stagesDone: stagesDone, stageCount: stageCount, from: span.0, to: span.1, progress))
                 if didMigrate == nil {
                     stagesDone += 1
                     report(stage, "done", within: 0)
@@ -280,6 +293,21 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                 }
                 try store.close()
             }
+        }
+    }
+
+    /// Turns a store's report on its tables into ``MigrationProgress`` for the stage, the tables
+    /// step spanning `from`…`to` of it.
+    static func tables(
+        _ stage: String, stagesDone: Int, stageCount: Int, from: Double, to: Double, _ progress: (@Sendable (MigrationProgress) -> Void)?
+    ) -> TableMigrationProgress? {
+        guard let progress else { return nil }
+        return { entity, done, total, fraction in
+            let within = from + (to - from) * fraction
+            progress(MigrationProgress(
+                stage: stage, step: "tables", stagesDone: stagesDone, stageCount: stageCount,
+                fractionCompleted: min(1, (Double(stagesDone) + within) / Double(max(1, stageCount))),
+                entity: entity, objectsDone: done, objectCount: total))
         }
     }
 
@@ -326,7 +354,7 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
     static func run(
         _ body: @escaping @Sendable (ManagedObjectContext) throws -> Void, on location: any MigratableStoreLocation, schema: Schema, marking step: Step?
     ) async throws {
-        let store = try location.open(schema: schema, metadata: [:])
+        let store = try location.open(schema: schema, metadata: [:], progress: nil)
         let container = PersistentContainer(store: store)
         do {
             let text = step?.text
@@ -350,7 +378,7 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
             if case .drop(let name) = change, name != transform.entityName { name } else { nil }
         }
         guard !dropped.isEmpty else { return }
-        let store = try location.open(schema: schema, metadata: [:])
+        let store = try location.open(schema: schema, metadata: [:], progress: nil)
         defer { try? store.close() }
         for name in dropped {
             guard let entity = schema.entity(named: name) else { continue }
@@ -379,10 +407,10 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
         guard let entity = from.schema.entity(named: transform.entityName) else {
             throw LoomError(.unknownEntity, "The transform from \(from.identifier) to \(to.identifier) reads entity \(transform.entityName), which version \(from.identifier) does not have.", entity: transform.entityName)
         }
-        let old = try snapshot.open(schema: from.schema, metadata: [:])
+        let old = try snapshot.open(schema: from.schema, metadata: [:], progress: nil)
         let new: any PersistentStore
         do {
-            new = try location.open(schema: to.schema, metadata: [:])
+            new = try location.open(schema: to.schema, metadata: [:], progress: nil)
         } catch {
             try? old.close()
             throw error
