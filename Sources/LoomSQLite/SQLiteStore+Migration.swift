@@ -42,6 +42,15 @@ extension SQLiteStore {
             }
             copying = RebuildProgress(report: progress, total: total)
         }
+        // One-to-many become many-to-many: read the saved keys before their tables change.
+        for fill in migration.filledJoinTables {
+            for statement in sql.createJoinTable(fill.to) { try db.execute(sql: statement) }
+            let (source, target) = (SQLGenerator.quote(fill.sourceFrom), SQLGenerator.quote(fill.targetFrom))
+            try db.execute(sql: """
+                INSERT INTO \(SQLGenerator.quote(fill.to.name)) (\(SQLGenerator.quote(JoinTable.sourceColumn)), \(SQLGenerator.quote(JoinTable.targetColumn))) \
+                SELECT \(source), \(target) FROM \(SQLGenerator.quote(fill.from)) WHERE \(source) IS NOT NULL AND \(target) IS NOT NULL
+                """)
+        }
         for change in migration.tables {
             switch change {
             case .create(let entity):

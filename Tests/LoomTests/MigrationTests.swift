@@ -507,3 +507,165 @@ struct RelationshipRenameTests {
         #expect(renamedTables.sorted() == ["table Audience", "table Book", "table Writer", "table Z_Audience_books", "table loom_keys", "table loom_metadata"])
     }
 }
+
+/// One-to-many relationships, one of them ordered.
+enum HouseholdV1 {
+    @Model final class Person {
+        var name: String
+        @Relationship(inverse: \Pet.owner) var pets: Set<Pet> = []
+        @Relationship(inverse: \Book.reader) var books: [Book] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Pet {
+        var name: String
+        var owner: Person?
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        var reader: Person?
+        init(title: String) { self.title = title }
+    }
+
+    static func schema() throws -> Schema { try Schema([Person.self, Pet.self, Book.self]) }
+}
+
+/// `Pet.owner` becomes to-many `owners` (so pets ↔ owners is many-to-many, and `Person.pets`
+/// ordered); `Person.books` becomes unordered.
+enum HouseholdV2 {
+    @Model final class Person {
+        var name: String
+        @Relationship(inverse: \Pet.owners) var pets: [Pet] = []
+        @Relationship(inverse: \Book.reader) var books: Set<Book> = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Pet {
+        var name: String
+        @Relationship(originalName: "owner") var owners: Set<Person> = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        var reader: Person?
+        init(title: String) { self.title = title }
+    }
+
+    static func schema() throws -> Schema { try Schema([Person.self, Pet.self, Book.self]) }
+}
+
+/// `Person.books` made to-one (`book`), and `Book.reader` to-many: refused, it could drop links.
+enum HouseholdToOne {
+    @Model final class Person {
+        var name: String
+        @Relationship(inverse: \Pet.owner) var pets: Set<Pet> = []
+        @Relationship(inverse: \Book.readers, originalName: "books") var book: Book?
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Pet {
+        var name: String
+        var owner: Person?
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        @Relationship(originalName: "reader") var readers: Set<Person> = []
+        init(title: String) { self.title = title }
+    }
+
+    static func schema() throws -> Schema { try Schema([Person.self, Pet.self, Book.self]) }
+}
+
+/// `Book.reader` made to-many, its inverse a new to-one `Person.book` that holds no saved
+/// links: refused.
+enum HouseholdLostLinks {
+    @Model final class Person {
+        var name: String
+        @Relationship(inverse: \Pet.owner) var pets: Set<Pet> = []
+        @Relationship(inverse: \Book.readers) var book: Book?
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Pet {
+        var name: String
+        var owner: Person?
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        @Relationship(originalName: "reader") var readers: Set<Person> = []
+        init(title: String) { self.title = title }
+    }
+
+    static func schema() throws -> Schema { try Schema([Person.self, Pet.self, Book.self]) }
+}
+
+@Suite("Inferred migrations: relationships that change kind")
+struct RelationshipKindTests {
+    static func makeV1Store() async throws -> URL {
+        let url = MigrationTests.storeURL()
+        let v1 = PersistentContainer(store: try SQLiteStore(url: url, schema: try HouseholdV1.schema()))
+        try await v1.save { context in
+            let ann = HouseholdV1.Person(name: "Ann"), bob = HouseholdV1.Person(name: "Bob")
+            let pets = ["Rex", "Tom", "Kit"].map { HouseholdV1.Pet(name: $0) }
+            let books = ["B1", "B2", "B3"].map { HouseholdV1.Book(title: $0) }
+            for object in [ann, bob] { context.insert(object) }
+            pets.forEach(context.insert)
+            books.forEach(context.insert)
+            pets[0].owner = ann
+            pets[1].owner = ann
+            pets[2].owner = bob
+            ann.books = [books[2], books[0]]
+        }
+        try await v1.close()
+        return url
+    }
+
+    @Test("One-to-many becomes many-to-many (filled from the saved keys), unordered ↔ ordered: every link kept")
+    func oneToManyBecomesManyToMany() async throws {
+        let url = try await Self.makeV1Store()
+        let steps = try SQLiteStore.requiredMigration(forStoreAt: url, schema: try HouseholdV2.schema())
+        #expect(steps.contains("make relationship Pet.owners to-many"), "\(steps)")
+        #expect(steps.contains("make relationship Person.pets ordered"), "\(steps)")
+        #expect(steps.contains("make relationship Person.books unordered"), "\(steps)")
+        let v2 = PersistentContainer(store: try SQLiteStore(url: url, schema: try HouseholdV2.schema()))
+        let found = try await v2.performBackgroundTask { context in
+            let people = try context.fetch(FetchRequest<HouseholdV2.Person>(sortBy: [SortDescriptor(\.name)]))
+            let pets = try context.fetch(FetchRequest<HouseholdV2.Pet>(sortBy: [SortDescriptor(\.name)]))
+            return people.map { "\($0.name):\($0.pets.map(\.name).joined(separator: ",")):\($0.books.map(\.title).sorted().joined(separator: ","))" }
+                + pets.map { "\($0.name):\($0.owners.map(\.name).sorted().joined(separator: ","))" }
+        }
+        #expect(found == ["Ann:Rex,Tom:B1,B3", "Bob:Kit:", "Kit:Bob", "Rex:Ann", "Tom:Ann"])
+        // Many-to-many now: a pet with two owners saves and reads back.
+        try await v2.save { context in
+            let kit = try #require(try context.fetch(FetchRequest<HouseholdV2.Pet>(predicate: #Predicate { $0.name == "Kit" })).first)
+            let ann = try #require(try context.fetch(FetchRequest<HouseholdV2.Person>(predicate: #Predicate { $0.name == "Ann" })).first)
+            kit.owners.insert(ann)
+        }
+        let kit = try await v2.performBackgroundTask { context in
+            try context.fetch(FetchRequest<HouseholdV2.Pet>(predicate: #Predicate { $0.name == "Kit" })).first.map { $0.owners.map(\.name).sorted() }
+        }
+        #expect(kit == ["Ann", "Bob"])
+        try await v2.close()
+    }
+
+    @Test("To-many becoming to-one is refused before anything is written: it could drop links")
+    func toManyBecomingToOneIsRefused() async throws {
+        let url = try await Self.makeV1Store()
+        let before = try SQLiteStore.contentDump(at: url)
+        let error = try #require(throws: LoomError.self) { _ = try SQLiteStore(url: url, schema: try HouseholdToOne.schema()) }
+        #expect(error.code == .schemaMismatch)
+        #expect(error.message.contains("which could drop links"), "\(error.message)")
+        #expect(try SQLiteStore.contentDump(at: url) == before)
+        let lost = try #require(throws: LoomError.self) { _ = try SQLiteStore(url: url, schema: try HouseholdLostLinks.schema()) }
+        #expect(lost.code == .schemaMismatch)
+        #expect(lost.message.contains("becomes to-many through Person.book, which holds no saved links"), "\(lost.message)")
+        #expect(try SQLiteStore.contentDump(at: url) == before)
+    }
+}

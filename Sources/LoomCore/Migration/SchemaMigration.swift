@@ -6,12 +6,13 @@
 /// default; existing rows take the default), removed, and renamed
 /// (``AttributeDescription/originalName``; in place unless indexed or unique); relationships and
 /// entities renamed (``RelationshipDescription/originalName``, ``EntityDescription/originalName``);
-/// optional ↔ required
-/// (a required attribute with a default takes it where the store holds NULL); integer widening
-/// (16 → 32 → 64 bits) and `Float` → `Double`; to-one and to-many relationships added and
-/// removed; uniqueness constraints added and removed. Anything else (a narrowing type change, a
-/// relationship that changes kind or destination) cannot be inferred: ``infer(from:to:path:)``
-/// throws ``LoomError/Code/schemaMismatch`` naming it, and the store is not touched.
+/// optional ↔ required (a required attribute with a default takes it where the store holds
+/// NULL); integer widening (16 → 32 → 64 bits) and `Float` → `Double`; to-one and to-many
+/// relationships added and removed, made ordered or unordered, or made to-many (a one-to-many
+/// becoming many-to-many fills its join table from the saved keys); uniqueness constraints added
+/// and removed. Anything else (a narrowing type change, a to-many made to-one, another
+/// destination) cannot be inferred: ``infer(from:to:path:)`` throws
+/// ``LoomError/Code/schemaMismatch`` naming it, and the store is not touched.
 ///
 /// Store-independent: a store turns it into its own DDL and runs all of it in one transaction
 /// (SQLite: `SQLiteStore+Migration.swift`), so a store is never half-migrated.
@@ -56,6 +57,10 @@
     /// relationship), and to drop by name, in that order.
     public var createdJoinTables: [JoinTable] = []
     public var copiedJoinTables: [JoinTableCopy] = []
+    /// Join tables made and filled from an entity's saved foreign key (a relationship that was
+    /// one-to-many), first of all: `from` is the saved table, the columns are its key and the
+    /// foreign key; rows whose foreign key is NULL are left out.
+    public var filledJoinTables: [JoinTableCopy] = []
     public var droppedJoinTables: [String] = []
 
     /// A join table filled from a saved one: the new table's `Z_SOURCE` from the saved
@@ -156,11 +161,15 @@
                     if let savedName = savedRelationshipName(relationship, in: previous), let j = previous.relationshipIndex(named: savedName) {
                         let before = old.relationship(j, of: previous)
                         let now = model.relationship(entity.relationshipIndex(named: relationship.name) ?? 0, of: entity)
-                        guard before.description.kind == relationship.kind, current(before.destination.name) == now.destination.name else {
-                            throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
+                        if let change = kindChange(before, now, renamed: current) { throw refuse(change) }
+                        let isOrder = if case .order = entity.storedValue(at: slot) { true } else { false }
+                        if isOrder && before.description.kind != .orderedToMany {
+                            // Made ordered: no order saved yet, which reads as key order.
+                            sources.append(.value(.null))
+                            migration.summary.append("make relationship \(entity.name).\(relationship.name) ordered")
+                            continue
                         }
                         // The saved column of the same kind (key or order) of the saved relationship.
-                        let isOrder = if case .order = entity.storedValue(at: slot) { true } else { false }
                         let column = (0..<previous.storedValueCount).first { s in
                             switch previous.storedValue(at: s) {
                             case .foreignKey(let r): !isOrder && r.name == savedName
@@ -186,8 +195,22 @@
             for (j, relationship) in entity.relationships.enumerated() {
                 guard let savedName = savedRelationshipName(relationship, in: previous), let i = previous.relationshipIndex(named: savedName) else { continue }
                 let before = old.relationship(i, of: previous), now = model.relationship(j, of: entity)
-                if before.description.kind != relationship.kind || current(before.destination.name) != now.destination.name {
-                    throw refuse("relationship \(entity.name).\(relationship.name) changes from \(before.description.kind) of \(before.destination.name) to \(relationship.kind) of \(now.destination.name)")
+                if let change = kindChange(before, now, renamed: current) { throw refuse(change) }
+                if before.description.kind == .toOne, case .inverseForeignKey = now.storage {
+                    // One-to-one becoming one-to-many keeps its links only through the inverse's
+                    // saved key: the inverse must be the saved inverse, still to-one.
+                    let inverse = now.destination.relationships[now.inverseIndex]
+                    let savedDestination = savedEntity(now.destination)
+                    let savedInverse = savedDestination.flatMap { savedRelationshipName(inverse, in: $0) }
+                    if savedInverse == nil || savedInverse != before.description.inverseName ?? before.destination.relationships[before.inverseIndex].name
+                        || before.destination.relationships[before.inverseIndex].kind != .toOne {
+                        throw refuse("relationship \(entity.name).\(relationship.name) becomes to-many through \(now.destination.name).\(inverse.name), which holds no saved links, so its links would be lost; migrate it with a transform stage")
+                    }
+                }
+                switch (before.description.kind, relationship.kind) {
+                case (.orderedToMany, .toMany): migration.summary.append("make relationship \(entity.name).\(relationship.name) unordered")
+                case (.toOne, .toMany), (.toOne, .orderedToMany): migration.summary.append("make relationship \(entity.name).\(relationship.name) to-many")
+                default: break
                 }
             }
             for relationship in previous.relationships where !entity.relationships.contains(where: { savedRelationshipName($0, in: previous) == relationship.name }) {
@@ -230,10 +253,45 @@
                 migration.copiedJoinTables.append(JoinTableCopy(from: savedTable.name, to: table, sourceFrom: savedOwn, targetFrom: savedOther))
             }
         }
-        let copied = Set(migration.copiedJoinTables.map(\.to.name))
-        migration.createdJoinTables = model.joinTables.filter { !oldJoins.contains($0.name) || copied.contains($0.name) }
+        // Join tables of relationships that were one-to-many (or one-to-one): filled from the
+        // saved foreign key, before the table that holds it is rebuilt without it.
+        for entity in model.entities {
+            guard let previous = savedEntity(entity) else { continue }
+            for now in model.relationships(of: entity) {
+                guard case .joinTable(let table, let own, _) = now.storage, own == JoinTable.sourceColumn,
+                      let savedName = savedRelationshipName(now.description, in: previous),
+                      let i = previous.relationshipIndex(named: savedName) else { continue }
+                let before = old.relationship(i, of: previous)
+                if case .foreignKey(let slot) = before.storage {
+                    migration.filledJoinTables.append(JoinTableCopy(from: previous.name, to: table, sourceFrom: "Z_PK", targetFrom: previous.columnName(at: slot)))
+                } else if case .inverseForeignKey(let slot) = before.storage {
+                    migration.filledJoinTables.append(JoinTableCopy(from: before.destination.name, to: table, sourceFrom: before.destination.columnName(at: slot), targetFrom: "Z_PK"))
+                }
+            }
+        }
+        let copied = Set(migration.copiedJoinTables.map(\.to.name) + migration.filledJoinTables.map(\.to.name))
+        let filled = Set(migration.filledJoinTables.map(\.to.name))
+        migration.createdJoinTables = model.joinTables.filter { (!oldJoins.contains($0.name) || copied.contains($0.name)) && !filled.contains($0.name) }
         migration.droppedJoinTables = old.joinTables.map(\.name).filter { !newJoins.contains($0) || copied.contains($0) }
         return migration
+    }
+
+    /// Why a relationship cannot change as it does, or `nil` when the change keeps its links: the
+    /// same kind; to-many ↔ ordered to-many; to-one → to-many (one-to-many becomes many-to-many,
+    /// filled from the saved key, or one-to-one becomes one-to-many). Not to-many → to-one (which
+    /// could drop links), nor another destination.
+    static func kindChange(_ before: ResolvedRelationship, _ now: ResolvedRelationship, renamed: (String) -> String) -> String? {
+        let place = "\(now.source.name).\(now.description.name)"
+        let was = "\(before.description.kind) of \(before.destination.name)", becomes = "\(now.description.kind) of \(now.destination.name)"
+        if renamed(before.destination.name) != now.destination.name {
+            return "relationship \(place) changes from \(was) to \(becomes) (another destination)"
+        }
+        switch (before.description.kind, now.description.kind) {
+        case (let a, let b) where a == b: return nil
+        case (.toMany, .orderedToMany), (.orderedToMany, .toMany): return nil
+        case (.toOne, .toMany), (.toOne, .orderedToMany): return nil
+        default: return "relationship \(place) changes from \(was) to \(becomes), which could drop links; migrate it with a transform stage"
+        }
     }
 
     /// The name `relationship` has in the saved entity: its own, or its original name.
