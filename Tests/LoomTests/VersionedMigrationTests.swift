@@ -341,3 +341,42 @@ enum StrayBook {
         }
     }
 }
+
+/// V3 with `name` no longer unique: a uniqueness constraint removed.
+enum ShelfV4: VersionedSchema {
+    static let versionIdentifier = Schema.Version(4, 0, 0)
+    static var models: [any PersistentModel.Type] { [Book.self, Shelf.self] }
+
+    @Model final class Book {
+        var name: String
+        var number: Int
+        var author: String?
+        var pages: Int = 0
+        init(name: String, number: Int) {
+            self.name = name
+            self.number = number
+        }
+    }
+
+    @Model final class Shelf {
+        var label: String
+        init(label: String) { self.label = label }
+    }
+}
+
+extension VersionedMigrationTests {
+    @Test("Removing a uniqueness constraint is inferred: the saved objects stay, and duplicates may be saved after")
+    func uniquenessRemoved() async throws {
+        let url = Self.storeURL()
+        try await Self.makeV1Store(at: url)
+        try await PersistentContainer(name: "shelf", for: ShelfV3.self, migrationPlan: ShelfPlan.self, location: .file(url)).close()
+        let steps = try PersistentContainer.requiredMigrationStages(forStoreAt: url, version: ShelfV4.self)
+        #expect(steps.first?.contains("change the uniqueness constraints of Book") == true, "\(steps)")
+        let v4 = try await PersistentContainer(name: "shelf", for: ShelfV4.self, location: .file(url))
+        try await v4.save { context in context.insert(ShelfV4.Book(name: "Book 0", number: 1_000)) }
+        let count = try await v4.performBackgroundTask { try $0.count(for: FetchRequest<ShelfV4.Book>(predicate: #Predicate { $0.name == "Book 0" })) }
+        #expect(count == 2)
+        try await v4.close()
+        #expect(try SQLiteStore.savedState(at: url).metadata["versionIdentifier"] == "4.0.0")
+    }
+}
