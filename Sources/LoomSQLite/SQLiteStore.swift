@@ -42,10 +42,15 @@ public final class SQLiteStore: PersistentStore {
         /// options.trace = { sql in print(sql) }
         /// ```
         public var trace: (@Sendable (String) -> Void)?
-        public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4, trace: (@Sendable (String) -> Void)? = nil) {
+        /// Whether every save also records a history transaction (on by default; see
+        /// ``ManagedObjectContext/fetchHistory(_:)``). Off, saves record nothing, and a
+        /// consumer of the history misses them.
+        public var recordsHistory: Bool = true
+        public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4, trace: (@Sendable (String) -> Void)? = nil, recordsHistory: Bool = true) {
             self.synchronous = synchronous
             self.maximumReaderCount = maximumReaderCount
             self.trace = trace
+            self.recordsHistory = recordsHistory
         }
     }
 
@@ -57,6 +62,8 @@ public final class SQLiteStore: PersistentStore {
     /// The connections reads run on (writes go through `pool`'s writer).
     let readers: ReaderConnections
     let sql: SQLGenerator
+    /// ``Options/recordsHistory``.
+    let recordsHistory: Bool
     /// Held by every use of the writer connection (a change set, a key reservation, a write
     /// transaction, closing) for its whole length: GRDB's writer runs one access at a time,
     /// but a write transaction spans several accesses, which nothing else may come between.
@@ -94,6 +101,7 @@ public final class SQLiteStore: PersistentStore {
         self.url = url
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
+        self.recordsHistory = options.recordsHistory
         let path = url.path
         try SQLiteStore.checkHeader(path: path)
         try SQLiteStore.preflight(path: path, schema: schema)
@@ -230,7 +238,7 @@ public final class SQLiteStore: PersistentStore {
         let id = UUID()
         try db.execute(sql: "CREATE TABLE loom_metadata (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
         try db.execute(sql: "CREATE TABLE loom_keys (entity TEXT PRIMARY KEY NOT NULL, next INTEGER NOT NULL)")
-        for statement in sql.createStatements() { try db.execute(sql: statement) }
+        for statement in sql.createStatements() + historyStatements { try db.execute(sql: statement) }
         let record = try JSONEncoder().encode(schema.record)
         try db.execute(sql: "INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', ?), ('schema', ?), ('versionHash', ?), ('formatVersion', 1)",
                        arguments: [id.uuidString, record, schema.versionHash])
@@ -256,8 +264,10 @@ public final class SQLiteStore: PersistentStore {
             let migration = try SchemaMigration.infer(from: saved, to: schema, path: path)
             if !readOnly { try migrate(db, migration, to: schema, sql: SQLGenerator(schema: schema, dialect: SQLiteDialect()), path: path, progress: progress) }
         }
-        // Indexes may change without a migration: create those the model asks for.
+        // Indexes may change without a migration: create those the model asks for; and the
+        // history tables of a store made before Loom kept history.
         if !readOnly {
+            for statement in historyStatements { try db.execute(sql: statement) }
             for statement in SQLGenerator(schema: schema, dialect: SQLiteDialect()).indexStatements() { try db.execute(sql: statement) }
         }
         return id
@@ -575,6 +585,7 @@ public final class SQLiteStore: PersistentStore {
                 throw conflict(row.entity, row.key)
             }
         }
+        if recordsHistory, !changes.isEmpty { try writeHistory(changes, db) }
     }
 
     private func conflict(_ entity: EntityDescription, _ key: Int64) -> LoomError {

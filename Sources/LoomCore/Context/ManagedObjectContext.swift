@@ -17,8 +17,13 @@ import Foundation
 public final class ManagedObjectContext {
     /// The coordinator this context reads from and saves to.
     public let coordinator: PersistentStoreCoordinator
-    /// A name for messages and debugging (Core Data's `name`).
+    /// A name for messages and debugging (Core Data's `name`); also recorded in the store's
+    /// history with every save.
     public var name: String?
+    /// Who this context's saves are by, recorded in the store's history with every save
+    /// (Core Data's `transactionAuthor`), so that a consumer can skip its own changes:
+    /// ``HistoryDescriptor/authors``. Set and read on the context's isolation.
+    public var transactionAuthor: String?
     let isolation: ContextIsolation
 
     /// Every object registered in this context, by entity and key. Clean objects are not kept

@@ -89,7 +89,10 @@ public final class PersistentContainer: Sendable {
         try begin()
         defer { end() }
         let result = try await writer.perform { context in
-            defer { context.reset() }
+            defer {
+                context.reset()
+                context.transactionAuthor = nil   // the next call starts as a fresh context
+            }
             do {
                 let value = try body(context)
                 try context.save(mergingIntoViewContext: mergingIntoViewContext)
@@ -142,7 +145,10 @@ public final class PersistentContainer: Sendable {
         defer { end() }
         let coordinator = self.coordinator
         let result = try await writer.perform { context in
-            defer { context.reset() }
+            defer {
+                context.reset()
+                context.transactionAuthor = nil   // the next call starts as a fresh context
+            }
             do {
                 return try coordinator.performExclusiveWrite { () throws -> T in
                     let value = try body(context)

@@ -34,6 +34,12 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         /// at the current one, or two versions have the same model. Found before the store is
         /// touched.
         public static let invalidMigrationPlan = Code(rawValue: "invalidMigrationPlan")
+        /// A history token names transactions that were deleted (``ManagedObjectContext/deleteHistory(through:)``):
+        /// the changes after it can no longer be read. The message names the oldest one kept and
+        /// how to recover.
+        public static let historyTokenExpired = Code(rawValue: "historyTokenExpired")
+        /// A history token belongs to another store (or one that was replaced).
+        public static let historyTokenForeignStore = Code(rawValue: "historyTokenForeignStore")
         /// The model itself is invalid (duplicate names, unknown attributes in a constraint…).
         public static let invalidModel = Code(rawValue: "invalidModel")
         /// An attribute's Swift type cannot be stored.

@@ -121,6 +121,8 @@ extension ManagedObjectContext {
     /// The store change set for the context's current unsaved changes.
     private func makeChangeSet() -> StoreChangeSet {
         var changes = StoreChangeSet()
+        changes.author = transactionAuthor
+        changes.contextName = name
         changes.inserts.reserveCapacity(pending.inserted.count)
         changeSetInsertOrder = insertedBackingsInOrder()
         for b in changeSetInsertOrder {

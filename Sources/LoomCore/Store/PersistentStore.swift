@@ -80,6 +80,16 @@ public protocol PersistentStore: StoreReading, Sendable {
     @_spi(LoomStore) func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64>
     /// Finishes pending work and releases the store's resources. Further calls throw.
     @_spi(LoomStore) func close() throws(LoomError)
+
+    /// The transactions `descriptor` selects, oldest first (see ``HistoryDescriptor``).
+    /// Throws ``LoomError/Code/historyTokenExpired`` when `after` names purged history,
+    /// ``LoomError/Code/historyTokenForeignStore`` when it belongs to another store.
+    @_spi(LoomStore) func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction]
+    /// Deletes the history up to and including `token`'s transaction.
+    @_spi(LoomStore) func deleteHistory(through token: HistoryToken) throws(LoomError)
+    /// The token of the last committed transaction (`nil` when there is none yet, or the store
+    /// keeps no history).
+    @_spi(LoomStore) func currentHistoryToken() throws(LoomError) -> HistoryToken?
 }
 
 /// What a store hands back for a commit.
@@ -282,6 +292,10 @@ public protocol PersistentStore: StoreReading, Sendable {
     public var linkInserts: [LinkChange] = []
     /// Join-table rows to remove; removing one that does not exist is not an error.
     public var linkDeletes: [LinkChange] = []
+    /// Who saved it, for the store's history: the context's ``ManagedObjectContext/transactionAuthor``
+    /// and name.
+    public var author: String?
+    public var contextName: String?
 
     public init() {}
 
@@ -298,5 +312,30 @@ public protocol PersistentStore: StoreReading, Sendable {
     public init(owner: Int64, row: StoreRow) {
         self.owner = owner
         self.row = row
+    }
+}
+
+/// Stores that keep no history (the in-memory store): nothing to fetch or delete.
+extension PersistentStore {
+    @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
+        if let after = descriptor.after, after.storeIdentifier != identifier { throw HistoryErrors.foreign(after, store: identifier) }
+        return []
+    }
+    @_spi(LoomStore) public func deleteHistory(through token: HistoryToken) throws(LoomError) {}
+    @_spi(LoomStore) public func currentHistoryToken() throws(LoomError) -> HistoryToken? { nil }
+}
+
+/// The history errors every store throws alike.
+@_spi(LoomStore) public enum HistoryErrors {
+    public static func foreign(_ token: HistoryToken, store: UUID) -> LoomError {
+        LoomError(
+            .historyTokenForeignStore,
+            "The history token \(token) belongs to the store \(token.storeIdentifier.uuidString), not to this one (\(store.uuidString)): the store was replaced or the token saved for another. Refresh everything (refreshAllObjects()) and start again from currentHistoryToken().")
+    }
+
+    public static func expired(_ token: HistoryToken, oldest: HistoryToken?) -> LoomError {
+        LoomError(
+            .historyTokenExpired,
+            "The history after \(token) was partly deleted: the oldest transaction kept is \(oldest.map { "#\($0.transactionNumber)" } ?? "none"), so the changes between them are gone. Refresh everything (refreshAllObjects()) and start again from currentHistoryToken().")
     }
 }

@@ -1,0 +1,175 @@
+public import Foundation
+
+/// A position in a store's history: the store's identity and a transaction number that only
+/// grows. `Sendable`, `Codable`, `Hashable` and `Comparable` (tokens of one store compare by
+/// number); keep one per consumer, and pass it to ``HistoryDescriptor/after``.
+public struct HistoryToken: Sendable, Codable, Hashable, Comparable, CustomStringConvertible {
+    /// The store whose history this is.
+    public let storeIdentifier: UUID
+    /// The transaction's number: 1 for a store's first save, then one more per save.
+    public let transactionNumber: Int64
+
+    public init(storeIdentifier: UUID, transactionNumber: Int64) {
+        self.storeIdentifier = storeIdentifier
+        self.transactionNumber = transactionNumber
+    }
+
+    public static func < (a: HistoryToken, b: HistoryToken) -> Bool { a.transactionNumber < b.transactionNumber }
+
+    public var description: String { "\(storeIdentifier.uuidString.prefix(8))…#\(transactionNumber)" }
+}
+
+/// One committed save, as the store's history recorded it: who saved, when, and which objects
+/// it inserted, updated (with the names of the changed attributes and relationships) or
+/// deleted. Like Core Data's and SwiftData's history, it records which properties changed, not
+/// their values.
+public struct HistoryTransaction: Sendable, Hashable, Identifiable {
+    public var token: HistoryToken
+    public var id: HistoryToken { token }
+    /// When it committed.
+    public var timestamp: Date
+    /// The saving context's ``ManagedObjectContext/transactionAuthor``.
+    public var author: String?
+    /// The saving context's name.
+    public var contextName: String?
+    /// The process that saved it.
+    public var processIdentifier: Int32
+    public var processName: String
+    /// What it changed, in order: inserts, updates, deletes.
+    public var changes: [HistoryChange]
+
+    public init(token: HistoryToken, timestamp: Date, author: String?, contextName: String?, processIdentifier: Int32, processName: String, changes: [HistoryChange]) {
+        self.token = token
+        self.timestamp = timestamp
+        self.author = author
+        self.contextName = contextName
+        self.processIdentifier = processIdentifier
+        self.processName = processName
+        self.changes = changes
+    }
+}
+
+/// One object's change in a ``HistoryTransaction``.
+public struct HistoryChange: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case insert
+        /// The names of the attributes and relationships that changed.
+        case update(updatedProperties: [String])
+        case delete
+    }
+
+    public var objectID: AnyObjectID
+    public var kind: Kind
+
+    public init(objectID: AnyObjectID, kind: Kind) {
+        self.objectID = objectID
+        self.kind = kind
+    }
+}
+
+/// Which history to fetch: SwiftData's `HistoryDescriptor`, as plain fields.
+///
+/// ```swift
+/// var descriptor = HistoryDescriptor(after: lastToken)
+/// descriptor.authors = ["importer"]
+/// let transactions = try context.fetchHistory(descriptor)
+/// lastToken = transactions.last?.token ?? lastToken
+/// ```
+public struct HistoryDescriptor: Sendable {
+    /// Only transactions after this one (`nil`: from the oldest kept).
+    public var after: HistoryToken?
+    /// Only transactions by these authors (`nil`: any).
+    public var authors: [String]?
+    /// Only changes of these entities; transactions left without changes are left out (`nil`:
+    /// every entity).
+    public var entityNames: [String]?
+    /// At most this many transactions, the oldest first.
+    public var fetchLimit: Int?
+
+    public init(after: HistoryToken? = nil, authors: [String]? = nil, entityNames: [String]? = nil, fetchLimit: Int? = nil) {
+        self.after = after
+        self.authors = authors
+        self.entityNames = entityNames
+        self.fetchLimit = fetchLimit
+    }
+}
+
+/// What a store records of one save: its changes grouped by entity, kind and set of changed
+/// properties, each group with the keys of its objects. Store-independent, so that every SQL
+/// store writes history rows the same way (a few rows per save, however many objects).
+@_spi(LoomStore) public struct HistoryChangeGroup: Sendable, Equatable {
+    public enum Kind: Int, Sendable { case insert = 0, update = 1, delete = 2 }
+    public var entityName: String
+    public var kind: Kind
+    /// For updates: the changed properties' names, comma-separated, sorted; else empty.
+    public var properties: String
+    public var keys: [Int64]
+
+    /// The groups of a change set, inserts first, then updates, then deletes, by entity.
+    public static func groups(of changes: StoreChangeSet, in schema: Schema) -> [HistoryChangeGroup] {
+        var groups: [HistoryChangeGroup] = []
+        var index: [String: Int] = [:]
+        func add(_ entity: String, _ kind: Kind, _ properties: String, _ key: Int64) {
+            let id = "\(kind.rawValue)\u{0}\(entity)\u{0}\(properties)"
+            if let i = index[id] {
+                groups[i].keys.append(key)
+            } else {
+                index[id] = groups.count
+                groups.append(HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: [key]))
+            }
+        }
+        for insert in changes.inserts { add(insert.entity.name, .insert, "", insert.key) }
+        // Updates, and the many-to-many links added or removed (a change of both sides'
+        // relationship), for objects neither inserted nor deleted by this save.
+        var updated: [String: (entity: EntityDescription, key: Int64, names: Set<String>)] = [:]
+        for update in changes.updates {
+            let names = Set(update.changes.map { update.entity.storedValueName(at: $0.index) })
+            updated["\(update.entity.name)/\(update.key)", default: (update.entity, update.key, [])].names.formUnion(names)
+        }
+        let inserted = Set(changes.inserts.map { "\($0.entity.name)/\($0.key)" })
+        let deleted = Set(changes.deletes.map { "\($0.entity.name)/\($0.key)" })
+        var sides: [String: [(entity: EntityDescription, relationship: String, ownsSource: Bool)]] = [:]
+        func sidesOf(_ table: JoinTable) -> [(entity: EntityDescription, relationship: String, ownsSource: Bool)] {
+            if let known = sides[table.name] { return known }
+            var found: [(EntityDescription, String, Bool)] = []
+            for name in Set([table.sourceEntityName, table.targetEntityName]) {
+                guard let entity = schema.entity(named: name) else { continue }
+                for r in schema.relationships(of: entity) {
+                    if case .joinTable(let t, let own, _) = r.storage, t.name == table.name {
+                        found.append((entity, r.description.name, own == JoinTable.sourceColumn))
+                    }
+                }
+            }
+            sides[table.name] = found
+            return found
+        }
+        for link in changes.linkInserts + changes.linkDeletes {
+            for side in sidesOf(link.table) {
+                let key = side.ownsSource ? link.source : link.target
+                let id = "\(side.entity.name)/\(key)"
+                if inserted.contains(id) || deleted.contains(id) { continue }
+                updated[id, default: (side.entity, key, [])].names.insert(side.relationship)
+            }
+        }
+        for (_, update) in updated.sorted(by: { ($0.value.entity.name, $0.value.key) < ($1.value.entity.name, $1.value.key) }) {
+            add(update.entity.name, .update, update.names.sorted().joined(separator: ","), update.key)
+        }
+        for delete in changes.deletes { add(delete.entity.name, .delete, "", delete.key) }
+        return groups
+    }
+
+    /// Keys packed as little-endian 64-bit integers.
+    public static func pack(_ keys: [Int64]) -> Data {
+        var data = Data(capacity: keys.count * 8)
+        for key in keys { withUnsafeBytes(of: key.littleEndian) { data.append(contentsOf: $0) } }
+        return data
+    }
+
+    public static func unpack(_ data: Data) -> [Int64] {
+        stride(from: 0, to: data.count - data.count % 8, by: 8).map { offset in
+            var value: Int64 = 0
+            withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: data[data.startIndex + offset ..< data.startIndex + offset + 8]) }
+            return Int64(littleEndian: value)
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Loom
+@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) import LoomSQLite
+import Testing
+
+@Suite("Persistent history")
+struct HistoryTests {
+    typealias Author = LibraryRelsV2.Author
+    typealias Book = LibraryRelsV2.Book
+    typealias Tag = LibraryRelsV2.Tag
+
+    static func container(options: SQLiteStore.Options = SQLiteStore.Options()) throws -> PersistentContainer {
+        PersistentContainer(store: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "history.loom"), schema: try LibraryRelsV2.schema(), options: options))
+    }
+
+    static func describe(_ change: HistoryChange) -> String {
+        switch change.kind {
+        case .insert: "+\(change.objectID)"
+        case .update(let properties): "~\(change.objectID)(\(properties.joined(separator: ",")))"
+        case .delete: "-\(change.objectID)"
+        }
+    }
+
+    @Test("Every save records a transaction, in commit order: its author, context and process, and each object inserted, updated (which properties) or deleted")
+    func savesAreRecorded() async throws {
+        let container = try Self.container()
+        let importer = container.newBackgroundContext(name: "importer")
+        try await importer.perform { context in
+            context.transactionAuthor = "import"
+            let ann = Author(name: "Ann")
+            let book = Book(title: "B1")
+            let tag = Tag(name: "red")
+            context.insert(ann)
+            context.insert(book)
+            context.insert(tag)
+            book.writer = ann
+            try context.save()
+            book.title = "B1, revised"
+            book.labels.insert(tag)
+            try context.save()
+            context.delete(tag)
+            try context.save()
+        }
+        let transactions = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()) }
+        #expect(transactions.map(\.token.transactionNumber) == [1, 2, 3])
+        #expect(transactions.allSatisfy { $0.author == "import" && $0.contextName == "importer" && $0.processIdentifier == getpid() })
+        #expect(transactions[0].changes.map(Self.describe) == ["+Author/1", "+Book/1", "+Tag/1"])
+        #expect(transactions[1].changes.map(Self.describe) == ["~Book/1(labels,title)", "~Tag/1(books)"])
+        #expect(transactions[2].changes.map(Self.describe) == ["~Book/1(labels)", "-Tag/1"])
+        #expect(zip(transactions, transactions.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp && $0.token < $1.token })
+        let current = try await container.performBackgroundTask { try $0.currentHistoryToken() }
+        #expect(current == transactions.last?.token)
+        try await container.close()
+    }
+
+    @Test("A descriptor selects after a token, by author, by entity, and up to a limit")
+    func descriptorFilters() async throws {
+        let container = try Self.container()
+        for (author, title) in [("a", "B1"), ("b", "B2"), ("a", "B3")] {
+            try await container.save { context in
+                context.transactionAuthor = author
+                context.insert(Book(title: title))
+            }
+        }
+        try await container.save { context in context.insert(Tag(name: "lonely")) }
+        let found = try await container.performBackgroundTask { context -> [[Int64]] in
+            let all = try context.fetchHistory(HistoryDescriptor())
+            let first = all[0].token
+            return [
+                try context.fetchHistory(HistoryDescriptor(after: first)).map(\.token.transactionNumber),
+                try context.fetchHistory(HistoryDescriptor(authors: ["a"])).map(\.token.transactionNumber),
+                try context.fetchHistory(HistoryDescriptor(entityNames: ["Tag"])).map(\.token.transactionNumber),
+                try context.fetchHistory(HistoryDescriptor(after: first, fetchLimit: 2)).map(\.token.transactionNumber),
+            ]
+        }
+        #expect(found == [[2, 3, 4], [1, 3], [4], [2, 3]])
+        try await container.close()
+    }
+
+    @Test("A save of many objects is a few history rows, read back object by object")
+    func largeSavesAreGrouped() async throws {
+        let container = try Self.container()
+        try await container.save { context in for i in 0..<1_000 { context.insert(Book(title: "B\(i)")) } }
+        let changes = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()).first?.changes.count }
+        #expect(changes == 1_000)
+        try await container.close()
+    }
+
+    @Test("Deleted history: an older token is historyTokenExpired naming the oldest kept, never a skip; numbers are never reused")
+    func deletingHistory() async throws {
+        let container = try Self.container()
+        for i in 0..<5 { try await container.save { context in context.insert(Book(title: "B\(i)")) } }
+        try await container.performBackgroundTask { context in
+            let all = try context.fetchHistory(HistoryDescriptor())
+            try context.deleteHistory(through: all[2].token)   // #1…#3 gone
+            #expect(try context.fetchHistory(HistoryDescriptor()).map(\.token.transactionNumber) == [4, 5])
+            #expect(try context.fetchHistory(HistoryDescriptor(after: all[2].token)).map(\.token.transactionNumber) == [4, 5])
+            let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: all[0].token)) }
+            #expect(error?.code == .historyTokenExpired)
+            #expect(error?.message.contains("the oldest transaction kept is #4") == true, "\(error?.message ?? "")")
+        }
+        try await container.save { context in context.insert(Book(title: "B5")) }
+        let numbers = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()).map(\.token.transactionNumber) }
+        #expect(numbers == [4, 5, 6])
+        try await container.close()
+    }
+
+    @Test("A token of another store is historyTokenForeignStore")
+    func foreignToken() async throws {
+        let container = try Self.container()
+        let foreign = HistoryToken(storeIdentifier: UUID(), transactionNumber: 1)
+        try await container.performBackgroundTask { context in
+            let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: foreign)) }
+            #expect(error?.code == .historyTokenForeignStore)
+        }
+        try await container.close()
+    }
+
+    @Test("With history off, saves record nothing")
+    func historyOff() async throws {
+        let container = try Self.container(options: SQLiteStore.Options(recordsHistory: false))
+        try await container.save { context in context.insert(Book(title: "B1")) }
+        let (transactions, token) = try await container.performBackgroundTask { context in
+            (try context.fetchHistory(HistoryDescriptor()).count, try context.currentHistoryToken())
+        }
+        #expect(transactions == 0)
+        #expect(token == nil)
+        try await container.close()
+    }
+
+    @Test("Tokens are Codable and compare by number")
+    func tokens() throws {
+        let store = UUID()
+        let a = HistoryToken(storeIdentifier: store, transactionNumber: 3), b = HistoryToken(storeIdentifier: store, transactionNumber: 10)
+        #expect(a < b)
+        let decoded = try JSONDecoder().decode(HistoryToken.self, from: JSONEncoder().encode(b))
+        #expect(decoded == b)
+    }
+}
