@@ -103,6 +103,16 @@ struct HistoryTests {
         try await container.save { context in context.insert(Book(title: "B5")) }
         let numbers = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()).map(\.token.transactionNumber) }
         #expect(numbers == [4, 5, 6])
+        // Everything deleted: the next save still takes the next number.
+        let last = try await container.performBackgroundTask { context in
+            let current = try #require(try context.currentHistoryToken())
+            try context.deleteHistory(through: current)
+            #expect(try context.fetchHistory(HistoryDescriptor()).isEmpty)
+            return current
+        }
+        try await container.save { context in context.insert(Book(title: "B6")) }
+        let after = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor(after: last)).map(\.token.transactionNumber) }
+        #expect(after == [7])
         try await container.close()
     }
 

@@ -118,7 +118,17 @@ public struct HistoryDescriptor: Sendable {
                 groups.append(HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: [key]))
             }
         }
-        for insert in changes.inserts { add(insert.entity.name, .insert, "", insert.key) }
+        // Inserts come in runs per entity: grouped by the entity's identity, without building keys.
+        var insertGroups: [ObjectIdentifier: Int] = [:]
+        for insert in changes.inserts {
+            let id = ObjectIdentifier(insert.entity)
+            if let i = insertGroups[id] {
+                groups[i].keys.append(insert.key)
+            } else {
+                insertGroups[id] = groups.count
+                groups.append(HistoryChangeGroup(entityName: insert.entity.name, kind: .insert, properties: "", keys: [insert.key]))
+            }
+        }
         // Updates, and the many-to-many links added or removed (a change of both sides'
         // relationship), for objects neither inserted nor deleted by this save.
         var updated: [String: (entity: EntityDescription, key: Int64, names: Set<String>)] = [:]
@@ -126,8 +136,9 @@ public struct HistoryDescriptor: Sendable {
             let names = Set(update.changes.map { update.entity.storedValueName(at: $0.index) })
             updated["\(update.entity.name)/\(update.key)", default: (update.entity, update.key, [])].names.formUnion(names)
         }
-        let inserted = Set(changes.inserts.map { "\($0.entity.name)/\($0.key)" })
-        let deleted = Set(changes.deletes.map { "\($0.entity.name)/\($0.key)" })
+        let hasLinks = !changes.linkInserts.isEmpty || !changes.linkDeletes.isEmpty
+        let inserted = hasLinks ? Set(changes.inserts.map { "\($0.entity.name)/\($0.key)" }) : []
+        let deleted = hasLinks ? Set(changes.deletes.map { "\($0.entity.name)/\($0.key)" }) : []
         var sides: [String: [(entity: EntityDescription, relationship: String, ownsSource: Bool)]] = [:]
         func sidesOf(_ table: JoinTable) -> [(entity: EntityDescription, relationship: String, ownsSource: Bool)] {
             if let known = sides[table.name] { return known }
@@ -155,6 +166,50 @@ public struct HistoryDescriptor: Sendable {
             add(update.entity.name, .update, update.names.sorted().joined(separator: ","), update.key)
         }
         for delete in changes.deletes { add(delete.entity.name, .delete, "", delete.key) }
+        return groups
+    }
+
+    /// The groups of one transaction as one value: per group its kind (1 byte), entity and
+    /// properties (UTF-8, each after its 4-byte length), key count (4 bytes) and keys (8 bytes
+    /// each), little-endian.
+    public static func encode(_ groups: [HistoryChangeGroup]) -> Data {
+        var data = Data()
+        func append32(_ value: Int) { withUnsafeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian) { data.append(contentsOf: $0) } }
+        for group in groups {
+            data.append(UInt8(group.kind.rawValue))
+            for text in [group.entityName, group.properties] {
+                let bytes = Array(text.utf8)
+                append32(bytes.count)
+                data.append(contentsOf: bytes)
+            }
+            append32(group.keys.count)
+            data.append(pack(group.keys))
+        }
+        return data
+    }
+
+    /// Reads what ``encode(_:)`` wrote; `nil` for damaged data.
+    public static func decode(_ data: Data) -> [HistoryChangeGroup]? {
+        let bytes = [UInt8](data)
+        var at = 0, groups: [HistoryChangeGroup] = []
+        func read32() -> Int? {
+            guard at + 4 <= bytes.count else { return nil }
+            defer { at += 4 }
+            return Int(UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24)
+        }
+        func readText() -> String? {
+            guard let count = read32(), at + count <= bytes.count else { return nil }
+            defer { at += count }
+            return String(decoding: bytes[at..<at + count], as: UTF8.self)
+        }
+        while at < bytes.count {
+            guard let kind = Kind(rawValue: Int(bytes[at])) else { return nil }
+            at += 1
+            guard let entity = readText(), let properties = readText(), let count = read32(), at + count * 8 <= bytes.count else { return nil }
+            let keys = unpack(Data(bytes[at..<at + count * 8]))
+            at += count * 8
+            groups.append(HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: keys))
+        }
         return groups
     }
 
