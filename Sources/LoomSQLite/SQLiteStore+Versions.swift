@@ -71,11 +71,11 @@ extension SQLiteStore {
         /// with a process about to lock it).
         public func withMigrationLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
             let lockPath = path + "-migration-lock"
-            let fd = Glibc.open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+            let fd = openLockFile(lockPath)
             guard fd >= 0 else {
                 throw LoomError(.storeFailure, "The migration lock file \(lockPath) could not be opened (errno \(errno)); the folder must be writable.", path: lockPath)
             }
-            defer { Glibc.close(fd) }
+            defer { closeLockFile(fd) }
             while flock(fd, LOCK_EX | LOCK_NB) != 0 {
                 guard errno == EWOULDBLOCK || errno == EINTR else {
                     throw LoomError(.storeFailure, "The migration lock file \(lockPath) could not be locked (errno \(errno)).", path: lockPath)
@@ -145,3 +145,9 @@ extension SQLiteStore {
         }
     }
 }
+
+/// `open(2)` of a lock file, at file scope: inside ``SQLiteStore/Location`` the name `open` is the
+/// store opener, and qualifying it by module (`Glibc.open`) would not build on Apple platforms.
+private func openLockFile(_ path: String) -> Int32 { open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o644) }
+
+private func closeLockFile(_ fd: Int32) { _ = close(fd) }

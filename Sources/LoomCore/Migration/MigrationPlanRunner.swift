@@ -113,7 +113,8 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
         /// While transforming: the primary key of the last object whose chunk committed.
         var cursor: Int64?
 
-        var text: String { String(decoding: try! JSONEncoder().encode(self), as: UTF8.self) }
+        /// As saved in `loom_metadata`. (Encoding two versions, a state and an integer cannot fail.)
+        var text: String { (try? JSONEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
         init(from: Schema.Version, to: Schema.Version, state: State, cursor: Int64? = nil) {
             self.from = from
             self.to = to
