@@ -12,10 +12,18 @@ extension SQLiteStore {
     /// The history table, for a new store and for a store made before Loom kept history.
     static let historyStatements = [
         """
-        CREATE TABLE IF NOT EXISTS loom_history (number INTEGER PRIMARY KEY, timestamp REAL NOT NULL, author TEXT, context TEXT, \
-        process INTEGER NOT NULL, processName TEXT NOT NULL, entities TEXT NOT NULL, changes BLOB)
+        CREATE TABLE IF NOT EXISTS loom_history (number INTEGER PRIMARY KEY, timestamp REAL NOT NULL, origin INTEGER, originCommit INTEGER, \
+        author TEXT, context TEXT, process INTEGER NOT NULL, processName TEXT NOT NULL, entities TEXT NOT NULL, changes BLOB)
         """,
     ]
+
+    /// Adds the columns a history table made by an earlier Loom lacks.
+    static func upgradeHistoryTable(_ db: Database) throws {
+        let columns = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(loom_history)").map { $0["name"] as String })
+        for column in ["origin", "originCommit"] where !columns.contains(column) {
+            try db.execute(sql: "ALTER TABLE loom_history ADD COLUMN \(column) INTEGER")
+        }
+    }
 
     /// The metadata key of the last transaction number deleted from the history.
     static let historyDeletedKey = "historyDeletedThrough"
@@ -28,14 +36,19 @@ extension SQLiteStore {
         let groups = HistoryChangeGroup.groups(of: changes, in: schema)
         var entities: [String] = []
         for group in groups where !entities.contains(group.entityName) { entities.append(group.entityName) }
-        try RawStatement.with(db, "INSERT INTO loom_history (timestamp, author, context, process, processName, entities, changes) VALUES (?, ?, ?, ?, ?, ?, ?)") { statement in
+        let sql = "INSERT INTO loom_history (timestamp, origin, originCommit, author, context, process, processName, entities, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        try RawStatement.with(db, sql) { statement in
             try statement.bind(.real(Date().timeIntervalSince1970), at: 1)
-            try statement.bind(changes.author.map(StoredValue.text) ?? .null, at: 2)
-            try statement.bind(changes.contextName.map(StoredValue.text) ?? .null, at: 3)
-            try statement.bind(Int64(Self.processIdentifier), at: 4)
-            try statement.bind(.text(Self.processName), at: 5)
-            try statement.bind(.text("," + entities.joined(separator: ",") + ","), at: 6)
-            try statement.bind(.blob(HistoryChangeGroup.encode(groups)), at: 7)
+            // Which store instance committed it, and as which of its commits: its own watcher
+            // skips it, and orders the others' commits between its own.
+            try statement.bind(origin, at: 2)
+            try statement.bind(Int64(lastCommitSequence + 1), at: 3)
+            try statement.bind(changes.author.map(StoredValue.text) ?? .null, at: 4)
+            try statement.bind(changes.contextName.map(StoredValue.text) ?? .null, at: 5)
+            try statement.bind(Int64(Self.processIdentifier), at: 6)
+            try statement.bind(.text(Self.processName), at: 7)
+            try statement.bind(.text("," + entities.joined(separator: ",") + ","), at: 8)
+            try statement.bind(.blob(HistoryChangeGroup.encode(groups)), at: 9)
             try statement.execute()
         }
     }
@@ -54,7 +67,7 @@ extension SQLiteStore {
                     let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
                     throw HistoryErrors.expired(descriptor.after!, oldest: oldest.map { HistoryToken(storeIdentifier: identifier, transactionNumber: $0) })
                 }
-                var sql = "SELECT number, timestamp, author, context, process, processName, changes FROM loom_history WHERE number > ? AND changes IS NOT NULL"
+                var sql = "SELECT \(Self.historyColumns) FROM loom_history WHERE number > ? AND changes IS NOT NULL"
                 var arguments: [any DatabaseValueConvertible] = [after]
                 if let authors = descriptor.authors {
                     sql += " AND author IN (\(authors.map { _ in "?" }.joined(separator: ", ")))"
@@ -69,36 +82,47 @@ extension SQLiteStore {
                     sql += " LIMIT ?"
                     arguments.append(limit)
                 }
-                let wanted = descriptor.entityNames.map(Set.init)
-                var transactions: [HistoryTransaction] = []
-                for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)!) {
-                    let number: Int64 = row[0]
-                    guard let groups = HistoryChangeGroup.decode(row[6]) else {
-                        throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(url.path) cannot be read: its changes are damaged.", path: url.path)
-                    }
-                    var changes: [HistoryChange] = []
-                    for group in groups where wanted?.contains(group.entityName) ?? true {
-                        let kind: HistoryChange.Kind = switch group.kind {
-                        case .insert: .insert
-                        case .update: .update(updatedProperties: group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init))
-                        case .delete: .delete
-                        }
-                        for key in group.keys {
-                            changes.append(HistoryChange(objectID: AnyObjectID(storeIdentifier: identifier, entityName: group.entityName, primaryKey: key), kind: kind))
-                        }
-                    }
-                    transactions.append(HistoryTransaction(
-                        token: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
-                        timestamp: Date(timeIntervalSince1970: row[1]), author: row[2], contextName: row[3],
-                        processIdentifier: Int32(truncatingIfNeeded: row[4] as Int64), processName: row[5], changes: changes))
-                }
-                return transactions
+                return try Self.historyTransactions(db, sql: sql, arguments: StatementArguments(arguments)!, entityNames: descriptor.entityNames, store: identifier, path: url.path)
             }
         } catch let error as LoomError {
             throw error
         } catch {
             throw translate(error, entity: nil)
         }
+    }
+
+    /// The columns ``historyTransactions(_:sql:arguments:entityNames:store:path:)`` reads, in its order.
+    static let historyColumns = "number, timestamp, author, context, process, processName, changes"
+
+    /// The transactions a query of ``historyColumns`` returns, with only the changes of
+    /// `entityNames` (`nil`: all).
+    static func historyTransactions(
+        _ db: Database, sql: String, arguments: StatementArguments, entityNames: [String]?, store identifier: UUID, path: String
+    ) throws -> [HistoryTransaction] {
+        let wanted = entityNames.map(Set.init)
+        var transactions: [HistoryTransaction] = []
+        for row in try Row.fetchAll(db, sql: sql, arguments: arguments) {
+            let number: Int64 = row[0]
+            guard let groups = HistoryChangeGroup.decode(row[6]) else {
+                throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(path) cannot be read: its changes are damaged.", path: path)
+            }
+            var changes: [HistoryChange] = []
+            for group in groups where wanted?.contains(group.entityName) ?? true {
+                let kind: HistoryChange.Kind = switch group.kind {
+                case .insert: .insert
+                case .update: .update(updatedProperties: group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init))
+                case .delete: .delete
+                }
+                for key in group.keys {
+                    changes.append(HistoryChange(objectID: AnyObjectID(storeIdentifier: identifier, entityName: group.entityName, primaryKey: key), kind: kind))
+                }
+            }
+            transactions.append(HistoryTransaction(
+                token: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
+                timestamp: Date(timeIntervalSince1970: row[1]), author: row[2], contextName: row[3],
+                processIdentifier: Int32(truncatingIfNeeded: row[4] as Int64), processName: row[5], changes: changes))
+        }
+        return transactions
     }
 
     /// Deletes in transactions of at most `historyDeleteChunk` history transactions each, so
@@ -137,6 +161,21 @@ extension SQLiteStore {
 
     /// History transactions deleted per write transaction by ``deleteHistory(through:)``.
     static let historyDeleteChunk = 500
+
+    /// Watches the file for other instances' commits (``RemoteCommitWatcher``) when the store
+    /// records history; without history there is nothing to read them from, and it does
+    /// nothing. A watcher that cannot start (no file descriptors left) leaves the store working
+    /// without remote changes.
+    @_spi(LoomStore) public func observeRemoteCommits(_ handler: @escaping @Sendable (RemoteCommits) -> Void) {
+        guard recordsHistory, !isClosed else { return }
+        let after = (try? currentHistoryToken())??.transactionNumber ?? 0
+        guard let started = try? RemoteCommitWatcher(path: url.path, store: identifier, origin: origin, after: after, handler: handler) else { return }
+        let previous = watcher.withLock { watcher in
+            defer { watcher = started }
+            return watcher
+        }
+        previous?.stop()
+    }
 
     @_spi(LoomStore) public func currentHistoryToken() throws(LoomError) -> HistoryToken? {
         if isClosed { throw closedError() }

@@ -75,6 +75,10 @@ public final class SQLiteStore: PersistentStore {
     private let commitSequence = Atomic<UInt64>(0)
     /// Set once by ``close()``: every call after it throws ``LoomError/Code/closed``.
     private let closedFlag = Atomic<Bool>(false)
+    /// What this instance's history rows carry in `origin`: its watcher skips them.
+    let origin = Int64.random(in: 1...Int64.max)
+    /// The thread that finds other instances' commits, once ``observeRemoteCommits(_:)`` started it.
+    let watcher = Mutex<RemoteCommitWatcher?>(nil)
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty, and
     /// migrating it when it was saved with an older model whose changes can be inferred
@@ -268,6 +272,7 @@ public final class SQLiteStore: PersistentStore {
         // history tables of a store made before Loom kept history.
         if !readOnly {
             for statement in historyStatements { try db.execute(sql: statement) }
+            try upgradeHistoryTable(db)
             for statement in SQLGenerator(schema: schema, dialect: SQLiteDialect()).indexStatements() { try db.execute(sql: statement) }
         }
         return id
@@ -663,9 +668,19 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
+    deinit {
+        // A store dropped without close(): its watcher thread ends with it.
+        watcher.withLock { $0?.stop() }
+    }
+
     /// Closes the store: every later call (reads, saves, key reservations) throws
     /// ``LoomError/Code/closed``. Closing again does nothing.
     public func close() throws(LoomError) {
+        // The watcher first, outside the write gate: it may be handing commits on.
+        watcher.withLock { watcher in
+            watcher?.stop()
+            watcher = nil
+        }
         // Waits for a write in progress (a save, or an exclusive write) to finish.
         writeGate.lock()
         defer { writeGate.unlock() }

@@ -213,7 +213,24 @@ public final class PersistentContainer: Sendable {
             if resumeNow { waiter.resume() }
         }
         // The store waits for a write in progress (a context's save) before it closes.
+        defer { coordinator.finishRemoteChanges() }
         try coordinator.store.close()
+    }
+
+    /// What other containers and processes commit to this container's store, in commit order,
+    /// as they commit it (see ``PersistentStoreCoordinator/remoteChanges()``): the view context
+    /// and every background context with automatic merging already merge them; this stream is
+    /// for code that reacts to them. It ends when the container closes.
+    ///
+    /// ```swift
+    /// for await change in container.remoteChanges() {
+    ///     print("\(change.transactions.count) transactions by others, up to \(change.token!)")
+    /// }
+    /// ```
+    ///
+    /// Callable from any isolation.
+    public func remoteChanges() -> AsyncStream<RemoteChangeEvent> {
+        coordinator.remoteChanges()
     }
 }
 

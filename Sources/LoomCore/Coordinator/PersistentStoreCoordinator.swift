@@ -26,6 +26,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// which are delivered when it commits (and dropped if it rolls back).
     private let exclusiveWrite = Locked<ExclusiveWrite?>(nil)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
+    /// The streams of ``remoteChanges()``.
+    private let remoteStreams = Locked<[Int: AsyncStream<RemoteChangeEvent>.Continuation]>([:])
+    private let nextRemoteStream = Atomic<Int>(0)
 
     struct ExclusiveWrite {
         let thread: UInt
@@ -59,6 +62,7 @@ public final class PersistentStoreCoordinator: Sendable {
         self.rowCache = Locked(RowCache(limit: rowCacheLimit))
         self.keyAllocator = KeyAllocator(store: store)
         self.sequencer = SaveSequencer(after: store.lastCommitSequence)
+        store.observeRemoteCommits { [weak self] commits in self?.receive(commits) }
     }
 
     // MARK: Reading
@@ -255,12 +259,12 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Empties the shared cache and marks every row as possibly changed.
     private func forgetCachedRows() {
-        let generation = changeGeneration.load(ordering: .relaxed) + 1
         changeLog.withLock { log in
+            let generation = changeGeneration.load(ordering: .relaxed) + 1
             log.changedAt.removeAll()
             log.forgottenBefore = generation
+            changeGeneration.store(generation, ordering: .releasing)
         }
-        changeGeneration.store(generation, ordering: .releasing)
         let dropped = rowCache.withLock { cache -> RowCache in
             defer { cache = RowCache(limit: cache.limit) }
             return cache
@@ -274,8 +278,11 @@ public final class PersistentStoreCoordinator: Sendable {
     /// churn the cache (and its lock) for rows nobody has asked for.
     private func didApply(_ changes: StoreChangeSet) {
         if !changes.updates.isEmpty || !changes.deletes.isEmpty {
-            let generation = changeGeneration.load(ordering: .relaxed) + 1
+            // The generation moves under the log's lock: savers and the remote-change watcher
+            // bump it from several threads.
             changeLog.withLock { log in
+                let generation = changeGeneration.load(ordering: .relaxed) + 1
+                defer { changeGeneration.store(generation, ordering: .releasing) }
                 if log.changedAt.count + changes.updates.count + changes.deletes.count > ChangeLog.limit {
                     log.changedAt.removeAll()
                     log.forgottenBefore = generation
@@ -283,7 +290,6 @@ public final class PersistentStoreCoordinator: Sendable {
                 for update in changes.updates { log.changedAt[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)] = generation }
                 for delete in changes.deletes { log.changedAt[RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)] = generation }
             }
-            changeGeneration.store(generation, ordering: .releasing)
         }
         let evicted = rowCache.withLock { cache in
             for update in changes.updates {
@@ -329,6 +335,111 @@ public final class PersistentStoreCoordinator: Sendable {
 
     func unregister(_ inbox: MergeInbox) {
         _ = inboxes.withLock { $0.removeValue(forKey: ObjectIdentifier(inbox)) }
+    }
+
+    // MARK: Remote changes
+
+    /// The commits other coordinators (in this process or another) make on the store, as
+    /// ``RemoteChangeEvent``s, in commit order, from now until the stream is dropped or the store
+    /// closed. The coordinator merges them into its automatically merging contexts whether or
+    /// not anyone listens; this is for code that reacts to them (a log, a cache, a server push).
+    ///
+    /// Only stores that keep history (SQLite, with `recordsHistory` on, the default) report them.
+    public func remoteChanges() -> AsyncStream<RemoteChangeEvent> {
+        let id = nextRemoteStream.add(1, ordering: .relaxed).newValue
+        let (stream, continuation) = AsyncStream<RemoteChangeEvent>.makeStream(bufferingPolicy: .unbounded)
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.remoteStreams.withLock { $0.removeValue(forKey: id) }
+        }
+        remoteStreams.withLock { $0[id] = continuation }
+        return stream
+    }
+
+    /// Ends every ``remoteChanges()`` stream (the store is closing).
+    func finishRemoteChanges() {
+        let streams = remoteStreams.withLock { all in
+            defer { all = [:] }
+            return Array(all.values)
+        }
+        for stream in streams { stream.finish() }
+    }
+
+    /// Other coordinators' commits, from the store's watcher thread: the shared cache forgets
+    /// what they changed, then each is delivered to the merging contexts right after the local
+    /// commit it followed (``SaveSequencer/publish(remote:after:deliver:)``), then to the
+    /// ``remoteChanges()`` streams.
+    private func receive(_ commits: RemoteCommits) {
+        let event: RemoteChangeEvent
+        switch commits {
+        case .committed(let list):
+            for (transaction, after) in list {
+                var changes = ObjectChanges()
+                var changed: [RowCacheKey] = [], deleted: [RowCacheKey] = []
+                for change in transaction.changes {
+                    // An entity this model lacks (a process on another model version) has no objects here.
+                    guard let entity = schema.entity(named: change.objectID.entityName) else { continue }
+                    let id = change.objectID
+                    let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
+                    switch change.kind {
+                    case .insert:
+                        changes.inserted.insert(id)
+                    case .update(let properties):
+                        changes.updated.insert(id)
+                        changes.changedProperties[id, default: []].formUnion(properties)
+                        changed.append(key)
+                    case .delete:
+                        changes.deleted.insert(id)
+                        deleted.append(key)
+                    }
+                }
+                forgetRemotelyChanged(changed, deleted: deleted)
+                var save = SaveEvent(number: after, changes: changes, rows: [:], origin: ObjectIdentifier(self), mergesIntoViewContext: true)
+                save.isRemote = true
+                deliver(remote: save, after: after)
+            }
+            event = RemoteChangeEvent(transactions: list.map(\.transaction), token: list.last?.transaction.token)
+        case .historyLost(_, let current):
+            forgetCachedRows()
+            var save = SaveEvent(number: 0, changes: ObjectChanges(), rows: [:], origin: ObjectIdentifier(self), mergesIntoViewContext: true)
+            save.isRemote = true
+            save.refreshesEverything = true
+            deliver(remote: save, after: 0)
+            event = RemoteChangeEvent(transactions: [], token: current, historyWasLost: true)
+        }
+        let streams = remoteStreams.withLock { Array($0.values) }
+        for stream in streams { stream.yield(event) }
+    }
+
+    private func deliver(remote event: SaveEvent, after sequence: UInt64) {
+        sequencer.publish(remote: [event], after: sequence) { ready in
+            let targets = inboxes.withLock { Array($0.values) }
+            for event in ready {
+                for inbox in targets { inbox.deliver(event) }
+            }
+        }
+    }
+
+    /// Rows another coordinator changed or deleted: out of the shared cache, and noted as
+    /// changed for faults holding their fetched rows (see `didApply`).
+    private func forgetRemotelyChanged(_ changed: [RowCacheKey], deleted: [RowCacheKey]) {
+        guard !changed.isEmpty || !deleted.isEmpty else { return }
+        changeLog.withLock { log in
+            let generation = changeGeneration.load(ordering: .relaxed) + 1
+            defer { changeGeneration.store(generation, ordering: .releasing) }
+            if log.changedAt.count + changed.count + deleted.count > ChangeLog.limit {
+                log.changedAt.removeAll()
+                log.forgottenBefore = generation
+            }
+            for key in changed { log.changedAt[key] = generation }
+            for key in deleted { log.changedAt[key] = generation }
+        }
+        let dropped = rowCache.withLock { cache -> [StoreRow] in
+            var dropped: [StoreRow] = []
+            for key in changed { if let entry = cache.rows.removeValue(forKey: key) { dropped.append(entry.row) } }
+            for key in deleted { cache.remove(deleted: key) }
+            return dropped
+        }
+        withExtendedLifetime(dropped) {}   // freed here, after the lock is released
     }
 
     // MARK: IDs

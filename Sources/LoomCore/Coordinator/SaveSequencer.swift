@@ -14,6 +14,8 @@ final class SaveSequencer: Sendable {
         var next: UInt64
         /// Events published ahead of their turn, by sequence number.
         var waiting: [UInt64: [SaveEvent]] = [:]
+        /// Other coordinators' commits waiting for the local commit they came after.
+        var remoteAfter: [UInt64: [SaveEvent]] = [:]
     }
     private let state: Locked<State>
 
@@ -36,7 +38,21 @@ final class SaveSequencer: Sendable {
             state.waiting[sequence] = events
             while let ready = state.waiting.removeValue(forKey: state.next) {
                 if !ready.isEmpty { deliver(ready) }
+                if let remote = state.remoteAfter.removeValue(forKey: state.next) { deliver(remote) }
                 state.next += 1
+            }
+        }
+    }
+
+    /// Hands the events of another coordinator's commit, which came after this coordinator's
+    /// commit `sequence` (0: before its first), to `deliver` right after that commit's events:
+    /// at once if they were delivered, else when they are.
+    func publish(remote events: [SaveEvent], after sequence: UInt64, deliver: ([SaveEvent]) -> Void) {
+        state.withLock { state in
+            if sequence < state.next {
+                deliver(events)
+            } else {
+                state.remoteAfter[sequence, default: []] += events
             }
         }
     }

@@ -136,6 +136,9 @@ public struct HistoryDescriptor: Sendable {
             let names = Set(update.changes.map { update.entity.storedValueName(at: $0.index) })
             updated["\(update.entity.name)/\(update.key)", default: (update.entity, update.key, [])].names.formUnion(names)
         }
+        for owner in changes.relationshipOwners {
+            updated["\(owner.entity.name)/\(owner.key)", default: (owner.entity, owner.key, [])].names.formUnion(owner.relationships)
+        }
         let hasLinks = !changes.linkInserts.isEmpty || !changes.linkDeletes.isEmpty
         let inserted = hasLinks ? Set(changes.inserts.map { "\($0.entity.name)/\($0.key)" }) : []
         let deleted = hasLinks ? Set(changes.deletes.map { "\($0.entity.name)/\($0.key)" }) : []
@@ -226,5 +229,24 @@ public struct HistoryDescriptor: Sendable {
             withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: data[data.startIndex + offset ..< data.startIndex + offset + 8]) }
             return Int64(littleEndian: value)
         }
+    }
+}
+
+/// What other coordinators or processes committed to the store, as this coordinator found it
+/// in the store's history: Core Data's `NSPersistentStoreRemoteChange`, with the transactions.
+/// By the time a context sees the merge, the coordinator has already told its merging contexts.
+public struct RemoteChangeEvent: Sendable, Hashable {
+    /// The transactions, in commit order (empty when ``historyWasLost``).
+    public var transactions: [HistoryTransaction]
+    /// The last transaction's token (when history was lost: the store's last transaction then).
+    public var token: HistoryToken?
+    /// The history after the last transaction this coordinator had seen was deleted before it
+    /// could read it: what changed is unknown, so its merging contexts refreshed every object.
+    public var historyWasLost: Bool
+
+    public init(transactions: [HistoryTransaction], token: HistoryToken?, historyWasLost: Bool = false) {
+        self.transactions = transactions
+        self.token = token
+        self.historyWasLost = historyWasLost
     }
 }

@@ -12,7 +12,11 @@ extension ManagedObjectContext {
         processPendingChanges()
         var merged = ObjectChanges()
         for event in events {
-            merge(event.changes, rows: event.rows, into: &merged)
+            if event.refreshesEverything {
+                refreshEverything(into: &merged)
+            } else {
+                merge(event.changes, rows: event.isRemote ? currentRows(for: event.changes) : event.rows, into: &merged)
+            }
             lastMergedSaveNumber = max(lastMergedSaveNumber, event.number)
         }
         checkIdentityMap()
@@ -113,6 +117,40 @@ extension ManagedObjectContext {
                 backing.isUpdated = false
                 pending.updated[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = nil
             }
+        }
+    }
+
+    /// For another coordinator's commit, which carries no rows: the current rows of the loaded
+    /// objects registered here that it updated, one store read per entity. If a read fails, its
+    /// objects are left out, and `merge` reads (or refaults) them one by one.
+    private func currentRows(for changes: ObjectChanges) -> [AnyObjectID: StoreRow] {
+        var wanted: [ObjectIdentifier: (entity: EntityDescription, keys: [Int64], ids: [Int64: AnyObjectID])] = [:]
+        for id in changes.updated {
+            guard let backing = registeredObject(for: id)?._loomBacking, backing.state == .loaded else { continue }
+            let entity = ObjectIdentifier(backing.entity)
+            if wanted[entity] == nil { wanted[entity] = (backing.entity, [], [:]) }
+            wanted[entity]!.keys.append(backing.key)
+            wanted[entity]!.ids[backing.key] = id
+        }
+        var rows: [AnyObjectID: StoreRow] = [:]
+        for (_, request) in wanted {
+            guard let found = try? coordinator.rows(of: request.entity, keys: request.keys) else { continue }
+            for row in found { if let id = request.ids[row.key] { rows[id] = row } }
+        }
+        return rows
+    }
+
+    /// What changed in the store is unknown (its history was deleted before this coordinator
+    /// read it): every loaded object without unsaved changes becomes a fault again, so that its
+    /// next use reads the store; every loaded to-many list is forgotten. Objects with unsaved
+    /// changes keep them, and their versions make a stale save a conflict for the merge policy.
+    private func refreshEverything(into merged: inout ObjectChanges) {
+        forgetLoadedRelationships()
+        for object in identityMap.objects {
+            let backing = object._loomBacking
+            if backing.isInserted { continue }
+            if backing.state == .loaded, !backing.isUpdated, !backing.isDeleted { refault(backing) }
+            merged.refreshed.insert(objectID(of: backing))
         }
     }
 

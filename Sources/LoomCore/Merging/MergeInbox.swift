@@ -13,6 +13,12 @@ struct SaveEvent: Sendable {
     let origin: ObjectIdentifier
     /// Whether the view context merges this save (the container's `save` helper can opt out).
     let mergesIntoViewContext: Bool
+    /// Committed by another coordinator or process (found in the store's history): it carries
+    /// no rows, and merging reads the changed objects' current rows.
+    var isRemote = false
+    /// The store's history of other coordinators' commits was deleted before this coordinator
+    /// read it: what changed is unknown, so every registered object is refreshed.
+    var refreshesEverything = false
 }
 
 /// Where the coordinator leaves saves for one context to merge, and how it wakes the context up

@@ -138,6 +138,9 @@ extension ManagedObjectContext {
             let b = object._loomBacking
             changes.deletes.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version))
         }
+        for (key, entry) in pending.relationships.entries where pending.inserted[key] == nil && pending.deleted[key] == nil {
+            changes.relationshipOwners.append((entry.entity, entry.key, entry.relationships.map { entry.entity.relationships[$0].name }))
+        }
         for (link, added) in pending.links.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
             let change = StoreChangeSet.LinkChange(table: link.table, source: link.source, target: link.target)
             if added {

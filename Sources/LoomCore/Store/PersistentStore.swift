@@ -90,6 +90,24 @@ public protocol PersistentStore: StoreReading, Sendable {
     /// The token of the last committed transaction (`nil` when there is none yet, or the store
     /// keeps no history).
     @_spi(LoomStore) func currentHistoryToken() throws(LoomError) -> HistoryToken?
+
+    /// Starts telling `handler` (on a thread of the store's) about the commits other store
+    /// instances make on the same storage (another coordinator, another process), in commit
+    /// order, each once, from the first commit after this call. Called once, by the coordinator
+    /// that owns the store; ``close()`` stops it. A store without history (or without other
+    /// writers) never calls `handler`.
+    @_spi(LoomStore) func observeRemoteCommits(_ handler: @escaping @Sendable (RemoteCommits) -> Void)
+}
+
+/// Commits made by other store instances on the same storage, as a store's watcher finds them.
+@_spi(LoomStore) public enum RemoteCommits: Sendable {
+    /// Transactions, in commit order, each with the last commit made through this store
+    /// instance before it (its ``CommitReceipt/sequence``; 0 if none), so that the coordinator
+    /// delivers it after that commit's save.
+    case committed([(transaction: HistoryTransaction, afterLocalCommit: UInt64)])
+    /// The history after `after` was deleted before the watcher read it: what those commits
+    /// changed is unknown. `current` is the last transaction now.
+    case historyLost(after: HistoryToken, current: HistoryToken?)
 }
 
 /// What a store hands back for a commit.
@@ -292,6 +310,11 @@ public protocol PersistentStore: StoreReading, Sendable {
     public var linkInserts: [LinkChange] = []
     /// Join-table rows to remove; removing one that does not exist is not an error.
     public var linkDeletes: [LinkChange] = []
+    /// Objects whose to-many relationships gained or lost objects through keys stored on the
+    /// other side (a to-one's foreign key this save writes): no row of theirs changes, but the
+    /// store's history records them as updated, with these relationships' names, so that a
+    /// coordinator merging the history forgets the lists it loaded.
+    public var relationshipOwners: [(entity: EntityDescription, key: Int64, relationships: [String])] = []
     /// Who saved it, for the store's history: the context's ``ManagedObjectContext/transactionAuthor``
     /// and name.
     public var author: String?
@@ -323,6 +346,7 @@ extension PersistentStore {
     }
     @_spi(LoomStore) public func deleteHistory(through token: HistoryToken) throws(LoomError) {}
     @_spi(LoomStore) public func currentHistoryToken() throws(LoomError) -> HistoryToken? { nil }
+    @_spi(LoomStore) public func observeRemoteCommits(_ handler: @escaping @Sendable (RemoteCommits) -> Void) {}
 }
 
 /// The history errors every store throws alike.

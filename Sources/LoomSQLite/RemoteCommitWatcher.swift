@@ -1,0 +1,254 @@
+import Foundation
+import GRDB
+@_spi(LoomStore) import LoomCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Finds the commits other store instances (another coordinator, another process) make on a
+/// store file, and hands them to the coordinator in commit order, each once.
+///
+/// One thread per store, with its own read-only connection. It sleeps until the `-wal` file is
+/// written (inotify on Linux; elsewhere it polls every ``pollInterval``), then asks SQLite
+/// whether the file changed (`PRAGMA data_version`, which moves when any other connection
+/// commits), and if so reads the history after the last transaction it saw: the numbers and
+/// origins first, then the whole rows of the transactions other instances committed. Its own
+/// instance's transactions only tell it which local commit came before the others.
+///
+/// An idle watcher costs a wake-up per ``safetyInterval`` (Linux) or ``pollInterval``
+/// (elsewhere): one `PRAGMA data_version`.
+///
+/// `Sendable`: the thread owns the connection and the loop's state; `stopRequested` and the
+/// pipe are the only things shared.
+final class RemoteCommitWatcher: Sendable {
+    /// Without inotify: how often `data_version` is read.
+    static let pollInterval: Duration = .milliseconds(5)
+    /// With inotify: how often `data_version` is read all the same (a write inotify did not
+    /// report, such as one through another path to the file).
+    static let safetyInterval: Duration = .milliseconds(500)
+    /// After the `-wal` file was written, how long `data_version` is read every millisecond: a
+    /// commit's last frame is written before SQLite marks it committed in the `-shm` index, so
+    /// the wake-up that its write causes may come just before the commit shows.
+    static let settleWindow: Duration = .milliseconds(50)
+
+    private let stopRequested = Atomic<Bool>(false)
+    /// Written to by ``stop()`` to wake the thread; read end first.
+    private let wakePipe: (Int32, Int32)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Set on the watcher's thread, so that ``stop()`` called from it (the handler releasing
+    /// the last reference to the store) does not wait for itself.
+    private static let isWatcherThread = ThreadLocalFlag()
+
+    /// Starts watching the store at `path`, whose transactions committed through this instance
+    /// carry `origin`, from the transaction after `after` (the last one when the store opened).
+    init(path: String, store: UUID, origin: Int64, after: Int64, handler: @escaping @Sendable (RemoteCommits) -> Void) throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw LoomError(.storeFailure, "The remote-change watcher of \(path) could not make its wake-up pipe (errno \(errno)).", path: path) }
+        wakePipe = (fds[0], fds[1])
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        let queue: DatabaseQueue
+        do {
+            queue = try SQLiteStore.readOnlyQueue(path: path)
+        } catch {
+            close(fds[0]); close(fds[1])
+            throw error
+        }
+        let thread = Thread { [self] in
+            Self.isWatcherThread.set()
+            var loop = Loop(queue: queue, path: path, store: store, origin: origin, lastNumber: after, handler: handler)
+            loop.run(until: stopRequested, wake: wakePipe.0)
+            try? queue.close()
+            finished.signal()
+        }
+        thread.name = "Loom remote changes"
+        thread.start()
+    }
+
+    /// Stops the thread and waits for it (a read in progress finishes first). Call once.
+    func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        var byte: UInt8 = 1
+        _ = write(wakePipe.1, &byte, 1)
+        // From the watcher's own thread: it ends after this turn, leaving the pipe open.
+        if Self.isWatcherThread.isSet { return }
+        finished.wait()
+        close(wakePipe.0)
+        close(wakePipe.1)
+    }
+
+    /// The watcher thread's state.
+    private struct Loop {
+        let queue: DatabaseQueue
+        let path: String
+        let store: UUID
+        let origin: Int64
+        var lastNumber: Int64
+        /// The last commit of this instance found in the history (its `originCommit`).
+        var lastLocalCommit: UInt64 = 0
+        var dataVersion: Int64 = -1
+        let handler: @Sendable (RemoteCommits) -> Void
+        var inotify = INotify()
+
+        init(queue: DatabaseQueue, path: String, store: UUID, origin: Int64, lastNumber: Int64, handler: @escaping @Sendable (RemoteCommits) -> Void) {
+            self.queue = queue
+            self.path = path
+            self.store = store
+            self.origin = origin
+            self.lastNumber = lastNumber
+            self.handler = handler
+        }
+
+        mutating func run(until stop: borrowing Atomic<Bool>, wake: Int32) {
+            dataVersion = (try? currentDataVersion()) ?? -1
+            var settleUntil = ContinuousClock.now
+            while !stop.load(ordering: .acquiring) {
+                if !inotify.isWatching { inotify.watch(path + "-wal") }
+                let settling = ContinuousClock.now < settleUntil
+                let timeout: Duration = settling ? .milliseconds(1) : (inotify.isWatching ? RemoteCommitWatcher.safetyInterval : RemoteCommitWatcher.pollInterval)
+                if inotify.wait(timeout: timeout, alsoOn: wake) { settleUntil = ContinuousClock.now + RemoteCommitWatcher.settleWindow }
+                if stop.load(ordering: .acquiring) { break }
+                guard let version = try? currentDataVersion(), version != dataVersion else { continue }
+                dataVersion = version
+                // A failed read (the file busy or going away) is tried again at the next wake-up:
+                // `lastNumber` only moves past what was handed on.
+                try? readHistory()
+            }
+            inotify.close()
+        }
+
+        func currentDataVersion() throws -> Int64 {
+            try queue.inDatabase { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+        }
+
+        /// Reads the history after `lastNumber` and hands on what other instances committed.
+        mutating func readHistory() throws {
+            let (found, lost) = try queue.read { db -> ([(number: Int64, origin: Int64?, commit: Int64?)], (Int64?)?) in
+                let deleted = try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM loom_metadata WHERE key = ?", arguments: [SQLiteStore.historyDeletedKey]) ?? 0
+                if deleted > lastNumber {
+                    return ([], (try Int64.fetchOne(db, sql: "SELECT MAX(number) FROM loom_history")))
+                }
+                let rows = try Row.fetchAll(db, sql: "SELECT number, origin, originCommit FROM loom_history WHERE number > ? ORDER BY number", arguments: [lastNumber])
+                return (rows.map { ($0[0], $0[1], $0[2]) }, nil)
+            }
+            if let lost {
+                let after = HistoryToken(storeIdentifier: store, transactionNumber: lastNumber)
+                lastNumber = lost ?? lastNumber
+                handler(.historyLost(after: after, current: lost.map { HistoryToken(storeIdentifier: store, transactionNumber: $0) }))
+                return
+            }
+            guard let last = found.last?.number else { return }
+            var foreign: [(number: Int64, after: UInt64)] = []
+            var localCommit = lastLocalCommit
+            for row in found {
+                if row.origin == origin {
+                    localCommit = UInt64(max(0, row.commit ?? 0))
+                } else {
+                    foreign.append((row.number, localCommit))
+                }
+            }
+            if !foreign.isEmpty {
+                let numbers = foreign.map(\.number)
+                let transactions = try queue.read { db in
+                    try SQLiteStore.historyTransactions(
+                        db, sql: "SELECT \(SQLiteStore.historyColumns) FROM loom_history WHERE number >= ? AND number <= ? AND (origin IS NULL OR origin != ?) AND changes IS NOT NULL ORDER BY number",
+                        arguments: [numbers.first!, numbers.last!, origin], entityNames: nil, store: store, path: path)
+                }
+                let after = Dictionary(uniqueKeysWithValues: foreign.map { ($0.number, $0.after) })
+                let committed = transactions.map { (transaction: $0, afterLocalCommit: after[$0.token.transactionNumber] ?? localCommit) }
+                if !committed.isEmpty { handler(.committed(committed)) }
+            }
+            lastLocalCommit = localCommit
+            lastNumber = last
+        }
+    }
+}
+
+/// An inotify watch on one file (Linux); elsewhere never watching, so the loop polls.
+private struct INotify {
+    #if os(Linux)
+    private var fd: Int32 = -1
+    private var wd: Int32 = -1
+    #endif
+
+    var isWatching: Bool {
+        #if os(Linux)
+        wd >= 0
+        #else
+        false
+        #endif
+    }
+
+    mutating func watch(_ path: String) {
+        #if os(Linux)
+        if fd < 0 { fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }
+        guard fd >= 0 else { return }
+        wd = inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF))
+        #endif
+    }
+
+    /// Sleeps until the watched file is written, `other` is readable, or `timeout` passes.
+    /// Returns whether the file was written.
+    mutating func wait(timeout: Duration, alsoOn other: Int32) -> Bool {
+        let milliseconds = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        var fds = [pollfd(fd: other, events: Int16(POLLIN), revents: 0)]
+        #if os(Linux)
+        if wd >= 0 { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+        #endif
+        let ready = poll(&fds, nfds_t(fds.count), max(1, milliseconds))
+        guard ready > 0 else { return false }
+        #if os(Linux)
+        if fds.count > 1, fds[1].revents & Int16(POLLIN) != 0 { return drain() }
+        #endif
+        return false
+    }
+
+    #if os(Linux)
+    /// Reads every pending event; a watch the kernel dropped (the file deleted or moved) is
+    /// made again at the next turn.
+    private mutating func drain() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var written = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            var at = 0
+            while at + MemoryLayout<inotify_event>.size <= count {
+                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: inotify_event.self) }
+                if event.mask & UInt32(IN_MODIFY) != 0 { written = true }
+                if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                    if wd >= 0 { _ = inotify_rm_watch(fd, wd) }
+                    wd = -1
+                    written = true
+                }
+                at += MemoryLayout<inotify_event>.size + Int(event.len)
+            }
+        }
+        return written
+    }
+    #endif
+
+    mutating func close() {
+        #if os(Linux)
+        if fd >= 0 { _ = Glibc.close(fd) }
+        fd = -1
+        wd = -1
+        #endif
+    }
+}
+
+/// A flag set on some threads only.
+private final class ThreadLocalFlag: Sendable {
+    private let key: pthread_key_t
+
+    init() {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        self.key = key
+    }
+
+    func set() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1)) }
+    var isSet: Bool { pthread_getspecific(key) != nil }
+}

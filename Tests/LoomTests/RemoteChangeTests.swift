@@ -1,0 +1,175 @@
+import Foundation
+import Loom
+@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) import LoomSQLite
+import Testing
+
+/// Two containers on one file: each learns what the other commits, from the store's history,
+/// and merges it as it merges its own contexts' saves.
+@Suite("Remote changes")
+struct RemoteChangeTests {
+    typealias Author = LibraryRelsV2.Author
+    typealias Book = LibraryRelsV2.Book
+    typealias Tag = LibraryRelsV2.Tag
+
+    static func open(_ url: URL, options: SQLiteStore.Options = SQLiteStore.Options()) throws -> PersistentContainer {
+        PersistentContainer(store: try SQLiteStore(url: url, schema: try LibraryRelsV2.schema(), options: options))
+    }
+
+    /// Waits (up to 10 s) until `condition`, checked on the main actor, holds.
+    @MainActor
+    static func eventually(_ condition: @MainActor () throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return try condition()
+    }
+
+    @Test("Another container's saves reach the view context: new values, deleted objects, to-many lists, one objectsDidChange per merge")
+    @MainActor
+    func viewContextMergesAnotherContainersSaves() async throws {
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        let writer = try Self.open(url)
+        try await writer.save { context in
+            let ann = Author(name: "Ann")
+            let book = Book(title: "B1")
+            context.insert(ann)
+            context.insert(book)
+            context.insert(Tag(name: "red"))
+            book.writer = ann
+        }
+        let reader = try Self.open(url)
+        let view = reader.viewContext
+        var changes: [ObjectChanges] = []
+        let token = view.addObserver(for: .objectsDidChange) { event in
+            if case .objectsDidChange(let c) = event { changes.append(c) }
+        }
+        defer { view.removeObserver(token) }
+        let ann = try #require(try view.fetch(FetchRequest<Author>()).first)
+        let b1 = try #require(try view.fetch(FetchRequest<Book>()).first)
+        let red = try #require(try view.fetch(FetchRequest<Tag>()).first)
+        #expect(ann.works.map(\.title) == ["B1"])
+        let redID = red.objectID.erased
+        changes = []
+
+        try await writer.save { context in
+            let ann = try #require(try context.fetch(FetchRequest<Author>()).first)
+            let b1 = try #require(try context.fetch(FetchRequest<Book>()).first)
+            b1.title = "B1, revised"
+            let b2 = Book(title: "B2")
+            context.insert(b2)
+            b2.writer = ann
+            context.delete(try #require(try context.fetch(FetchRequest<Tag>()).first))
+        }
+        #expect(await Self.eventually { b1.title == "B1, revised" })
+        #expect(ann.works.map(\.title).sorted() == ["B1, revised", "B2"])
+        #expect(view.registeredObject(for: redID) == nil)
+        let merged = changes.reduce(into: ObjectChanges()) { all, c in
+            all.inserted.formUnion(c.inserted); all.updated.formUnion(c.updated); all.deleted.formUnion(c.deleted)
+            all.changedProperties.merge(c.changedProperties) { $0.union($1) }
+        }
+        #expect(merged.inserted.map(\.entityName) == ["Book"])
+        #expect(merged.deleted == [redID])
+        #expect(merged.changedProperties[b1.objectID.erased] == ["title"])
+        #expect(merged.changedProperties[ann.objectID.erased] == ["works"])
+        try await writer.close()
+        try await reader.close()
+    }
+
+    @Test("remoteChanges() hands on every transaction of the other container once, in commit order, and none of its own container's")
+    func remoteChangesStream() async throws {
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        let a = try Self.open(url)
+        let b = try Self.open(url)
+        let stream = b.remoteChanges()
+        let collector = Task { () -> [HistoryTransaction] in
+            var seen: [HistoryTransaction] = []
+            for await event in stream {
+                #expect(!event.historyWasLost)
+                #expect(event.token == event.transactions.last?.token)
+                seen += event.transactions
+                if seen.count >= 40 { break }
+            }
+            return seen
+        }
+        for i in 0..<40 {
+            try await a.save { context in
+                context.transactionAuthor = "a"
+                context.insert(Book(title: "A\(i)"))
+            }
+            if i % 4 == 0 {
+                try await b.save { context in
+                    context.transactionAuthor = "b"
+                    context.insert(Book(title: "B\(i)"))
+                }
+            }
+        }
+        let seen = await collector.value
+        #expect(seen.count == 40)
+        #expect(seen.allSatisfy { $0.author == "a" })
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.token < $1.token })
+        let all = try await a.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor(authors: ["a"])) }
+        #expect(seen.map(\.token) == all.map(\.token))
+        try await a.close()
+        try await b.close()
+    }
+
+    @Test("A background context that merges automatically gets remote saves too; one that does not, only when it asks")
+    func backgroundContexts() async throws {
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        let a = try Self.open(url)
+        try await a.save { $0.insert(Book(title: "first")) }
+        let b = try Self.open(url)
+        let merging = b.newBackgroundContext()
+        let idle = b.newBackgroundContext()
+        try await merging.perform { context in
+            context.automaticallyMergesChanges = true
+            _ = try context.fetch(FetchRequest<Book>()).map(\.title)
+        }
+        try await idle.perform { context in _ = try context.fetch(FetchRequest<Book>()).map(\.title) }
+        try await a.save { context in try context.fetch(FetchRequest<Book>()).first!.title = "second" }
+        let deadline = ContinuousClock.now + .seconds(10)
+        var title = ""
+        while ContinuousClock.now < deadline {
+            title = try await merging.perform { context in try context.fetch(FetchRequest<Book>()).first!.title }
+            if title == "second" { break }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(title == "second")
+        // Not merging: an object it holds keeps the values it loaded until it is refreshed.
+        let other = a.newBackgroundContext()
+        let kept = try await idle.perform { context -> [String] in
+            let book = try context.fetch(FetchRequest<Book>()).first!
+            let before = book.title
+            try other.performAndWait { context in
+                try context.fetch(FetchRequest<Book>()).first!.title = "third"
+                try context.save()
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+            let after = book.title
+            try context.refresh(book, mergeChanges: true)
+            return [before, after, book.title]
+        }
+        #expect(kept == ["second", "second", "third"])
+        try await a.close()
+        try await b.close()
+    }
+
+    @Test("With history off there is nothing to read remote changes from: the other container sees saves only when it reads the store")
+    func historyOff() async throws {
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        let options = SQLiteStore.Options(recordsHistory: false)
+        let a = try Self.open(url, options: options)
+        let b = try Self.open(url, options: options)
+        let stream = b.remoteChanges()
+        try await a.save { $0.insert(Book(title: "unseen")) }
+        try await Task.sleep(for: .milliseconds(200))
+        try await b.close()
+        var events = 0
+        for await _ in stream { events += 1 }
+        #expect(events == 0)
+        try await a.close()
+    }
+}
