@@ -51,7 +51,12 @@ final class RemoteCommitWatcher: Sendable {
         _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
         let queue: DatabaseQueue
         do {
-            queue = try SQLiteStore.readOnlyQueue(path: path)
+            // Not opened read-only, though it only reads: a read-only connection that has
+            // shared the WAL index keeps the last connection's close from checkpointing the WAL
+            // into the file (then a copy of the file alone misses the last commits).
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
+            queue = try DatabaseQueue(path: path, configuration: configuration)
         } catch {
             close(fds[0]); close(fds[1])
             throw error

@@ -686,6 +686,11 @@ public final class SQLiteStore: PersistentStore {
         defer { writeGate.unlock() }
         guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         readers.close()
+        // Everything into the file itself, so that the file alone is the whole store once
+        // closed. SQLite does it when the last connection closes, except after another
+        // connection (the watcher's) shared the WAL index, and when another process has the
+        // file open; then this is the last chance before the other one's close.
+        _ = try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         do { try pool.close() } catch { throw translate(error, entity: nil) }
     }
 }

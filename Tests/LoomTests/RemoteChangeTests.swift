@@ -157,6 +157,26 @@ struct RemoteChangeTests {
         try await b.close()
     }
 
+    @Test("The other container's save empties its shared cache of the rows it changed: a fault filled later reads the new values")
+    func sharedCacheForgetsRemoteChanges() async throws {
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        let first = try Self.open(url)
+        let second = try Self.open(url)
+        let id = try await first.save { context in
+            let book = Book(title: "First")
+            context.insert(book)
+            return book.objectID
+        }
+        // A fault fired through the first coordinator puts the row in its cache.
+        #expect(try await first.newBackgroundContext().perform { try $0.object(with: id).title } == "First")
+        let changes = first.remoteChanges()
+        try await second.save { context in try context.existingObject(with: id).title = "Second" }
+        for await change in changes where change.transactions.contains(where: { $0.changes.contains { $0.objectID == id.erased } }) { break }
+        #expect(try await first.newBackgroundContext().perform { try $0.object(with: id).title } == "Second")
+        try await first.close()
+        try await second.close()
+    }
+
     @Test("With history off there is nothing to read remote changes from: the other container sees saves only when it reads the store")
     func historyOff() async throws {
         let url = TemporaryDirectory.make().appending(path: "shared.loom")
