@@ -29,10 +29,13 @@ final class RemoteCommitWatcher: Sendable {
     /// With inotify: how often `data_version` is read all the same (a write inotify did not
     /// report, such as one through another path to the file).
     static let safetyInterval: Duration = .milliseconds(500)
-    /// After the `-wal` file was written, how long `data_version` is read every millisecond: a
-    /// commit's last frame is written before SQLite marks it committed in the `-shm` index, so
-    /// the wake-up that its write causes may come just before the commit shows.
-    static let settleWindow: Duration = .milliseconds(50)
+    /// After the `-wal` file was written and nothing more is: `data_version` is read again after
+    /// 1, 2, 4… ms, up to this. A commit's last frame is written before SQLite marks it
+    /// committed in the `-shm` index, so the wake-up that its write causes may come just before
+    /// the commit shows.
+    static let settleWindow: Duration = .milliseconds(32)
+    /// How long a wake-up waits for more writes before it looks (seconds).
+    static let coalescing: TimeInterval = 0.001
 
     private let stopRequested = Atomic<Bool>(false)
     /// Written to by ``stop()`` to wake the thread; read end first.
@@ -108,13 +111,22 @@ final class RemoteCommitWatcher: Sendable {
 
         mutating func run(until stop: borrowing Atomic<Bool>, wake: Int32) {
             dataVersion = (try? currentDataVersion()) ?? -1
-            var settleUntil = ContinuousClock.now
+            // After the file was written: when to look again if nothing more is written.
+            var recheck: Duration?
             while !stop.load(ordering: .acquiring) {
                 if !inotify.isWatching { inotify.watch(path + "-wal") }
-                let settling = ContinuousClock.now < settleUntil
-                let timeout: Duration = settling ? .milliseconds(1) : (inotify.isWatching ? RemoteCommitWatcher.safetyInterval : RemoteCommitWatcher.pollInterval)
-                if inotify.wait(timeout: timeout, alsoOn: wake) { settleUntil = ContinuousClock.now + RemoteCommitWatcher.settleWindow }
+                let timeout = recheck ?? (inotify.isWatching ? RemoteCommitWatcher.safetyInterval : RemoteCommitWatcher.pollInterval)
+                let written = inotify.wait(timeout: timeout, alsoOn: wake)
                 if stop.load(ordering: .acquiring) { break }
+                if written {
+                    // A burst of writes (a commit is several; saves may follow each other every
+                    // few microseconds) is looked at once per `coalescing`, not once per write.
+                    Thread.sleep(forTimeInterval: RemoteCommitWatcher.coalescing)
+                    inotify.discardPending()
+                    recheck = .milliseconds(1)
+                } else if let current = recheck {
+                    recheck = current >= RemoteCommitWatcher.settleWindow ? nil : current * 2
+                }
                 guard let version = try? currentDataVersion(), version != dataVersion else { continue }
                 dataVersion = version
                 // A failed read (the file busy or going away) is tried again at the next wake-up:
@@ -208,6 +220,13 @@ private struct INotify {
         if fds.count > 1, fds[1].revents & Int16(POLLIN) != 0 { return drain() }
         #endif
         return false
+    }
+
+    /// Drops the events that arrived meanwhile, whatever they are.
+    mutating func discardPending() {
+        #if os(Linux)
+        if wd >= 0 { _ = drain() }
+        #endif
     }
 
     #if os(Linux)

@@ -51,6 +51,25 @@ struct DemoCommand: AsyncParsableCommand {
         let workers = max(1, min(self.workers, packages.count))
         let batchSize = max(1, self.batchSize)
         let total = packages.count
+
+        // A second container on the same file (another coordinator, as another process would
+        // have) learns of every importer commit from the store's history.
+        let observer = try await Self.open(storeURL)
+        let remote = observer.remoteChanges()
+        let reporter = Task { () -> (transactions: Int, packages: Int, authors: [String: Int], first: Duration?) in
+            var transactions = 0, inserted = 0, authors: [String: Int] = [:], first: Duration?
+            let start = ContinuousClock.now
+            for await change in remote {
+                first = first ?? ContinuousClock.now - start
+                for transaction in change.transactions {
+                    transactions += 1
+                    authors[transaction.author ?? "-", default: 0] += 1
+                    inserted += transaction.changes.count { $0.kind == .insert && $0.objectID.entityName == "InstalledPackage" }
+                }
+                if inserted >= total { break }
+            }
+            return (transactions, inserted, authors, first)
+        }
         let events = view.events()
         let watcher = Task { @MainActor in
             guard total > 0 else { return }
@@ -73,6 +92,7 @@ struct DemoCommand: AsyncParsableCommand {
                     let importer = container.newBackgroundContext(name: "dpkg import \(w + 1)")
                     group.addTask {
                         try await importer.perform { context in
+                            context.transactionAuthor = "importer \(w + 1)"
                             // Two workers may create the same maintainer at once; the save that
                             // comes second keeps the saved one and moves its packages to it.
                             context.mergePolicy = .mergeByPropertyStoreTrump
@@ -102,6 +122,16 @@ struct DemoCommand: AsyncParsableCommand {
 
         try printQueries(view)
         try await container.close()
+        // The other coordinator has seen every import commit by now, or will within moments.
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(10))
+            reporter.cancel()
+        }
+        let seen = await reporter.value
+        timeout.cancel()
+        try await observer.close()
+        let byAuthor = seen.authors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+        print("A second coordinator on the store saw \(seen.transactions) transactions of the others (\(byAuthor)) inserting \(seen.packages) packages, merged as they committed (the first \(seen.first.map { $0.formatted(.units(allowed: [.milliseconds])) } ?? "-") after it started listening)")
         try await Self.showMigration(of: Array(packages.prefix(500)))
         print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL.path)")
     }

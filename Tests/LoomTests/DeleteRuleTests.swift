@@ -202,4 +202,28 @@ struct DeleteRuleTests {
         let count = try await worker.perform { context in try context.existingObject(with: remaining).novels.count }
         #expect(count == 0)
     }
+
+    @Test("An object related and deleted in one save, after its first instance was released, is deleted without a false conflict")
+    func relatedThenDeletedInOneSave() async throws {
+        typealias Book = LibraryRelsV2.Book
+        typealias Tag = LibraryRelsV2.Tag
+        let container = PersistentContainer(store: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "d.loom"), schema: try LibraryRelsV2.schema()))
+        try await container.save { context in
+            context.insert(Book(title: "B1"))
+            context.insert(Tag(name: "red"))
+        }
+        // The tag fetched first is released after the insert (a to-many holds keys); the
+        // relationship change registers a bare fault for it, which the second fetch must give
+        // the saved row's version, or the delete expects version 0 and conflicts.
+        try await container.save { context in
+            let book = try context.fetch(FetchRequest<Book>()).first!
+            book.labels.insert(try context.fetch(FetchRequest<Tag>()).first!)
+            context.delete(try context.fetch(FetchRequest<Tag>()).first!)
+        }
+        let left = try await container.performBackgroundTask { context in
+            (try context.count(for: FetchRequest<Tag>()), try context.fetch(FetchRequest<Book>()).first!.labels.count)
+        }
+        #expect(left == (0, 0))
+        try await container.close()
+    }
 }

@@ -54,6 +54,41 @@ struct HistoryTests {
         try await container.close()
     }
 
+    @Test("A transaction prints as text (what `loom history` shows) and round-trips through JSON (`loom history --json`)")
+    func textAndJSON() async throws {
+        let container = try Self.container()
+        try await container.save { context in
+            context.transactionAuthor = "import"
+            let book = Book(title: "B1")
+            context.insert(book)
+            context.insert(Tag(name: "red"))
+        }
+        try await container.save { context in
+            let book = try context.fetch(FetchRequest<Book>()).first!
+            book.title = "B2"
+            book.labels.insert(try context.fetch(FetchRequest<Tag>()).first!)
+            context.delete(try context.fetch(FetchRequest<Tag>()).first!)
+        }
+        let transactions = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()) }
+        let lines = transactions.map(\.description).joined(separator: "\n").split(separator: "\n").map(String.init)
+        #expect(lines.count == 6)
+        #expect(lines[0].hasPrefix("#1 ") && lines[0].contains("author: import, context: ") && lines[0].contains("process: "))
+        #expect(Array(lines[1...2]) == ["  + Book/1", "  + Tag/1"])
+        #expect(lines[3].hasPrefix("#2 ") && lines[3].contains("author: -"))
+        // The link made and undone by the tag's deletion is reported as a change of `labels`,
+        // as the save's own didSave event reports it.
+        #expect(Array(lines[4...5]) == ["  ~ Book/1 (labels, title)", "  - Tag/1"])
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let decoded = try decoder.decode([HistoryTransaction].self, from: try encoder.encode(transactions))
+        #expect(decoded.map(\.token) == transactions.map(\.token))
+        #expect(decoded.map(\.changes) == transactions.map(\.changes))
+        #expect(decoded.map(\.author) == transactions.map(\.author))
+        try await container.close()
+    }
+
     @Test("A descriptor selects after a token, by author, by entity, and up to a limit")
     func descriptorFilters() async throws {
         let container = try Self.container()

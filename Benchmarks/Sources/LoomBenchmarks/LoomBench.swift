@@ -61,6 +61,7 @@ struct LoomBench: ParsableCommand {
     /// Not an `async` main: that parks the main thread in `dispatch_main()`, whose
     /// `sigsuspend` valgrind 3.19 cannot follow, and profiling under callgrind matters here.
     func run() throws {
+        if let job = ProcessInfo.processInfo.environment["LOOM_BENCH_REMOTE_WRITER"] { RemoteChangeLatency.writerMain(job) }
         let options = RunOptions(
             quick: quick, json: json, only: only.map { Set(Self.list($0).map { $0.uppercased() }) },
             contenders: contenders.map { Set(Self.list($0).compactMap(Contender.init(rawValue:))) },
@@ -138,14 +139,14 @@ struct RunOptions: Sendable {
 
 /// Every workload, in report order.
 enum Catalog {
-    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13"]
+    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14"]
 
     @MainActor
     static func workloads() -> [any Workload] {
         [
             InsertAndSave(), FetchAll(), RangeQueries(), ToManyFaulting(), ChangeAndSave(), MergeLatency(),
             MainActorResponsiveness(), ConcurrentReaders(), SingleObjectSaves(), OpenAndFirstFetch(), ConcurrencyCosts(),
-            Migration(), TransformMigration(),
+            Migration(), TransformMigration(), RemoteChangeLatency(),
         ]
     }
 }

@@ -122,7 +122,9 @@ extension ManagedObjectContext {
         for candidate in candidates where query.predicate?.matches(candidate, in: graph) ?? true {
             let k = RowCacheKey(entity: entityID, key: candidate.key)
             let object = pending.inserted[k] ?? pending.updated[k]
-            let version = object?._loomBacking.version ?? identityMap[k]?.backing.version ?? 0
+            // A registered fault that holds no row (one a relationship change registered) knows
+            // no version: the row read for it does.
+            let version = object?._loomBacking.version ?? candidate.version
             results.append((StoreRow(key: candidate.key, version: version, values: candidate.values), object, candidate))
         }
         if let failure = graph.failure { throw failure }

@@ -8,6 +8,8 @@ final class ContextGraph: PredicateGraph {
         let entity: EntityDescription
         let key: Int64
         let values: [StoredValue]
+        /// The version the values are of: the object's (loaded here), or the row's as read.
+        let version: Int64
     }
 
     unowned let context: ManagedObjectContext
@@ -27,10 +29,10 @@ final class ContextGraph: PredicateGraph {
         if let known = rows[k] { return known }
         var found: Row?
         if let backing = context.identityMap[k]?.backing, backing.state == .loaded {
-            found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values)
+            found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values, version: backing.version)
         } else {
             do {
-                found = try context.baseRow(of: entity, key: key, fresh: false).map { Row(entity: entity, key: key, values: $0.values) }
+                found = try context.baseRow(of: entity, key: key, fresh: false).map { Row(entity: entity, key: key, values: $0.values, version: $0.version) }
             } catch {
                 failure = failure ?? error
             }
@@ -43,7 +45,7 @@ final class ContextGraph: PredicateGraph {
     func remember(_ entity: EntityDescription, _ row: StoreRow) -> Row {
         let k = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
         if let known = rows[k], let known { return known }
-        let made = Row(entity: entity, key: row.key, values: row.values)
+        let made = Row(entity: entity, key: row.key, values: row.values, version: row.version)
         rows[k] = made
         return made
     }
@@ -61,7 +63,7 @@ final class ContextGraph: PredicateGraph {
         guard !keys.isEmpty else { return }
         do {
             let found = try context.baseRows(of: r.destination, keys: keys)
-            for row in found { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: row.key)] = Row(entity: r.destination, key: row.key, values: row.values) }
+            for row in found { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: row.key)] = Row(entity: r.destination, key: row.key, values: row.values, version: row.version) }
             let present = Set(found.map(\.key))
             for key in keys where !present.contains(key) { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: key)] = .some(nil) }
         } catch {
@@ -78,7 +80,7 @@ final class ContextGraph: PredicateGraph {
             for pair in try context.currentRelated(r, keys: missing) {
                 let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: pair.row.key)
                 if let backing = context.identityMap[k]?.backing, backing.isDeleted { continue }
-                byOwner[pair.owner, default: []].append(Row(entity: r.destination, key: pair.row.key, values: pair.row.values))
+                byOwner[pair.owner, default: []].append(Row(entity: r.destination, key: pair.row.key, values: pair.row.values, version: pair.row.version))
             }
             for owner in missing { related[r.reference, default: [:]][owner] = byOwner[owner] ?? [] }
         } catch {

@@ -23,7 +23,7 @@ public struct HistoryToken: Sendable, Codable, Hashable, Comparable, CustomStrin
 /// it inserted, updated (with the names of the changed attributes and relationships) or
 /// deleted. Like Core Data's and SwiftData's history, it records which properties changed, not
 /// their values.
-public struct HistoryTransaction: Sendable, Hashable, Identifiable {
+public struct HistoryTransaction: Sendable, Hashable, Identifiable, Codable, CustomStringConvertible {
     public var token: HistoryToken
     public var id: HistoryToken { token }
     /// When it committed.
@@ -47,10 +47,18 @@ public struct HistoryTransaction: Sendable, Hashable, Identifiable {
         self.processName = processName
         self.changes = changes
     }
+
+    /// The transaction on one line (number, time, author, context, process), then one line per
+    /// change: `+ Book/3`, `~ Book/4 (title, labels)`, `- Tag/1`.
+    public var description: String {
+        var text = "#\(token.transactionNumber) \(timestamp.formatted(.iso8601)) author: \(author ?? "-"), context: \(contextName ?? "-"), process: \(processName) (\(processIdentifier))"
+        for change in changes { text += "\n  \(change)" }
+        return text
+    }
 }
 
 /// One object's change in a ``HistoryTransaction``.
-public struct HistoryChange: Sendable, Hashable {
+public struct HistoryChange: Sendable, Hashable, Codable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         case insert
         /// The names of the attributes and relationships that changed.
@@ -64,6 +72,42 @@ public struct HistoryChange: Sendable, Hashable {
     public init(objectID: AnyObjectID, kind: Kind) {
         self.objectID = objectID
         self.kind = kind
+    }
+
+    private enum CodingKeys: String, CodingKey { case objectID, kind, updatedProperties }
+
+    /// Encoded flat: `{"objectID": …, "kind": "update", "updatedProperties": ["title"]}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(objectID, forKey: .objectID)
+        switch kind {
+        case .insert: try container.encode("insert", forKey: .kind)
+        case .update(let properties):
+            try container.encode("update", forKey: .kind)
+            try container.encode(properties, forKey: .updatedProperties)
+        case .delete: try container.encode("delete", forKey: .kind)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        objectID = try container.decode(AnyObjectID.self, forKey: .objectID)
+        switch try container.decode(String.self, forKey: .kind) {
+        case "insert": kind = .insert
+        case "update": kind = .update(updatedProperties: try container.decodeIfPresent([String].self, forKey: .updatedProperties) ?? [])
+        case "delete": kind = .delete
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .kind, in: container, debugDescription: "A history change's kind is insert, update or delete, not \(other).")
+        }
+    }
+
+    /// `+ Book/3`, `~ Book/4 (title, labels)` or `- Tag/1`.
+    public var description: String {
+        switch kind {
+        case .insert: "+ \(objectID)"
+        case .update(let properties): "~ \(objectID) (\(properties.joined(separator: ", ")))"
+        case .delete: "- \(objectID)"
+        }
     }
 }
 

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import Loom
+@_spi(LoomStore) import LoomCore   // reads the history through the store, without a model
+@_spi(LoomStore) import LoomSQLite
+
+/// `loom history PATH`: prints a store's history transactions, oldest first, as text or JSON,
+/// without the model the store was made with.
+struct HistoryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history",
+        abstract: "Show the history transactions of a Loom store: who saved what, when.",
+        discussion: """
+            Each transaction is one save: its number (the token), time, author \
+            (context.transactionAuthor), context, process, and each object inserted (+), updated \
+            (~, with the changed properties) or deleted (-). --after takes a transaction number: \
+            the last one a consumer has read.
+            """)
+
+    @Argument(help: "The store file.")
+    var path: String
+
+    @Option(help: "Only transactions after this transaction number.")
+    var after: Int64?
+
+    @Option(help: "Only transactions by this author (repeat for several).")
+    var author: [String] = []
+
+    @Option(help: "Only changes of this entity (repeat for several).")
+    var entity: [String] = []
+
+    @Option(help: "At most this many transactions.")
+    var limit: Int?
+
+    @Flag(help: "Print JSON (an array of transactions) instead of text.")
+    var json = false
+
+    func run() throws {
+        let url = URL(filePath: path)
+        let state = try SQLiteStore.savedState(at: url)
+        let store = try SQLiteStore(url: url, schema: try Schema(record: state.record))
+        defer { try? store.close() }
+        var descriptor = HistoryDescriptor(fetchLimit: limit)
+        descriptor.after = after.map { HistoryToken(storeIdentifier: store.identifier, transactionNumber: $0) }
+        if !author.isEmpty { descriptor.authors = author }
+        if !entity.isEmpty { descriptor.entityNames = entity }
+        let transactions = try store.fetchHistory(descriptor)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.dateEncodingStrategy = .iso8601
+            print(String(decoding: try encoder.encode(transactions), as: UTF8.self))
+        } else if transactions.isEmpty {
+            print("No history transactions\(after.map { " after #\($0)" } ?? "") in \(path).")
+        } else {
+            for transaction in transactions { print(transaction) }
+        }
+    }
+}
