@@ -18,6 +18,9 @@ struct PersistentProperty {
     /// Whether `@Attribute(.index)` asks for an index.
     let isIndexed: Bool
 
+    /// Whether `@Attribute(.preserveValueOnDeletion)` asks history tombstones to keep the value.
+    let preservesValueOnDeletion: Bool
+
     /// `@Attribute(originalName: "…")`: the name in the previous model version, as written.
     let originalName: ExprSyntax?
 
@@ -50,6 +53,7 @@ struct PersistentProperty {
         }
         self.isUnique = options.contains("unique")
         self.isIndexed = options.contains("index")
+        self.preservesValueOnDeletion = options.contains("preserveValueOnDeletion")
         self.originalName = originalName
     }
 
@@ -79,6 +83,7 @@ struct PersistentProperty {
         if isIndexed { arguments.append("isIndexed: true") }
         if let initialValue { arguments.append("defaultValue: { \(initialValue) }") }
         if let originalName { arguments.append("originalName: \(originalName)") }
+        if preservesValueOnDeletion { arguments.append("preservesValueOnDeletion: true") }
         let function = relationship == nil ? "property" : "relationship"
         return ".\(raw: function)(\(raw: arguments.joined(separator: ", ")))"
     }

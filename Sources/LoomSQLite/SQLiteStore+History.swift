@@ -113,8 +113,10 @@ extension SQLiteStore {
                 case .update: .update(updatedProperties: group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init))
                 case .delete: .delete
                 }
-                for key in group.keys {
-                    changes.append(HistoryChange(objectID: AnyObjectID(storeIdentifier: identifier, entityName: group.entityName, primaryKey: key), kind: kind))
+                let names = group.tombstones.isEmpty ? [] : group.properties.split(separator: ",").map(String.init)
+                for (i, key) in group.keys.enumerated() {
+                    let tombstone = i < group.tombstones.count ? HistoryTombstone(values: Dictionary(uniqueKeysWithValues: zip(names, group.tombstones[i]))) : nil
+                    changes.append(HistoryChange(objectID: AnyObjectID(storeIdentifier: identifier, entityName: group.entityName, primaryKey: key), kind: kind, tombstone: tombstone))
                 }
             }
             transactions.append(HistoryTransaction(

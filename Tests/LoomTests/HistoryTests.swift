@@ -89,6 +89,34 @@ struct HistoryTests {
         try await container.close()
     }
 
+    @Test("A deletion's tombstone keeps the attributes marked .preserveValueOnDeletion, as saved, and nothing else")
+    func tombstones() async throws {
+        let container = PersistentContainer(store: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "t.loom"), schema: try Schema(TombstoneNote.self)))
+        try await container.save { context in
+            context.insert(TombstoneNote(serverID: "s1", text: "one", rank: 1, digest: Data([1, 2])))
+            context.insert(TombstoneNote(serverID: "s2", text: "two", rank: nil, digest: Data()))
+        }
+        try await container.save { context in
+            let notes = try context.fetch(FetchRequest<TombstoneNote>(sortBy: [SortDescriptor(\.serverID)]))
+            notes[0].serverID = "edited, never saved"
+            for note in notes { context.delete(note) }
+        }
+        let deletions = try await container.performBackgroundTask { context in
+            try context.fetchHistory(HistoryDescriptor()).last!.changes
+        }
+        #expect(deletions.count == 2)
+        let tombstones = deletions.map(\.tombstone)
+        #expect(tombstones.map { $0?.value(\TombstoneNote.serverID) } == ["s1", "s2"])
+        #expect(tombstones.map { $0?.value(\TombstoneNote.rank) } == [1, .some(nil)])
+        #expect(tombstones[0]?.value(\TombstoneNote.digest) == Data([1, 2]))
+        #expect(tombstones[0]?.value(\TombstoneNote.text) == nil)   // not preserved
+        #expect(tombstones[0]?.attributeNames == ["digest", "rank", "serverID"])
+        #expect(deletions[1].description == #"- TombstoneNote/2 {digest: <0 bytes>, rank: NULL, serverID: "s2"}"#)
+        let decoded = try JSONDecoder().decode([HistoryChange].self, from: try JSONEncoder().encode(deletions))
+        #expect(decoded == deletions)
+        try await container.close()
+    }
+
     @Test("A descriptor selects after a token, by author, by entity, and up to a limit")
     func descriptorFilters() async throws {
         let container = try Self.container()
@@ -181,5 +209,18 @@ struct HistoryTests {
         #expect(a < b)
         let decoded = try JSONDecoder().decode(HistoryToken.self, from: JSONEncoder().encode(b))
         #expect(decoded == b)
+    }
+}
+
+@Model final class TombstoneNote {
+    @Attribute(.preserveValueOnDeletion) var serverID: String
+    var text: String
+    @Attribute(.preserveValueOnDeletion) var rank: Int?
+    @Attribute(.preserveValueOnDeletion) var digest: Data
+    init(serverID: String, text: String, rank: Int?, digest: Data) {
+        self.serverID = serverID
+        self.text = text
+        self.rank = rank
+        self.digest = digest
     }
 }

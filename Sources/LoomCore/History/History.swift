@@ -68,13 +68,17 @@ public struct HistoryChange: Sendable, Hashable, Codable, CustomStringConvertibl
 
     public var objectID: AnyObjectID
     public var kind: Kind
+    /// For a deletion of an object with attributes marked `.preserveValueOnDeletion`: their
+    /// values when it was deleted.
+    public var tombstone: HistoryTombstone?
 
-    public init(objectID: AnyObjectID, kind: Kind) {
+    public init(objectID: AnyObjectID, kind: Kind, tombstone: HistoryTombstone? = nil) {
         self.objectID = objectID
         self.kind = kind
+        self.tombstone = tombstone
     }
 
-    private enum CodingKeys: String, CodingKey { case objectID, kind, updatedProperties }
+    private enum CodingKeys: String, CodingKey { case objectID, kind, updatedProperties, tombstone }
 
     /// Encoded flat: `{"objectID": …, "kind": "update", "updatedProperties": ["title"]}`.
     public func encode(to encoder: any Encoder) throws {
@@ -87,6 +91,7 @@ public struct HistoryChange: Sendable, Hashable, Codable, CustomStringConvertibl
             try container.encode(properties, forKey: .updatedProperties)
         case .delete: try container.encode("delete", forKey: .kind)
         }
+        try container.encodeIfPresent(tombstone, forKey: .tombstone)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -99,6 +104,7 @@ public struct HistoryChange: Sendable, Hashable, Codable, CustomStringConvertibl
         case let other:
             throw DecodingError.dataCorruptedError(forKey: .kind, in: container, debugDescription: "A history change's kind is insert, update or delete, not \(other).")
         }
+        tombstone = try container.decodeIfPresent(HistoryTombstone.self, forKey: .tombstone)
     }
 
     /// `+ Book/3`, `~ Book/4 (title, labels)` or `- Tag/1`.
@@ -106,8 +112,90 @@ public struct HistoryChange: Sendable, Hashable, Codable, CustomStringConvertibl
         switch kind {
         case .insert: "+ \(objectID)"
         case .update(let properties): "~ \(objectID) (\(properties.joined(separator: ", ")))"
-        case .delete: "- \(objectID)"
+        case .delete: "- \(objectID)" + (tombstone.map { " \($0)" } ?? "")
         }
+    }
+}
+
+/// What the history keeps of a deleted object: the values of its attributes marked
+/// `@Attribute(.preserveValueOnDeletion)` (SwiftData's `HistoryTombstone`).
+///
+/// ```swift
+/// if case .delete = change.kind, let tombstone = change.tombstone {
+///     let serverID = tombstone.value(\Book.serverID)   // String?
+/// }
+/// ```
+public struct HistoryTombstone: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The preserved values by attribute name, as stored.
+    public let values: [String: StoredValue]
+
+    public init(values: [String: StoredValue]) { self.values = values }
+
+    /// The preserved attributes' names.
+    public var attributeNames: [String] { values.keys.sorted() }
+
+    /// A preserved value as stored, by attribute name; `nil` when it was not preserved.
+    public subscript(name: String) -> StoredValue? { values[name] }
+
+    /// A preserved value as its model type has it (`nil` when the attribute was not preserved,
+    /// or the key path is not an attribute of `Model`).
+    public func value<Model: PersistentModel, Value>(_ keyPath: KeyPath<Model, Value>) -> Value? {
+        guard let name = Model._loomPropertyName(for: keyPath), let stored = values[name],
+              let attribute = Model.entity.attributes.first(where: { $0.name == name }) else { return nil }
+        return attribute.codec.decode(stored) as? Value
+    }
+
+    public var description: String {
+        "{" + attributeNames.map { "\($0): \(values[$0]!)" }.joined(separator: ", ") + "}"
+    }
+
+    /// Encoded as an object of attribute names to `{"integer": 1}`, `{"real": 1.5}`,
+    /// `{"text": "…"}`, `{"blob": "<base64>"}` or `{"null": true}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Name.self)
+        for (name, value) in values {
+            var item = container.nestedContainer(keyedBy: Name.self, forKey: Name(name))
+            switch value {
+            case .null: try item.encode(true, forKey: Name("null"))
+            case .integer(let v): try item.encode(v, forKey: Name("integer"))
+            case .real(let v): try item.encode(v, forKey: Name("real"))
+            case .text(let v): try item.encode(v, forKey: Name("text"))
+            case .blob(let v): try item.encode(v.base64EncodedString(), forKey: Name("blob"))
+            }
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Name.self)
+        var values: [String: StoredValue] = [:]
+        for key in container.allKeys {
+            let item = try container.nestedContainer(keyedBy: Name.self, forKey: key)
+            guard let kind = item.allKeys.first else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "A tombstone value names its kind: null, integer, real, text or blob.")
+            }
+            switch kind.stringValue {
+            case "null": values[key.stringValue] = .null
+            case "integer": values[key.stringValue] = .integer(try item.decode(Int64.self, forKey: kind))
+            case "real": values[key.stringValue] = .real(try item.decode(Double.self, forKey: kind))
+            case "text": values[key.stringValue] = .text(try item.decode(String.self, forKey: kind))
+            case "blob":
+                guard let data = Data(base64Encoded: try item.decode(String.self, forKey: kind)) else {
+                    throw DecodingError.dataCorruptedError(forKey: kind, in: item, debugDescription: "A tombstone blob is base64.")
+                }
+                values[key.stringValue] = .blob(data)
+            default:
+                throw DecodingError.dataCorruptedError(forKey: kind, in: item, debugDescription: "A tombstone value's kind is null, integer, real, text or blob, not \(kind.stringValue).")
+            }
+        }
+        self.values = values
+    }
+
+    private struct Name: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }
 
@@ -145,9 +233,13 @@ public struct HistoryDescriptor: Sendable {
     public enum Kind: Int, Sendable { case insert = 0, update = 1, delete = 2 }
     public var entityName: String
     public var kind: Kind
-    /// For updates: the changed properties' names, comma-separated, sorted; else empty.
+    /// For updates: the changed properties' names, comma-separated, sorted; for deletes with
+    /// tombstones, the preserved attributes' names, in attribute order; else empty.
     public var properties: String
     public var keys: [Int64]
+    /// For deletes with tombstones: per key, the preserved attributes' values (as `properties`
+    /// names them); else empty.
+    public var tombstones: [[StoredValue]] = []
 
     /// The groups of a change set, inserts first, then updates, then deletes, by entity.
     public static func groups(of changes: StoreChangeSet, in schema: Schema) -> [HistoryChangeGroup] {
@@ -212,18 +304,28 @@ public struct HistoryDescriptor: Sendable {
         for (_, update) in updated.sorted(by: { ($0.value.entity.name, $0.value.key) < ($1.value.entity.name, $1.value.key) }) {
             add(update.entity.name, .update, update.names.sorted().joined(separator: ","), update.key)
         }
-        for delete in changes.deletes { add(delete.entity.name, .delete, "", delete.key) }
+        for delete in changes.deletes {
+            if delete.tombstone.isEmpty {
+                add(delete.entity.name, .delete, "", delete.key)
+                continue
+            }
+            let names = delete.tombstone.map { delete.entity.attributes[$0.index].name }.joined(separator: ",")
+            add(delete.entity.name, .delete, names, delete.key)
+            let i = index["\(Kind.delete.rawValue)\u{0}\(delete.entity.name)\u{0}\(names)"]!
+            groups[i].tombstones.append(delete.tombstone.map(\.value))
+        }
         return groups
     }
 
-    /// The groups of one transaction as one value: per group its kind (1 byte), entity and
-    /// properties (UTF-8, each after its 4-byte length), key count (4 bytes) and keys (8 bytes
-    /// each), little-endian.
+    /// The groups of one transaction as one value: per group its kind (1 byte; 3 for deletes
+    /// with tombstones), entity and properties (UTF-8, each after its 4-byte length), key count
+    /// (4 bytes) and keys (8 bytes each), then for deletes with tombstones each key's values
+    /// (``encodeValue(_:into:)``); little-endian.
     public static func encode(_ groups: [HistoryChangeGroup]) -> Data {
         var data = Data()
         func append32(_ value: Int) { withUnsafeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian) { data.append(contentsOf: $0) } }
         for group in groups {
-            data.append(UInt8(group.kind.rawValue))
+            data.append(UInt8(group.tombstones.isEmpty ? group.kind.rawValue : 3))
             for text in [group.entityName, group.properties] {
                 let bytes = Array(text.utf8)
                 append32(bytes.count)
@@ -231,8 +333,35 @@ public struct HistoryDescriptor: Sendable {
             }
             append32(group.keys.count)
             data.append(pack(group.keys))
+            for values in group.tombstones {
+                for value in values { encodeValue(value, into: &data) }
+            }
         }
         return data
+    }
+
+    /// A value as a tag byte (0 null, 1 integer, 2 real, 3 text, 4 blob) and its bytes: 8 for
+    /// numbers, a 4-byte length and the bytes for text (UTF-8) and blobs.
+    static func encodeValue(_ value: StoredValue, into data: inout Data) {
+        func append32(_ value: Int) { withUnsafeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian) { data.append(contentsOf: $0) } }
+        switch value {
+        case .null: data.append(0)
+        case .integer(let v):
+            data.append(1)
+            withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) }
+        case .real(let v):
+            data.append(2)
+            withUnsafeBytes(of: v.bitPattern.littleEndian) { data.append(contentsOf: $0) }
+        case .text(let v):
+            data.append(3)
+            let bytes = Array(v.utf8)
+            append32(bytes.count)
+            data.append(contentsOf: bytes)
+        case .blob(let v):
+            data.append(4)
+            append32(v.count)
+            data.append(v)
+        }
     }
 
     /// Reads what ``encode(_:)`` wrote; `nil` for damaged data.
@@ -249,13 +378,47 @@ public struct HistoryDescriptor: Sendable {
             defer { at += count }
             return String(decoding: bytes[at..<at + count], as: UTF8.self)
         }
+        func read64() -> UInt64? {
+            guard at + 8 <= bytes.count else { return nil }
+            defer { at += 8 }
+            return (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }
+        }
+        func readValue() -> StoredValue? {
+            guard at < bytes.count else { return nil }
+            let tag = bytes[at]
+            at += 1
+            switch tag {
+            case 0: return .null
+            case 1: return read64().map { .integer(Int64(bitPattern: $0)) }
+            case 2: return read64().map { .real(Double(bitPattern: $0)) }
+            case 3: return readText().map { .text($0) }
+            case 4:
+                guard let count = read32(), at + count <= bytes.count else { return nil }
+                defer { at += count }
+                return .blob(Data(bytes[at..<at + count]))
+            default: return nil
+            }
+        }
         while at < bytes.count {
-            guard let kind = Kind(rawValue: Int(bytes[at])) else { return nil }
+            let tombstoned = bytes[at] == 3
+            guard let kind = tombstoned ? .delete : Kind(rawValue: Int(bytes[at])) else { return nil }
             at += 1
             guard let entity = readText(), let properties = readText(), let count = read32(), at + count * 8 <= bytes.count else { return nil }
             let keys = unpack(Data(bytes[at..<at + count * 8]))
             at += count * 8
-            groups.append(HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: keys))
+            var group = HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: keys)
+            if tombstoned {
+                let width = properties.split(separator: ",").count
+                for _ in 0..<count {
+                    var values: [StoredValue] = []
+                    for _ in 0..<width {
+                        guard let value = readValue() else { return nil }
+                        values.append(value)
+                    }
+                    group.tombstones.append(values)
+                }
+            }
+            groups.append(group)
         }
         return groups
     }

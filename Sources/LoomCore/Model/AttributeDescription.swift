@@ -21,6 +21,9 @@ public struct AttributeDescription: Sendable {
     /// (`@Attribute(originalName:)`): a store saved with that name keeps its values under the
     /// new one when it is migrated.
     public let originalName: String?
+    /// Whether a deletion's history tombstone keeps this attribute's value
+    /// (`@Attribute(.preserveValueOnDeletion)`).
+    public let preservesValueOnDeletion: Bool
     /// The Swift type of the property, for messages.
     public let valueTypeName: String
     let codec: ValueCodec
@@ -36,9 +39,10 @@ public struct AttributeDescription: Sendable {
     ///   - isIndexed: asks the store for an index on this attribute.
     ///   - defaultValue: the value a newly created object starts with.
     ///   - originalName: the attribute's name in the previous model version, if it was renamed.
+    ///   - preservesValueOnDeletion: whether a deletion's history tombstone keeps the value.
     public init<T>(
         name: String, valueType: T.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> T)? = nil, originalName: String? = nil
+        defaultValue: (@Sendable () -> T)? = nil, originalName: String? = nil, preservesValueOnDeletion: Bool = false
     ) {
         let codec = ValueCodec.make(for: T.self)
         self.name = name
@@ -47,6 +51,7 @@ public struct AttributeDescription: Sendable {
         self.isUnique = isUnique
         self.isIndexed = isIndexed
         self.originalName = originalName
+        self.preservesValueOnDeletion = preservesValueOnDeletion
         self.valueTypeName = String(describing: T.self)
         self.codec = codec
         if let defaultValue {
@@ -65,6 +70,7 @@ public struct AttributeDescription: Sendable {
         self.isOptional = isOptional
         self.isUnique = isUnique
         self.isIndexed = isIndexed
+        self.preservesValueOnDeletion = false
         self.valueTypeName = "StoredValue"
         self.codec = ValueCodec(
             attributeType: type, isOptional: isOptional,

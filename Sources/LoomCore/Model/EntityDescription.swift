@@ -52,6 +52,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let nullValues: [StoredValue]
     /// Each attribute's type and optionality, for checking rows without copying descriptions.
     let attributeKinds: [(type: AttributeType, isOptional: Bool)]
+    /// The attributes whose values a deletion's history tombstone keeps.
+    let preservedOnDeletion: [Int]
     /// The attributes with a default value (evaluated per object: a default may be `Date()`).
     let defaultMakers: [(index: Int, make: @Sendable () -> StoredValue?)]
 
@@ -109,6 +111,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.storedValueCount = next
         self.nullValues = Array(repeating: .null, count: next)
         self.attributeKinds = attributes.map { ($0.type, $0.isOptional) }
+        self.preservedOnDeletion = attributes.indices.filter { attributes[$0].preservesValueOnDeletion }
         self.defaultMakers = attributes.enumerated().compactMap { i, a in a.makeDefault.map { (i, $0) } }
 
         var byName: [String: Int] = [:]

@@ -26,16 +26,16 @@ public enum PropertyDescription: Sendable {
     /// model version when it was renamed (`@Attribute(originalName:)`).
     public static func property<T>(
         name: String, valueType: T.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> T)? = nil, originalName: String? = nil
+        defaultValue: (@Sendable () -> T)? = nil, originalName: String? = nil, preservesValueOnDeletion: Bool = false
     ) -> PropertyDescription {
-        .attribute(AttributeDescription(name: name, valueType: T.self, isUnique: isUnique, isIndexed: isIndexed, defaultValue: defaultValue, originalName: originalName))
+        .attribute(AttributeDescription(name: name, valueType: T.self, isUnique: isUnique, isIndexed: isIndexed, defaultValue: defaultValue, originalName: originalName, preservesValueOnDeletion: preservesValueOnDeletion))
     }
 
     /// An optional to-one relationship (`var author: Author?`), with the default delete rule
     /// (nullify) and the inverse named by the other side.
     public static func property<M: PersistentModel>(
         name: String, valueType: M?.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> M?)? = nil, originalName: String? = nil
+        defaultValue: (@Sendable () -> M?)? = nil, originalName: String? = nil, preservesValueOnDeletion: Bool = false
     ) -> PropertyDescription {
         .relationship(make(name, M.self, .toOne, isOptional: true, isUnique: isUnique, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }
@@ -43,7 +43,7 @@ public enum PropertyDescription: Sendable {
     /// A required to-one relationship (`var author: Author`): it must be set before a save.
     public static func property<M: PersistentModel>(
         name: String, valueType: M.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> M)? = nil, originalName: String? = nil
+        defaultValue: (@Sendable () -> M)? = nil, originalName: String? = nil, preservesValueOnDeletion: Bool = false
     ) -> PropertyDescription {
         .relationship(make(name, M.self, .toOne, isOptional: false, isUnique: isUnique, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }
@@ -51,7 +51,7 @@ public enum PropertyDescription: Sendable {
     /// A to-many relationship without order (`var books: Set<Book>`).
     public static func property<M: PersistentModel>(
         name: String, valueType: Set<M>.Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> Set<M>)? = nil, originalName: String? = nil
+        defaultValue: (@Sendable () -> Set<M>)? = nil, originalName: String? = nil, preservesValueOnDeletion: Bool = false
     ) -> PropertyDescription {
         .relationship(make(name, M.self, .toMany, isOptional: true, isUnique: false, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }
@@ -59,7 +59,7 @@ public enum PropertyDescription: Sendable {
     /// An ordered to-many relationship (`var chapters: [Chapter]`).
     public static func property<M: PersistentModel>(
         name: String, valueType: [M].Type, isUnique: Bool = false, isIndexed: Bool = false,
-        defaultValue: (@Sendable () -> [M])? = nil, originalName: String? = nil
+        defaultValue: (@Sendable () -> [M])? = nil, originalName: String? = nil, preservesValueOnDeletion: Bool = false
     ) -> PropertyDescription {
         .relationship(make(name, M.self, .orderedToMany, isOptional: true, isUnique: false, deleteRule: .nullify, inverse: nil, originalName: originalName))
     }

@@ -100,6 +100,10 @@ public struct AttributeOption: Sendable, Hashable {
     public static let unique = AttributeOption(rawValue: "unique")
     /// The store keeps an index on this attribute.
     public static let index = AttributeOption(rawValue: "index")
+    /// When an object is deleted, the store's history keeps this attribute's value in the
+    /// deletion's ``HistoryTombstone`` (SwiftData's `.preserveValueOnDeletion`): a consumer
+    /// of the history can tell which object went (its server ID, its name) after its row is gone.
+    public static let preserveValueOnDeletion = AttributeOption(rawValue: "preserveValueOnDeletion")
 }
 
 /// An object of an entity that has no Swift class: a store opened with a schema built in code or

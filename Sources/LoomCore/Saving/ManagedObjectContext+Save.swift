@@ -136,7 +136,13 @@ extension ManagedObjectContext {
         }
         for object in pending.deleted.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
             let b = object._loomBacking
-            changes.deletes.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version))
+            var tombstone: [(index: Int, value: StoredValue)] = []
+            if !b.entity.preservedOnDeletion.isEmpty {
+                // The saved values (an edit made before the deletion was never saved).
+                let saved = b.committed ?? b.values
+                if saved.count == b.entity.storedValueCount { tombstone = b.entity.preservedOnDeletion.map { ($0, saved[$0]) } }
+            }
+            changes.deletes.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version, tombstone: tombstone))
         }
         for (key, entry) in pending.relationships.entries where pending.inserted[key] == nil && pending.deleted[key] == nil {
             changes.relationshipOwners.append((entry.entity, entry.key, entry.relationships.map { entry.entity.relationships[$0].name }))

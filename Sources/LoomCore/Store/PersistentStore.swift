@@ -280,11 +280,15 @@ public protocol PersistentStore: StoreReading, Sendable {
         public var entity: EntityDescription
         public var key: Int64
         public var expectedVersion: Int64
+        /// The values of the attributes marked `.preserveValueOnDeletion`, by attribute index,
+        /// for the history's tombstone.
+        public var tombstone: [(index: Int, value: StoredValue)]
 
-        public init(entity: EntityDescription, key: Int64, expectedVersion: Int64) {
+        public init(entity: EntityDescription, key: Int64, expectedVersion: Int64, tombstone: [(index: Int, value: StoredValue)] = []) {
             self.entity = entity
             self.key = key
             self.expectedVersion = expectedVersion
+            self.tombstone = tombstone
         }
     }
 
