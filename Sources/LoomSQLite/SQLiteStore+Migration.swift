@@ -96,6 +96,23 @@ extension SQLiteStore {
         let record = try JSONEncoder().encode(schema.record)
         try db.execute(sql: "UPDATE loom_metadata SET value = ? WHERE key = 'schema'", arguments: [record])
         try db.execute(sql: "UPDATE loom_metadata SET value = ? WHERE key = 'versionHash'", arguments: [schema.versionHash])
+        try expireHistory(db)
+    }
+
+    /// After a schema change, the history before it names entities and properties of another
+    /// model, and does not say what the migration changed: it is ended by an empty transaction
+    /// of the migration's, and every token before that one is ``LoomError/Code/historyTokenExpired``
+    /// (a consumer refreshes everything and starts again from `currentHistoryToken()`); a
+    /// coordinator watching the file refreshes its contexts whole.
+    static func expireHistory(_ db: Database) throws {
+        guard try db.tableExists("loom_history") else { return }
+        try upgradeHistoryTable(db)
+        try db.execute(
+            sql: "INSERT INTO loom_history (timestamp, author, process, processName, entities, changes) VALUES (?, 'Loom migration', ?, ?, ',', NULL)",
+            arguments: [Date().timeIntervalSince1970, ProcessInfo.processInfo.processIdentifier, ProcessInfo.processInfo.processName])
+        let number = db.lastInsertedRowID
+        try db.execute(sql: "DELETE FROM loom_history WHERE number < ?", arguments: [number])
+        try db.execute(sql: "INSERT OR REPLACE INTO loom_metadata (key, value) VALUES (?, ?)", arguments: [historyDeletedKey, String(number)])
     }
 
     /// Makes `entity`'s table anew and fills it from the saved one.

@@ -117,6 +117,27 @@ struct HistoryTests {
         try await container.close()
     }
 
+    @Test("A migration ends the history: a token from before it is historyTokenExpired, and saves after it are read from the new current token")
+    func migrationEndsHistory() async throws {
+        let url = TemporaryDirectory.make().appending(path: "m.loom")
+        let before = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(TombstoneNote.self)))
+        try await before.save { $0.insert(TombstoneNote(serverID: "s1", text: "one", rank: nil, digest: Data())) }
+        let old = try await before.performBackgroundTask { try $0.currentHistoryToken()! }
+        try await before.close()
+        // Adding an entity is inferred: the store is migrated when opened with the new model.
+        let after = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(TombstoneNote.self, HistoryExtra.self)))
+        let expired = await #expect(throws: LoomError.self) {
+            try await after.performBackgroundTask { _ = try $0.fetchHistory(HistoryDescriptor(after: old)) }
+        }
+        #expect(expired?.code == .historyTokenExpired)
+        let current = try await after.performBackgroundTask { try $0.currentHistoryToken()! }
+        #expect(current > old)
+        try await after.save { $0.insert(HistoryExtra(note: "new")) }
+        let read = try await after.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor(after: current)) }
+        #expect(read.map { $0.changes.map(\.description) } == [["+ HistoryExtra/1"]])
+        try await after.close()
+    }
+
     @Test("A descriptor selects after a token, by author, by entity, and up to a limit")
     func descriptorFilters() async throws {
         let container = try Self.container()
@@ -223,4 +244,9 @@ struct HistoryTests {
         self.rank = rank
         self.digest = digest
     }
+}
+
+@Model final class HistoryExtra {
+    var note: String
+    init(note: String) { self.note = note }
 }

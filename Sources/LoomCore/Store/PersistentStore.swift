@@ -364,6 +364,6 @@ extension PersistentStore {
     public static func expired(_ token: HistoryToken, oldest: HistoryToken?) -> LoomError {
         LoomError(
             .historyTokenExpired,
-            "The history after \(token) was partly deleted: the oldest transaction kept is \(oldest.map { "#\($0.transactionNumber)" } ?? "none"), so the changes between them are gone. Refresh everything (refreshAllObjects()) and start again from currentHistoryToken().")
+            "The history after \(token) was partly deleted (purged, or ended by a migration to another model version): the oldest transaction kept is \(oldest.map { "#\($0.transactionNumber)" } ?? "none"), so the changes between them are gone. Refresh everything (refreshAllObjects()) and start again from currentHistoryToken().")
     }
 }
