@@ -23,6 +23,7 @@ final class RemoteChangeLatency: Workload {
         Metric(key: "p50", label: "commit → shown p50"),
         Metric(key: "p99", label: "commit → shown p99", target: .median(20e-3)),
         Metric(key: "idle", label: "idle CPU time per second"),
+        Metric(key: "history", label: "fetchHistory 1,000×10", target: .median(10e-3)),
     ]
     var memoryNote: String { "peak heap growth while the other process commits" }
     let commits = 100
@@ -31,14 +32,14 @@ final class RemoteChangeLatency: Workload {
     func prepare(_ bench: Bench) throws {
         self.bench = bench
         try bench.prepareTemplates()
-        title = "Remote-change latency: \(commits) commits by another process, each shown on the main actor; idle watcher cost"
+        title = "Remote-change latency: \(commits) commits by another process, each shown on the main actor; idle watcher cost; fetchHistory of 1,000 transactions × 10 changes"
     }
 
     func run(_ contender: Contender, _ round: Round) async throws -> [String: Double] {
         let path = try bench.populatedCopy(for: contender == .loom ? .loom : .raw, tag: "W14-\(contender.rawValue)")
         defer { bench.remove(path) }
         var latencies: [Double] = []
-        var idle = 0.0
+        var idle = 0.0, history = 0.0
         switch contender {
         case .raw:
             let shown = ShownScores()
@@ -80,6 +81,7 @@ final class RemoteChangeLatency: Workload {
             shown.finish()
         case .loom:
             let container = try PersistentContainer.bench(at: path)
+            history = try await fetchHistory(container)
             let view = container.viewContext
             guard let item = try view.fetch(FetchRequest<Item>(fetchLimit: 1)).first else { throw BenchError("W14: no item") }
             let shown = ShownScores()
@@ -102,8 +104,32 @@ final class RemoteChangeLatency: Workload {
         }
         let sorted = latencies.sorted()
         var figures = ["p50": Statistics.percentile(sorted: sorted, 0.5), "p99": Statistics.percentile(sorted: sorted, 0.99)]
-        if contender == .loom { figures["idle"] = idle }
+        if contender == .loom {
+            figures["idle"] = idle
+            figures["history"] = history
+        }
         return figures
+    }
+
+    /// Saves 1,000 transactions that each change 10 objects, then times reading them back
+    /// with `fetchHistory` after the token from before them.
+    private func fetchHistory(_ container: PersistentContainer) async throws -> Double {
+        try await container.performBackgroundTask { context in
+            let start = try context.currentHistoryToken()
+            let items = try context.fetch(FetchRequest<Item>(fetchLimit: 10, fetchOffset: 10))   // not item 1, which the writer changes
+            for i in 0..<1_000 {
+                for item in items { item.score = Double(i) }
+                try context.save()
+            }
+            let begin = monotonicNanoseconds()
+            let transactions = try context.fetchHistory(HistoryDescriptor(after: start))
+            let end = monotonicNanoseconds()
+            guard transactions.count == 1_000, transactions.allSatisfy({ $0.changes.count == 10 }) else {
+                throw BenchError("W14: fetchHistory returned \(transactions.count) transactions")
+            }
+            blackHole(transactions)
+            return Double(end - begin) / 1e9
+        }
     }
 
     /// The CPU time this process spends over one second of doing nothing, as a share of a core.
