@@ -243,7 +243,86 @@ public struct StoreContract: Sendable {
         try check(Set(keys).count == keys.count, "no key is handed out twice across instances")
     }
 
+    /// For stores that keep history: every applied change set is one transaction, in commit
+    /// order, with its author and context, each object inserted, updated (with the changed
+    /// properties, to-many sides included) or deleted (with its tombstone); a refused change set
+    /// records nothing; purged history is `historyTokenExpired`, another store's token
+    /// `historyTokenForeignStore`.
+    public func history() throws {
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        let start = try store.currentHistoryToken()
+        let shelfKey = try store.allocateKeys(for: shelf, count: 1).lowerBound
+        let tagKey = try store.allocateKeys(for: tag, count: 1).lowerBound
+        let bookKey = try store.allocateKeys(for: book, count: 1).lowerBound
+        var first = StoreChangeSet()
+        first.author = "contract"
+        first.contextName = "first"
+        first.inserts = [
+            .init(entity: shelf, key: shelfKey, values: named(shelf, "S")),
+            .init(entity: tag, key: tagKey, values: named(tag, "T")),
+            .init(entity: book, key: bookKey, values: bookValues(isbn: "1", title: "A")),
+        ]
+        try store.apply(first)
+        var second = StoreChangeSet()
+        let titleSlot = try requireSlot("title", of: book), shelfSlot = try requireSlot("shelf", of: book)
+        second.updates = [.init(entity: book, key: bookKey, expectedVersion: 1, changes: [(titleSlot, .text("B")), (shelfSlot, .integer(shelfKey))])]
+        second.relationshipOwners = [(shelf, shelfKey, ["books"])]
+        second.linkInserts = [.init(table: try requireJoinTable(), source: bookKey, target: tagKey)]
+        try store.apply(second)
+        _ = try refusal { try store.apply(second) }   // stale: records nothing
+        var third = StoreChangeSet()
+        third.deletes = [.init(entity: tag, key: tagKey, expectedVersion: 1, tombstone: [(0, .text("T"))])]
+        try store.apply(third)
+
+        let all = try store.fetchHistory(HistoryDescriptor(after: start))
+        try check(all.count == 3, "three applied change sets are three transactions, not \(all.count)")
+        try check(zip(all, all.dropFirst()).allSatisfy { $0.token < $1.token }, "transactions come in commit order")
+        try check(all.first?.author == "contract" && all.first?.contextName == "first", "a transaction keeps its author and context")
+        func described(_ t: HistoryTransaction) -> [String] { t.changes.map(\.description).sorted() }
+        try check(described(all[0]) == ["+ Book/\(bookKey)", "+ Shelf/\(shelfKey)", "+ Tag/\(tagKey)"], "inserts: \(described(all[0]))")
+        try check(described(all[1]) == ["~ Book/\(bookKey) (shelf, tags, title)", "~ Shelf/\(shelfKey) (books)", "~ Tag/\(tagKey) (books)"], "updates, to-many sides included: \(described(all[1]))")
+        try check(described(all[2]) == [#"- Tag/\#(tagKey) {name: "T"}"#], "a delete with its tombstone: \(described(all[2]))")
+        try check(try store.currentHistoryToken() == all.last?.token, "currentHistoryToken is the last transaction's")
+        try check(try store.fetchHistory(HistoryDescriptor(after: all[0].token, authors: ["contract"])).isEmpty, "only the first has the author")
+        try check(try store.fetchHistory(HistoryDescriptor(entityNames: ["Shelf"])).map(\.token) == [all[0].token, all[1].token], "by entity")
+
+        try store.deleteHistory(through: all[1].token)
+        let expired = try refusal { _ = try store.fetchHistory(HistoryDescriptor(after: all[0].token)) }
+        try check(expired.code == .historyTokenExpired, "a purged token is historyTokenExpired, not \(expired.code)")
+        try check(try store.fetchHistory(HistoryDescriptor(after: all[1].token)).map(\.token) == [all[2].token], "after the purge, the rest is read")
+        let foreign = try refusal { _ = try store.fetchHistory(HistoryDescriptor(after: HistoryToken(storeIdentifier: UUID(), transactionNumber: 1))) }
+        try check(foreign.code == .historyTokenForeignStore, "another store's token is historyTokenForeignStore, not \(foreign.code)")
+    }
+
+    /// For stores that keep history, with two instances on one data: each tells its observer
+    /// what the other commits, once, in commit order, and never its own commits.
+    public func remoteCommits() async throws {
+        let first = try subject.makeStore(schema: schema)
+        let second = try subject.openAgain(first, schema: schema)
+        defer { for store in [first, second] { try? store.close() } }
+        let (stream, continuation) = AsyncStream<RemoteCommits>.makeStream()
+        first.observeRemoteCommits { continuation.yield($0) }
+        _ = try insertBook(first, isbn: "own", title: "Own")
+        var theirs: [Int64] = []
+        for i in 0..<5 { theirs.append(try insertBook(second, isbn: "\(i)", title: "Theirs \(i)")) }
+        var seen: [Int64] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        for await commits in stream {
+            guard case .committed(let list) = commits else { throw StoreContractFailure(description: "history was reported lost") }
+            seen += list.flatMap { $0.transaction.changes.map(\.objectID.primaryKey) }
+            if seen.count >= theirs.count || ContinuousClock.now > deadline { break }
+        }
+        continuation.finish()
+        try check(seen == theirs, "the other instance's commits, once and in order, and none of this one's: \(seen), not \(theirs)")
+    }
+
     // MARK: Helpers
+
+    func requireSlot(_ name: String, of entity: EntityDescription) throws -> Int {
+        guard let slot = entity.storedValueIndex(named: name) else { throw StoreContractFailure(description: "\(entity.name) has no \(name)") }
+        return slot
+    }
 
     static func entity(_ name: String, in schema: Schema) throws -> EntityDescription {
         guard let entity = schema.entity(named: name) else { throw StoreContractFailure(description: "the contract schema has no \(name)") }

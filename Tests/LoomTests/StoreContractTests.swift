@@ -48,6 +48,12 @@ struct StoreContractTests {
     @Test("Two store instances on one file reserve disjoint keys, even at once")
     func disjointKeys() async throws { try await contract(.sqlite).disjointKeys() }
 
+    @Test("History: one transaction per change set, in order, with its changes; purged and foreign tokens are errors")
+    func history() throws { try contract(.sqlite).history() }
+
+    @Test("Two instances on one file: each observer hears the other's commits once, in order, never its own")
+    func remoteCommits() async throws { try await contract(.sqlite).remoteCommits() }
+
     @Test("A store that breaks the contract fails it, saying what broke")
     func contractCatchesABrokenStore() throws {
         /// Applies a change set's inserts one by one: a refused change set leaves some behind.

@@ -45,10 +45,11 @@ enum PeopleV2: VersionedSchema {
 
 /// The transform both plans run: splits each old full name into the new object's two fields.
 enum SplitNames {
-    /// How many times each person (by primary key) was handed to the transform, and the key on
-    /// whose chunk it throws (0: never).
-    static let seen = Mutex<[Int64: Int]>([:])
-    static let failAtKey = Mutex<Int64>(0)
+    /// Per store file: how many times each person (by primary key) was handed to the
+    /// transform, and the key on whose chunk it throws (none: never). Kept per file so that no
+    /// other test's migration can touch them.
+    static let seen = Mutex<[String: [Int64: Int]]>([:])
+    static let failAtKey = Mutex<[String: Int64]>([:])
     struct Failure: Error {}
 
     @Sendable static func split(_ people: [PeopleV1.Person], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws {
@@ -61,9 +62,9 @@ enum SplitNames {
     }
 
     @Sendable static func counting(_ people: [PeopleV1.Person], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws {
-        seen.withLock { seen in for person in people { seen[person.objectID.erased.primaryKey, default: 0] += 1 } }
-        let failing = failAtKey.withLock { $0 }
-        if failing != 0, people.contains(where: { $0.objectID.erased.primaryKey == failing }) { throw Failure() }
+        let file = (new.coordinator.store as? SQLiteStore)?.url.path ?? ""
+        seen.withLock { seen in for person in people { seen[file, default: [:]][person.objectID.erased.primaryKey, default: 0] += 1 } }
+        if let failing = failAtKey.withLock({ $0[file] }), people.contains(where: { $0.objectID.erased.primaryKey == failing }) { throw Failure() }
         try split(people, old, new)
     }
 }
@@ -187,8 +188,7 @@ struct TransformMigrationTests {
     func resumesAfterTheLastCommittedChunk() async throws {
         let url = TemporaryDirectory.make().appending(path: "people.loom")
         try await Self.makeV1Store(at: url)
-        SplitNames.seen.withLock { $0 = [:] }
-        SplitNames.failAtKey.withLock { $0 = 1_500 }   // in the second chunk
+        SplitNames.failAtKey.withLock { $0[url.path] = 1_500 }   // in the second chunk
         await #expect(throws: SplitNames.Failure.self) {
             _ = try await PersistentContainer(name: "people", for: PeopleV2.self, migrationPlan: CountingPeoplePlan.self, location: .file(url))
         }
@@ -197,10 +197,10 @@ struct TransformMigrationTests {
         #expect(FileManager.default.fileExists(atPath: url.path + "-migration-source"))
         #expect(try PersistentContainer.requiredMigrationStages(forStoreAt: url, version: PeopleV2.self, migrationPlan: CountingPeoplePlan.self)
             == ["transform Person 1.0.0 → 2.0.0 (resumed after 1.0.0's key 1000)"])
-        SplitNames.failAtKey.withLock { $0 = 0 }
+        SplitNames.failAtKey.withLock { $0[url.path] = nil }
         let container = try await PersistentContainer(name: "people", for: PeopleV2.self, migrationPlan: CountingPeoplePlan.self, location: .file(url))
         try await container.close()
-        let seen = SplitNames.seen.withLock { $0 }
+        let seen = SplitNames.seen.withLock { $0[url.path] ?? [:] }
         #expect(seen.count == 2_500)
         #expect((1...1_000).allSatisfy { seen[Int64($0)] == 1 })      // committed once, never again
         #expect((1_001...2_000).allSatisfy { seen[Int64($0)] == 2 })  // the failed chunk, then again

@@ -46,10 +46,12 @@ extension FetchRequest where Model == Item {
 
 extension PersistentContainer {
     /// A container over a SQLite file, as every Loom run opens it.
+    /// `LOOM_BENCH_HISTORY=off` opens the stores without history (and so without the
+    /// remote-change watcher), to measure what they cost.
     static func bench(at path: String, synchronous: SQLiteStore.Synchronous = .normal) throws -> PersistentContainer {
         try PersistentContainer(
             name: "LoomBench", for: Item.self, location: .file(URL(filePath: path)),
-            options: SQLiteStore.Options(synchronous: synchronous))
+            options: SQLiteStore.Options(synchronous: synchronous, recordsHistory: ProcessInfo.processInfo.environment["LOOM_BENCH_HISTORY"] != "off"))
     }
 
     /// Closes the container from the harness's synchronous code: runs the async `close()` on
