@@ -41,6 +41,8 @@ final class RemoteCommitWatcher: Sendable {
     /// Written to by ``stop()`` to wake the thread; read end first.
     private let wakePipe: (Int32, Int32)
     private let finished = DispatchSemaphore(value: 0)
+    /// Set when ``stop()`` was called on the watcher's own thread.
+    private let stoppedFromWatcher = Atomic<Bool>(false)
     /// Set on the watcher's thread, so that ``stop()`` called from it (the handler releasing
     /// the last reference to the store) does not wait for itself.
     private static let isWatcherThread = ThreadLocalFlag()
@@ -69,6 +71,11 @@ final class RemoteCommitWatcher: Sendable {
             var loop = Loop(queue: queue, path: path, store: store, origin: origin, lastNumber: after, handler: handler)
             loop.run(until: stopRequested, wake: wakePipe.0)
             try? queue.close()
+            // Stopped from this thread (see stop()): nobody waits to close the pipe.
+            if stoppedFromWatcher.load(ordering: .acquiring) {
+                close(wakePipe.0)
+                close(wakePipe.1)
+            }
             finished.signal()
         }
         thread.name = "Loom remote changes"
@@ -80,8 +87,11 @@ final class RemoteCommitWatcher: Sendable {
         stopRequested.store(true, ordering: .releasing)
         var byte: UInt8 = 1
         _ = write(wakePipe.1, &byte, 1)
-        // From the watcher's own thread: it ends after this turn, leaving the pipe open.
-        if Self.isWatcherThread.isSet { return }
+        // From the watcher's own thread: it ends after this turn and closes the pipe itself.
+        if Self.isWatcherThread.isSet {
+            stoppedFromWatcher.store(true, ordering: .releasing)
+            return
+        }
         finished.wait()
         close(wakePipe.0)
         close(wakePipe.1)

@@ -170,7 +170,14 @@ extension SQLiteStore {
     /// without remote changes.
     @_spi(LoomStore) public func observeRemoteCommits(_ handler: @escaping @Sendable (RemoteCommits) -> Void) {
         guard recordsHistory, !isClosed else { return }
-        let after = (try? currentHistoryToken())??.transactionNumber ?? 0
+        // Where to start: never from 0 when the last transaction cannot be read, which would
+        // hand the whole past history on as remote commits. Without it, no watcher.
+        let after: Int64
+        do {
+            after = try currentHistoryToken()?.transactionNumber ?? 0
+        } catch {
+            return
+        }
         guard let started = try? RemoteCommitWatcher(path: url.path, store: identifier, origin: origin, after: after, handler: handler) else { return }
         let previous = watcher.withLock { watcher in
             defer { watcher = started }
