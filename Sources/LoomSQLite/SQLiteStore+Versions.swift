@@ -90,9 +90,9 @@ extension SQLiteStore {
     /// Where a transform stage's copy of the old version lives: `<store>-migration-source`.
     static func snapshotURL(of url: URL) -> URL { URL(filePath: url.path + "-migration-source") }
 
-    /// Removes a store file with its WAL, shared-memory and lock files.
+    /// Removes a store file with its WAL, rollback journal, shared-memory and lock files.
     static func removeFiles(of url: URL) {
-        for suffix in ["", "-wal", "-shm", "-migration-lock"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        for suffix in ["", "-wal", "-journal", "-shm", "-migration-lock"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
     }
 
     /// The saved schema and `loom_metadata` of the store at `url`, read without changing the

@@ -291,11 +291,31 @@ public final class SQLiteStore: PersistentStore {
 
     /// A read-only connection to an existing file that waits for another process opening,
     /// migrating or recovering it, rather than failing with "database is locked".
+    ///
+    /// A file still in rollback-journal mode (a transform stage's copy of the old version before
+    /// its first open, which switches it to WAL) that a killed process left with a hot journal
+    /// cannot be read read-only (`SQLITE_READONLY_ROLLBACK`): a read-write connection, which
+    /// changes nothing else, first rolls the interrupted transaction back, as any open would.
     static func readOnlyQueue(path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
-        return try DatabaseQueue(path: path, configuration: configuration)
+        do {
+            return try DatabaseQueue(path: path, configuration: configuration)
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {
+            try rollBackHotJournal(path: path)
+            return try DatabaseQueue(path: path, configuration: configuration)
+        }
+    }
+
+    /// Opens `path` read-write in whatever journal mode it has and reads its schema, which makes
+    /// SQLite roll back a hot rollback journal left by a killed process.
+    static func rollBackHotJournal(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        try queue.inDatabase { db in _ = try Row.fetchOne(db, sql: "SELECT 1 FROM sqlite_master LIMIT 1") }
     }
 
     // MARK: Reading

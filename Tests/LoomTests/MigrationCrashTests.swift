@@ -105,7 +105,7 @@ struct MigrationCrashTests {
             try await Self.open(store, plan: plan).close()
             #expect(try SQLiteStore.contentDump(at: store) == expected, "round \(round) (killed at \(delay) µs, found \(label)) differs from the uninterrupted run")
             #expect(!FileManager.default.fileExists(atPath: store.path + "-migration-source"))
-            for suffix in ["", "-wal", "-shm", "-migration-lock", "-migration-source"] { try? FileManager.default.removeItem(atPath: store.path + suffix) }
+            for suffix in ["", "-wal", "-journal", "-shm", "-migration-lock", "-migration-source"] { try? FileManager.default.removeItem(atPath: store.path + suffix) }
         }
         // The kills landed inside the migration, not only before or after it.
         let inside = found.filter { $0.key != "V1" && $0.key != last }.values.reduce(0, +)

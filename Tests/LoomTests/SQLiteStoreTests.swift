@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Loom
 @_spi(LoomStore) import LoomCore
 import Testing
@@ -23,6 +24,41 @@ struct SQLiteStoreTests {
         // Keys stay permanent: a new object never reuses one.
         let next = Book(context: reopened.viewContext)
         #expect(next.objectID.primaryKey > id.primaryKey)
+    }
+
+    @Test("A store file left in rollback-journal mode with a hot journal by a killed writer opens, rolled back")
+    func hotRollbackJournal() async throws {
+        // A transform stage's copy of the old version is in rollback-journal mode until its
+        // first open switches it to WAL; a kill during that open leaves a hot journal, which a
+        // read-only connection cannot roll back (SQLITE_READONLY_ROLLBACK).
+        let folder = TemporaryDirectory.make()
+        let url = folder.appending(path: "library.loom"), killed = folder.appending(path: "killed.loom")
+        do {
+            let container = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
+            for i in 0..<2_000 { container.viewContext.insert(Book(isbn: "\(i)", title: "Title \(i)")) }
+            try container.viewContext.save()
+            try await container.close()
+        }
+        let before = try SQLiteStore.contentDump(at: url)
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.inDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 2")
+            try db.execute(sql: "BEGIN IMMEDIATE")
+            // A small cache spills changed pages into the file before commit, as a long write does.
+            try db.execute(sql: "UPDATE Book SET title = 'half-written ' || title")
+            #expect(FileManager.default.fileExists(atPath: url.path + "-journal"))
+            // What a kill at this instant leaves: the file, partly overwritten, and its journal.
+            try FileManager.default.copyItem(atPath: url.path, toPath: killed.path)
+            try FileManager.default.copyItem(atPath: url.path + "-journal", toPath: killed.path + "-journal")
+            try db.execute(sql: "ROLLBACK")
+        }
+        try queue.close()
+        #expect(try Data(contentsOf: killed) != Data(contentsOf: url), "the copy was not overwritten before commit: the test proves nothing")
+        let container = try PersistentContainer(name: "Library", for: Book.self, location: .file(killed))
+        #expect(try container.viewContext.count(for: FetchRequest<Book>(predicate: #Predicate { $0.title.starts(with: "half") })) == 0)
+        #expect(try container.viewContext.count(for: FetchRequest<Book>()) == 2_000)
+        try await container.close()
+        #expect(try SQLiteStore.contentDump(at: killed) == before)
     }
 
     @Test("A file that is not SQLite is refused and left untouched")

@@ -184,6 +184,21 @@ struct TransformMigrationTests {
         #expect(!FileManager.default.fileExists(atPath: url.path + "-migration-source"))
     }
 
+    @Test("A copy of the old version left behind by a process killed after the transform's last chunk is removed by the next open")
+    func leftoverCopyIsRemoved() async throws {
+        let url = TemporaryDirectory.make().appending(path: "people.loom")
+        try await Self.makeV1Store(at: url)
+        try await PersistentContainer(name: "people", for: PeopleV2.self, migrationPlan: PeoplePlan.self, location: .file(url)).close()
+        // What a kill between the transform's last commit and the copy's removal leaves.
+        try await Self.makeV1Store(at: URL(filePath: url.path + "-migration-source"))
+        let container = try await PersistentContainer(name: "people", for: PeopleV2.self, migrationPlan: PeoplePlan.self, location: .file(url))
+        try await container.close()
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-migration-source"))
+        let people = try await Self.people(url)
+        #expect(people.count == 2_500)
+        #expect(people.allSatisfy { !$0.hasPrefix("|") })
+    }
+
     @Test("A chunk that throws leaves the chunks before it committed; the next open resumes after them, and no chunk commits twice")
     func resumesAfterTheLastCommittedChunk() async throws {
         let url = TemporaryDirectory.make().appending(path: "people.loom")

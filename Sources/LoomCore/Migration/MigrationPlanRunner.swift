@@ -199,9 +199,10 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
             let name = "lightweight (inferred) → \(latest.identifier)"
             return try location.open(schema: latest.schema, metadata: finish, progress: tables(name, stagesDone: 0, stageCount: 1, from: 0, to: 1, progress))
         }
-        // Up to date: open without waiting for the migration lock.
+        // Up to date: open without waiting for the migration lock (unless a process killed
+        // between a transform's last chunk and the removal of its copy left the copy behind).
         let state = try location.savedState()
-        if state == nil || (state?.record.versionHash == latest.hash && state?.metadata[stepKey] == nil) {
+        if state == nil || (state?.record.versionHash == latest.hash && state?.metadata[stepKey] == nil && location.snapshot == nil) {
             return try location.open(schema: latest.schema, metadata: finish, progress: nil)
         }
         let stages = plan.stages
@@ -248,6 +249,9 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     continue
                 }
                 if k == versions.count - 1 {
+                    // Holding the lock, no other process is copying the store for a transform:
+                    // a copy left here belongs to a transform that finished.
+                    if step == nil { location.removeSnapshot() }
                     return try location.open(schema: latest.schema, metadata: finish, progress: nil)
                 }
                 let stage = stages[k], from = versions[k], to = versions[k + 1]
