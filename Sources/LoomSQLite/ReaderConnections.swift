@@ -20,8 +20,8 @@ final class ReaderConnections: @unchecked Sendable {
     private var idle: [ReaderConnection] = []
     private var opened = 0
     private var isClosed = false
-    private let path: String
-    private let trace: (@Sendable (String) -> Void)?
+    let path: String
+    let trace: (@Sendable (String) -> Void)?
 
     init(path: String, maximum: Int, trace: (@Sendable (String) -> Void)?) {
         self.path = path

@@ -18,7 +18,7 @@ import Synchronization
 /// many-to-many relationship (`Z_<Entity>_<relationship>`, indexed both ways), unique indexes
 /// for uniqueness constraints, and Loom's own tables: `loom_metadata` (store UUID, saved schema, version hash) and `loom_keys` (the
 /// primary-key allocator).
-public final class SQLiteStore: PersistentStore {
+public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// How durable a commit is.
     public enum Synchronous: String, Sendable {
         /// Durable against a process crash; a power loss may lose the last commits (never
@@ -79,6 +79,8 @@ public final class SQLiteStore: PersistentStore {
     let origin = Int64.random(in: 1...Int64.max)
     /// The thread that finds other instances' commits, once ``observeRemoteCommits(_:)`` started it.
     let watcher = Mutex<RemoteCommitWatcher?>(nil)
+    /// The query-generation snapshots taken on this store (``openSnapshot()``), closed with it.
+    let snapshots = SnapshotList()
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty, and
     /// migrating it when it was saved with an older model whose changes can be inferred
@@ -321,66 +323,21 @@ public final class SQLiteStore: PersistentStore {
     // MARK: Reading
 
     @_spi(LoomStore) public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        try fetch(query) { _, _ in false }
+        try sqlFetch(query) { _, _ in false }
     }
 
     @_spi(LoomStore) public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
-        let (text, arguments) = sql.select(query)
-        let width = query.entity.storedValueCount
-        return try read(text) { statement in
-            try statement.bind(arguments)
-            var rows: [StoreRow] = []
-            while try statement.step() {
-                let key = statement.int64(0), version = statement.int64(1)
-                rows.append(isKnown(key, version) ? StoreRow(key: key, version: version, values: []) : statement.row(width: width))
-            }
-            return rows
-        }
+        try sqlFetch(query, skippingValuesOf: isKnown)
     }
 
-    @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int {
-        let (text, arguments) = sql.count(query)
-        return try read(text) { statement in
-            try statement.bind(arguments)
-            return try statement.step() ? Int(statement.int64(0)) : 0
-        }
-    }
+    @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int { try sqlCount(query) }
 
     @_spi(LoomStore) public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
-        if keys.isEmpty { return [] }
-        let width = entity.storedValueCount
-        if keys.count == 1 {
-            // A lookup by ID: one key, no JSON.
-            return try read(sql.selectByKey(entity)) { statement in
-                try statement.bind(keys[0], at: 1)
-                return try statement.rows(width: width)
-            }
-        }
-        return try read(sql.selectByKeys(entity)) { statement in
-            try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
-            return try statement.rows(width: width)
-        }
+        try sqlRows(of: entity, keys: keys)
     }
 
     @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
-        if keys.isEmpty { return [] }
-        if case .foreignKey = relationship.storage {
-            throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
-        }
-        let width = relationship.destination.storedValueCount
-        let oneOwner = keys.count == 1
-        return try read(oneOwner ? sql.selectRelatedToOwner(relationship) : sql.selectRelated(relationship)) { statement in
-            if oneOwner {
-                try statement.bind(keys[0], at: 1)
-            } else {
-                try statement.bind(.text(SQLiteStore.jsonArray(keys)), at: 1)
-            }
-            var related: [RelatedRow] = []
-            while try statement.step() {
-                related.append(RelatedRow(owner: statement.int64(0), row: statement.row(width: width, offset: 1)))
-            }
-            return related
-        }
+        try sqlFetchRelated(relationship, keys: keys)
     }
 
     /// Keys as one JSON array parameter, read back with `json_each`.
@@ -395,23 +352,11 @@ public final class SQLiteStore: PersistentStore {
     }
 
     /// Runs one read statement on one of the store's reader connections (see
-    /// ``ReaderConnections``), with SQLite errors translated; on the thread that holds the
-    /// write transaction, on the writer connection instead, so that it sees the transaction.
+    /// ``ReaderConnections``), errors untranslated; on the thread that holds the write
+    /// transaction, on the writer connection instead, so that it sees the transaction.
     ///
     /// No transaction around it: every read here is a single SQL statement, which SQLite runs
     /// on one snapshot by itself.
-    func read<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws(LoomError) -> T {
-        if isClosed { throw closedError() }
-        do {
-            return try readStatement(sql, body)
-        } catch let error as LoomError {
-            throw error
-        } catch {
-            throw translate(error, entity: nil)
-        }
-    }
-
-    /// ``read(_:_:)`` without the translation of errors.
     func readStatement<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
         if inTransaction {
             return try pool.writeWithoutTransaction { db in try RawStatement.with(db, sql, body) }
@@ -705,6 +650,7 @@ public final class SQLiteStore: PersistentStore {
         writeGate.lock()
         defer { writeGate.unlock() }
         guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        snapshots.closeAll()
         readers.close()
         // Everything into the file itself, so that the file alone is the whole store once
         // closed. SQLite does it when the last connection closes, except after another

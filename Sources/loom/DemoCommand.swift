@@ -84,6 +84,13 @@ struct DemoCommand: AsyncParsableCommand {
                 if live >= total { break }
             }
         }
+        // A report context pinned to the store's query generation before the import: whatever
+        // the importers commit, it keeps reading the store as it was.
+        let report = container.newBackgroundContext(name: "report")
+        try await report.perform { context in
+            context.automaticallyMergesChanges = false
+            try context.setQueryGenerationFrom(.current)
+        }
         let importStarted = ContinuousClock.now
         let slices = (0..<workers).map { w in Array(packages[(total * w / workers)..<(total * (w + 1) / workers)]) }
         do {
@@ -119,6 +126,13 @@ struct DemoCommand: AsyncParsableCommand {
         let linked = try await container.save(mergingIntoViewContext: false) { context in try Self.linkTargets(in: context) }
         let importTime = ContinuousClock.now - importStarted
         print("Imported \(try view.count(for: FetchRequest<InstalledPackage>())) packages, \(try view.count(for: FetchRequest<Maintainer>())) maintainers and \(try view.count(for: FetchRequest<PackageDependency>())) dependencies (\(linked) of them to installed packages) with \(workers) background contexts in \(importTime.formatted(.units(allowed: [.milliseconds])))")
+
+        let (pinned, current) = try await report.perform { context in
+            let pinned = try context.count(for: FetchRequest<InstalledPackage>())
+            try context.setQueryGenerationFrom(.current)
+            return (pinned, try context.count(for: FetchRequest<InstalledPackage>()))
+        }
+        print("A report context pinned to the query generation before the import still counts \(pinned) packages; moved to the current one, \(current)")
 
         try printQueries(view)
         try await container.close()

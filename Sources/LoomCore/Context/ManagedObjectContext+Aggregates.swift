@@ -42,7 +42,7 @@ extension ManagedObjectContext {
             return try aggregateInMemory(query)
         }
         if includesPendingChanges && hasPendingChanges(affecting: query) { return try aggregateInMemory(query) }
-        return try coordinator.store.aggregate(query)
+        return try (pinnedSnapshot() ?? coordinator.store as any StoreReading).aggregate(query)
     }
 
     /// Whether unsaved changes here can change the answer to `query`: to its entity, or to

@@ -64,7 +64,7 @@ extension ManagedObjectContext {
                 return try fetchReusingRegistered(query, asFaults: asFaults)
             }
             let rows = try baseFetch(query)
-            if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(rows, of: entity) }
+            if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(rows, of: entity) }
             // A child's objects are filled at once: its faults would have to ask the parent again.
             let asFault = asFaults && parent == nil
             if registeredBefore == 0 {
@@ -75,7 +75,7 @@ extension ManagedObjectContext {
             return rows.map { materialize($0, of: entity, asFault: asFault) }
         }
         let matches = try matchingRows(query)
-        if asFaults && parent == nil && !faultsHoldFetchedRows { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
+        if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
         return matches.map { match in
             match.object ?? materialize(match.row, of: entity, asFault: asFaults && parent == nil)
         }
@@ -161,7 +161,7 @@ extension ManagedObjectContext {
                 }
                 guard !keys.isEmpty else { continue }
                 let rows = try baseRows(of: r.destination, keys: keys)
-                if parent == nil {
+                if parent == nil && readsLatestData {
                     coordinator.cache(rows, of: r.destination)
                 } else {
                     for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
@@ -188,7 +188,7 @@ extension ManagedObjectContext {
 
     /// Rows by key as this context's source sees them, in one query.
     func baseRows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
-        guard let parent else { return try coordinator.rows(of: entity, keys: keys) }
+        guard let parent else { return try coordinator.rows(of: entity, keys: keys, pinned: pinnedSnapshot()) }
         return try parent.run { (context) throws(LoomError) -> [StoreRow] in
             var rows: [StoreRow] = []
             var missing: [Int64] = []
@@ -211,7 +211,7 @@ extension ManagedObjectContext {
         let entityID = ObjectIdentifier(entity)
         // Registered objects that keep what they have, in the order of their rows.
         var kept: [any BackedObject] = []
-        let rows = try coordinator.fetch(query) { key, version in
+        let rows = try coordinator.fetch(query, pinned: pinnedSnapshot()) { key, version in
             guard let entry = self.identityMap[RowCacheKey(entity: entityID, key: key)],
                 Self.keepsValues(entry.backing, version: version, asFault: asFaults)
             else { return false }
@@ -266,6 +266,7 @@ extension ManagedObjectContext {
 
     /// Whether fetched faults keep their rows instead of filling from the shared cache: always,
     /// unless a ``stalenessInterval`` asks that a fault's data be no older than some age when
-    /// it fires (then the cache, which knows each row's age, serves it).
-    var faultsHoldFetchedRows: Bool { stalenessInterval < 0 }
+    /// it fires (then the cache, which knows each row's age, serves it). Always for a context
+    /// pinned to a query generation: its rows are its generation's, not the cache's.
+    var faultsHoldFetchedRows: Bool { stalenessInterval < 0 || queryGeneration != nil }
 }

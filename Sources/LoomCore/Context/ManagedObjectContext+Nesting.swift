@@ -6,19 +6,19 @@ extension ManagedObjectContext {
     /// Rows for a query as this context's source sees them: the store for a root context, the
     /// parent (with its unsaved changes) for a child.
     func baseFetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        guard let parent else { return try coordinator.fetch(query) }
+        guard let parent else { return try coordinator.fetch(query, pinned: pinnedSnapshot()) }
         return try parent.run { (context) throws(LoomError) -> [StoreRow] in try context.rowsAsSeen(query) }
     }
 
     /// The keys of the rows this context's source has for a query, in order: without reading
     /// their values from the store.
     func baseKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
-        guard parent != nil else { return try coordinator.store.fetchKeys(query) }
+        guard parent != nil else { return try (pinnedSnapshot() ?? coordinator.store as any StoreReading).fetchKeys(query) }
         return try baseFetch(query).map(\.key)
     }
 
     func baseCount(_ query: StoreQuery) throws(LoomError) -> Int {
-        guard parent != nil else { return try coordinator.count(query) }
+        guard parent != nil else { return try coordinator.count(query, pinned: pinnedSnapshot()) }
         return try baseFetch(query).count
     }
 
@@ -27,7 +27,7 @@ extension ManagedObjectContext {
     /// ``stalenessInterval``.
     func baseRow(of entity: EntityDescription, key: Int64, fresh: Bool) throws(LoomError) -> StoreRow? {
         guard let parent else {
-            return try coordinator.row(of: entity, key: key, bypassingCache: fresh, maximumAge: stalenessInterval)
+            return try coordinator.row(of: entity, key: key, bypassingCache: fresh, maximumAge: stalenessInterval, pinned: pinnedSnapshot())
         }
         return try parent.run { (context) throws(LoomError) -> StoreRow? in try context.currentRow(of: entity, key: key, fresh: fresh) }
     }

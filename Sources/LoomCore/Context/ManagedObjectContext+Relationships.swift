@@ -117,9 +117,10 @@ extension ManagedObjectContext {
     }
 
     /// Puts loaded members' rows where their faults will look: the shared row cache, or, in a
-    /// child context, straight into its objects (their faults would ask the parent again).
+    /// child context or one pinned to a query generation, straight into its objects (their
+    /// faults would ask the parent again; the cache holds the latest rows).
     func cacheMemberRows(_ rows: [StoreRow], of entity: EntityDescription) {
-        if parent == nil {
+        if parent == nil && readsLatestData {
             coordinator.cache(rows.filter { registeredBacking(of: entity, key: $0.key) == nil }, of: entity)
         } else {
             for row in rows { _ = materialize(row, of: entity, asFault: false) }
@@ -206,7 +207,7 @@ extension ManagedObjectContext {
     /// The destinations of a to-many relationship as this context's source sees them: the store
     /// for a root context, the parent (with its unsaved changes) for a child.
     func baseRelated(_ r: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [(owner: Int64, row: StoreRow)] {
-        guard let parent else { return try coordinator.fetchRelated(r, keys: keys).map { ($0.owner, $0.row) } }
+        guard let parent else { return try coordinator.fetchRelated(r, keys: keys, pinned: pinnedSnapshot()).map { ($0.owner, $0.row) } }
         let result = try parent.run { (context) throws(LoomError) -> [RelatedRow] in
             try context.currentRelated(r, keys: keys).map { RelatedRow(owner: $0.owner, row: $0.row) }
         }
@@ -501,7 +502,7 @@ extension ManagedObjectContext {
                 for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }
                 for owner in unloaded { owner.toMany[r.index] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
                 let rows = pairs.map(\.row).filter { registeredBacking(of: r.destination, key: $0.key) == nil }
-                if parent == nil {
+                if parent == nil && readsLatestData {
                     coordinator.cache(rows, of: r.destination)
                 } else {
                     for row in rows { _ = materialize(row, of: r.destination, asFault: false) }

@@ -52,6 +52,10 @@ public final class ManagedObjectContext {
     /// The coordinator's change generation before the first fetch whose faults hold their rows
     /// (the oldest such rows are that old); `nil` when no fault holds one.
     var fetchedRowsGeneration: UInt64?
+    /// The query generation reads go to (nil: the latest data); see ``setQueryGenerationFrom(_:)``.
+    var queryGeneration: QueryGenerationToken?
+    /// A generation released by its limit, whose event the end of the event posts.
+    var releasedGeneration: QueryGenerationToken?
     /// To-many relationships whose members changed since the last `objectsDidChange`.
     var eventRelationshipChanges = RelationshipChangeLog()
     /// Objects found deleted when their fault fired, since the last `objectsDidChange`.
@@ -531,6 +535,7 @@ public final class ManagedObjectContext {
         eventInaccessible = []
         forgetObjectsAwaitingKeys()
         readFailure = nil
+        advanceQueryGeneration()
         checkIdentityMap()
     }
 

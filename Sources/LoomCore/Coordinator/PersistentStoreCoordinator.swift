@@ -43,6 +43,15 @@ public final class PersistentStoreCoordinator: Sendable {
     private let changeGeneration = Atomic<UInt64>(0)
     /// The generation at which each changed or deleted row last changed.
     private let changeLog = Locked(ChangeLog())
+    private let generationLimit = Locked(QueryGenerationLimit())
+
+    /// How old a query generation may get, and how much it may keep the store from reclaiming,
+    /// before it is released (see ``ManagedObjectContext/setQueryGenerationFrom(_:)``). Applies
+    /// to generations pinned after it is set. Any thread.
+    public var queryGenerationLimit: QueryGenerationLimit {
+        get { generationLimit.withLock { $0 } }
+        set { generationLimit.withLock { $0 = newValue } }
+    }
 
     struct ChangeLog {
         var changedAt: [RowCacheKey: UInt64] = [:]
@@ -66,29 +75,38 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     // MARK: Reading
+    //
+    // Each read takes the snapshot of a context pinned to a query generation (`pinned`), or
+    // nil for the store's latest data. Rows read from a snapshot never go into (or come from)
+    // the shared cache, which holds the latest rows.
 
-    func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        let rows = try store.fetch(query)
+    func fetch(_ query: StoreQuery, pinned: (any StoreSnapshot)? = nil) throws(LoomError) -> [StoreRow] {
+        let rows = try (pinned ?? store as any StoreReading).fetch(query)
         try validate(rows, of: query.entity)
         return rows
     }
 
-    /// ``fetch(_:)``, where rows `isKnown` accepts come back without values (see
+    /// ``fetch(_:pinned:)``, where rows `isKnown` accepts come back without values (see
     /// ``PersistentStore/fetch(_:skippingValuesOf:)``); the others are validated as usual. The
     /// caller checks that the rows without values are exactly those it accepted.
-    func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
-        let rows = try store.fetch(query, skippingValuesOf: isKnown)
+    func fetch(_ query: StoreQuery, pinned: (any StoreSnapshot)? = nil, skippingValuesOf isKnown: (_ key: Int64, _ version: Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+        let rows = try (pinned ?? store as any StoreReading).fetch(query, skippingValuesOf: isKnown)
         try validate(rows, of: query.entity, allowingValuesLeftOut: true)
         return rows
     }
 
-    func count(_ query: StoreQuery) throws(LoomError) -> Int {
-        try store.count(query)
+    func count(_ query: StoreQuery, pinned: (any StoreSnapshot)? = nil) throws(LoomError) -> Int {
+        try (pinned ?? store as any StoreReading).count(query)
     }
 
     /// The current row for a key: from the shared cache when there (and not older than
     /// `maximumAge` seconds, when one is given), else from the store.
-    func row(of entity: EntityDescription, key: Int64, bypassingCache: Bool = false, maximumAge: Double = -1) throws(LoomError) -> StoreRow? {
+    func row(of entity: EntityDescription, key: Int64, bypassingCache: Bool = false, maximumAge: Double = -1, pinned: (any StoreSnapshot)? = nil) throws(LoomError) -> StoreRow? {
+        if let pinned {
+            let rows = try pinned.rows(of: entity, keys: [key])
+            try validate(rows, of: entity)
+            return rows.first
+        }
         let cacheKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         if !bypassingCache, let cached = rowCache.withLock({ $0.row(for: cacheKey, maximumAge: maximumAge) }) { return cached }
         let rows = try store.rows(of: entity, keys: [key])
@@ -110,18 +128,18 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The rows with these keys, read from the store in one query and put in the shared cache.
-    func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+    func rows(of entity: EntityDescription, keys: [Int64], pinned: (any StoreSnapshot)? = nil) throws(LoomError) -> [StoreRow] {
         if keys.isEmpty { return [] }
-        let rows = try store.rows(of: entity, keys: keys)
+        let rows = try (pinned ?? store as any StoreReading).rows(of: entity, keys: keys)
         try validate(rows, of: entity)
-        cache(rows, of: entity)
+        if pinned == nil { cache(rows, of: entity) }
         return rows
     }
 
     /// The rows a to-many relationship leads to for each of `keys` (one store query), put in
     /// the shared cache so that faults over them fire without I/O.
-    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
-        let related = try store.fetchRelated(relationship, keys: keys)
+    func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64], pinned: (any StoreSnapshot)? = nil) throws(LoomError) -> [RelatedRow] {
+        let related = try (pinned ?? store as any StoreReading).fetchRelated(relationship, keys: keys)
         try validate(related.map(\.row), of: relationship.destination)
         return related
     }

@@ -40,6 +40,10 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let historyTokenExpired = Code(rawValue: "historyTokenExpired")
         /// A history token belongs to another store (or one that was replaced).
         public static let historyTokenForeignStore = Code(rawValue: "historyTokenForeignStore")
+        /// A context cannot be pinned to this query generation: its store cannot keep one (a
+        /// store without snapshots), the context is a child (it reads through its parent), the
+        /// token belongs to another store, or the generation was released.
+        public static let queryGenerationUnavailable = Code(rawValue: "queryGenerationUnavailable")
         /// The model itself is invalid (duplicate names, unknown attributes in a constraint…).
         public static let invalidModel = Code(rawValue: "invalidModel")
         /// An attribute's Swift type cannot be stored.

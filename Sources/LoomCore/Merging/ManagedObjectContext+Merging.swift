@@ -10,6 +10,8 @@ extension ManagedObjectContext {
         let events = inbox.take()
         guard !events.isEmpty else { return }
         processPendingChanges()
+        // A pinned context moves to the current data, which holds what it merges.
+        advanceQueryGeneration()
         var merged = ObjectChanges()
         for event in events {
             if event.refreshesEverything {
@@ -43,6 +45,7 @@ extension ManagedObjectContext {
     public func mergeChanges(fromContextDidSave changes: ObjectChanges) {
         ConcurrencyDebugging.check(self, #function)
         processPendingChanges()
+        advanceQueryGeneration()
         var merged = ObjectChanges()
         merge(changes, rows: [:], into: &merged)
         checkIdentityMap()
@@ -97,7 +100,7 @@ extension ManagedObjectContext {
                 // A save event carries every saved row; only a `didSave` payload merged by hand
                 // comes without them.
                 do {
-                    row = try coordinator.row(of: backing.entity, key: backing.key)
+                    row = try coordinator.row(of: backing.entity, key: backing.key, pinned: pinnedSnapshot())
                 } catch {
                     // Never keep stale values silently: a clean object becomes a fault again,
                     // whose next use reads the store (and reports what fails there); one with
@@ -134,7 +137,7 @@ extension ManagedObjectContext {
         }
         var rows: [AnyObjectID: StoreRow] = [:]
         for (_, request) in wanted {
-            guard let found = try? coordinator.rows(of: request.entity, keys: request.keys) else { continue }
+            guard let found = try? coordinator.rows(of: request.entity, keys: request.keys, pinned: pinnedSnapshot()) else { continue }
             for row in found { if let id = request.ids[row.key] { rows[id] = row } }
         }
         return rows

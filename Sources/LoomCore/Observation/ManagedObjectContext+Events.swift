@@ -44,6 +44,11 @@ extension ManagedObjectContext {
     /// context at the end of the main actor's turn.
     public func processPendingChanges() {
         ConcurrencyDebugging.check(self, #function)
+        moveOffReleasedGeneration()
+        if let released = releasedGeneration {
+            releasedGeneration = nil
+            post(.queryGenerationReleased(released))
+        }
         propagateDeletes()
         guard !eventInserted.isEmpty || !eventChanged.isEmpty || !eventDeleted.isEmpty
             || !eventRelationshipChanges.isEmpty || !eventInaccessible.isEmpty else { return }

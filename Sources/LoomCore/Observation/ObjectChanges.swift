@@ -38,6 +38,10 @@ public enum ContextEvent: Sendable, Equatable {
     case willSave
     /// A save committed these changes.
     case didSave(ObjectChanges)
+    /// The query generation this context was pinned to was released, being older than the
+    /// coordinator's ``PersistentStoreCoordinator/queryGenerationLimit``; the context now reads
+    /// the generation current when it noticed (at a read or at the end of an event).
+    case queryGenerationReleased(QueryGenerationToken)
 
     /// The kind of event, for subscribing to one kind.
     public var kind: Kind {
@@ -45,11 +49,12 @@ public enum ContextEvent: Sendable, Equatable {
         case .objectsDidChange: .objectsDidChange
         case .willSave: .willSave
         case .didSave: .didSave
+        case .queryGenerationReleased: .queryGenerationReleased
         }
     }
 
     public enum Kind: Sendable, Hashable {
-        case objectsDidChange, willSave, didSave
+        case objectsDidChange, willSave, didSave, queryGenerationReleased
     }
 }
 

@@ -63,6 +63,8 @@ extension ManagedObjectContext {
         let (changes, rows) = commitSavedState(saved: saved?.changes, recording: listened || hasEventListeners, rowsFor: listened)
         guard let saved else { return }
         lastSaveNumber = saved.receipt.sequence
+        // A pinned context moves to the data it just saved.
+        advanceQueryGeneration()
         if !saved.changes.isEmpty { post(.didSave(changes)) }
         // Published whatever happens, in commit order (later saves wait for this one).
         coordinator.publish(

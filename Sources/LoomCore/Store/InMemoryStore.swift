@@ -101,7 +101,57 @@ public final class InMemoryStore: PersistentStore {
     }
 
     @_spi(LoomStore) public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        let snapshot = try snapshot()
+        Self.fetch(query, in: try snapshot(), schema: schema)
+    }
+
+    @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int {
+        try fetch(query).count
+    }
+
+    @_spi(LoomStore) public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        Self.rows(of: entity, keys: keys, in: try snapshot())
+    }
+
+    @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+        try Self.fetchRelated(relationship, keys: keys, in: try snapshot())
+    }
+
+    /// A copy of the committed data (copy-on-write: nothing is copied until the store changes).
+    @_spi(LoomStore) public func openSnapshot() throws(LoomError) -> any StoreSnapshot {
+        let data = try state.withLock { state throws(LoomError) -> State in
+            try checkOpen(state)
+            return state
+        }
+        return Snapshot(schema: schema, data: data)
+    }
+
+    /// The committed data at one moment, for a context pinned to a query generation.
+    final class Snapshot: StoreSnapshot {
+        let schema: Schema
+        private let data: Locked<State?>
+
+        init(schema: Schema, data: State) {
+            self.schema = schema
+            self.data = Locked(data)
+        }
+
+        var retainedBytes: Int { 0 }
+        func close() { data.withLock { $0 = nil } }
+
+        private func current() throws(LoomError) -> State {
+            guard let data = data.withLock({ $0 }) else { throw LoomError(.closed, "This snapshot of the in-memory store was closed.") }
+            return data
+        }
+
+        func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] { InMemoryStore.fetch(query, in: try current(), schema: schema) }
+        func count(_ query: StoreQuery) throws(LoomError) -> Int { try fetch(query).count }
+        func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] { InMemoryStore.rows(of: entity, keys: keys, in: try current()) }
+        func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+            try InMemoryStore.fetchRelated(relationship, keys: keys, in: try current())
+        }
+    }
+
+    static func fetch(_ query: StoreQuery, in snapshot: State, schema: Schema) -> [StoreRow] {
         let graph = TableGraph(schema: schema, tables: snapshot.tables, links: snapshot.links)
         let rows = Array(snapshot.tables[ObjectIdentifier(query.entity)]?.values ?? [:].values).map { TableGraph.Row(entity: query.entity, row: $0) }
         var matching = rows
@@ -110,26 +160,17 @@ public final class InMemoryStore: PersistentStore {
         }
         SortKey.sort(&matching, by: query.sortKeys, row: { $0 }, in: graph)
         let sorted = matching.map(\.row)
-        return window(sorted, query)
+        let start = min(query.fetchOffset, sorted.count)
+        let end = query.fetchLimit.map { min(start + $0, sorted.count) } ?? sorted.count
+        return Array(sorted[start..<end])
     }
 
-    private func window(_ matching: [StoreRow], _ query: StoreQuery) -> [StoreRow] {
-        let start = min(query.fetchOffset, matching.count)
-        let end = query.fetchLimit.map { min(start + $0, matching.count) } ?? matching.count
-        return Array(matching[start..<end])
-    }
-
-    @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int {
-        try fetch(query).count
-    }
-
-    @_spi(LoomStore) public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
-        let table = try snapshot().tables[ObjectIdentifier(entity)] ?? [:]
+    static func rows(of entity: EntityDescription, keys: [Int64], in snapshot: State) -> [StoreRow] {
+        let table = snapshot.tables[ObjectIdentifier(entity)] ?? [:]
         return keys.compactMap { table[$0] }
     }
 
-    @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
-        let snapshot = try snapshot()
+    static func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64], in snapshot: State) throws(LoomError) -> [RelatedRow] {
         let wanted = Set(keys)
         let destination = snapshot.tables[ObjectIdentifier(relationship.destination)] ?? [:]
         var related: [RelatedRow] = []

@@ -33,6 +33,20 @@ public protocol StoreReading: AnyObject {
     @_spi(LoomStore) func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64]
 }
 
+/// A store's committed data as it was at one moment: what a context pinned to a query
+/// generation reads (``ManagedObjectContext/setQueryGenerationFrom(_:)``). Every read sees that
+/// moment, whatever commits after it. Reads may come from any thread; a snapshot serializes
+/// them.
+@_spi(LoomStore) public protocol StoreSnapshot: StoreReading, Sendable {
+    /// What keeping the snapshot costs the store, in bytes it cannot reclaim meanwhile (SQLite:
+    /// the size of the write-ahead log, which cannot be checkpointed past the snapshot); 0 when
+    /// it costs nothing. Checked against ``QueryGenerationLimit/maximumRetainedBytes``.
+    var retainedBytes: Int { get }
+    /// Ends the snapshot and frees what it holds; later reads fail with ``LoomError/Code/closed``.
+    /// Idempotent.
+    func close()
+}
+
 /// The contract between Loom's coordinator and a storage engine: everything a store must do,
 /// and nothing about objects or contexts.
 ///
@@ -97,6 +111,11 @@ public protocol PersistentStore: StoreReading, Sendable {
     /// that owns the store; ``close()`` stops it. A store without history (or without other
     /// writers) never calls `handler`.
     @_spi(LoomStore) func observeRemoteCommits(_ handler: @escaping @Sendable (RemoteCommits) -> Void)
+
+    /// Takes a snapshot of the committed data as it is now, for a context pinned to a query
+    /// generation. A store that cannot keep one throws ``LoomError/Code/queryGenerationUnavailable``
+    /// (the default).
+    @_spi(LoomStore) func openSnapshot() throws(LoomError) -> any StoreSnapshot
 }
 
 /// Commits made by other store instances on the same storage, as a store's watcher finds them.
@@ -351,6 +370,9 @@ extension PersistentStore {
     @_spi(LoomStore) public func deleteHistory(through token: HistoryToken) throws(LoomError) {}
     @_spi(LoomStore) public func currentHistoryToken() throws(LoomError) -> HistoryToken? { nil }
     @_spi(LoomStore) public func observeRemoteCommits(_ handler: @escaping @Sendable (RemoteCommits) -> Void) {}
+    @_spi(LoomStore) public func openSnapshot() throws(LoomError) -> any StoreSnapshot {
+        throw LoomError(.queryGenerationUnavailable, "A \(type(of: self)) cannot keep a snapshot of its data: contexts on it cannot be pinned to a query generation.")
+    }
 }
 
 /// The history errors every store throws alike.
