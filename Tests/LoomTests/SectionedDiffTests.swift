@@ -1,0 +1,87 @@
+@testable import LoomCore
+import Testing
+
+/// The sectioned diff under live queries: applied to the old result, a change gives the new
+/// one exactly, with fewest moves.
+@Suite("Sectioned diff")
+struct SectionedDiffTests {
+    typealias Result = SectionedResult<String, Int>
+
+    static func result(_ sections: [(String, [Int])]) -> Result {
+        Result(sections.map { .init(key: $0.0, items: $0.1) })
+    }
+
+    func check(_ old: Result, _ new: Result, updated: [Int: Set<String>] = [:]) -> SectionedChange {
+        let change = SectionedDiff.changes(from: old, to: new, updated: updated)
+        #expect(SectionedDiff.apply(change, to: old, itemsFrom: new) == new, "\(old) → \(new): \(change)")
+        return change
+    }
+
+    @Test("Equal results make an empty change; updates alone are reported at their new positions")
+    func equal() {
+        let r = Self.result([("a", [1, 2, 3]), ("b", [4])])
+        #expect(check(r, r).isEmpty)
+        let change = check(r, r, updated: [2: ["title"], 9: ["title"]])
+        #expect(change.updatedItems == [.init(at: ResultPosition(section: 0, item: 1), properties: ["title"])])
+        #expect(change.movedItems.isEmpty && change.insertedItems.isEmpty && change.deletedItems.isEmpty)
+    }
+
+    @Test("One item moved to the front is one move, not a shift of all the others")
+    func fewestMoves() {
+        let old = Self.result([("a", Array(1...10))])
+        let new = Self.result([("a", [10] + Array(1...9))])
+        let change = check(old, new)
+        #expect(change.movedItems == [.init(from: ResultPosition(section: 0, item: 9), to: ResultPosition(section: 0, item: 0))])
+        #expect(change.insertedItems.isEmpty && change.deletedItems.isEmpty)
+    }
+
+    @Test("Items moving between sections, emptied and new sections, deletes and inserts")
+    func acrossSections() {
+        let old = Self.result([("a", [1, 2]), ("b", [3, 4, 5]), ("c", [6])])
+        let new = Self.result([("b", [4, 1]), ("c", [6, 7, 3]), ("d", [2])])
+        let change = check(old, new, updated: [6: ["name"], 3: ["section"]])
+        #expect(change.deletedSections == [0])
+        #expect(change.insertedSections == [2])
+        #expect(change.deletedItems == [ResultPosition(section: 1, item: 2)])   // 5
+        #expect(change.insertedItems == [ResultPosition(section: 1, item: 1)])  // 7
+        #expect(Set(change.movedItems.map(\.to)) == [ResultPosition(section: 0, item: 1), ResultPosition(section: 1, item: 2), ResultPosition(section: 2, item: 0)])
+        #expect(change.updatedItems.map(\.at) == [ResultPosition(section: 1, item: 0), ResultPosition(section: 1, item: 2)])
+    }
+
+    @Test("Random results, 10,000 pairs: every change applied to the old result gives the new one, and unchanged orders move nothing")
+    func random() {
+        var generator = SeededGenerator(seed: 7)
+        let keys = ["a", "b", "c", "d", "e"]
+        func randomResult(_ items: [Int]) -> Result {
+            var sections: [String: [Int]] = [:]
+            for item in items.shuffled(using: &generator) where Int.random(in: 0..<5, using: &generator) > 0 {
+                sections[keys.randomElement(using: &generator)!, default: []].append(item)
+            }
+            return Result(keys.compactMap { key in sections[key].map { .init(key: key, items: $0) } })
+        }
+        for _ in 0..<10_000 {
+            let universe = Array(0..<Int.random(in: 0...30, using: &generator))
+            let old = randomResult(universe), new = randomResult(universe)
+            var updated: [Int: Set<String>] = [:]
+            for item in universe where Bool.random(using: &generator) { updated[item] = ["value"] }
+            let change = check(old, new, updated: updated)
+            let moved = Set(change.movedItems.map { new.sections[$0.to.section].items[$0.to.item] })
+            // Minimal: every item that stays in its section and is not moved keeps its order.
+            let oldPositions = old.positions()
+            for section in new.sections {
+                let kept = section.items.filter { oldPositions[$0].map { old.sections[$0.section].key == section.key } == true && !moved.contains($0) }
+                #expect(kept == kept.sorted { oldPositions[$0]!.item < oldPositions[$1]!.item })
+                let stayed = section.items.filter { oldPositions[$0].map { old.sections[$0.section].key == section.key } == true }
+                #expect(kept.count == SectionedDiff.longestIncreasingRun(stayed.map { oldPositions[$0]!.item }).count)
+            }
+        }
+    }
+
+    @Test("A change that does not fit the old result is refused, not applied")
+    func misfit() {
+        let old = Self.result([("a", [1, 2])]), new = Self.result([("a", [2])])
+        var change = SectionedDiff.changes(from: old, to: new)
+        change.deletedItems = [ResultPosition(section: 0, item: 5)]
+        #expect(SectionedDiff.apply(change, to: old, itemsFrom: new) == nil)
+    }
+}
