@@ -176,9 +176,16 @@ extension SQLiteStore {
         do {
             after = try currentHistoryToken()?.transactionNumber ?? 0
         } catch {
+            handler(.unavailable(LoomError(.storeFailure, "Other coordinators' commits to the store at \(url.path) cannot be watched: its history cannot be read.", path: url.path, underlying: error)))
             return
         }
-        guard let started = try? RemoteCommitWatcher(path: url.path, store: identifier, origin: origin, after: after, handler: handler) else { return }
+        let started: RemoteCommitWatcher
+        do {
+            started = try RemoteCommitWatcher(path: url.path, store: identifier, origin: origin, after: after, handler: handler)
+        } catch {
+            handler(.unavailable(LoomError(.storeFailure, "Other coordinators' commits to the store at \(url.path) cannot be watched: the watcher's connection could not be opened.", path: url.path, underlying: error)))
+            return
+        }
         let previous = watcher.withLock { watcher in
             defer { watcher = started }
             return watcher

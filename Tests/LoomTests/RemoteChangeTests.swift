@@ -192,4 +192,22 @@ struct RemoteChangeTests {
         #expect(events == 0)
         try await a.close()
     }
+
+    @Test("A store whose history cannot be read says so: remoteChangesFailure names it, and remoteChanges() ends at once instead of staying silent", .timeLimit(.minutes(1)))
+    func watchingCannotStart() async throws {
+        let url = TemporaryDirectory.make().appending(path: "damaged.loom")
+        try await Self.open(url).close()
+        let store = try SQLiteStore(url: url, schema: try LibraryRelsV2.schema())
+        // Damaged outside Loom, after the store opened and before its coordinator watches.
+        try SQLiteStore.unsafeExecuteRawSQL("DROP TABLE loom_history", at: url)
+        let container = PersistentContainer(store: store)
+        let failure = try #require(container.coordinator.remoteChangesFailure)
+        #expect(failure.code == .storeFailure)
+        #expect(failure.message.contains("cannot be watched"))
+        var events = 0
+        for await _ in container.remoteChanges() { events += 1 }   // ends at once
+        #expect(events == 0)
+        #expect(try Self.open(TemporaryDirectory.make().appending(path: "fine.loom")).coordinator.remoteChangesFailure == nil)
+        try await container.close()
+    }
 }

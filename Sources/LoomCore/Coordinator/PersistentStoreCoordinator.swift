@@ -29,6 +29,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The streams of ``remoteChanges()``.
     private let remoteStreams = Locked<[Int: AsyncStream<RemoteChangeEvent>.Continuation]>([:])
     private let nextRemoteStream = Atomic<Int>(0)
+    private let remoteFailure = Locked<LoomError?>(nil)
 
     struct ExclusiveWrite {
         let thread: UInt
@@ -363,15 +364,26 @@ public final class PersistentStoreCoordinator: Sendable {
     /// not anyone listens; this is for code that reacts to them (a log, a cache, a server push).
     ///
     /// Only stores that keep history (SQLite, with `recordsHistory` on, the default) report them.
+    /// If watching could not start (``remoteChangesFailure``), the stream ends at once.
     public func remoteChanges() -> AsyncStream<RemoteChangeEvent> {
         let id = nextRemoteStream.add(1, ordering: .relaxed).newValue
         let (stream, continuation) = AsyncStream<RemoteChangeEvent>.makeStream(bufferingPolicy: .unbounded)
+        if remoteChangesFailure != nil {
+            continuation.finish()
+            return stream
+        }
         continuation.onTermination = { [weak self] _ in
             _ = self?.remoteStreams.withLock { $0.removeValue(forKey: id) }
         }
         remoteStreams.withLock { $0[id] = continuation }
         return stream
     }
+
+    /// Why this coordinator cannot learn of other coordinators' commits, if the store could not
+    /// start watching for them (its history could not be read): then its contexts see those
+    /// commits only when they read the store, and ``remoteChanges()`` streams end at once.
+    /// `nil` when watching works, or when the store keeps no history. Any thread.
+    public var remoteChangesFailure: LoomError? { remoteFailure.withLock { $0 } }
 
     /// Ends every ``remoteChanges()`` stream (the store is closing).
     func finishRemoteChanges() {
@@ -423,6 +435,10 @@ public final class PersistentStoreCoordinator: Sendable {
             save.refreshesEverything = true
             deliver(remote: save, after: 0)
             event = RemoteChangeEvent(transactions: [], token: current, historyWasLost: true)
+        case .unavailable(let error):
+            remoteFailure.withLock { $0 = error }
+            finishRemoteChanges()
+            return
         }
         let streams = remoteStreams.withLock { Array($0.values) }
         for stream in streams { stream.yield(event) }

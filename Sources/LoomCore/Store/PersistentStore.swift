@@ -127,6 +127,9 @@ public protocol PersistentStore: StoreReading, Sendable {
     /// The history after `after` was deleted before the watcher read it: what those commits
     /// changed is unknown. `current` is the last transaction now.
     case historyLost(after: HistoryToken, current: HistoryToken?)
+    /// Watching could not start (the history could not be read, or the watcher's connection
+    /// could not be opened): no other coordinator's commit will be reported.
+    case unavailable(LoomError)
 }
 
 /// What a store hands back for a commit.
