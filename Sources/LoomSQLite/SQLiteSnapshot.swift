@@ -20,7 +20,8 @@ final class SQLiteSnapshot: StoreSnapshot, SQLiteReader, @unchecked Sendable {
         self.store = store
         try store.checkReadable()
         do {
-            let connection = try ReaderConnection(path: store.url.path, trace: store.readers.trace)
+            // A connection a released generation left (its prepared statements with it), or a new one.
+            let connection = try store.snapshots.takeIdle() ?? ReaderConnection(path: store.url.path, trace: store.readers.trace)
             _ = try connection.with("BEGIN DEFERRED TRANSACTION") { try $0.step() }
             // A deferred transaction takes its snapshot at its first read: now.
             _ = try connection.with("SELECT COUNT(*) FROM loom_metadata") { try $0.step() }
@@ -55,7 +56,11 @@ final class SQLiteSnapshot: StoreSnapshot, SQLiteReader, @unchecked Sendable {
         let ended = connection
         connection = nil
         lock.unlock()
-        if let ended { _ = try? ended.with("COMMIT TRANSACTION") { try $0.step() } }
+        guard let ended else { return }
+        // Ended cleanly, the connection serves the context's next generation.
+        if (try? ended.with("COMMIT TRANSACTION") { try $0.step() }) != nil, !store.isClosed {
+            store.snapshots.keepIdle(ended)
+        }
     }
 
     func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] { try sqlFetch(query) { _, _ in false } }
@@ -84,7 +89,8 @@ extension SQLiteStore {
 /// The snapshots taken on a store, weakly: a read transaction left open would keep the store's
 /// close from checkpointing the WAL into the file, so the store closes those still alive.
 final class SnapshotList: @unchecked Sendable {
-    // @unchecked: `list` is only touched under `lock`.
+    // @unchecked: `list`, `idle` and `isClosed` are only touched under `lock`; an idle
+    // connection is used by no one until a snapshot takes it.
     private let lock = NSLock()
     private var list: [Weak] = []
 
@@ -99,11 +105,33 @@ final class SnapshotList: @unchecked Sendable {
         list.append(Weak(value: snapshot))
     }
 
+    /// Connections of ended snapshots, kept for the next ones: advancing a generation (on every
+    /// merge of a pinned view context) then costs a `BEGIN`, not a connection and its statements.
+    private var idle: [ReaderConnection] = []
+    private var isClosed = false
+    private static let idleLimit = 2
+
+    func takeIdle() -> ReaderConnection? {
+        lock.lock()
+        defer { lock.unlock() }
+        return idle.popLast()
+    }
+
+    func keepIdle(_ connection: ReaderConnection) {
+        lock.lock()
+        defer { lock.unlock() }
+        if !isClosed && idle.count < Self.idleLimit { idle.append(connection) }
+    }
+
     func closeAll() {
         lock.lock()
         let open = list.compactMap(\.value)
         list = []
+        isClosed = true
+        let connections = idle
+        idle = []
         lock.unlock()
         for snapshot in open { snapshot.close() }
+        withExtendedLifetime(connections) {}   // closed here, outside the lock
     }
 }
