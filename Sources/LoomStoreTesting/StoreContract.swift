@@ -224,6 +224,56 @@ public struct StoreContract: Sendable {
         try expectClosed("withWriteTransaction") { _ = try store.withWriteTransaction { () } }
     }
 
+    /// For stores that keep snapshots (query generations): a snapshot answers every read —
+    /// rows, counts, keys, related rows, aggregates — as of its opening while change sets
+    /// commit, including for deleted rows; closed, it throws `closed`; the store's own reads see
+    /// the latest data. A store that keeps none throws `queryGenerationUnavailable` from
+    /// `openSnapshot()`, which passes.
+    public func snapshots() throws {
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        let shelfKey = try store.allocateKeys(for: shelf, count: 1).lowerBound
+        var setUp = StoreChangeSet()
+        setUp.inserts.append(.init(entity: shelf, key: shelfKey, values: named(shelf, "S")))
+        let bookKeys = try store.allocateKeys(for: book, count: 3)
+        for key in bookKeys { setUp.inserts.append(.init(entity: book, key: key, values: bookValues(isbn: "\(key)", title: "old \(key)", pages: 10, shelf: shelfKey))) }
+        try store.apply(setUp)
+        guard let snapshot = try openedSnapshot(of: store) else { return }
+        let shelfBooks = try relationship("books", of: shelf)
+        let pagesSlot = try requireSlot("pages", of: book)
+        @Sendable func view(_ reader: any StoreReading) throws -> [String] {
+            let rows = try reader.fetch(StoreQuery(entity: book)).map { "\($0.key) v\($0.version)" }
+            let related = try reader.fetchRelated(shelfBooks, keys: [shelfKey]).map { "\($0.row.key)" }
+            let sum = try reader.aggregate(AggregateQuery(entity: book, columns: [.aggregate(.sum, .attribute(pagesSlot))]))
+            return rows + ["count \(try reader.count(StoreQuery(entity: book)))", "keys \(try reader.fetchKeys(StoreQuery(entity: book)))",
+                           "related \(related)", "sum \(sum)", "by key \(try reader.rows(of: book, keys: [bookKeys.lowerBound]).map(\.key))"]
+        }
+        let before = try view(snapshot)
+        var change = StoreChangeSet()
+        change.deletes.append(.init(entity: book, key: bookKeys.lowerBound, expectedVersion: 1))
+        change.updates.append(.init(entity: book, key: bookKeys.lowerBound + 1, expectedVersion: 1, changes: [(pagesSlot, .integer(99))]))
+        let added = try store.allocateKeys(for: book, count: 1).lowerBound
+        change.inserts.append(.init(entity: book, key: added, values: bookValues(isbn: "new", title: "new", pages: 1, shelf: shelfKey)))
+        try store.apply(change)
+        try check(try view(snapshot) == before, "a snapshot reads as of its opening after a commit: \(try view(snapshot)), expected \(before)")
+        try check(try onAnotherThread { try view(snapshot) } == before, "a snapshot reads the same from another thread")
+        let latest = try view(store)
+        try check(latest != before && latest.contains("count 3") && !latest.contains("\(bookKeys.lowerBound) v1"), "the store itself reads the latest data: \(latest)")
+        snapshot.close()
+        let closed = Result { () throws(LoomError) -> Int in try snapshot.count(StoreQuery(entity: book)) }
+        guard case .failure(let error) = closed else { throw StoreContractFailure(description: "a closed snapshot must throw closed, it read") }
+        try check(error.code == .closed, "a closed snapshot throws closed, not \(error.code)")
+    }
+
+    /// A snapshot of `store`, or nil for a store that keeps none (`queryGenerationUnavailable`).
+    func openedSnapshot(of store: any PersistentStore) throws -> (any StoreSnapshot)? {
+        switch Result(catching: { () throws(LoomError) -> any StoreSnapshot in try store.openSnapshot() }) {
+        case .success(let snapshot): return snapshot
+        case .failure(let error) where error.code == .queryGenerationUnavailable: return nil
+        case .failure(let error): throw error
+        }
+    }
+
     /// Two instances on the same data reserve disjoint keys, even at once.
     public func disjointKeys() async throws {
         let first = try subject.makeStore(schema: schema)

@@ -54,6 +54,9 @@ struct StoreContractTests {
     @Test("Two instances on one file: each observer hears the other's commits once, in order, never its own")
     func remoteCommits() async throws { try await contract(.sqlite).remoteCommits() }
 
+    @Test("A snapshot reads as of its opening while change sets commit, from any thread; closed, it throws closed", arguments: StoreKind.allCases)
+    func snapshots(kind: StoreKind) throws { try contract(kind).snapshots() }
+
     @Test("A store that breaks the contract fails it, saying what broke")
     func contractCatchesABrokenStore() throws {
         /// Applies a change set's inserts one by one: a refused change set leaves some behind.
