@@ -194,6 +194,19 @@ struct QueryGenerationTests {
         #expect(released.message.contains("released"))
     }
 
+    @Test("A generation that cannot move (the store closed) unpins the context and keeps the error in pendingStoreError")
+    func advanceFailureIsReported() async throws {
+        let (container, reader) = try library(.sqlite)
+        try reader.performAndWait { try $0.setQueryGenerationFrom(.current) }
+        try await container.close()
+        let (token, pending) = reader.performAndWait { context in
+            context.reset()   // moves the generation: no snapshot can be taken any more
+            return (context.queryGenerationToken, context.pendingStoreError)
+        }
+        #expect(token == nil)
+        #expect(pending?.code == .closed)
+    }
+
     @Test("A generation older than the limit is released: the context moves to the current data and posts queryGenerationReleased", arguments: StoreKind.allCases)
     func releasedByAge(kind: StoreKind) throws {
         let (container, reader) = try library(kind)

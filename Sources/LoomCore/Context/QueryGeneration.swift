@@ -158,11 +158,17 @@ extension ManagedObjectContext {
     }
 
     /// Moves a pinned context to the store's data as it is now (its own save, a merge, a
-    /// reset). If no snapshot can be taken (the store was closed), the context is unpinned: its
-    /// reads go to the store, which reports what fails.
+    /// reset). If no snapshot can be taken (the store was closed or failed), the context is
+    /// unpinned — its reads go to the store, which reports what fails — and the error is kept in
+    /// ``pendingStoreError`` (the next save throws it), never dropped.
     func advanceQueryGeneration() {
         guard queryGeneration != nil else { return }
-        queryGeneration = try? pinCurrentGeneration()
+        do {
+            queryGeneration = try pinCurrentGeneration()
+        } catch {
+            queryGeneration = nil
+            recordReadFailure(error)
+        }
     }
 
     /// The snapshot this context's reads go to, or nil for the store's latest data. A generation
