@@ -11,7 +11,7 @@ struct SectionedDiffTests {
         Result(sections.map { .init(key: $0.0, items: $0.1) })
     }
 
-    func check(_ old: Result, _ new: Result, updated: [Int: Set<String>] = [:]) -> SectionedChange {
+    func check(_ old: Result, _ new: Result, updated: [Int: Set<String>] = [:]) -> ResultChanges {
         let change = SectionedDiff.changes(from: old, to: new, updated: updated)
         #expect(SectionedDiff.apply(change, to: old, itemsFrom: new) == new, "\(old) → \(new): \(change)")
         return change

@@ -88,6 +88,12 @@ public final class ManagedObjectContext {
     var eventDeleted: [ObjectBacking] = []
     var endOfEventScheduled = false
 
+    // Live queries (see LiveQueries/).
+    var liveQueries: [LiveQueryEngine] = []
+    /// Something changed that no event lists: live queries are evaluated again at the end of
+    /// the current event.
+    var liveQueriesNeedEverything = false
+
     // Merging (see ManagedObjectContext+Merging.swift).
     let inbox: MergeInbox
     /// The number of the last save of another context merged into this one.
@@ -489,9 +495,26 @@ public final class ManagedObjectContext {
     // MARK: Discarding changes
 
     /// Discards every unsaved change: inserted objects are forgotten, deleted ones restored,
-    /// changed ones get their last saved values back. No I/O.
+    /// changed ones get their last saved values back. No I/O. Posts `objectsDidChange`: the
+    /// forgotten insertions as deleted, the restored objects as inserted, the changed ones as
+    /// updated.
     public func rollback() {
         ConcurrencyDebugging.check(self, #function)
+        processPendingChanges()
+        var changes = ObjectChanges()
+        let recording = hasEventListeners
+        if recording {
+            for object in pending.inserted.values { changes.deleted.insert(objectID(of: object._loomBacking)) }
+            for object in pending.deleted.values { changes.inserted.insert(objectID(of: object._loomBacking)) }
+            for object in pending.updated.values {
+                let backing = object._loomBacking
+                let id = objectID(of: backing)
+                changes.updated.insert(id)
+                changes.changedProperties[id] = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
+            }
+            // Relationships changed here change back too: live queries look at everything.
+            if !pending.relationships.isEmpty || !pending.links.isEmpty { liveQueriesMayHaveMissedChanges() }
+        }
         for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             let backing = object._loomBacking
             identityMap.remove(key)
@@ -515,6 +538,8 @@ public final class ManagedObjectContext {
         forgetObjectsAwaitingKeys()
         forgetLoadedRelationships()
         checkIdentityMap()
+        if !changes.isEmpty { post(.objectsDidChange(changes)) }
+        refreshLiveQueriesIfNeeded()
     }
 
     /// Forgets every registered object and every unsaved change. Objects obtained from this
@@ -537,6 +562,8 @@ public final class ManagedObjectContext {
         readFailure = nil
         advanceQueryGeneration()
         checkIdentityMap()
+        liveQueriesMayHaveMissedChanges()
+        refreshLiveQueriesIfNeeded()
     }
 
     /// Refreshes an object from the store.
@@ -584,6 +611,8 @@ public final class ManagedObjectContext {
         ConcurrencyDebugging.check(self, #function)
         forgetLoadedRelationships()
         var changes = ObjectChanges()
+        // Objects not registered here may have changed too.
+        liveQueriesMayHaveMissedChanges()
         // Held strongly for the loop: refreshing can release an object it has not reached yet.
         for object in identityMap.objects {
             let backing = object._loomBacking
@@ -594,5 +623,6 @@ public final class ManagedObjectContext {
             changes.refreshed.insert(objectID(of: backing))
         }
         if !changes.isEmpty { post(.objectsDidChange(changes)) }
+        refreshLiveQueriesIfNeeded()
     }
 }

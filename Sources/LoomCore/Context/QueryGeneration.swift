@@ -163,6 +163,8 @@ extension ManagedObjectContext {
     /// ``pendingStoreError`` (the next save throws it), never dropped.
     func advanceQueryGeneration() {
         guard queryGeneration != nil else { return }
+        // What the context reads changes with no event listing it.
+        liveQueriesMayHaveMissedChanges()
         do {
             queryGeneration = try pinCurrentGeneration()
         } catch {

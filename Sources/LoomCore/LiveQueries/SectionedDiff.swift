@@ -25,38 +25,66 @@ struct SectionedResult<Key: Hashable, Item: Hashable>: Equatable {
     }
 }
 
-/// An item's place in a sectioned result: its section's index and its index in the section.
-struct ResultPosition: Hashable, Comparable, Sendable {
-    var section: Int
-    var item: Int
+/// An item's place in a sectioned result: its section's index and its index in the section
+/// (a table view's index path).
+public struct ResultPosition: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The section's index.
+    public var section: Int
+    /// The item's index in its section.
+    public var item: Int
 
-    static func < (a: ResultPosition, b: ResultPosition) -> Bool { (a.section, a.item) < (b.section, b.item) }
+    public init(section: Int, item: Int) {
+        self.section = section
+        self.item = item
+    }
+
+    public static func < (a: ResultPosition, b: ResultPosition) -> Bool { (a.section, a.item) < (b.section, b.item) }
+
+    public var description: String { "[\(section), \(item)]" }
 }
 
-/// What turns one sectioned result into the next, in the order a table or collection view
-/// applies it: deletions at old positions (every deleted item is listed, also those of deleted
-/// sections), then insertions at new positions (also those of inserted sections), moves from
-/// old to new positions, and updates at new positions. Each list is in ascending order.
-struct SectionedChange: Equatable, Sendable {
-    var deletedSections: [Int] = []
-    var insertedSections: [Int] = []
-    var deletedItems: [ResultPosition] = []
-    var insertedItems: [ResultPosition] = []
-    var movedItems: [Move] = []
-    var updatedItems: [Update] = []
+/// What turns one live result into the next, in the order a table or collection view applies
+/// it (Core Data's fetched-results-controller changes, exact): deletions at old positions
+/// (every deleted item is listed, also those of deleted sections), then insertions at new
+/// positions (also those of inserted sections), moves from old to new positions, and updates
+/// at new positions. Each list is in ascending order. Applying the deletions, then the
+/// insertions and moves, to the previous result gives the new one exactly.
+public struct ResultChanges: Equatable, Sendable {
+    /// Sections of the previous result that are gone, by their old index.
+    public var deletedSections: [Int] = []
+    /// Sections of the new result that are new, by their new index.
+    public var insertedSections: [Int] = []
+    /// Items that left the result, at their old positions.
+    public var deletedItems: [ResultPosition] = []
+    /// Items that entered the result, at their new positions.
+    public var insertedItems: [ResultPosition] = []
+    /// Items that changed place (their order, or their section), from old to new positions.
+    public var movedItems: [Move] = []
+    /// Items in both results whose properties changed, at their new positions.
+    public var updatedItems: [Update] = []
 
-    struct Move: Equatable, Sendable {
-        var from: ResultPosition
-        var to: ResultPosition
+    public init() {}
+
+    /// An item's move.
+    public struct Move: Equatable, Sendable {
+        public var from: ResultPosition
+        public var to: ResultPosition
     }
 
-    struct Update: Equatable, Sendable {
-        var at: ResultPosition
-        var properties: Set<String>
+    /// An item whose properties changed, and their names.
+    public struct Update: Equatable, Sendable {
+        public var at: ResultPosition
+        public var properties: Set<String>
     }
 
-    var isEmpty: Bool {
+    /// Whether nothing changed.
+    public var isEmpty: Bool {
         deletedSections.isEmpty && insertedSections.isEmpty && deletedItems.isEmpty && insertedItems.isEmpty && movedItems.isEmpty && updatedItems.isEmpty
+    }
+
+    /// Whether items or sections came, went or moved (not only updates).
+    public var changesStructure: Bool {
+        !(deletedSections.isEmpty && insertedSections.isEmpty && deletedItems.isEmpty && insertedItems.isEmpty && movedItems.isEmpty)
     }
 }
 
@@ -69,8 +97,8 @@ enum SectionedDiff {
     /// - Complexity: O(n log n) in the number of items.
     static func changes<Key: Hashable, Item: Hashable>(
         from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>] = [:]
-    ) -> SectionedChange {
-        var change = SectionedChange()
+    ) -> ResultChanges {
+        var change = ResultChanges()
         var oldSection: [Key: Int] = [:], newSection: [Key: Int] = [:]
         for (s, section) in old.sections.enumerated() { oldSection[section.key] = s }
         for (s, section) in new.sections.enumerated() { newSection[section.key] = s }
@@ -149,7 +177,7 @@ enum SectionedDiff {
     /// of range, a deleted section not empty). How the tests prove a change exact: applied to
     /// the old result, it gives the new one.
     static func apply<Key: Hashable, Item: Hashable>(
-        _ change: SectionedChange, to old: SectionedResult<Key, Item>, itemsFrom new: SectionedResult<Key, Item>
+        _ change: ResultChanges, to old: SectionedResult<Key, Item>, itemsFrom new: SectionedResult<Key, Item>
     ) -> SectionedResult<Key, Item>? {
         var sections = old.sections
         var removed: [Int: [Int]] = [:]

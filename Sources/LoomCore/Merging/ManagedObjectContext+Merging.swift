@@ -15,6 +15,7 @@ extension ManagedObjectContext {
         var merged = ObjectChanges()
         for event in events {
             if event.refreshesEverything {
+                liveQueriesMayHaveMissedChanges()
                 refreshEverything(into: &merged)
             } else {
                 merge(event.changes, rows: event.isRemote ? currentRows(for: event.changes) : event.rows, into: &merged)
@@ -23,6 +24,7 @@ extension ManagedObjectContext {
         }
         checkIdentityMap()
         if !merged.isEmpty { post(.objectsDidChange(merged)) }
+        refreshLiveQueriesIfNeeded()
     }
 
     /// Merges the changes another context saved (the payload of its `didSave` event) into this
@@ -50,6 +52,7 @@ extension ManagedObjectContext {
         merge(changes, rows: [:], into: &merged)
         checkIdentityMap()
         if !merged.isEmpty { post(.objectsDidChange(merged)) }
+        refreshLiveQueriesIfNeeded()
     }
 
     private func merge(_ changes: ObjectChanges, rows: [AnyObjectID: StoreRow], into merged: inout ObjectChanges) {
@@ -88,6 +91,14 @@ extension ManagedObjectContext {
                 for name in properties {
                     if let j = backing.entity.relationshipIndex(named: name), backing.entity.relationships[j].isToMany { backing.toMany[j] = nil }
                 }
+            }
+            if backing.isDeleted && backing.deletePropagated {
+                // Deleted here, and related elsewhere since its delete rules ran (a novel added
+                // to a deleted author): they run again at the end of the event, on what it is
+                // related to now, so the save leaves nothing pointing to it.
+                backing.toMany = [:]
+                backing.deletePropagated = false
+                scheduleEndOfEventIfNeeded()
             }
             guard backing.state == .loaded else {
                 backing.dropFetchedRow()   // a fault: its next use reads the saved row

@@ -456,13 +456,13 @@ public final class ObjectBacking {
             fatalError("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
         }
         values[index] = stored
-        if !isInserted, let context {
-            if !isUpdated {
-                isUpdated = true
-                context.objectDidChange(self)
-            }
-            if !changedSinceEvent { context.noteEventChange(self) }
+        guard let context else { return }
+        if !isInserted && !isUpdated {
+            isUpdated = true
+            context.objectDidChange(self)
         }
+        // An inserted object's later changes are events too (live queries follow them).
+        if !changedSinceEvent { context.noteEventChange(self) }
     }
 
     /// Fires the fault, or traps with the reason the object cannot be used.

@@ -31,9 +31,11 @@ extension ManagedObjectContext {
     }
 
     /// Whether anything observes this context's events (observers or event streams).
-    var hasEventListeners: Bool { !observers.isEmpty || eventHub.hasStreams }
+    var hasEventListeners: Bool { !observers.isEmpty || eventHub.hasStreams || !liveQueries.isEmpty }
 
     func post(_ event: ContextEvent) {
+        // Live queries first: an observer of the event sees their new results.
+        if case .objectsDidChange(let changes) = event { updateLiveQueries(changes) }
         for observer in observers where observer.kind == event.kind { observer.handler(event) }
         eventHub.yield(event)
     }
@@ -51,28 +53,46 @@ extension ManagedObjectContext {
         }
         propagateDeletes()
         guard !eventInserted.isEmpty || !eventChanged.isEmpty || !eventDeleted.isEmpty
-            || !eventRelationshipChanges.isEmpty || !eventInaccessible.isEmpty else { return }
+            || !eventRelationshipChanges.isEmpty || !eventInaccessible.isEmpty else {
+            refreshLiveQueriesIfNeeded()
+            return
+        }
         var changes = ObjectChanges()
         // With nobody listening, only the bookkeeping below is done.
         let recording = hasEventListeners
         for backing in eventInserted where recording && backing.context === self && backing.isInserted && !backing.isDeleted {
             changes.inserted.insert(objectID(of: backing))
         }
-        for backing in eventChanged where backing.context === self && !backing.isInserted {
+        // An object inserted in an earlier event and changed in this one is updated (as in
+        // Core Data); having no saved values to compare with, all its properties count.
+        let insertedNow = recording ? Set(eventInserted.map { RowCacheKey(entity: ObjectIdentifier($0.entity), key: $0.key) }) : []
+        for backing in eventChanged where backing.context === self {
             backing.changedSinceEvent = false
             guard recording else { continue }
+            if backing.isInserted {
+                guard !backing.isDeleted, !insertedNow.contains(RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)) else { continue }
+                let id = objectID(of: backing)
+                changes.updated.insert(id)
+                changes.changedProperties[id] = Set((0..<backing.entity.storedValueCount).map(backing.entity.storedValueName(at:)))
+                continue
+            }
             let id = objectID(of: backing)
             changes.updated.insert(id)
             changes.changedProperties[id] = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
         }
         for entry in eventRelationshipChanges.entries.values where recording {
             let k = RowCacheKey(entity: ObjectIdentifier(entry.entity), key: entry.key)
-            if pending.inserted[k] != nil || pending.deleted[k] != nil || pending.insertedDeleted[k] != nil { continue }
+            if insertedNow.contains(k) || pending.deleted[k] != nil || pending.insertedDeleted[k] != nil { continue }
             let id = objectID(entry.entity, entry.key)
             changes.updated.insert(id)
             changes.changedProperties[id, default: []].formUnion(entry.relationships.map { entry.entity.relationships[$0].name })
         }
-        for backing in eventDeleted where recording && !backing.isInserted { changes.deleted.insert(objectID(of: backing)) }
+        // An object inserted in an earlier event and deleted in this one is deleted; one inserted
+        // and deleted within this event never was.
+        for backing in eventDeleted where recording {
+            if backing.isInserted && insertedNow.contains(RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)) { continue }
+            changes.deleted.insert(objectID(of: backing))
+        }
         if recording { changes.deleted.formUnion(eventInaccessible) }
         for backing in eventInserted { backing.changedSinceEvent = false }
         eventInserted = []
@@ -80,7 +100,7 @@ extension ManagedObjectContext {
         eventDeleted = []
         eventRelationshipChanges = RelationshipChangeLog()
         eventInaccessible = []
-        if !changes.isEmpty { post(.objectsDidChange(changes)) }
+        if !changes.isEmpty { post(.objectsDidChange(changes)) } else { refreshLiveQueriesIfNeeded() }
     }
 
     /// Records that an object changed in the current event, and for the view context makes

@@ -1,0 +1,337 @@
+import Foundation
+
+/// The key of the one section of a live query without sections.
+public struct NoSection: Hashable, Sendable {
+    public init() {}
+}
+
+/// One result of a live query: its sections of object IDs, and (from the second result on) the
+/// exact change from the result before it.
+///
+/// Items are IDs, never objects, so a result is `Sendable`: hand it to a diffable data source,
+/// a terminal renderer or a WebSocket, and resolve the IDs in a context where you need objects.
+public struct LiveResults<Model: PersistentModel, SectionKey: Hashable & Sendable>: Sendable, Equatable {
+    /// A run of items with the same section key.
+    public struct Section: Sendable, Equatable {
+        /// The value of the section key path for the section's objects (``NoSection`` for a query
+        /// without sections).
+        public let key: SectionKey
+        /// The section's objects, in the request's order.
+        public let items: [ObjectID<Model>]
+    }
+
+    /// The sections, ordered by their key (ascending, `nil` first), then the request's sort.
+    /// A query without sections has exactly one section, possibly empty.
+    public let sections: [Section]
+    /// What turns the previous result into this one; `nil` for the first result.
+    public let changes: ResultChanges?
+
+    /// Every item, section after section.
+    public var items: [ObjectID<Model>] { sections.flatMap(\.items) }
+
+    /// How many items there are in all sections.
+    public var count: Int { sections.reduce(0) { $0 + $1.items.count } }
+
+    /// The item at a position.
+    public subscript(position: ResultPosition) -> ObjectID<Model> { sections[position.section].items[position.item] }
+}
+
+/// A live query's results as an `AsyncSequence`: the current result first, then after every
+/// change that alters it the new result with the change from the one before (``LiveResults``).
+///
+/// Made by ``ManagedObjectContext/liveQuery(_:)`` or
+/// ``ManagedObjectContext/liveQuery(_:sectionedBy:)``; the context keeps it current on its own
+/// isolation from everything that changes its objects: its own unsaved changes (at the end of
+/// each event), merges of other contexts' saves and of other processes' commits, child saves,
+/// resets, and changes to related objects the predicate, sort or section key reads.
+///
+/// Results that arrive while nobody reads are coalesced: the next element is the newest result,
+/// with the one change from the last element read to it. A consumer that stops reading holds
+/// one result, whatever the number of saves since. Iterate it from one task; the sequence ends
+/// when that task is cancelled or the context is deallocated, and throws if the store fails
+/// while the result is evaluated again.
+///
+/// ```swift
+/// let live = try context.liveQuery(FetchRequest<Book>(sortBy: [SortDescriptor(\.title)]),
+///                                  sectionedBy: \.author?.name)
+/// for try await results in live {
+///     if let changes = results.changes { apply(changes) } else { show(results) }
+/// }
+/// ```
+public struct LiveQuery<Model: PersistentModel, SectionKey: Hashable & Sendable>: AsyncSequence, Sendable {
+    public typealias Element = LiveResults<Model, SectionKey>
+    public typealias Failure = LoomError
+
+    let channel: LiveQueryChannel<Model, SectionKey>
+
+    public func makeAsyncIterator() -> Iterator { Iterator(channel: channel) }
+
+    /// Reads a live query's results; see ``LiveQuery``.
+    public struct Iterator: AsyncIteratorProtocol {
+        let channel: LiveQueryChannel<Model, SectionKey>
+
+        public mutating func next() async throws(LoomError) -> LiveResults<Model, SectionKey>? {
+            try await channel.next()
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(LoomError) -> LiveResults<Model, SectionKey>? {
+            try await channel.next()
+        }
+    }
+}
+
+/// Carries a live query's results from its context to whoever reads them.
+///
+/// Sendable: its state is behind a lock. Results are received on the context's isolation and
+/// read from any task.
+final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Sendable>: LiveQuerySink, Sendable {
+    private struct State {
+        /// The last result read, and the newest one not read yet.
+        var delivered: LiveSnapshot?
+        var latest: LiveSnapshot?
+        /// What changed of the items since `delivered`.
+        var updated: [Int64: Set<String>] = [:]
+        /// The keys of `latest`'s sections.
+        var keys: [SectionIdentity: SectionKey] = [:]
+        var failure: LoomError?
+        var finished = false
+    }
+
+    private let state = Locked(State())
+    /// The reader waiting for a result. Taken after `state`'s lock is released by those that
+    /// change it; the reader holds it while it looks at `state`, so no wake-up is lost.
+    private let wakeUp = Locked(WakeUp())
+    /// Used only by `receive`, on the context's isolation.
+    private let sectionKeys: Locked<SectionKeys<Model, SectionKey>>
+    let storeIdentifier: UUID
+
+    init(sectionKeyPath: (any KeyPath<Model, SectionKey> & Sendable)?, in context: ManagedObjectContext) throws(LoomError) {
+        self.sectionKeys = Locked(try SectionKeys(sectionKeyPath, in: context))
+        self.storeIdentifier = context.coordinator.storeIdentifier
+    }
+
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], in context: ManagedObjectContext) {
+        let keys = sectionKeys.withLock { $0.keys(of: result, in: context) }
+        state.withLock { state in
+            state.latest = result
+            for (key, properties) in updated { state.updated[key, default: []].formUnion(properties) }
+            state.keys = keys
+        }
+        WakeUp.wake(wakeUp)
+    }
+
+    func fail(_ error: LoomError) {
+        state.withLock { $0.failure = error }
+        WakeUp.wake(wakeUp)
+    }
+
+    func finish() {
+        state.withLock { $0.finished = true }
+        WakeUp.wake(wakeUp)
+    }
+
+    private enum Step {
+        case deliver(previous: LiveSnapshot?, latest: LiveSnapshot, updated: [Int64: Set<String>], keys: [SectionIdentity: SectionKey])
+        case fail(LoomError)
+        case end
+        case wait
+    }
+
+    func next() async throws(LoomError) -> LiveResults<Model, SectionKey>? {
+        while true {
+            if Task.isCancelled { return nil }
+            switch takeStep() {
+            case .deliver(let previous, let latest, let updated, let keys):
+                return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated) }, keys: keys)
+            case .fail(let error):
+                throw error
+            case .end:
+                return nil
+            case .wait:
+                await WakeUp.wait(wakeUp) {
+                    state.withLock { $0.latest != nil || $0.failure != nil || $0.finished }
+                }
+            }
+        }
+    }
+
+    /// How many results the channel holds (the last read and the newest): never more than two,
+    /// whatever the number of changes since the reader last read.
+    var heldResults: Int { state.withLock { ($0.delivered == nil ? 0 : 1) + ($0.latest == nil ? 0 : 1) } }
+
+    /// The next result if one is ready, else nil, without waiting.
+    func poll() throws(LoomError) -> LiveResults<Model, SectionKey>? {
+        switch takeStep() {
+        case .deliver(let previous, let latest, let updated, let keys):
+            return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated) }, keys: keys)
+        case .fail(let error):
+            throw error
+        case .end, .wait:
+            return nil
+        }
+    }
+
+    private func takeStep() -> Step {
+        state.withLock { state -> Step in
+            if let latest = state.latest {
+                defer {
+                    state.delivered = latest
+                    state.latest = nil
+                    state.updated = [:]
+                }
+                return .deliver(previous: state.delivered, latest: latest, updated: state.updated, keys: state.keys)
+            }
+            if let failure = state.failure {
+                state.failure = nil
+                state.finished = true
+                return .fail(failure)
+            }
+            return state.finished ? .end : .wait
+        }
+    }
+
+    func results(_ snapshot: LiveSnapshot, changes: ResultChanges?, keys: [SectionIdentity: SectionKey]) -> LiveResults<Model, SectionKey> {
+        LiveResults(snapshot, changes: changes, keys: keys, storeIdentifier: storeIdentifier)
+    }
+}
+
+extension LiveResults {
+    /// The public form of a snapshot: IDs for keys, section keys for section identities.
+    init(_ snapshot: LiveSnapshot, changes: ResultChanges?, keys: [SectionIdentity: SectionKey], storeIdentifier: UUID) {
+        let entityName = Model.entity.name
+        self.sections = snapshot.sections.map { section in
+            Section(key: keys[section.key]!, items: section.items.map {
+                ObjectID(unchecked: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entityName, primaryKey: $0))
+            })
+        }
+        self.changes = changes
+    }
+}
+
+/// The keys of a live query's sections: the value of the section key path, read once per
+/// section through one of its objects, on the context's isolation.
+struct SectionKeys<Model: PersistentModel, SectionKey: Hashable & Sendable>: Sendable {
+    let keyPath: (any KeyPath<Model, SectionKey> & Sendable)?
+    let entity: EntityDescription
+    /// The keys of the last result's sections.
+    private var known: [SectionIdentity: SectionKey] = [:]
+
+    init(_ keyPath: (any KeyPath<Model, SectionKey> & Sendable)?, in context: ManagedObjectContext) throws(LoomError) {
+        self.keyPath = keyPath
+        self.entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
+    }
+
+    /// The keys of `result`'s sections; those not known from the last result are read now.
+    mutating func keys(of result: LiveSnapshot, in context: ManagedObjectContext) -> [SectionIdentity: SectionKey] {
+        var keys: [SectionIdentity: SectionKey] = [:]
+        keys.reserveCapacity(result.sections.count)
+        for section in result.sections {
+            keys[section.key] = known[section.key] ?? key(of: section, in: context)
+        }
+        known = keys
+        return keys
+    }
+
+    private func key(of section: LiveSnapshot.Section, in context: ManagedObjectContext) -> SectionKey {
+        guard let keyPath else { return NoSection() as! SectionKey }
+        // No value: nil. (Read through an object, a path to a related object deleted but still
+        // pointed to would give that object's value, where the query counts no object.)
+        if section.key.value == .null, let optional = SectionKey.self as? any ExpressibleByNilLiteral.Type {
+            return optional.init(nilLiteral: ()) as! SectionKey
+        }
+        // Every item of the section has this key: read it through the first one.
+        let object = context.registeredObjectOrFault(of: entity, key: section.items[0]) as! Model
+        return object[keyPath: keyPath]
+    }
+}
+
+extension ManagedObjectContext {
+    /// A live query without sections: the objects matching `request`, kept current as they
+    /// change; see ``LiveQuery``. The first element is the result now, evaluated here (so an
+    /// error in the request, or a store failure, is thrown at once).
+    ///
+    /// Call it on this context's isolation; read the sequence from any task.
+    public func liveQuery<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> LiveQuery<Model, NoSection> {
+        let channel = try LiveQueryChannel<Model, NoSection>(sectionKeyPath: nil, in: self)
+        try startLiveQuery(request, sectionKeyPath: nil, sink: channel)
+        return LiveQuery(channel: channel)
+    }
+
+    /// A live query in sections: the objects matching `request`, grouped by the value of
+    /// `sectionKeyPath` (an attribute, or one reached through to-one relationships:
+    /// `\.author?.name`), kept current as they change; see ``LiveQuery``.
+    ///
+    /// Sections are ordered by their key, ascending with `nil` first, whatever the request's
+    /// sort (the key sorts first, as in Core Data); within a section, objects keep the request's
+    /// order. The first element is the result now, evaluated here.
+    ///
+    /// Call it on this context's isolation; read the sequence from any task.
+    ///
+    /// - Throws: ``LoomError/Code/unsupportedSort`` if the key path does not lead to an
+    ///   attribute that sorts like its values; what a fetch of `request` throws.
+    public func liveQuery<Model: PersistentModel, SectionKey: Hashable & Sendable>(
+        _ request: FetchRequest<Model>, sectionedBy sectionKeyPath: any KeyPath<Model, SectionKey> & Sendable
+    ) throws(LoomError) -> LiveQuery<Model, SectionKey> {
+        let channel = try LiveQueryChannel<Model, SectionKey>(sectionKeyPath: sectionKeyPath, in: self)
+        try startLiveQuery(request, sectionKeyPath: sectionKeyPath, sink: channel)
+        return LiveQuery(channel: channel)
+    }
+
+    /// Registers a live query's engine and evaluates it once (its first result goes to `sink`).
+    func startLiveQuery<Model: PersistentModel>(_ request: FetchRequest<Model>, sectionKeyPath: AnyKeyPath?, sink: any LiveQuerySink) throws(LoomError) {
+        ConcurrencyDebugging.check(self, #function)
+        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        var query = try request.storeQuery(for: entity, in: coordinator.schema)
+        if let sectionKeyPath {
+            guard let (path, index) = FetchRequest<Model>.sortTarget(sectionKeyPath, entity, coordinator.schema) else {
+                throw LoomError(.unsupportedSort, "A live query's section key path on \(entity.name) does not name a stored attribute; use a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).", entity: entity.name)
+            }
+            let owner = path.last?.destination ?? entity
+            guard owner.attributes[index].type.isOrderable else {
+                throw LoomError(.unsupportedSort, "\(owner.name).\(owner.attributes[index].name) is a \(owner.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values, so it cannot key sections.", entity: entity.name, attributes: [owner.attributes[index].name])
+            }
+            query.sortKeys.insert(SortKey(attributeIndex: index, ascending: true, relationshipPath: path.map(\.reference)), at: 0)
+        }
+        let engine = LiveQueryEngine(context: self, query: query, sectioned: sectionKeyPath != nil, includesPendingChanges: request.includesPendingChanges)
+        engine.sink = sink
+        try engine.start()
+        liveQueries.append(engine)
+    }
+}
+
+/// A reader's wait for a live query's next result.
+struct WakeUp {
+    var continuation: CheckedContinuation<Void, Never>?
+    var cancelled = false
+
+    /// Suspends until ``wake(_:)`` or the task's cancellation, unless `isReady` (called with
+    /// the lock held) says there is something to read already.
+    static func wait(_ lock: Locked<WakeUp>, unlessReady isReady: () -> Bool) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = lock.withLock { wakeUp -> Bool in
+                    if wakeUp.cancelled || Task.isCancelled || isReady() { return true }
+                    // One reader at a time: a second one replaces the first, which looks again.
+                    wakeUp.continuation?.resume()
+                    wakeUp.continuation = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            lock.withLock { wakeUp -> CheckedContinuation<Void, Never>? in
+                wakeUp.cancelled = true
+                defer { wakeUp.continuation = nil }
+                return wakeUp.continuation
+            }?.resume()
+        }
+    }
+
+    /// Resumes the waiting reader, if any.
+    static func wake(_ lock: Locked<WakeUp>) {
+        lock.withLock { wakeUp -> CheckedContinuation<Void, Never>? in
+            defer { wakeUp.continuation = nil }
+            return wakeUp.continuation
+        }?.resume()
+    }
+}

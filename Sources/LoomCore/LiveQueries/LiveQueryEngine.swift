@@ -1,0 +1,356 @@
+/// A section's identity inside a live query: the value its key sorts by, compared as the store
+/// compares it (text by its UTF-8 bytes, so two spellings Swift calls equal are two sections, in
+/// the place the store sorts each).
+struct SectionIdentity: Hashable {
+    let value: StoredValue
+
+    static func == (a: SectionIdentity, b: SectionIdentity) -> Bool {
+        if case .text(let x) = a.value, case .text(let y) = b.value { return StoredValue.compareText(x, y) == 0 }
+        return a.value == b.value
+    }
+
+    func hash(into hasher: inout Hasher) {
+        if case .text(let text) = value {
+            hasher.combine(0 as UInt8)
+            for byte in text.utf8 { hasher.combine(byte) }
+        } else {
+            hasher.combine(value)
+        }
+    }
+
+    /// The one section of a query without sections.
+    static let whole = SectionIdentity(value: .null)
+}
+
+/// A live query's result as the engine hands it to its consumer: section identities and keys.
+typealias LiveSnapshot = SectionedResult<SectionIdentity, Int64>
+
+/// Where a live query's new results go: a stream (``LiveQuery``) or an observable object
+/// (``LiveResultsObserver``). Called on the context's isolation.
+protocol LiveQuerySink: AnyObject {
+    /// A new result, and the properties that changed of the items it shares with the last one
+    /// handed over (by key). Called after every change that may have changed the result, with
+    /// the same result when only items' properties changed.
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], in context: ManagedObjectContext)
+    /// The query can no longer be kept current (the store failed); no result follows.
+    func fail(_ error: LoomError)
+    /// The context is gone; no result follows.
+    func finish()
+}
+
+/// What one `objectsDidChange` changed, by entity and key, computed once for all the live
+/// queries of a context.
+struct LiveChangeDigest {
+    struct EntityChanges {
+        /// Keys inserted, deleted, or changed in properties nobody named (a refresh).
+        var structural: Set<Int64> = []
+        /// Keys updated, with the names of the properties that changed.
+        var properties: [Int64: Set<String>] = [:]
+        /// Every property name in `properties`.
+        var propertyUnion: Set<String> = []
+    }
+
+    /// Anything may have changed (a reset, history lost, a generation moved): every query is
+    /// evaluated again.
+    var everything: Bool
+    var entities: [String: EntityChanges] = [:]
+
+    init(_ changes: ObjectChanges, everything: Bool) {
+        self.everything = everything
+        guard !everything else { return }
+        for id in changes.inserted { entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey) }
+        for id in changes.deleted { entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey) }
+        for id in changes.updated {
+            if let properties = changes.changedProperties[id] {
+                entities[id.entityName, default: EntityChanges()].properties[id.primaryKey, default: []].formUnion(properties)
+                entities[id.entityName]!.propertyUnion.formUnion(properties)
+            } else {
+                entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey)
+            }
+        }
+        for id in changes.refreshed where changes.changedProperties[id] == nil && !changes.updated.contains(id) {
+            entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey)
+        }
+    }
+}
+
+/// Keeps one live query's result current in its context, on the context's isolation: the keys
+/// of the matching objects in order, each with the values it sorts by (its section's first).
+///
+/// After each `objectsDidChange` it looks at what the query reads: a change to no entity or
+/// property the query reads costs a few dictionary lookups; changes to the query's own entity
+/// are judged object by object and merged into the sorted result (O(k log k + n)); a change to
+/// a related object the predicate, sort or section reads, or to a windowed query (limit,
+/// offset), evaluates the query again.
+final class LiveQueryEngine {
+    struct Entry {
+        let key: Int64
+        /// The values of the sort keys, the section key's first.
+        let values: [StoredValue]
+    }
+
+    unowned let context: ManagedObjectContext
+    /// The request's query, with the section key as its first sort key.
+    let query: StoreQuery
+    let sectioned: Bool
+    let includesPendingChanges: Bool
+    /// The properties the query reads, by entity name (relationships followed count on both
+    /// sides: the source's and the inverse's).
+    let reads: [String: Set<String>]
+    /// The entities reached through relationships (the query's own, if a path leads back to it).
+    let relatedEntities: [String]
+    let sortNodes: [PredicateNode]
+    private(set) var entries: [Entry] = []
+    private var members: Set<Int64> = []
+    weak var sink: (any LiveQuerySink)?
+
+    init(context: ManagedObjectContext, query: StoreQuery, sectioned: Bool, includesPendingChanges: Bool) {
+        self.context = context
+        self.query = query
+        self.sectioned = sectioned
+        self.includesPendingChanges = includesPendingChanges
+        let schema = context.coordinator.schema
+        var reads: [String: Set<String>] = [query.entity.name: []]
+        var related: Set<String> = []
+        query.predicate?.collectReads(of: query.entity, in: schema, into: &reads, related: &related)
+        for key in query.sortKeys { key.valueNode.collectReads(of: query.entity, in: schema, into: &reads, related: &related) }
+        self.reads = reads
+        self.relatedEntities = related.sorted()
+        self.sortNodes = query.sortKeys.map(\.valueNode)
+    }
+
+    deinit { sink?.finish() }
+
+    /// Evaluates the query and hands the result to the sink.
+    func start() throws(LoomError) {
+        entries = try evaluateAll()
+        members = Set(entries.map(\.key))
+        sink?.receive(snapshot(), updated: [:], in: context)
+    }
+
+    /// Brings the result up to date with one event's changes; hands it on if it changed, or if
+    /// items in it were updated.
+    func update(_ digest: LiveChangeDigest) {
+        guard sink != nil else { return }
+        do {
+            if try reevaluate(digest) {
+                sink?.receive(snapshot(), updated: updatedMembers(digest), in: context)
+            } else {
+                let updated = updatedMembers(digest)
+                if !updated.isEmpty { sink?.receive(snapshot(), updated: updated, in: context) }
+            }
+        } catch {
+            sink?.fail(error)
+            sink = nil
+        }
+    }
+
+    /// Brings `entries` up to date; whether they may have changed.
+    private func reevaluate(_ digest: LiveChangeDigest) throws(LoomError) -> Bool {
+        if digest.everything {
+            replace(with: try evaluateAll())
+            return true
+        }
+        var relatedChanged = false
+        for name in relatedEntities {
+            guard let changes = digest.entities[name] else { continue }
+            if !changes.structural.isEmpty || !changes.propertyUnion.isDisjoint(with: reads[name] ?? []) {
+                relatedChanged = true
+                break
+            }
+        }
+        let own = digest.entities[query.entity.name]
+        let ownReads = reads[query.entity.name] ?? []
+        let ownChanged = own.map { !$0.structural.isEmpty || !$0.propertyUnion.isDisjoint(with: ownReads) } ?? false
+        guard relatedChanged || ownChanged else { return false }
+        if relatedChanged || query.fetchLimit != nil || query.fetchOffset > 0 || !includesPendingChanges {
+            replace(with: try evaluateAll())
+            return true
+        }
+        var affected = own!.structural
+        for (key, properties) in own!.properties where !properties.isDisjoint(with: ownReads) { affected.insert(key) }
+        try merge(affected)
+        return true
+    }
+
+    private func replace(with new: [Entry]) {
+        entries = new
+        members = Set(new.map(\.key))
+    }
+
+    /// The properties that changed of the objects in the result, by key.
+    private func updatedMembers(_ digest: LiveChangeDigest) -> [Int64: Set<String>] {
+        guard let own = digest.entities[query.entity.name], !own.properties.isEmpty else { return [:] }
+        var updated: [Int64: Set<String>] = [:]
+        if own.properties.count <= members.count {
+            for (key, properties) in own.properties where members.contains(key) { updated[key] = properties }
+        } else {
+            for key in members { if let properties = own.properties[key] { updated[key] = properties } }
+        }
+        return updated
+    }
+
+    /// Judges the objects with these keys again, as the context sees them now, and puts those
+    /// that match in their places.
+    private func merge(_ affected: Set<Int64>) throws(LoomError) {
+        let entity = query.entity
+        let entityID = ObjectIdentifier(entity)
+        let graph = ContextGraph(context)
+        var candidates: [ContextGraph.Row] = []
+        var unloaded: [Int64] = []
+        for key in affected {
+            if let backing = context.identityMap[RowCacheKey(entity: entityID, key: key)]?.backing, backing.state == .loaded {
+                if let row = graph.row(entity, key) { candidates.append(row) }
+            } else {
+                unloaded.append(key)
+            }
+        }
+        if !unloaded.isEmpty {
+            // One query for the objects not loaded here; a key it does not return is deleted.
+            for row in try context.baseRows(of: entity, keys: unloaded) {
+                // A registered fault deleted here reads as gone.
+                if let backing = context.identityMap[RowCacheKey(entity: entityID, key: row.key)]?.backing, backing.isDeleted { continue }
+                candidates.append(graph.remember(entity, row))
+            }
+        }
+        warm(graph, for: candidates)
+        var entered: [Entry] = []
+        for candidate in candidates where query.predicate?.matches(candidate, in: graph) ?? true {
+            entered.append(Entry(key: candidate.key, values: sortNodes.map { $0.evaluate(candidate, in: graph) }))
+        }
+        if let failure = graph.failure { throw failure }
+        entered.sort(by: precedes)
+        var kept = entries
+        if !affected.isEmpty { kept.removeAll { affected.contains($0.key) } }
+        var merged: [Entry] = []
+        merged.reserveCapacity(kept.count + entered.count)
+        var i = 0, j = 0
+        while i < kept.count || j < entered.count {
+            if j == entered.count || (i < kept.count && precedes(kept[i], entered[j])) {
+                merged.append(kept[i]); i += 1
+            } else {
+                merged.append(entered[j]); j += 1
+            }
+        }
+        for key in affected { members.remove(key) }
+        for entry in entered { members.insert(entry.key) }
+        entries = merged
+    }
+
+    /// The whole result, as a fetch would give it: with this context's unsaved changes (unless
+    /// the request leaves them out), sorted and windowed.
+    private func evaluateAll() throws(LoomError) -> [Entry] {
+        let rows: [StoreRow]
+        if includesPendingChanges && context.hasPendingChanges(affecting: query) {
+            rows = try context.matchingRows(query).map(\.row)
+        } else {
+            rows = try context.baseFetch(query)
+        }
+        let graph = ContextGraph(context)
+        let graphRows = rows.map { graph.remember(query.entity, $0) }
+        warm(graph, for: graphRows, predicate: false)
+        let result = graphRows.map { row in Entry(key: row.key, values: sortNodes.map { $0.evaluate(row, in: graph) }) }
+        if let failure = graph.failure { throw failure }
+        return result
+    }
+
+    /// Loads, one query per relationship, what the predicate (unless `predicate` is false) and
+    /// the sort keys read at their first step.
+    private func warm(_ graph: ContextGraph, for rows: [ContextGraph.Row], predicate: Bool = true) {
+        guard !rows.isEmpty else { return }
+        let schema = context.coordinator.schema
+        let paths = (predicate ? query.predicate?.relationshipPaths ?? [] : []) + query.sortKeys.map(\.relationshipPath)
+        var warmed: Set<RelationshipReference> = []
+        for path in paths {
+            guard let first = path.first, warmed.insert(first).inserted, let r = schema.relationship(first) else { continue }
+            if r.description.isToMany { graph.warmMembers(r, of: rows.map(\.key)) } else { graph.warmDestinations(r, of: rows) }
+        }
+    }
+
+    /// The order of the query: its sort keys, then the primary key.
+    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
+        for (i, key) in query.sortKeys.enumerated() {
+            let c = StoredValue.compare(a.values[i], b.values[i])
+            if c != 0 { return key.ascending ? c < 0 : c > 0 }
+        }
+        return a.key < b.key
+    }
+
+    /// The result in sections: runs of equal section keys (one section, maybe empty, without
+    /// sections).
+    func snapshot() -> LiveSnapshot {
+        guard sectioned else { return LiveSnapshot([.init(key: .whole, items: entries.map(\.key))]) }
+        var sections: [LiveSnapshot.Section] = []
+        for entry in entries {
+            let identity = SectionIdentity(value: entry.values[0])
+            if sections.last?.key == identity {
+                sections[sections.count - 1].items.append(entry.key)
+            } else {
+                sections.append(.init(key: identity, items: [entry.key]))
+            }
+        }
+        return LiveSnapshot(sections)
+    }
+}
+
+extension PredicateNode {
+    /// Adds the properties this node reads, evaluated on `entity`, to `reads` (by entity
+    /// name), and the entities it reaches through relationships to `related`. A relationship
+    /// counts on both sides: its own name on the source, its inverse's on the destination,
+    /// whichever side a change reports.
+    func collectReads(of entity: EntityDescription, in schema: Schema, into reads: inout [String: Set<String>], related: inout Set<String>) {
+        func follow(_ reference: RelationshipReference, _ inner: PredicateNode?) {
+            reads[entity.name, default: []].insert(reference.name)
+            guard let r = schema.relationship(reference) else { return }
+            related.insert(r.destination.name)
+            reads[r.destination.name, default: []].insert(r.inverse.name)
+            inner?.collectReads(of: r.destination, in: schema, into: &reads, related: &related)
+        }
+        switch self {
+        case .attribute(let i):
+            if i < entity.storedValueCount { reads[entity.name, default: []].insert(entity.storedValueName(at: i)) }
+        case .constant, .primaryKey: break
+        case .compare(_, let a, let b), .and(let a, let b), .or(let a, let b), .coalesce(let a, let b),
+             .nullPropagating(let a, let b), .string(_, let a, let b), .arithmetic(_, let a, let b):
+            a.collectReads(of: entity, in: schema, into: &reads, related: &related)
+            b.collectReads(of: entity, in: schema, into: &reads, related: &related)
+        case .not(let a), .lowercase(let a), .length(let a), .negate(let a), .isIn(let a, _):
+            a.collectReads(of: entity, in: schema, into: &reads, related: &related)
+        case .conditional(let a, let b, let c):
+            a.collectReads(of: entity, in: schema, into: &reads, related: &related)
+            b.collectReads(of: entity, in: schema, into: &reads, related: &related)
+            c.collectReads(of: entity, in: schema, into: &reads, related: &related)
+        case .toOne(let reference, let node), .anyRelated(let reference, let node), .allRelated(let reference, let node):
+            follow(reference, node)
+        case .relatedCount(let reference):
+            follow(reference, nil)
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    /// Brings every live query of this context up to date with one event's changes (on this
+    /// context's isolation). A query whose consumer is gone is dropped here.
+    func updateLiveQueries(_ changes: ObjectChanges) {
+        liveQueries.removeAll { $0.sink == nil }
+        let everything = liveQueriesNeedEverything
+        liveQueriesNeedEverything = false
+        guard !liveQueries.isEmpty else { return }
+        let digest = LiveChangeDigest(changes, everything: everything)
+        for engine in liveQueries { engine.update(digest) }
+    }
+
+    /// Evaluates every live query again if something changed that no event lists (a reset,
+    /// history lost, a query generation moved).
+    func refreshLiveQueriesIfNeeded() {
+        guard liveQueriesNeedEverything else { return }
+        updateLiveQueries(ObjectChanges())
+    }
+
+    /// Notes that live queries must be evaluated again at the end of the current event.
+    func liveQueriesMayHaveMissedChanges() {
+        guard !liveQueries.isEmpty else { return }
+        liveQueriesNeedEverything = true
+        scheduleEndOfEventIfNeeded()
+    }
+}
