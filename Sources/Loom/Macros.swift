@@ -8,7 +8,8 @@ public import LoomCore
 /// (required to-one), `Set<Book>` (to-many) or `[Book]` (ordered to-many); see
 /// ``Relationship(deleteRule:inverse:)``. `static`, `lazy` and computed properties are not
 /// persistent. `@Model` adds the `PersistentModel` conformance (models are `Hashable` by
-/// identity), the entity description `entity`, `init(backing:)` and `init(context:)`.
+/// identity, and `Observable`: see ``PersistentModel``), the entity description `entity`,
+/// `init(backing:)` and `init(context:)`.
 ///
 /// ```swift
 /// @Model final class Book {
@@ -26,7 +27,7 @@ public import LoomCore
 ///
 /// let book = Book(context: context)
 /// ```
-@attached(member, names: named(_loomSlot), named(_loomBacking), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
@@ -37,7 +38,7 @@ public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
 /// ```swift
 /// @Model(originalName: "Item") final class Product { var name: String; init(name: String) { self.name = name } }
 /// ```
-@attached(member, names: named(_loomSlot), named(_loomBacking), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model(originalName: String) = #externalMacro(module: "LoomMacros", type: "ModelMacro")

@@ -41,6 +41,8 @@ struct ModelDeclaration {
     static let backingName = "_loomBacking"
     /// The name of the stored property that holds the backing (see `ObjectSlot`).
     static let slotName = "_loomSlot"
+    /// The name of the stored property that holds the observation registrar (see `ObservationSlot`).
+    static let observationName = "_loomObservation"
 
     init(_ declaration: ClassDeclSyntax) {
         typeName = declaration.name.trimmed
@@ -131,7 +133,7 @@ struct ModelDeclaration {
         else {
             return (nil, [Diagnostic(node: bindings, message: LoomDiagnostic.multipleBindings)])
         }
-        if pattern.identifier.plainName == backingName || pattern.identifier.plainName == slotName { return (nil, []) }
+        if [backingName, slotName, observationName].contains(pattern.identifier.plainName) { return (nil, []) }
         guard let type = binding.typeAnnotation?.type else {
             let message = LoomDiagnostic.missingType(pattern.identifier.plainName)
             return (nil, [Diagnostic(node: pattern, message: message)])

@@ -6,8 +6,9 @@ import SwiftSyntaxMacros
 /// `@Model`: makes a class a persistent model whose stored properties live in an `ObjectBacking`.
 ///
 /// The member-attribute role marks each persistent property `@_PersistedProperty(index:)`; the
-/// member role adds the backing, the entity description, `init(backing:)`, `init(context:)` and
-/// `_loomPropertyName(for:)`; the extension role adds the `PersistentModel` conformance.
+/// member role adds the backing, the observation slot, the entity description, `init(backing:)`,
+/// `init(context:)`, `_loomPropertyName(for:)` and what tells observers of changes; the extension
+/// role adds the `PersistentModel` conformance (which makes the class `Observable`).
 ///
 /// The generated code is laid out by hand rather than by swift-syntax's formatter, which would
 /// break each `defaultValue: { 0 }` closure over three lines.
@@ -39,6 +40,9 @@ extension ModelMacro: MemberMacro {
         return [
             model.slotDeclaration,
             model.backingDeclaration,
+            model.observationDeclaration,
+            model.mayBeObservedDeclaration,
+            model.propertyDidChangeFunction,
             model.entityDeclaration,
             model.backingInitializer,
             model.contextInitializer,
@@ -100,6 +104,38 @@ extension ModelDeclaration {
             return \(raw: Self.slotName).makeBacking(for: \(typeName).entity)
         }
         """
+    }
+
+    /// `_loomObservation`, which holds the object's `ObservationRegistrar` once a property was
+    /// read. `@exclusivity(unchecked)` like `_loomSlot`: its only write is the first read's making
+    /// of the registrar, and whatever runs meanwhile (an observer's `onChange` reading the object
+    /// during a change) has already read the registrar, or its absence, and never reads it again.
+    fileprivate var observationDeclaration: DeclSyntax {
+        """
+        @exclusivity(unchecked) private var \(raw: Self.observationName) = ObservationSlot()
+        """
+    }
+
+    /// `_loomMayBeObserved`, which spares the context telling objects that no one observes.
+    fileprivate var mayBeObservedDeclaration: DeclSyntax {
+        """
+        \(raw: accessPrefix)var _loomMayBeObserved: Bool { \(raw: Self.observationName).mayBeObserved }
+        """
+    }
+
+    /// `_loomPropertyDidChange(at:)`, through which the context tells the observers of a property
+    /// about a change that did not go through its setter (a merge, a refresh, an inverse).
+    fileprivate var propertyDidChangeFunction: DeclSyntax {
+        let cases = properties.enumerated().map { index, property in
+            "    case \(index): \(Self.observationName).didChange(self, keyPath: \\.\(property.identifier))\n"
+        }
+        return """
+            \(raw: accessPrefix)func _loomPropertyDidChange(at index: Int) {
+                switch index {
+            \(raw: cases.joined())    default: break
+                }
+            }
+            """
     }
 
     /// `static let entity`, which describes the class to the store.

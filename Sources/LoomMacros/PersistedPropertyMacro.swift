@@ -6,7 +6,9 @@ import SwiftSyntaxMacros
 ///
 /// `@Model` attaches it to each persistent property; users don't write it. A property with an
 /// initial value also gets an empty `init` accessor, so that it may keep its initial value: the
-/// value itself reaches the store through the entity's default value.
+/// value itself reaches the store through the entity's default value. The getter reports the
+/// read and the setter the change to the Observation framework, through the `ObservationSlot`
+/// that `@Model` adds.
 enum PersistedPropertyMacro: AccessorMacro {
     static func expansion(
         of node: AttributeSyntax,
@@ -15,15 +17,30 @@ enum PersistedPropertyMacro: AccessorMacro {
     ) throws -> [AccessorDeclSyntax] {
         guard let variable = declaration.as(VariableDeclSyntax.self),
             variable.bindings.count == 1, let binding = variable.bindings.first,
+            let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.trimmed,
             let type = binding.typeAnnotation?.type,
             let index = index(in: node)
         else { return [] }
+        let observation = ModelDeclaration.observationName
         var accessors: [AccessorDeclSyntax] = []
         if binding.initializer != nil {
             accessors.append("init(initialValue) {}")
         }
-        accessors.append("get { _loomBacking.value(at: \(literal: index), as: \(type.metatypeOperand).self) }")
-        accessors.append("set { _loomBacking.setValue(newValue, at: \(literal: index), of: self) }")
+        accessors.append(
+            """
+            get {
+                \(raw: observation).access(self, keyPath: \\.\(name))
+                return _loomBacking.value(at: \(literal: index), as: \(type.metatypeOperand).self)
+            }
+            """)
+        accessors.append(
+            """
+            set {
+                \(raw: observation).withMutation(of: self, keyPath: \\.\(name)) {
+                    _loomBacking.setValue(newValue, at: \(literal: index), of: self)
+                }
+            }
+            """)
         return accessors
     }
 

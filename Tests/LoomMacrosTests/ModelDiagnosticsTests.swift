@@ -235,6 +235,16 @@ import Testing
                         return _loomSlot.makeBacking(for: Book.entity)
                     }
 
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        default: break
+                        }
+                    }
+
                     static let entity: EntityDescription = EntityDescription(
                         name: "Book",
                         modelType: Book.self,

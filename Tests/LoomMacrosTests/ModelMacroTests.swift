@@ -23,46 +23,61 @@ import Testing
                 final class Book {
                     var isbn: String {
                         get {
-                            _loomBacking.value(at: 0, as: String.self)
+                            _loomObservation.access(self, keyPath: \.isbn)
+                            return _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.isbn) {
+                                _loomBacking.setValue(newValue, at: 0, of: self)
+                            }
                         }
                     }
                     var title: String {
                         get {
-                            _loomBacking.value(at: 1, as: String.self)
+                            _loomObservation.access(self, keyPath: \.title)
+                            return _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.title) {
+                                _loomBacking.setValue(newValue, at: 1, of: self)
+                            }
                         }
                     }
                     var pages: Int {
                         init(initialValue) {
                         }
                         get {
-                            _loomBacking.value(at: 2, as: Int.self)
+                            _loomObservation.access(self, keyPath: \.pages)
+                            return _loomBacking.value(at: 2, as: Int.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.pages) {
+                                _loomBacking.setValue(newValue, at: 2, of: self)
+                            }
                         }
                     }
                     var rating: Double? {
                         get {
-                            _loomBacking.value(at: 3, as: Double?.self)
+                            _loomObservation.access(self, keyPath: \.rating)
+                            return _loomBacking.value(at: 3, as: Double?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 3, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.rating) {
+                                _loomBacking.setValue(newValue, at: 3, of: self)
+                            }
                         }
                     }
                     var status: Status {
                         init(initialValue) {
                         }
                         get {
-                            _loomBacking.value(at: 4, as: Status.self)
+                            _loomObservation.access(self, keyPath: \.status)
+                            return _loomBacking.value(at: 4, as: Status.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 4, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.status) {
+                                _loomBacking.setValue(newValue, at: 4, of: self)
+                            }
                         }
                     }
                     var scratch: Int = 0
@@ -75,6 +90,21 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Book.entity)
+                    }
+
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        case 0: _loomObservation.didChange(self, keyPath: \.isbn)
+                        case 1: _loomObservation.didChange(self, keyPath: \.title)
+                        case 2: _loomObservation.didChange(self, keyPath: \.pages)
+                        case 3: _loomObservation.didChange(self, keyPath: \.rating)
+                        case 4: _loomObservation.didChange(self, keyPath: \.status)
+                        default: break
+                        }
                     }
 
                     static let entity: EntityDescription = EntityDescription(
@@ -166,10 +196,13 @@ import Testing
                 public class Author {
                     public var name: String {
                         get {
-                            _loomBacking.value(at: 0, as: String.self)
+                            _loomObservation.access(self, keyPath: \.name)
+                            return _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.name) {
+                                _loomBacking.setValue(newValue, at: 0, of: self)
+                            }
                         }
                     }
 
@@ -178,6 +211,17 @@ import Testing
                     public var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Author.entity)
+                    }
+
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    public var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    public func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        case 0: _loomObservation.didChange(self, keyPath: \.name)
+                        default: break
+                        }
                     }
 
                     public static let entity: EntityDescription = EntityDescription(
@@ -238,6 +282,16 @@ import Testing
                         return _loomSlot.makeBacking(for: Tag.entity)
                     }
 
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    \#(access)var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    \#(access)func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        default: break
+                        }
+                    }
+
                     \#(access)static let entity: EntityDescription = EntityDescription(
                         name: "Tag",
                         modelType: Tag.self,
@@ -282,36 +336,48 @@ import Testing
                 final class Reader {
                     var nickname: String? {
                         get {
-                            _loomBacking.value(at: 0, as: String?.self)
+                            _loomObservation.access(self, keyPath: \.nickname)
+                            return _loomBacking.value(at: 0, as: String?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.nickname) {
+                                _loomBacking.setValue(newValue, at: 0, of: self)
+                            }
                         }
                     }
                     var email: Optional<String> {
                         get {
-                            _loomBacking.value(at: 1, as: Optional<String>.self)
+                            _loomObservation.access(self, keyPath: \.email)
+                            return _loomBacking.value(at: 1, as: Optional<String>.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.email) {
+                                _loomBacking.setValue(newValue, at: 1, of: self)
+                            }
                         }
                     }
                     var lastSeen: Date? {
                         init(initialValue) {
                         }
                         get {
-                            _loomBacking.value(at: 2, as: Date?.self)
+                            _loomObservation.access(self, keyPath: \.lastSeen)
+                            return _loomBacking.value(at: 2, as: Date?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.lastSeen) {
+                                _loomBacking.setValue(newValue, at: 2, of: self)
+                            }
                         }
                     }
                     var favorite: Int! {
                         get {
-                            _loomBacking.value(at: 3, as: Int?.self)
+                            _loomObservation.access(self, keyPath: \.favorite)
+                            return _loomBacking.value(at: 3, as: Int?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 3, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.favorite) {
+                                _loomBacking.setValue(newValue, at: 3, of: self)
+                            }
                         }
                     }
 
@@ -320,6 +386,20 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Reader.entity)
+                    }
+
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        case 0: _loomObservation.didChange(self, keyPath: \.nickname)
+                        case 1: _loomObservation.didChange(self, keyPath: \.email)
+                        case 2: _loomObservation.didChange(self, keyPath: \.lastSeen)
+                        case 3: _loomObservation.didChange(self, keyPath: \.favorite)
+                        default: break
+                        }
                     }
 
                     static let entity: EntityDescription = EntityDescription(
@@ -389,6 +469,16 @@ import Testing
                         return _loomSlot.makeBacking(for: Session.entity)
                     }
 
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        default: break
+                        }
+                    }
+
                     static let entity: EntityDescription = EntityDescription(
                         name: "Session",
                         modelType: Session.self,
@@ -434,29 +524,38 @@ import Testing
                 final class Account {
                     var name: String {
                         get {
-                            _loomBacking.value(at: 0, as: String.self)
+                            _loomObservation.access(self, keyPath: \.name)
+                            return _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.name) {
+                                _loomBacking.setValue(newValue, at: 0, of: self)
+                            }
                         }
                     }
                     var email: String {
                         init(initialValue) {
                         }
                         get {
-                            _loomBacking.value(at: 1, as: String.self)
+                            _loomObservation.access(self, keyPath: \.email)
+                            return _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.email) {
+                                _loomBacking.setValue(newValue, at: 1, of: self)
+                            }
                         }
                     }
                     @Loom.Attribute(AttributeOption.unique)
                     var handle: String {
                         get {
-                            _loomBacking.value(at: 2, as: String.self)
+                            _loomObservation.access(self, keyPath: \.handle)
+                            return _loomBacking.value(at: 2, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.handle) {
+                                _loomBacking.setValue(newValue, at: 2, of: self)
+                            }
                         }
                     }
 
@@ -465,6 +564,19 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Account.entity)
+                    }
+
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        case 0: _loomObservation.didChange(self, keyPath: \.name)
+                        case 1: _loomObservation.didChange(self, keyPath: \.email)
+                        case 2: _loomObservation.didChange(self, keyPath: \.handle)
+                        default: break
+                        }
                     }
 
                     static let entity: EntityDescription = EntityDescription(
@@ -520,10 +632,13 @@ import Testing
                         init(initialValue) {
                         }
                         get {
-                            _loomBacking.value(at: 0, as: Bool.self)
+                            _loomObservation.access(self, keyPath: \.`default`)
+                            return _loomBacking.value(at: 0, as: Bool.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.`default`) {
+                                _loomBacking.setValue(newValue, at: 0, of: self)
+                            }
                         }
                     }
 
@@ -532,6 +647,17 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Setting.entity)
+                    }
+
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        case 0: _loomObservation.didChange(self, keyPath: \.`default`)
+                        default: break
+                        }
                     }
 
                     static let entity: EntityDescription = EntityDescription(
@@ -583,28 +709,37 @@ import Testing
                 final class Author {
                     var name: String {
                         get {
-                            _loomBacking.value(at: 0, as: String.self)
+                            _loomObservation.access(self, keyPath: \.name)
+                            return _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 0, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.name) {
+                                _loomBacking.setValue(newValue, at: 0, of: self)
+                            }
                         }
                     }
                     var books: Set<Book> {
                         init(initialValue) {
                         }
                         get {
-                            _loomBacking.value(at: 1, as: Set<Book>.self)
+                            _loomObservation.access(self, keyPath: \.books)
+                            return _loomBacking.value(at: 1, as: Set<Book>.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 1, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.books) {
+                                _loomBacking.setValue(newValue, at: 1, of: self)
+                            }
                         }
                     }
                     var mentor: Author? {
                         get {
-                            _loomBacking.value(at: 2, as: Author?.self)
+                            _loomObservation.access(self, keyPath: \.mentor)
+                            return _loomBacking.value(at: 2, as: Author?.self)
                         }
                         set {
-                            _loomBacking.setValue(newValue, at: 2, of: self)
+                            _loomObservation.withMutation(of: self, keyPath: \.mentor) {
+                                _loomBacking.setValue(newValue, at: 2, of: self)
+                            }
                         }
                     }
 
@@ -613,6 +748,19 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Author.entity)
+                    }
+
+                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+
+                    var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
+
+                    func _loomPropertyDidChange(at index: Int) {
+                        switch index {
+                        case 0: _loomObservation.didChange(self, keyPath: \.name)
+                        case 1: _loomObservation.didChange(self, keyPath: \.books)
+                        case 2: _loomObservation.didChange(self, keyPath: \.mentor)
+                        default: break
+                        }
                     }
 
                     static let entity: EntityDescription = EntityDescription(

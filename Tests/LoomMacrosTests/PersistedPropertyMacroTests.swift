@@ -10,10 +10,13 @@ import Testing
             expandedSource: """
                 var title: String {
                     get {
-                        _loomBacking.value(at: 7, as: String.self)
+                        _loomObservation.access(self, keyPath: \\.title)
+                        return _loomBacking.value(at: 7, as: String.self)
                     }
                     set {
-                        _loomBacking.setValue(newValue, at: 7, of: self)
+                        _loomObservation.withMutation(of: self, keyPath: \\.title) {
+                            _loomBacking.setValue(newValue, at: 7, of: self)
+                        }
                     }
                 }
                 """)
@@ -29,10 +32,13 @@ import Testing
                     init(initialValue) {
                     }
                     get {
-                        _loomBacking.value(at: 0, as: Int.self)
+                        _loomObservation.access(self, keyPath: \\.pages)
+                        return _loomBacking.value(at: 0, as: Int.self)
                     }
                     set {
-                        _loomBacking.setValue(newValue, at: 0, of: self)
+                        _loomObservation.withMutation(of: self, keyPath: \\.pages) {
+                            _loomBacking.setValue(newValue, at: 0, of: self)
+                        }
                     }
                 }
                 """)
@@ -53,10 +59,13 @@ import Testing
             expandedSource: """
                 var value: \(written) {
                     get {
-                        _loomBacking.value(at: 1, as: \(metatype).self)
+                        _loomObservation.access(self, keyPath: \\.value)
+                        return _loomBacking.value(at: 1, as: \(metatype).self)
                     }
                     set {
-                        _loomBacking.setValue(newValue, at: 1, of: self)
+                        _loomObservation.withMutation(of: self, keyPath: \\.value) {
+                            _loomBacking.setValue(newValue, at: 1, of: self)
+                        }
                     }
                 }
                 """)

@@ -6,15 +6,6 @@ import Testing
 @MainActor
 @Suite("Merging and events")
 struct MergingTests {
-    /// Waits (bounded) for the main actor to run the merges scheduled for it.
-    func settle(_ condition: () throws -> Bool) async throws {
-        for _ in 0..<500 {
-            if try condition() { return }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        Issue.record("condition not met within 1 s")
-    }
-
     @Test("objectsDidChange, willSave and didSave carry IDs and changed property names", arguments: StoreKind.allCases)
     func events(kind: StoreKind) async throws {
         let container = try kind.makeContainer()

@@ -279,6 +279,7 @@ extension ManagedObjectContext {
             if old == .integer(other) { return }
             if case .integer(let previous) = old { unrelate(r, backing, previous) }
             backing.setStoredValue(.integer(other), at: slot)
+            notifyObservers(ofSlot: slot, of: backing)
             inverseGained(r, owner: other, member: backing.key)
         case .inverseForeignKey:
             let inverse = coordinator.schema.relationship(r.inverseIndex, of: r.destination)
@@ -301,7 +302,10 @@ extension ManagedObjectContext {
         case .foreignKey(let slot):
             if backing.state == .fault { fulfillFault(backing) }
             guard backing.values[slot] == .integer(other) else { return }
-            if !backing.isDeleted { backing.setStoredValue(.null, at: slot) }
+            if !backing.isDeleted {
+                backing.setStoredValue(.null, at: slot)
+                notifyObservers(ofSlot: slot, of: backing)
+            }
             inverseLost(r, owner: other, member: backing.key)
         case .inverseForeignKey:
             let inverse = coordinator.schema.relationship(r.inverseIndex, of: r.destination)
@@ -335,6 +339,7 @@ extension ManagedObjectContext {
                     withObject(r.source, previous) { clearReference($0, at: r.storage.foreignKeySlot, to: owner) }
                 }
                 o.setStoredValue(.integer(member), at: slot)
+                notifyObservers(ofSlot: slot, of: o)
             }
         default:
             gain(r.destination, owner, r.inverseIndex, member: member)
@@ -345,7 +350,10 @@ extension ManagedObjectContext {
     /// is neither deleted nor gone).
     private func clearReference(_ object: ObjectBacking, at slot: Int, to key: Int64) {
         if object.state == .fault { fulfillFault(object) }
-        if !object.isInaccessible, !object.isDeleted, object.values[slot] == .integer(key) { object.setStoredValue(.null, at: slot) }
+        if !object.isInaccessible, !object.isDeleted, object.values[slot] == .integer(key) {
+            object.setStoredValue(.null, at: slot)
+            notifyObservers(ofSlot: slot, of: object)
+        }
     }
 
     /// The destination `owner` of to-one `r` no longer has `member` in its inverse.
@@ -394,10 +402,13 @@ extension ManagedObjectContext {
         if let target = coordinator.schema.entity(named: link.table.targetEntityName) { pending.noteChange(of: ObjectIdentifier(target)) }
     }
 
+    /// Notes that to-many relationship `j` of an object gained or lost objects, for the save, the
+    /// next event and the relationship's observers.
     func noteRelationshipChange(_ entity: EntityDescription, _ key: Int64, _ j: Int) {
         pending.relationships.note(entity, key, j)
         eventRelationshipChanges.note(entity, key, j)
         scheduleEndOfEventIfNeeded()
+        notifyObservers(ofRelationship: j, of: entity, key: key)
     }
 
     /// Forgets every loaded to-many list: they are loaded again, from the store and this

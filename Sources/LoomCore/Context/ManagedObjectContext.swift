@@ -359,6 +359,7 @@ public final class ManagedObjectContext {
                 let before = backing.values
                 backing.load(row)
                 forgetInverseLists(of: backing, before: before)
+                notifyObservers(of: backing, valuesFrom: before, to: backing.values)
             }
             return registered
         }
@@ -498,6 +499,9 @@ public final class ManagedObjectContext {
     /// changed ones get their last saved values back. No I/O. Posts `objectsDidChange`: the
     /// forgotten insertions as deleted, the restored objects as inserted, the changed ones as
     /// updated.
+    ///
+    /// Observers of the objects' properties are told about each property that gets its saved
+    /// value back, and about each to-many relationship that had gained or lost objects.
     public func rollback() {
         ConcurrencyDebugging.check(self, #function)
         processPendingChanges()
@@ -521,23 +525,35 @@ public final class ManagedObjectContext {
             coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
             backing.invalidate(reason: "its insertion was rolled back")
         }
+        // Observers are told once the context is consistent again.
+        var restored: [(backing: ObjectBacking, before: [StoredValue])] = []
+        let changedLists = pending.relationships.entries.values
         for object in pending.updated.values {
             let backing = object._loomBacking
+            restored.append((backing, backing.values))
             if let committed = backing.committed { backing.values = committed.map { $0 } }
             backing.isUpdated = false
         }
         for object in pending.deleted.values {
             let backing = object._loomBacking
+            restored.append((backing, backing.values))
             if let committed = backing.committed { backing.values = committed.map { $0 } }
             backing.isDeleted = false
             backing.isUpdated = false
             backing.deletePropagated = false
         }
+        // Held until observers are told: the registry does not keep clean objects alive.
+        let held = Array(pending.updated.values) + Array(pending.deleted.values)
         pending = PendingChanges()
         eventRelationshipChanges = RelationshipChangeLog()
         forgetObjectsAwaitingKeys()
         forgetLoadedRelationships()
         checkIdentityMap()
+        for (backing, before) in restored { notifyObservers(of: backing, valuesFrom: before, to: backing.values) }
+        for entry in changedLists {
+            for j in entry.relationships { notifyObservers(ofRelationship: j, of: entry.entity, key: entry.key) }
+        }
+        withExtendedLifetime(held) {}
         if !changes.isEmpty { post(.objectsDidChange(changes)) }
         refreshLiveQueriesIfNeeded()
     }
@@ -570,7 +586,9 @@ public final class ManagedObjectContext {
     ///
     /// With `mergeChanges: false` unsaved changes are discarded and the object becomes a fault
     /// (its next use reads current data). With `true` the current store values are loaded and
-    /// this context's unsaved changes are applied on top of them.
+    /// this context's unsaved changes are applied on top of them. Either way, observers of the
+    /// object's properties are told about each one whose value is not the one it showed, and
+    /// about each loaded to-many relationship (it is read again when next used).
     public func refresh(_ object: some BackedObject, mergeChanges: Bool) throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
         let backing = object._loomBacking
@@ -584,7 +602,16 @@ public final class ManagedObjectContext {
             throw notFound(AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key))
         }
         let before = backing.values
+        let wasLoaded = backing.state == .loaded
+        let loadedLists = backing.toMany.keys
         backing.toMany = [:]
+        defer {
+            // A fault showed nothing; a loaded to-many list may read differently when loaded again.
+            if wasLoaded {
+                notifyObservers(of: backing, valuesFrom: before, to: backing.state == .loaded ? backing.values : row.values)
+                for j in loadedLists { notifyObservers(ofRelationship: j, of: backing.entity, key: backing.key) }
+            }
+        }
         if mergeChanges {
             backing.load(row)
             for (i, v) in changes { backing.values[i] = v }

@@ -85,11 +85,15 @@ extension ManagedObjectContext {
             let backing = object._loomBacking
             merged.refreshed.insert(id)
             merged.updated.insert(id)
-            if let properties = changes.changedProperties[id] {
+            let properties = changes.changedProperties[id]
+            if let properties {
                 merged.changedProperties[id] = properties
                 // To-many lists that gained or lost objects are loaded again when next read.
                 for name in properties {
-                    if let j = backing.entity.relationshipIndex(named: name), backing.entity.relationships[j].isToMany { backing.toMany[j] = nil }
+                    if let j = backing.entity.relationshipIndex(named: name), backing.entity.relationships[j].isToMany {
+                        backing.toMany[j] = nil
+                        notifyObservers(ofRelationship: j, of: backing.entity, key: backing.key)
+                    }
                 }
             }
             if backing.isDeleted && backing.deletePropagated {
@@ -102,6 +106,8 @@ extension ManagedObjectContext {
             }
             guard backing.state == .loaded else {
                 backing.dropFetchedRow()   // a fault: its next use reads the saved row
+                // Observed before it became a fault again: its next use shows what the save changed.
+                notifyObservers(of: backing, properties: properties)
                 continue
             }
             let row: StoreRow?
@@ -117,7 +123,10 @@ extension ManagedObjectContext {
                     // whose next use reads the store (and reports what fails there); one with
                     // unsaved changes keeps them, and its old version makes its next save a
                     // conflict that the merge policy resolves.
-                    if !backing.isUpdated && !backing.isDeleted { refault(backing) }
+                    if !backing.isUpdated && !backing.isDeleted {
+                        refault(backing)
+                        notifyObservers(of: backing, properties: nil)   // what changed is unknown
+                    }
                     continue
                 }
             }
@@ -131,6 +140,9 @@ extension ManagedObjectContext {
                 backing.isUpdated = false
                 pending.updated[RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)] = nil
             }
+            // Only what differs from what this context showed: an attribute edited here (kept on
+            // top) or saved unchanged tells no one.
+            notifyObservers(of: backing, valuesFrom: before, to: backing.values)
         }
     }
 
@@ -164,6 +176,7 @@ extension ManagedObjectContext {
             let backing = object._loomBacking
             if backing.isInserted { continue }
             if backing.state == .loaded, !backing.isUpdated, !backing.isDeleted { refault(backing) }
+            notifyObservers(of: backing, properties: nil)   // what changed is unknown
             merged.refreshed.insert(objectID(of: backing))
         }
     }

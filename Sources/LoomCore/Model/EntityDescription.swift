@@ -46,6 +46,10 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let relationshipSlots: [Int]
     /// For each slot past the attributes: the relationship it belongs to.
     let slotRelationships: [Int]
+    /// For each slot: the declaration position of the property it belongs to.
+    let slotProperties: [Int]
+    /// For each relationship: the declaration position of its property.
+    let relationshipProperties: [Int]
     /// Problems found while building, reported by ``Schema``.
     let buildProblems: [String]
     /// A new object's values before its defaults are evaluated: NULL everywhere.
@@ -108,6 +112,10 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         }
         self.relationshipSlots = slots
         self.slotRelationships = slotRelationships
+        let attributeProperties = table.indices.filter { table[$0] >= 0 }
+        let relationshipProperties = table.indices.filter { table[$0] < 0 }
+        self.relationshipProperties = relationshipProperties
+        self.slotProperties = attributeProperties + slotRelationships.map { relationshipProperties[$0] }
         self.storedValueCount = next
         self.nullValues = Array(repeating: .null, count: next)
         self.attributeKinds = attributes.map { ($0.type, $0.isOptional) }

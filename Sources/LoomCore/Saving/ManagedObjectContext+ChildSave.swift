@@ -72,6 +72,8 @@ extension ManagedObjectContext {
         }
         for (object, updates) in targets {
             let backing = object._loomBacking
+            let before = backing.values
+            defer { notifyObservers(of: backing, valuesFrom: before, to: backing.values) }
             for (index, value) in updates {
                 guard index >= backing.entity.attributes.count else {
                     backing.setStoredValue(value, at: index)
