@@ -84,6 +84,10 @@ struct DemoCommand: AsyncParsableCommand {
                 if live >= total { break }
             }
         }
+        // A live query on the view context: the largest packages by priority, redrawn from its
+        // changes as the importers' saves are merged.
+        let largest = LargestPackagesView()
+        try largest.start(view)
         // A report context pinned to the store's query generation before the import: whatever
         // the importers commit, it keeps reading the store as it was.
         let report = container.newBackgroundContext(name: "report")
@@ -127,6 +131,9 @@ struct DemoCommand: AsyncParsableCommand {
         let importTime = ContinuousClock.now - importStarted
         print("Imported \(try view.count(for: FetchRequest<InstalledPackage>())) packages, \(try view.count(for: FetchRequest<Maintainer>())) maintainers and \(try view.count(for: FetchRequest<PackageDependency>())) dependencies (\(linked) of them to installed packages) with \(workers) background contexts in \(importTime.formatted(.units(allowed: [.milliseconds])))")
 
+        let exact = try await largest.finish(view)
+        let final = largest.shown.map { "\($0.key ?? "no priority") \($0.items.count)" }.joined(separator: ", ")
+        print("The live query of packages of 10 MiB or more, by priority, changed \(largest.updates) times during the import; its changes, applied to the list shown, \(exact ? "give exactly" : "DO NOT give") what a fetch returns now: \(final)")
         let (pinned, current) = try await report.perform { context in
             let pinned = try context.count(for: FetchRequest<InstalledPackage>())
             try context.setQueryGenerationFrom(.current)
