@@ -264,6 +264,60 @@ extension LiveQueryTests {
 }
 
 extension LiveQueryTests {
+    @Test("A section key path that leads to no stored attribute is an error naming the entity, and nothing is registered")
+    func badSectionKey() throws {
+        let container = try StoreKind.inMemory.makeGraphContainer()
+        container.newBackgroundContext().performAndWait { context in
+            #expect(throws: LoomError.self) { try context.liveQuery(FetchRequest<Novel>(), sectionedBy: \.chapters.count) }
+            #expect(context.liveQueries.isEmpty)
+        }
+    }
+
+    @Test("The observable results change when IDs, order or an observed property change, not when an unobserved property changes", arguments: StoreKind.allCases)
+    @MainActor
+    func observerChangesOnlyWhenItShould(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        let view = container.viewContext
+        let novel = Novel(title: "b", pages: 1)
+        view.insert(novel)
+        view.insert(Novel(title: "c", pages: 2))
+        try view.save()
+        let observer = try LiveResultsObserver(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]), observing: [\Novel.title], in: view)
+        #expect(observer.results.count == 2)
+        let fired = Counter()
+        func track() { withObservationTracking { _ = observer.results } onChange: { fired.add() } }
+
+        track()
+        novel.pages = 5          // not observed
+        view.processPendingChanges()
+        #expect(fired.value == 0)
+        novel.title = "d"        // moves after c
+        view.processPendingChanges()
+        #expect(fired.value == 1)
+        #expect(observer.results.changes?.movedItems.count == 1)
+
+        track()
+        let id = novel.objectID
+        try await container.performBackgroundTask { context in
+            try context.existingObject(with: id).pages = 9   // a merge of an unobserved change
+            try context.save()
+        }
+        view.mergePendingSaves()
+        #expect(fired.value == 1)
+        try await container.performBackgroundTask { context in
+            try context.existingObject(with: id).title = "e"   // observed, order unchanged
+            try context.save()
+        }
+        view.mergePendingSaves()
+        #expect(fired.value == 2)
+        #expect(observer.results.changes?.updatedItems.map(\.properties) == [["title"]])
+    }
+}
+
+/// Live query streams read from other tasks than their context's: coalescing, cancellation,
+/// the context's end (run under ThreadSanitizer too).
+@Suite("Live query streams")
+struct LiveQueryStreamTests {
     @Test("A reader that stops reading holds one result, however many changes come: the next element is the newest result, with one change from the last one read")
     func unreadResultsAreCoalesced() async throws {
         let container = try StoreKind.sqlite.makeGraphContainer()
@@ -319,55 +373,6 @@ extension LiveQueryTests {
         try await Task.sleep(for: .milliseconds(50))
         context = nil
         #expect(try await ended.value == 1)
-    }
-
-    @Test("A section key path that leads to no stored attribute is an error naming the entity, and nothing is registered")
-    func badSectionKey() throws {
-        let container = try StoreKind.inMemory.makeGraphContainer()
-        container.newBackgroundContext().performAndWait { context in
-            #expect(throws: LoomError.self) { try context.liveQuery(FetchRequest<Novel>(), sectionedBy: \.chapters.count) }
-            #expect(context.liveQueries.isEmpty)
-        }
-    }
-
-    @Test("The observable results change when IDs, order or an observed property change, not when an unobserved property changes", arguments: StoreKind.allCases)
-    @MainActor
-    func observerChangesOnlyWhenItShould(kind: StoreKind) async throws {
-        let container = try kind.makeGraphContainer()
-        let view = container.viewContext
-        let novel = Novel(title: "b", pages: 1)
-        view.insert(novel)
-        view.insert(Novel(title: "c", pages: 2))
-        try view.save()
-        let observer = try LiveResultsObserver(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]), observing: [\Novel.title], in: view)
-        #expect(observer.results.count == 2)
-        let fired = Counter()
-        func track() { withObservationTracking { _ = observer.results } onChange: { fired.add() } }
-
-        track()
-        novel.pages = 5          // not observed
-        view.processPendingChanges()
-        #expect(fired.value == 0)
-        novel.title = "d"        // moves after c
-        view.processPendingChanges()
-        #expect(fired.value == 1)
-        #expect(observer.results.changes?.movedItems.count == 1)
-
-        track()
-        let id = novel.objectID
-        try await container.performBackgroundTask { context in
-            try context.existingObject(with: id).pages = 9   // a merge of an unobserved change
-            try context.save()
-        }
-        view.mergePendingSaves()
-        #expect(fired.value == 1)
-        try await container.performBackgroundTask { context in
-            try context.existingObject(with: id).title = "e"   // observed, order unchanged
-            try context.save()
-        }
-        view.mergePendingSaves()
-        #expect(fired.value == 2)
-        #expect(observer.results.changes?.updatedItems.map(\.properties) == [["title"]])
     }
 }
 

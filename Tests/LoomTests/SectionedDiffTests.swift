@@ -72,7 +72,52 @@ struct SectionedDiffTests {
                 let kept = section.items.filter { oldPositions[$0].map { old.sections[$0.section].key == section.key } == true && !moved.contains($0) }
                 #expect(kept == kept.sorted { oldPositions[$0]!.item < oldPositions[$1]!.item })
                 let stayed = section.items.filter { oldPositions[$0].map { old.sections[$0.section].key == section.key } == true }
-                #expect(kept.count == SectionedDiff.longestIncreasingRun(stayed.map { oldPositions[$0]!.item }).count)
+                #expect(kept.count == SectionedDiff.longestIncreasingRun(stayed.map { oldPositions[$0]!.item }).filter { $0 }.count)
+            }
+        }
+    }
+
+    @Test("Told which items may have moved (as a live query knows), the change is the same as found by indexing every item; told wrongly, it is still exact")
+    func touched() {
+        var generator = SeededGenerator(seed: 11)
+        let keys = ["a", "b", "c", "d", "e"]
+        for _ in 0..<10_000 {
+            let universe = Array(0..<Int.random(in: 0...30, using: &generator))
+            var sections: [String: [Int]] = [:]
+            for item in universe.shuffled(using: &generator) where Int.random(in: 0..<5, using: &generator) > 0 {
+                sections[keys.randomElement(using: &generator)!, default: []].append(item)
+            }
+            let old = Result(keys.compactMap { key in sections[key].map { .init(key: key, items: $0) } })
+            // Touched items leave; some come back anywhere (in any section), the others keep
+            // their sections and order.
+            let touched = Set(universe.filter { _ in Int.random(in: 0..<4, using: &generator) == 0 })
+            for key in keys { sections[key]?.removeAll { touched.contains($0) } }
+            for item in touched where Bool.random(using: &generator) {
+                let key = keys.randomElement(using: &generator)!
+                let at = Int.random(in: 0...(sections[key]?.count ?? 0), using: &generator)
+                sections[key, default: []].insert(item, at: at)
+            }
+            let new = Result(keys.compactMap { key in sections[key].flatMap { $0.isEmpty ? nil : .init(key: key, items: $0) } })
+            var updated: [Int: Set<String>] = [:]
+            for item in universe where Int.random(in: 0..<3, using: &generator) == 0 { updated[item] = ["value"] }
+            let told = SectionedDiff.changes(from: old, to: new, updated: updated, touched: touched)
+            #expect(told == SectionedDiff.changes(from: old, to: new, updated: updated))
+            #expect(SectionedDiff.apply(told, to: old, itemsFrom: new) == new)
+            let misled = SectionedDiff.changes(from: new, to: old, updated: updated, touched: [])
+            #expect(SectionedDiff.apply(misled, to: new, itemsFrom: old) == old)
+        }
+    }
+
+    @Test("A key set answers like a Set: dense, sparse, negative and extreme keys")
+    func keySet() {
+        var generator = SeededGenerator(seed: 5)
+        let cases: [Set<Int64>] = [
+            [], [7], Set((1...10_000).filter { $0 % 97 == 0 }), [1, 1 << 40, -5], [.min, .max, 0], Set((0..<200).map { _ in Int64.random(in: -300...300, using: &generator) }),
+        ]
+        for keys in cases {
+            let set = KeySet(keys)
+            for probe in Array(keys) + [0, 1, -1, 96, 97, 98, 10_001, .min, .max, 1 << 40] {
+                #expect(set.contains(probe) == keys.contains(probe), "\(probe) in \(keys.count) keys")
             }
         }
     }

@@ -71,11 +71,13 @@ public struct LiveQuery<Model: PersistentModel, SectionKey: Hashable & Sendable>
         let channel: LiveQueryChannel<Model, SectionKey>
 
         public mutating func next() async throws(LoomError) -> LiveResults<Model, SectionKey>? {
-            try await channel.next()
+            try await channel.next(isolation: nil)
         }
 
+        /// The next result, read on the caller's actor (what `for try await` calls): no hop to
+        /// another executor when a result is ready.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(LoomError) -> LiveResults<Model, SectionKey>? {
-            try await channel.next()
+            try await channel.next(isolation: actor)
         }
     }
 }
@@ -91,6 +93,8 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         var latest: LiveSnapshot?
         /// What changed of the items since `delivered`.
         var updated: [Int64: Set<String>] = [:]
+        /// The items that may have entered, left or moved since `delivered`; nil: any.
+        var touched: Set<Int64>? = []
         /// The keys of `latest`'s sections.
         var keys: [SectionIdentity: SectionKey] = [:]
         var failure: LoomError?
@@ -110,11 +114,12 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         self.storeIdentifier = context.coordinator.storeIdentifier
     }
 
-    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], in context: ManagedObjectContext) {
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, in context: ManagedObjectContext) {
         let keys = sectionKeys.withLock { $0.keys(of: result, in: context) }
         state.withLock { state in
             state.latest = result
             for (key, properties) in updated { state.updated[key, default: []].formUnion(properties) }
+            if let touched, state.touched != nil { state.touched!.formUnion(touched) } else { state.touched = nil }
             state.keys = keys
         }
         WakeUp.wake(wakeUp)
@@ -131,24 +136,24 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     }
 
     private enum Step {
-        case deliver(previous: LiveSnapshot?, latest: LiveSnapshot, updated: [Int64: Set<String>], keys: [SectionIdentity: SectionKey])
+        case deliver(previous: LiveSnapshot?, latest: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey])
         case fail(LoomError)
         case end
         case wait
     }
 
-    func next() async throws(LoomError) -> LiveResults<Model, SectionKey>? {
+    func next(isolation actor: isolated (any Actor)?) async throws(LoomError) -> LiveResults<Model, SectionKey>? {
         while true {
             if Task.isCancelled { return nil }
             switch takeStep() {
-            case .deliver(let previous, let latest, let updated, let keys):
-                return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated) }, keys: keys)
+            case .deliver(let previous, let latest, let updated, let touched, let keys):
+                return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated, touchedKeys: touched) }, keys: keys)
             case .fail(let error):
                 throw error
             case .end:
                 return nil
             case .wait:
-                await WakeUp.wait(wakeUp) {
+                await WakeUp.wait(wakeUp, isolation: actor) {
                     state.withLock { $0.latest != nil || $0.failure != nil || $0.finished }
                 }
             }
@@ -162,8 +167,8 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     /// The next result if one is ready, else nil, without waiting.
     func poll() throws(LoomError) -> LiveResults<Model, SectionKey>? {
         switch takeStep() {
-        case .deliver(let previous, let latest, let updated, let keys):
-            return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated) }, keys: keys)
+        case .deliver(let previous, let latest, let updated, let touched, let keys):
+            return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated, touchedKeys: touched) }, keys: keys)
         case .fail(let error):
             throw error
         case .end, .wait:
@@ -178,8 +183,9 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
                     state.delivered = latest
                     state.latest = nil
                     state.updated = [:]
+                    state.touched = []
                 }
-                return .deliver(previous: state.delivered, latest: latest, updated: state.updated, keys: state.keys)
+                return .deliver(previous: state.delivered, latest: latest, updated: state.updated, touched: state.touched, keys: state.keys)
             }
             if let failure = state.failure {
                 state.failure = nil
@@ -306,9 +312,9 @@ struct WakeUp {
 
     /// Suspends until ``wake(_:)`` or the task's cancellation, unless `isReady` (called with
     /// the lock held) says there is something to read already.
-    static func wait(_ lock: Locked<WakeUp>, unlessReady isReady: () -> Bool) async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    static func wait(_ lock: Locked<WakeUp>, isolation actor: isolated (any Actor)?, unlessReady isReady: () -> Bool) async {
+        await withTaskCancellationHandler(operation: {
+            await withCheckedContinuation(isolation: actor) { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = lock.withLock { wakeUp -> Bool in
                     if wakeUp.cancelled || Task.isCancelled || isReady() { return true }
                     // One reader at a time: a second one replaces the first, which looks again.
@@ -318,13 +324,13 @@ struct WakeUp {
                 }
                 if ready { continuation.resume() }
             }
-        } onCancel: {
+        }, onCancel: {
             lock.withLock { wakeUp -> CheckedContinuation<Void, Never>? in
                 wakeUp.cancelled = true
                 defer { wakeUp.continuation = nil }
                 return wakeUp.continuation
             }?.resume()
-        }
+        }, isolation: actor)
     }
 
     /// Resumes the waiting reader, if any.

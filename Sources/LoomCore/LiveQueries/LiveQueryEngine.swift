@@ -30,8 +30,10 @@ typealias LiveSnapshot = SectionedResult<SectionIdentity, Int64>
 protocol LiveQuerySink: AnyObject {
     /// A new result, and the properties that changed of the items it shares with the last one
     /// handed over (by key). Called after every change that may have changed the result, with
-    /// the same result when only items' properties changed.
-    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], in context: ManagedObjectContext)
+    /// the same result when only items' properties changed. `touched` holds every item that may
+    /// have entered, left or moved (the others are in both results, in the same section and
+    /// order); `nil` when anything may have.
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, in context: ManagedObjectContext)
     /// The query can no longer be kept current (the store failed); no result follows.
     func fail(_ error: LoomError)
     /// The context is gone; no result follows.
@@ -60,14 +62,31 @@ struct LiveChangeDigest {
         guard !everything else { return }
         for id in changes.inserted { entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey) }
         for id in changes.deleted { entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey) }
+        // Updates come in runs of one entity, often with the same changed properties: the
+        // entity's entry and the union are touched once per run, not once per object.
+        var run: (name: String, changes: EntityChanges)?
+        var lastProperties: Set<String>?
         for id in changes.updated {
-            if let properties = changes.changedProperties[id] {
-                entities[id.entityName, default: EntityChanges()].properties[id.primaryKey, default: []].formUnion(properties)
-                entities[id.entityName]!.propertyUnion.formUnion(properties)
+            if run?.name != id.entityName {
+                if let run { entities[run.name] = run.changes }
+                run = (id.entityName, entities[id.entityName] ?? EntityChanges())
+                lastProperties = nil
+            }
+            guard let properties = changes.changedProperties[id] else {
+                run!.changes.structural.insert(id.primaryKey)
+                continue
+            }
+            if let earlier = run!.changes.properties[id.primaryKey] {
+                run!.changes.properties[id.primaryKey] = earlier.union(properties)
             } else {
-                entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey)
+                run!.changes.properties[id.primaryKey] = properties
+            }
+            if properties != lastProperties {
+                run!.changes.propertyUnion.formUnion(properties)
+                lastProperties = properties
             }
         }
+        if let run { entities[run.name] = run.changes }
         for id in changes.refreshed where changes.changedProperties[id] == nil && !changes.updated.contains(id) {
             entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey)
         }
@@ -125,7 +144,7 @@ final class LiveQueryEngine {
     func start() throws(LoomError) {
         entries = try evaluateAll()
         members = Set(entries.map(\.key))
-        sink?.receive(snapshot(), updated: [:], in: context)
+        sink?.receive(snapshot(), updated: [:], touched: nil, in: context)
     }
 
     /// Brings the result up to date with one event's changes; hands it on if it changed, or if
@@ -133,11 +152,14 @@ final class LiveQueryEngine {
     func update(_ digest: LiveChangeDigest) {
         guard sink != nil else { return }
         do {
-            if try reevaluate(digest) {
-                sink?.receive(snapshot(), updated: updatedMembers(digest), in: context)
-            } else {
+            switch try reevaluate(digest) {
+            case .unchanged:
                 let updated = updatedMembers(digest)
-                if !updated.isEmpty { sink?.receive(snapshot(), updated: updated, in: context) }
+                if !updated.isEmpty { sink?.receive(snapshot(), updated: updated, touched: [], in: context) }
+            case .touched(let keys):
+                sink?.receive(snapshot(), updated: updatedMembers(digest), touched: keys, in: context)
+            case .replaced:
+                sink?.receive(snapshot(), updated: updatedMembers(digest), touched: nil, in: context)
             }
         } catch {
             sink?.fail(error)
@@ -145,11 +167,20 @@ final class LiveQueryEngine {
         }
     }
 
-    /// Brings `entries` up to date; whether they may have changed.
-    private func reevaluate(_ digest: LiveChangeDigest) throws(LoomError) -> Bool {
+    /// What re-evaluation did to the result.
+    private enum Outcome {
+        case unchanged
+        /// Only these objects may have entered, left or moved.
+        case touched(Set<Int64>)
+        /// Anything may have changed.
+        case replaced
+    }
+
+    /// Brings `entries` up to date.
+    private func reevaluate(_ digest: LiveChangeDigest) throws(LoomError) -> Outcome {
         if digest.everything {
             replace(with: try evaluateAll())
-            return true
+            return .replaced
         }
         var relatedChanged = false
         for name in relatedEntities {
@@ -162,15 +193,20 @@ final class LiveQueryEngine {
         let own = digest.entities[query.entity.name]
         let ownReads = reads[query.entity.name] ?? []
         let ownChanged = own.map { !$0.structural.isEmpty || !$0.propertyUnion.isDisjoint(with: ownReads) } ?? false
-        guard relatedChanged || ownChanged else { return false }
+        guard relatedChanged || ownChanged else { return .unchanged }
         if relatedChanged || query.fetchLimit != nil || query.fetchOffset > 0 || !includesPendingChanges {
             replace(with: try evaluateAll())
-            return true
+            return .replaced
         }
         var affected = own!.structural
         for (key, properties) in own!.properties where !properties.isDisjoint(with: ownReads) { affected.insert(key) }
+        // Judging most of the result one object at a time costs more than one query.
+        if affected.count > max(64, entries.count / 4) {
+            replace(with: try evaluateAll())
+            return .touched(affected)
+        }
         try merge(affected)
-        return true
+        return .touched(affected)
     }
 
     private func replace(with new: [Entry]) {
@@ -220,18 +256,19 @@ final class LiveQueryEngine {
         }
         if let failure = graph.failure { throw failure }
         entered.sort(by: precedes)
-        var kept = entries
-        if !affected.isEmpty { kept.removeAll { affected.contains($0.key) } }
+        // One pass: the entries not affected, in their order, merged with those that entered.
         var merged: [Entry] = []
-        merged.reserveCapacity(kept.count + entered.count)
-        var i = 0, j = 0
-        while i < kept.count || j < entered.count {
-            if j == entered.count || (i < kept.count && precedes(kept[i], entered[j])) {
-                merged.append(kept[i]); i += 1
-            } else {
-                merged.append(entered[j]); j += 1
+        merged.reserveCapacity(entries.count + entered.count)
+        var j = 0
+        let leaving = KeySet(affected)
+        for entry in entries where !leaving.contains(entry.key) {
+            while j < entered.count && precedes(entered[j], entry) {
+                merged.append(entered[j])
+                j += 1
             }
+            merged.append(entry)
         }
+        merged.append(contentsOf: entered[j...])
         for key in affected { members.remove(key) }
         for entry in entered { members.insert(entry.key) }
         entries = merged
@@ -245,6 +282,11 @@ final class LiveQueryEngine {
             rows = try context.matchingRows(query).map(\.row)
         } else {
             rows = try context.baseFetch(query)
+        }
+        if !SortKey.usesRelationships(query.sortKeys) {
+            // The sort values are the rows' own.
+            let indexes = query.sortKeys.map(\.attributeIndex)
+            return rows.map { row in Entry(key: row.key, values: indexes.map { row.values[$0] }) }
         }
         let graph = ContextGraph(context)
         let graphRows = rows.map { graph.remember(query.entity, $0) }

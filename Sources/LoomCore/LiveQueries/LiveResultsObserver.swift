@@ -66,7 +66,7 @@ public final class LiveResultsObserver<Model: PersistentModel, SectionKey: Hasha
         return names
     }
 
-    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], in context: ManagedObjectContext) {
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, in context: ManagedObjectContext) {
         var relevant = updated
         if let observed {
             relevant = updated.compactMapValues { properties in
@@ -74,7 +74,7 @@ public final class LiveResultsObserver<Model: PersistentModel, SectionKey: Hasha
                 return seen.isEmpty ? nil : seen
             }
         }
-        let changes = snapshot.map { SectionedDiff.changes(from: $0, to: result, updated: relevant) }
+        let changes = snapshot.map { SectionedDiff.changes(from: $0, to: result, updated: relevant, touchedKeys: touched) }
         if let changes, changes.isEmpty { return }
         snapshot = result
         results = LiveResults(result, changes: changes, keys: sectionKeys.keys(of: result, in: context), storeIdentifier: storeIdentifier)

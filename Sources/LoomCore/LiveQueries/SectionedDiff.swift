@@ -94,9 +94,40 @@ enum SectionedDiff {
     /// `updated` names, per item, the properties that changed; the items of both results among
     /// them are reported as updated (moved ones too).
     ///
-    /// - Complexity: O(n log n) in the number of items.
+    /// `touched`, when given, holds every item that may have entered, left or moved: the
+    /// others are in both results, in the same section and the same order. The change is then
+    /// found without indexing every item (a live query knows which objects it judged again).
+    ///
+    /// - Complexity: O(n log n) in the number of items; with `touched`, O(n) set lookups in
+    ///   `touched` plus O(n log n) comparisons of indexes, with no index of every item.
     static func changes<Key: Hashable, Item: Hashable>(
-        from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>] = [:]
+        from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>] = [:], touched: Set<Item>? = nil
+    ) -> ResultChanges {
+        if let touched {
+            var tracked = touched
+            for (item, properties) in updated where !properties.isEmpty { tracked.insert(item) }
+            if let change = changes(from: old, to: new, updated: updated, isTouched: touched.contains, isTracked: tracked.contains) { return change }
+        }
+        return changes(from: old, to: new, updated: updated)
+    }
+
+    /// ``changes(from:to:updated:touched:)`` for a live query's results, whose items are primary
+    /// keys: membership in `touched` is a bit test, not a hash.
+    static func changes<Key: Hashable>(
+        from old: SectionedResult<Key, Int64>, to new: SectionedResult<Key, Int64>, updated: [Int64: Set<String>], touchedKeys touched: Set<Int64>?
+    ) -> ResultChanges {
+        if let touched {
+            var tracked = touched
+            for (item, properties) in updated where !properties.isEmpty { tracked.insert(item) }
+            let isTouched = KeySet(touched), isTracked = KeySet(tracked)
+            if let change = changes(from: old, to: new, updated: updated, isTouched: isTouched.contains, isTracked: isTracked.contains) { return change }
+        }
+        return changes(from: old, to: new, updated: updated)
+    }
+
+    /// The change found by indexing every item.
+    private static func changes<Key: Hashable, Item: Hashable>(
+        from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>]
     ) -> ResultChanges {
         var change = ResultChanges()
         var oldSection: [Key: Int] = [:], newSection: [Key: Int] = [:]
@@ -127,7 +158,7 @@ enum SectionedDiff {
                 }
             }
             let kept = longestIncreasingRun(stayed.map(\.oldIndex))
-            for (k, entry) in stayed.enumerated() where !kept.contains(k) {
+            for (k, entry) in stayed.enumerated() where !kept[k] {
                 change.movedItems.append(.init(from: ResultPosition(section: sameSectionBefore!, item: entry.oldIndex), to: ResultPosition(section: s, item: entry.newIndex)))
             }
         }
@@ -147,8 +178,83 @@ enum SectionedDiff {
         return change
     }
 
-    /// The indices (into `values`) of one longest strictly increasing subsequence.
-    static func longestIncreasingRun(_ values: [Int]) -> Set<Int> {
+    /// The change when only touched items may have entered, left or moved; nil if the results
+    /// break that promise (then the caller indexes every item). Tracked items are the touched
+    /// and the updated ones.
+    private static func changes<Key: Hashable, Item: Hashable>(
+        from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>],
+        isTouched: (Item) -> Bool, isTracked: (Item) -> Bool
+    ) -> ResultChanges? {
+        var change = ResultChanges()
+        var oldSection: [Key: Int] = [:], newSection: [Key: Int] = [:]
+        for (s, section) in old.sections.enumerated() { oldSection[section.key] = s }
+        for (s, section) in new.sections.enumerated() { newSection[section.key] = s }
+        change.deletedSections = old.sections.indices.filter { newSection[old.sections[$0].key] == nil }
+        change.insertedSections = new.sections.indices.filter { oldSection[new.sections[$0].key] == nil }
+        // Where the touched and the updated items were, and are.
+        var oldTracked: [Item: ResultPosition] = [:], newTracked: [Item: ResultPosition] = [:]
+        // Per old section, the indexes of its touched items, ascending.
+        var oldTouched = [[Int]](repeating: [], count: old.sections.count)
+        for (s, section) in old.sections.enumerated() {
+            for (i, item) in section.items.enumerated() where isTracked(item) {
+                oldTracked[item] = ResultPosition(section: s, item: i)
+                if isTouched(item) { oldTouched[s].append(i) }
+            }
+        }
+        for (s, section) in new.sections.enumerated() {
+            let before = oldSection[section.key]
+            let oldItems = before.map { old.sections[$0].items } ?? []
+            let skipped = before.map { oldTouched[$0] } ?? []
+            var cursor = 0, next = 0   // next: the first of `skipped` not passed yet
+            // Items that stay in this section, by old and new index: those outside the longest
+            // increasing run moved.
+            var stayed: [(oldIndex: Int, newIndex: Int)] = []
+            for (i, item) in section.items.enumerated() {
+                let position = ResultPosition(section: s, item: i)
+                let tracked = isTracked(item)
+                if tracked { newTracked[item] = position }
+                if tracked && isTouched(item) {
+                    guard let was = oldTracked[item] else {
+                        change.insertedItems.append(position)
+                        continue
+                    }
+                    if was.section == before { stayed.append((was.item, i)) } else { change.movedItems.append(.init(from: was, to: position)) }
+                } else {
+                    // An untouched item is the next untouched one of the same section before.
+                    while next < skipped.count && skipped[next] == cursor { cursor += 1; next += 1 }
+                    guard cursor < oldItems.count, oldItems[cursor] == item else { return nil }
+                    stayed.append((cursor, i))
+                    cursor += 1
+                }
+            }
+            while next < skipped.count && skipped[next] == cursor { cursor += 1; next += 1 }
+            guard cursor == oldItems.count else { return nil }
+            let kept = longestIncreasingRun(stayed.map(\.oldIndex))
+            for (k, entry) in stayed.enumerated() where !kept[k] {
+                change.movedItems.append(.init(from: ResultPosition(section: before!, item: entry.oldIndex), to: ResultPosition(section: s, item: entry.newIndex)))
+            }
+        }
+        for (s, section) in old.sections.enumerated() where newSection[section.key] == nil {
+            // A section that went held only touched items.
+            guard oldTouched[s].count == section.items.count else { return nil }
+        }
+        for (item, was) in oldTracked where newTracked[item] == nil {
+            guard isTouched(item) else { return nil }   // an untouched item cannot leave
+            change.deletedItems.append(was)
+        }
+        for (item, properties) in updated where !properties.isEmpty {
+            guard oldTracked[item] != nil, let position = newTracked[item] else { continue }
+            change.updatedItems.append(.init(at: position, properties: properties))
+        }
+        change.deletedItems.sort()
+        change.insertedItems.sort()
+        change.movedItems.sort { $0.to < $1.to }
+        change.updatedItems.sort { $0.at < $1.at }
+        return change
+    }
+
+    /// Marks, by index into `values`, one longest strictly increasing subsequence.
+    static func longestIncreasingRun(_ values: [Int]) -> [Bool] {
         guard !values.isEmpty else { return [] }
         var tails: [Int] = []          // index into values of the smallest tail of each length
         var previous = [Int](repeating: -1, count: values.count)
@@ -161,10 +267,10 @@ enum SectionedDiff {
             if low > 0 { previous[i] = tails[low - 1] }
             if low == tails.count { tails.append(i) } else { tails[low] = i }
         }
-        var run: Set<Int> = []
+        var run = [Bool](repeating: false, count: values.count)
         var i = tails[tails.count - 1]
         while i >= 0 {
-            run.insert(i)
+            run[i] = true
             i = previous[i]
         }
         return run
@@ -207,5 +313,35 @@ enum SectionedDiff {
             guard sections.indices.contains(update.at.section), sections[update.at.section].items.indices.contains(update.at.item) else { return nil }
         }
         return SectionedResult(sections)
+    }
+}
+
+/// A set of primary keys that answers membership without hashing: a bitmap over their range
+/// when it is dense enough (a live query's changed keys among its results'), else a `Set`.
+struct KeySet {
+    private var bits: [UInt64] = []
+    private var low: Int64 = 0
+    private var fallback: Set<Int64>?
+
+    init(_ keys: Set<Int64>) {
+        guard let min = keys.min(), let max = keys.max() else { return }
+        let (span, overflow) = max.subtractingReportingOverflow(min)
+        guard !overflow, span / 64 <= Int64(keys.count) * 8 + 4_096 else {
+            fallback = keys
+            return
+        }
+        low = min
+        bits = [UInt64](repeating: 0, count: Int(span / 64) + 1)
+        for key in keys {
+            let offset = key - min
+            bits[Int(offset >> 6)] |= 1 << UInt64(offset & 63)
+        }
+    }
+
+    func contains(_ key: Int64) -> Bool {
+        if let fallback { return fallback.contains(key) }
+        let (offset, overflow) = key.subtractingReportingOverflow(low)
+        guard !overflow, offset >= 0, offset >> 6 < Int64(bits.count) else { return false }
+        return bits[Int(offset >> 6)] & (1 << UInt64(offset & 63)) != 0
     }
 }
