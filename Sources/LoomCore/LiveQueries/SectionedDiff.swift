@@ -167,14 +167,7 @@ enum SectionedDiff {
                 change.deletedItems.append(ResultPosition(section: s, item: i))
             }
         }
-        for (item, properties) in updated where !properties.isEmpty {
-            guard oldPositions[item] != nil, let position = newPositions[item] else { continue }
-            change.updatedItems.append(.init(at: position, properties: properties))
-        }
-        change.deletedItems.sort()
-        change.insertedItems.sort()
-        change.movedItems.sort { $0.to < $1.to }
-        change.updatedItems.sort { $0.at < $1.at }
+        change.finish(updated: updated, old: oldPositions, new: newPositions)
         return change
     }
 
@@ -242,14 +235,7 @@ enum SectionedDiff {
             guard isTouched(item) else { return nil }   // an untouched item cannot leave
             change.deletedItems.append(was)
         }
-        for (item, properties) in updated where !properties.isEmpty {
-            guard oldTracked[item] != nil, let position = newTracked[item] else { continue }
-            change.updatedItems.append(.init(at: position, properties: properties))
-        }
-        change.deletedItems.sort()
-        change.insertedItems.sort()
-        change.movedItems.sort { $0.to < $1.to }
-        change.updatedItems.sort { $0.at < $1.at }
+        change.finish(updated: updated, old: oldTracked, new: newTracked)
         return change
     }
 
@@ -313,6 +299,21 @@ enum SectionedDiff {
             guard sections.indices.contains(update.at.section), sections[update.at.section].items.indices.contains(update.at.item) else { return nil }
         }
         return SectionedResult(sections)
+    }
+}
+
+extension ResultChanges {
+    /// Adds the updated items found in both results (at their new positions) and puts every
+    /// list in ascending order.
+    fileprivate mutating func finish<Item: Hashable>(updated: [Item: Set<String>], old: [Item: ResultPosition], new: [Item: ResultPosition]) {
+        for (item, properties) in updated where !properties.isEmpty {
+            guard old[item] != nil, let position = new[item] else { continue }
+            updatedItems.append(.init(at: position, properties: properties))
+        }
+        deletedItems.sort()
+        insertedItems.sort()
+        movedItems.sort { $0.to < $1.to }
+        updatedItems.sort { $0.at < $1.at }
     }
 }
 
