@@ -382,3 +382,33 @@ final class Counter: Sendable {
     func add() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }
+
+extension LiveQueryStreamTests {
+    @Test("Another container's commits (another coordinator, as another process) reach a live query on the view context: a renamed author moves their novels", .timeLimit(.minutes(1)))
+    @MainActor
+    func remoteCommits() async throws {
+        let url = TemporaryDirectory.make().appending(path: "graph.loom")
+        let schema = try Schema(StoreKind.graphTypes)
+        let here = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        let there = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        let view = here.viewContext
+        let ann = Author(name: "Ann")
+        view.insert(Novel(title: "N", pages: 10, author: ann))
+        try view.save()
+        let authorID = ann.objectID
+        var results = try view.liveQuery(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]), sectionedBy: \.author?.name).makeAsyncIterator()
+        #expect(try await results.next(isolation: #isolation)?.sections.map(\.key) == ["Ann"])
+        try await there.performBackgroundTask { context in
+            try context.existingObject(with: authorID).name = "Bea"
+            context.insert(Novel(title: "M", pages: 20))
+            try context.save()
+        }
+        // Merged when the watcher sees the commit; the live query delivers after the merge.
+        let next = try #require(try await results.next(isolation: #isolation))
+        #expect(next.sections.map(\.key) == [nil, "Bea"])
+        #expect(next.changes?.deletedSections == [0])
+        #expect(next.changes?.insertedSections == [0, 1])
+        try await here.close()
+        try await there.close()
+    }
+}
