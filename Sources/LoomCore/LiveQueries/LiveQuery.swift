@@ -97,6 +97,9 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         var touched: Set<Int64>? = []
         /// The keys of `latest`'s sections.
         var keys: [SectionIdentity: SectionKey] = [:]
+        /// The last element read (made from `delivered`), whose unchanged sections the next one
+        /// reuses.
+        var read: LiveResults<Model, SectionKey>?
         var failure: LoomError?
         var finished = false
     }
@@ -136,7 +139,7 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     }
 
     private enum Step {
-        case deliver(previous: LiveSnapshot?, latest: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey])
+        case deliver(previous: LiveSnapshot?, latest: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey], read: LiveResults<Model, SectionKey>?)
         case fail(LoomError)
         case end
         case wait
@@ -146,8 +149,8 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         while true {
             if Task.isCancelled { return nil }
             switch takeStep() {
-            case .deliver(let previous, let latest, let updated, let touched, let keys):
-                return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated, touchedKeys: touched) }, keys: keys)
+            case .deliver(let previous, let latest, let updated, let touched, let keys, let read):
+                return results(latest, previous: previous, read: read, updated: updated, touched: touched, keys: keys)
             case .fail(let error):
                 throw error
             case .end:
@@ -167,8 +170,8 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     /// The next result if one is ready, else nil, without waiting.
     func poll() throws(LoomError) -> LiveResults<Model, SectionKey>? {
         switch takeStep() {
-        case .deliver(let previous, let latest, let updated, let touched, let keys):
-            return results(latest, changes: previous.map { SectionedDiff.changes(from: $0, to: latest, updated: updated, touchedKeys: touched) }, keys: keys)
+        case .deliver(let previous, let latest, let updated, let touched, let keys, let read):
+            return results(latest, previous: previous, read: read, updated: updated, touched: touched, keys: keys)
         case .fail(let error):
             throw error
         case .end, .wait:
@@ -185,7 +188,7 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
                     state.updated = [:]
                     state.touched = []
                 }
-                return .deliver(previous: state.delivered, latest: latest, updated: state.updated, touched: state.touched, keys: state.keys)
+                return .deliver(previous: state.delivered, latest: latest, updated: state.updated, touched: state.touched, keys: state.keys, read: state.read)
             }
             if let failure = state.failure {
                 state.failure = nil
@@ -196,17 +199,36 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         }
     }
 
-    func results(_ snapshot: LiveSnapshot, changes: ResultChanges?, keys: [SectionIdentity: SectionKey]) -> LiveResults<Model, SectionKey> {
-        LiveResults(snapshot, changes: changes, keys: keys, storeIdentifier: storeIdentifier)
+    /// The element for `snapshot`: its change from `previous` (the last snapshot read, from which
+    /// `read` was made), its sections (those unchanged taken from `read`). Noted as the last read.
+    private func results(
+        _ snapshot: LiveSnapshot, previous: LiveSnapshot?, read: LiveResults<Model, SectionKey>?,
+        updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey]
+    ) -> LiveResults<Model, SectionKey> {
+        let changes = previous.map { SectionedDiff.changes(from: $0, to: snapshot, updated: updated, touchedKeys: touched) }
+        let earlier = previous.flatMap { previous in read.map { (previous, $0) } }
+        let results = LiveResults(snapshot, changes: changes, keys: keys, storeIdentifier: storeIdentifier, previous: earlier)
+        state.withLock { $0.read = results }
+        return results
     }
 }
 
 extension LiveResults {
-    /// The public form of a snapshot: IDs for keys, section keys for section identities.
-    init(_ snapshot: LiveSnapshot, changes: ResultChanges?, keys: [SectionIdentity: SectionKey], storeIdentifier: UUID) {
+    /// The public form of a snapshot: IDs for keys, section keys for section identities. A
+    /// section that holds the same items as in `previous` (the snapshot and the results made
+    /// from it) is taken from there, not made again.
+    init(_ snapshot: LiveSnapshot, changes: ResultChanges?, keys: [SectionIdentity: SectionKey], storeIdentifier: UUID,
+         previous: (snapshot: LiveSnapshot, results: LiveResults)? = nil) {
         let entityName = Model.entity.name
+        var before: [SectionIdentity: Int] = [:]
+        if let previous, previous.snapshot.sections.count == previous.results.sections.count {
+            for (s, section) in previous.snapshot.sections.enumerated() { before[section.key] = s }
+        }
         self.sections = snapshot.sections.map { section in
-            Section(key: keys[section.key]!, items: section.items.map {
+            if let s = before[section.key], let previous, previous.snapshot.sections[s].items == section.items {
+                return previous.results.sections[s]
+            }
+            return Section(key: keys[section.key]!, items: section.items.map {
                 ObjectID(unchecked: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entityName, primaryKey: $0))
             })
         }

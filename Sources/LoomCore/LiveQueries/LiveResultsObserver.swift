@@ -76,8 +76,9 @@ public final class LiveResultsObserver<Model: PersistentModel, SectionKey: Hasha
         }
         let changes = snapshot.map { SectionedDiff.changes(from: $0, to: result, updated: relevant, touchedKeys: touched) }
         if let changes, changes.isEmpty { return }
+        let previous = snapshot.map { ($0, results) }
         snapshot = result
-        results = LiveResults(result, changes: changes, keys: sectionKeys.keys(of: result, in: context), storeIdentifier: storeIdentifier)
+        results = LiveResults(result, changes: changes, keys: sectionKeys.keys(of: result, in: context), storeIdentifier: storeIdentifier, previous: previous)
     }
 
     func fail(_ error: LoomError) { self.error = error }
