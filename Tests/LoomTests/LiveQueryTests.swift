@@ -412,3 +412,40 @@ extension LiveQueryStreamTests {
         try await there.close()
     }
 }
+
+extension LiveQueryStreamTests {
+    @Test("A live query that cannot be evaluated again (its store closed) ends its stream with the store's error, and an observer keeps it, instead of trapping or going quiet", .timeLimit(.minutes(1)))
+    func storeFailureEndsTheStream() async throws {
+        let container = try StoreKind.sqlite.makeGraphContainer()
+        let context = container.newBackgroundContext()
+        let (live, observer, ids) = try context.performAndWait { context in
+            let novels = (0..<3).map { Novel(title: "N\($0)", pages: $0) }
+            for novel in novels { context.insert(novel) }
+            try context.save()
+            let ids = novels.map(\.objectID)
+            context.reset()   // nothing loaded: judging a changed novel reads the store
+            let request = FetchRequest<Novel>(sortBy: [SortDescriptor(\.pages)])
+            let observer = UncheckedObserver(try LiveResultsObserver(request, in: context))
+            return (try context.liveQuery(request), observer, ids)
+        }
+        var iterator = live.makeAsyncIterator()
+        #expect(try await iterator.next()?.count == 3)
+        try await container.close()
+        context.performAndWait { context in
+            var changes = ObjectChanges()
+            changes.updated = [ids[0].erased]
+            changes.changedProperties = [ids[0].erased: ["pages"]]
+            context.mergeChanges(fromContextDidSave: changes)
+        }
+        await #expect(throws: LoomError.self) { _ = try await iterator.next() }
+        let error = context.performAndWait { _ in observer.observer.error }
+        #expect(error != nil)
+        #expect(context.performAndWait { _ in observer.observer.results.count } == 3)   // the last result stays
+    }
+}
+
+/// Carries an observer made on a context's queue back to the test, which reads it only there.
+struct UncheckedObserver: @unchecked Sendable {
+    let observer: LiveResultsObserver<Novel, NoSection>
+    init(_ observer: LiveResultsObserver<Novel, NoSection>) { self.observer = observer }
+}
