@@ -357,7 +357,8 @@ public struct StoreContract: Sendable {
         var theirs: [Int64] = []
         for i in 0..<5 { theirs.append(try insertBook(second, isbn: "\(i)", title: "Theirs \(i)")) }
         var seen: [Int64] = []
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: a loaded machine may run nothing of this process for a while.
+        let deadline = ContinuousClock.now + .seconds(60)
         for await commits in stream {
             guard case .committed(let list) = commits else { throw StoreContractFailure(description: "history was reported lost") }
             seen += list.flatMap { $0.transaction.changes.map(\.objectID.primaryKey) }

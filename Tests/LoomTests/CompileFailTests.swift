@@ -18,7 +18,7 @@ struct CompileFailTests {
     }
 
     @Test("Snippet compiles or fails as it says", arguments: snippets)
-    func snippet(_ name: String) throws {
+    func snippet(_ name: String) async throws {
         let source = try String(contentsOf: Self.folder.appending(path: name), encoding: .utf8)
         let prelude = try String(contentsOf: Self.folder.appending(path: "Prelude.swift"), encoding: .utf8)
         let expectation = try #require(source.split(separator: "\n").first.flatMap { line -> String? in
@@ -37,25 +37,40 @@ struct CompileFailTests {
             .appending(path: "checkouts/GRDB.swift/Sources/GRDBSQLite/module.modulemap")
         #expect(FileManager.default.fileExists(atPath: modules.appending(path: "Loom.swiftmodule").path), "built Loom module not found in \(modules.path)")
 
-        let process = Process()
-        process.executableURL = URL(filePath: "/usr/bin/env")
-        process.arguments = ["swiftc", "-emit-sil", "-o", "/dev/null", "-swift-version", "6",
-                             "-I", modules.path, "-Xcc", "-fmodule-map-file=\(moduleMap.path)", file.path]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (status, output) = try await Self.swiftc(["-emit-sil", "-o", "/dev/null", "-swift-version", "6",
+                                                      "-I", modules.path, "-Xcc", "-fmodule-map-file=\(moduleMap.path)", file.path])
 
         if expectation == "compiles" {
-            #expect(process.terminationStatus == 0, "the control snippet must compile:\n\(output)")
+            #expect(status == 0, "the control snippet must compile:\n\(output)")
         } else {
-            #expect(process.terminationStatus != 0, "\(name) compiled, but Swift 6 must reject it")
+            #expect(status != 0, "\(name) compiled, but Swift 6 must reject it")
             #expect(output.contains(expectation), "\(name) failed, but not with “\(expectation)”:\n\(output)")
             // Only the intended error: nothing else in the snippet is wrong.
             let errorLines = output.split(separator: "\n").filter { $0.contains(": error: ") }
             #expect(errorLines.allSatisfy { $0.contains(expectation) }, "unexpected errors:\n\(errorLines.joined(separator: "\n"))")
+        }
+    }
+
+    /// Runs swiftc and waits for it on a thread of its own: blocking a thread of Swift's
+    /// cooperative pool (two on two cores) for seconds would stall every other test meanwhile.
+    static func swiftc(_ arguments: [String]) async throws -> (status: Int32, errors: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do {
+                    let process = Process()
+                    process.executableURL = URL(filePath: "/usr/bin/env")
+                    process.arguments = ["swiftc"] + arguments
+                    let errors = Pipe()
+                    process.standardError = errors
+                    process.standardOutput = FileHandle.nullDevice
+                    try process.run()
+                    let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                    process.waitUntilExit()
+                    continuation.resume(returning: (process.terminationStatus, output))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
         }
     }
 }
