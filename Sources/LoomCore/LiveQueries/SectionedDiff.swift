@@ -130,11 +130,7 @@ enum SectionedDiff {
         from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>]
     ) -> ResultChanges {
         var change = ResultChanges()
-        var oldSection: [Key: Int] = [:], newSection: [Key: Int] = [:]
-        for (s, section) in old.sections.enumerated() { oldSection[section.key] = s }
-        for (s, section) in new.sections.enumerated() { newSection[section.key] = s }
-        change.deletedSections = old.sections.indices.filter { newSection[old.sections[$0].key] == nil }
-        change.insertedSections = new.sections.indices.filter { oldSection[new.sections[$0].key] == nil }
+        let (oldSection, _) = change.compareSections(old, new)
 
         let oldPositions = old.positions()
         var newPositions: [Item: ResultPosition] = [:]
@@ -179,11 +175,7 @@ enum SectionedDiff {
         isTouched: (Item) -> Bool, isTracked: (Item) -> Bool
     ) -> ResultChanges? {
         var change = ResultChanges()
-        var oldSection: [Key: Int] = [:], newSection: [Key: Int] = [:]
-        for (s, section) in old.sections.enumerated() { oldSection[section.key] = s }
-        for (s, section) in new.sections.enumerated() { newSection[section.key] = s }
-        change.deletedSections = old.sections.indices.filter { newSection[old.sections[$0].key] == nil }
-        change.insertedSections = new.sections.indices.filter { oldSection[new.sections[$0].key] == nil }
+        let (oldSection, newSection) = change.compareSections(old, new)
         // Where the touched and the updated items were, and are.
         var oldTracked: [Item: ResultPosition] = [:], newTracked: [Item: ResultPosition] = [:]
         // Per old section, the indexes of its touched items, ascending.
@@ -303,6 +295,18 @@ enum SectionedDiff {
 }
 
 extension ResultChanges {
+    /// Sets the deleted and inserted sections; returns each result's section indexes by key.
+    fileprivate mutating func compareSections<Key: Hashable, Item: Hashable>(
+        _ old: SectionedResult<Key, Item>, _ new: SectionedResult<Key, Item>
+    ) -> (old: [Key: Int], new: [Key: Int]) {
+        var oldSection: [Key: Int] = [:], newSection: [Key: Int] = [:]
+        for (s, section) in old.sections.enumerated() { oldSection[section.key] = s }
+        for (s, section) in new.sections.enumerated() { newSection[section.key] = s }
+        deletedSections = old.sections.indices.filter { newSection[old.sections[$0].key] == nil }
+        insertedSections = new.sections.indices.filter { oldSection[new.sections[$0].key] == nil }
+        return (oldSection, newSection)
+    }
+
     /// Adds the updated items found in both results (at their new positions) and puts every
     /// list in ascending order.
     fileprivate mutating func finish<Item: Hashable>(updated: [Item: Set<String>], old: [Item: ResultPosition], new: [Item: ResultPosition]) {
