@@ -240,6 +240,13 @@ public final class PersistentStoreCoordinator: Sendable {
         return outcome.value
     }
 
+    /// Runs a batch request's `body` inside one store write transaction, or inside the exclusive
+    /// write this thread already holds (a batch request made in ``performExclusiveWrite(_:)``).
+    func performBatchWrite<T>(_ body: () throws -> T) throws -> T {
+        if exclusiveWrite.withLock({ $0?.thread == ThreadID.current }) { return try body() }
+        return try performExclusiveWrite(body)
+    }
+
     /// Runs `body` inside one store write transaction, for a save's last tries at resolving its
     /// conflicts: the save made inside publishes itself, with the returned receipt.
     func inWriteTransaction<T>(_ body: () throws(LoomError) -> T) throws(LoomError) -> (value: T, receipt: CommitReceipt) {

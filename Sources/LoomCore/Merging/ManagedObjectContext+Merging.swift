@@ -55,6 +55,18 @@ extension ManagedObjectContext {
         refreshLiveQueriesIfNeeded()
     }
 
+    /// Merges what a batch request this context ran changed (``execute(_:)-(BatchDeleteRequest<Model>)``),
+    /// reading the rows of the objects it holds, as a merge of another coordinator's commit does.
+    func mergeBatchChanges(_ changes: ObjectChanges) {
+        processPendingChanges()
+        advanceQueryGeneration()
+        var merged = ObjectChanges()
+        merge(changes, rows: currentRows(for: changes), into: &merged)
+        checkIdentityMap()
+        if !merged.isEmpty { post(.objectsDidChange(merged)) }
+        refreshLiveQueriesIfNeeded()
+    }
+
     private func merge(_ changes: ObjectChanges, rows: [AnyObjectID: StoreRow], into merged: inout ObjectChanges) {
         merged.inserted.formUnion(changes.inserted)
         for id in changes.deleted {

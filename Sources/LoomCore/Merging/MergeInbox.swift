@@ -13,8 +13,8 @@ struct SaveEvent: Sendable {
     let origin: ObjectIdentifier
     /// Whether the view context merges this save (the container's `save` helper can opt out).
     let mergesIntoViewContext: Bool
-    /// Committed by another coordinator or process (found in the store's history): it carries
-    /// no rows, and merging reads the changed objects' current rows.
+    /// Committed by another coordinator or process (found in the store's history), or by a
+    /// batch request: it carries no rows, and merging reads the changed objects' current rows.
     var isRemote = false
     /// The store's history of other coordinators' commits was deleted before this coordinator
     /// read it: what changed is unknown, so every registered object is refreshed.

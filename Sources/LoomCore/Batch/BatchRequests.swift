@@ -1,0 +1,114 @@
+public import Foundation
+
+/// One attribute and the value a batch request writes to it.
+///
+/// ```swift
+/// BatchValue<Book>.set(\.price, to: 12)
+/// ```
+public struct BatchValue<Model: PersistentModel>: Sendable {
+    let keyPath: any PartialKeyPath<Model> & Sendable
+    let value: any Sendable
+
+    /// Writes `value` to the attribute at `keyPath`.
+    public static func set<Value: Sendable>(_ keyPath: any KeyPath<Model, Value> & Sendable, to value: Value) -> Self {
+        BatchValue(keyPath: keyPath, value: value)
+    }
+}
+
+/// Deletes every object of `Model` a predicate matches (or the objects a list of IDs names) in
+/// the store, without making objects, applying the relationships' delete rules in the store:
+/// cascade deletes the related objects too, nullify clears the relationship on the other side,
+/// deny refuses the whole request while a related object would be left behind.
+///
+/// Run it with ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)``. Unlike Core
+/// Data's `NSBatchDeleteRequest`, the contexts stay true: every context that merges
+/// automatically reflects the deletion, and the context that ran it does at once.
+public struct BatchDeleteRequest<Model: PersistentModel>: Sendable {
+    /// The objects to delete; all of them when `nil`.
+    public var predicate: Predicate<Model>?
+    let keys: [Int64]?
+
+    /// Deletes the objects `predicate` matches (every object of `Model` when `nil`).
+    public init(predicate: Predicate<Model>? = nil) {
+        self.predicate = predicate
+        self.keys = nil
+    }
+
+    /// Deletes the objects with these IDs (those already gone are skipped).
+    public init(objectIDs: [ObjectID<Model>]) {
+        self.predicate = nil
+        self.keys = objectIDs.map(\.erased.primaryKey)
+    }
+}
+
+/// Sets attributes of every object of `Model` a predicate matches, in the store, without making
+/// objects. Each changed object's version advances (so a context holding an older copy
+/// conflicts, as with any save) and the history records the changed attributes' names.
+///
+/// ```swift
+/// try context.execute(BatchUpdateRequest<Book>(predicate: #Predicate { $0.price > 100 },
+///                                              set: [.set(\.price, to: 100)]))
+/// ```
+/// Objects whose values already equal the new ones are left as they are (counted in
+/// ``BatchResult/unchanged``).
+public struct BatchUpdateRequest<Model: PersistentModel>: Sendable {
+    /// The objects to change; all of them when `nil`.
+    public var predicate: Predicate<Model>?
+    /// The attributes to set and their values.
+    public var values: [BatchValue<Model>]
+
+    public init(predicate: Predicate<Model>? = nil, set values: [BatchValue<Model>]) {
+        self.predicate = predicate
+        self.values = values
+    }
+}
+
+/// Inserts rows of `Model` given as values, in the store, without making objects; with a
+/// uniqueness constraint, a row whose constrained values match an existing object updates it,
+/// is ignored, or fails the request (``Uniquing``).
+///
+/// ```swift
+/// let rows = feed.map { [BatchValue<Package>.set(\.name, to: $0.name), .set(\.version, to: $0.version)] }
+/// let result = try context.execute(BatchInsertRequest(rows: rows, uniquing: .update))
+/// print(result.inserted.count, result.updated.count, result.unchanged)
+/// ```
+/// Attributes a new row leaves out take their default (or `nil`); an updated object keeps the
+/// attributes the row leaves out. Relationships are not set (link them afterwards, or use a
+/// context).
+public struct BatchInsertRequest<Model: PersistentModel>: Sendable {
+    /// What a row whose constrained values match an existing object (or an earlier row of the
+    /// same request) does.
+    public enum Uniquing: Sendable, Hashable {
+        /// The request fails with ``LoomError/Code/uniquenessViolation``, naming the row.
+        case fail
+        /// The existing object takes the row's values.
+        case update
+        /// The row is skipped.
+        case ignore
+    }
+
+    /// The rows to insert: each a list of attributes and their values.
+    public var rows: [[BatchValue<Model>]]
+    public var uniquing: Uniquing
+    /// The attributes whose values identify an object: by default the entity's first
+    /// uniqueness constraint (`#Unique`, or one `@Attribute(.unique)`).
+    public var uniquingBy: [any PartialKeyPath<Model> & Sendable]?
+
+    public init(rows: [[BatchValue<Model>]], uniquing: Uniquing = .fail, uniquingBy: [any PartialKeyPath<Model> & Sendable]? = nil) {
+        self.rows = rows
+        self.uniquing = uniquing
+        self.uniquingBy = uniquingBy
+    }
+}
+
+/// What a batch request changed: the IDs of the objects it inserted, updated and deleted
+/// (deletions include those cascaded to, of any entity), and how many matched objects it left
+/// as they were.
+public struct BatchResult: Sendable, Equatable {
+    public internal(set) var inserted: [AnyObjectID] = []
+    public internal(set) var updated: [AnyObjectID] = []
+    public internal(set) var deleted: [AnyObjectID] = []
+    public internal(set) var unchanged = 0
+
+    public init() {}
+}

@@ -1,0 +1,448 @@
+import Foundation
+
+/// How batch requests run: inside one store write transaction (so a failure anywhere leaves the
+/// store as it was), in chunks of ``BatchWriter/chunkSize`` objects, each chunk written as one
+/// store change set — the same change sets a context's save writes, so that versions advance,
+/// the history records every change, and the shared cache forgets what changed exactly as
+/// after a save. Each chunk's changes are published like a save's, carrying IDs and no rows:
+/// merging contexts read the rows of the objects they hold.
+extension ManagedObjectContext {
+    /// Deletes, in the store, every object the request matches, with the delete rules of their
+    /// relationships applied there (cascade, nullify, deny); see ``BatchDeleteRequest``.
+    ///
+    /// Runs on this context's isolation, like ``save()``. When it returns, this context has
+    /// merged the deletion (its objects that were deleted are deleted, those whose relationships
+    /// changed are refreshed, `objectsDidChange` was posted, live queries updated), and every
+    /// other context that merges automatically gets it as it gets a save. Unsaved changes of
+    /// this context are neither saved nor lost. A deny rule holding, a store failure or a
+    /// nullified required relationship throws, and the store is left as it was.
+    @discardableResult
+    public func execute<Model: PersistentModel>(_ request: BatchDeleteRequest<Model>) throws(LoomError) -> BatchResult {
+        ConcurrencyDebugging.check(self, "execute(_:)")
+        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        let query: StoreQuery
+        if let keys = request.keys {
+            query = StoreQuery(entity: entity, predicate: .isIn(.primaryKey, keys.map { .integer($0) }))
+        } else {
+            query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
+        }
+        return try runBatch { writer throws(LoomError) in
+            let matched = try coordinator.store.fetchKeys(StoreQuery(entity: entity, predicate: query.predicate))
+            let all = Set(matched)
+            for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.delete(Array(chunk), of: entity, requestKeys: all) }
+        }
+    }
+
+    /// Sets, in the store, the request's attributes on every object it matches; see
+    /// ``BatchUpdateRequest``.
+    ///
+    /// Runs on this context's isolation, like ``save()``, and merges like
+    /// ``execute(_:)-(BatchDeleteRequest<Model>)``: this context's unsaved edits stay on top. A
+    /// value of the wrong type, `nil` for a required attribute or a broken uniqueness
+    /// constraint throws, and the store is left as it was.
+    @discardableResult
+    public func execute<Model: PersistentModel>(_ request: BatchUpdateRequest<Model>) throws(LoomError) -> BatchResult {
+        ConcurrencyDebugging.check(self, "execute(_:)")
+        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
+        let values = try BatchWriter.resolve(request.values, of: entity, row: nil)
+        for (slot, value) in values where value.isNull && !entity.attributes[slot].isOptional {
+            throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.attributes[slot].name) to nil: it is required.",
+                            entity: entity.name, attributes: [entity.attributes[slot].name])
+        }
+        return try runBatch { writer throws(LoomError) in
+            guard !values.isEmpty else { return }
+            let matched = try coordinator.store.fetchKeys(query)
+            for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.update(Array(chunk), of: entity, setting: values) }
+        }
+    }
+
+    /// Inserts the request's rows in the store, uniquing them as it says; see
+    /// ``BatchInsertRequest``.
+    ///
+    /// Runs on this context's isolation, like ``save()``, and merges like
+    /// ``execute(_:)-(BatchDeleteRequest<Model>)``. A row with a value of the wrong type,
+    /// without a value for a required attribute, or (with ``BatchInsertRequest/Uniquing/fail``)
+    /// matching an existing object throws, naming the row, and the store is left as it was.
+    @discardableResult
+    public func execute<Model: PersistentModel>(_ request: BatchInsertRequest<Model>) throws(LoomError) -> BatchResult {
+        ConcurrencyDebugging.check(self, "execute(_:)")
+        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        var constraint: [Int] = []
+        if let paths = request.uniquingBy {
+            for path in paths {
+                guard let name = Model.loomPropertyName(for: path), let index = entity.attributeIndex(named: name) else {
+                    throw LoomError(.invalidRequest, "A key path to unique a batch insert of \(entity.name) by does not name one of its attributes.", entity: entity.name)
+                }
+                constraint.append(index)
+            }
+        } else if let first = entity.uniquenessConstraints.first {
+            constraint = first.compactMap { entity.attributeIndex(named: $0) }
+            if constraint.count != first.count { constraint = [] }   // a constraint on a relationship: not by values
+        }
+        if constraint.isEmpty && request.uniquing != .fail && request.uniquingBy == nil {
+            throw LoomError(.invalidRequest, "A batch insert of \(entity.name) that updates or ignores matching objects needs a uniqueness constraint on attributes, or uniquingBy key paths.", entity: entity.name)
+        }
+        let rows = request.rows
+        return try runBatch { writer throws(LoomError) in
+            for indexes in Array(rows.indices).chunked(by: BatchWriter.chunkSize) {
+                var chunk: [(row: Int, values: [(slot: Int, value: StoredValue)])] = []
+                for i in indexes { chunk.append((i, try BatchWriter.resolve(rows[i], of: entity, row: i))) }
+                try writer.insert(chunk, of: entity, uniquingBy: constraint, uniquing: request.uniquing)
+            }
+        }
+    }
+
+    /// Runs `body` with a writer inside one store write transaction, then merges what it
+    /// changed into this context.
+    private func runBatch(_ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
+        try reportStoreFailures()
+        let writer = BatchWriter(context: self)
+        do {
+            try coordinator.performBatchWrite { () throws -> Void in try body(writer) }
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
+        }
+        if !writer.changes.isEmpty { mergeBatchChanges(writer.changes) }
+        return writer.result
+    }
+}
+
+/// Writes one batch request's chunks as store change sets, and collects what changed.
+final class BatchWriter {
+    /// Objects per change set: bounds the memory a request holds, whatever its size.
+    static let chunkSize = 10_000
+
+    let context: ManagedObjectContext
+    var result = BatchResult()
+    var changes = ObjectChanges()
+    private var coordinator: PersistentStoreCoordinator { context.coordinator }
+    private var store: any PersistentStore { context.coordinator.store }
+
+    init(context: ManagedObjectContext) {
+        self.context = context
+    }
+
+    private func id(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
+        AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, primaryKey: key)
+    }
+
+    /// Encodes a request's values as stored values by slot, checking their types.
+    static func resolve<Model: PersistentModel>(_ values: [BatchValue<Model>], of entity: EntityDescription, row: Int?) throws(LoomError) -> [(slot: Int, value: StoredValue)] {
+        let place = row.map { " (row \($0))" } ?? ""
+        var resolved: [(slot: Int, value: StoredValue)] = []
+        for value in values {
+            guard let name = Model.loomPropertyName(for: value.keyPath), let index = entity.attributeIndex(named: name) else {
+                throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place) names a key path that is not one of its attributes (\(entity.attributes.map(\.name).joined(separator: ", "))); relationships cannot be set by batch requests.", entity: entity.name)
+            }
+            let attribute = entity.attributes[index]
+            let stored: StoredValue
+            do { stored = try attribute.codec.encode(value.value) } catch {
+                throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a value that cannot be stored as \(attribute.valueTypeName): \(error.message)", entity: entity.name, attributes: [name])
+            }
+            guard attribute.type.accepts(stored) || (stored.isNull && attribute.isOptional) else {
+                throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a \(stored.kindName), which is not a valid \(attribute.type.rawValue).", entity: entity.name, attributes: [name])
+            }
+            resolved.removeAll { $0.slot == index }
+            resolved.append((index, stored))
+        }
+        return resolved
+    }
+
+    /// Applies one chunk's change set and publishes it like a save.
+    private func commit(_ set: StoreChangeSet, _ chunk: ObjectChanges) throws(LoomError) {
+        guard !set.isEmpty || !set.relationshipOwners.isEmpty else { return }
+        var set = set
+        set.author = context.transactionAuthor
+        set.contextName = context.name
+        let receipt = try coordinator.save(set)
+        var event: SaveEvent?
+        if coordinator.hasInboxes(besides: context.inbox) {
+            event = SaveEvent(number: receipt.sequence, changes: chunk, rows: [:], origin: ObjectIdentifier(context.inbox), mergesIntoViewContext: true)
+            event!.isRemote = true   // carries IDs, not rows: merging contexts read the rows they need
+        }
+        coordinator.publish(event, for: receipt)
+        changes.inserted.formUnion(chunk.inserted)
+        changes.updated.formUnion(chunk.updated)
+        changes.deleted.formUnion(chunk.deleted)
+        changes.changedProperties.merge(chunk.changedProperties) { $0.union($1) }
+    }
+
+    // MARK: Update
+
+    func update(_ keys: [Int64], of entity: EntityDescription, setting values: [(slot: Int, value: StoredValue)]) throws(LoomError) {
+        var set = StoreChangeSet()
+        var chunk = ObjectChanges()
+        let names = Set(values.map { entity.attributes[$0.slot].name })
+        for row in try store.rows(of: entity, keys: keys) {
+            let changed = values.filter { row.values[$0.slot] != $0.value }
+            guard !changed.isEmpty else { result.unchanged += 1; continue }
+            set.updates.append(.init(entity: entity, key: row.key, expectedVersion: row.version, changes: changed.map { ($0.slot, $0.value) }))
+            let id = id(entity, row.key)
+            chunk.updated.insert(id)
+            chunk.changedProperties[id] = Set(changed.map { entity.attributes[$0.slot].name }).intersection(names)
+            result.updated.append(id)
+        }
+        try commit(set, chunk)
+    }
+
+    // MARK: Insert
+
+    func insert<Model: PersistentModel>(_ rows: [(row: Int, values: [(slot: Int, value: StoredValue)])], of entity: EntityDescription,
+                                        uniquingBy constraint: [Int], uniquing: BatchInsertRequest<Model>.Uniquing) throws(LoomError) {
+        // The saved objects the rows match, by their constrained values: one query per chunk.
+        // Rows with a nil constrained value never match (NULLs never conflict, as in SQL).
+        func uniqueValues(_ values: [(slot: Int, value: StoredValue)]) -> [StoredValue]? {
+            guard !constraint.isEmpty else { return nil }
+            var found: [StoredValue] = []
+            for slot in constraint {
+                guard let value = values.last(where: { $0.slot == slot })?.value, !value.isNull else { return nil }
+                found.append(value)
+            }
+            return found
+        }
+        var existing: [[StoredValue]: StoreRow] = [:]
+        let wanted = rows.compactMap { uniqueValues($0.values) }
+        if !wanted.isEmpty {
+            let predicate: PredicateNode
+            if constraint.count == 1 {
+                predicate = .isIn(.attribute(constraint[0]), Array(Set(wanted.map { $0[0] })))
+            } else {
+                predicate = wanted.map { values in
+                    zip(constraint, values).map { PredicateNode.compare(.equal, .attribute($0), .constant($1)) }.reduced(by: PredicateNode.and)
+                }.reduced(by: PredicateNode.or)
+            }
+            for row in try store.fetch(StoreQuery(entity: entity, predicate: predicate)) {
+                existing[constraint.map { row.values[$0] }] = row
+            }
+        }
+
+        var newRows: [(row: Int, values: [StoredValue])] = []
+        var newByUnique: [[StoredValue]: Int] = [:]          // index in newRows
+        var updates: [Int64: (version: Int64, values: [StoredValue], changed: Set<Int>)] = [:]
+        var updateOrder: [Int64] = []
+        for (row, values) in rows {
+            let unique = uniqueValues(values)
+            if let unique, let index = newByUnique[unique] {
+                // An earlier row of this request inserts the same object.
+                switch uniquing {
+                case .fail: throw duplicate(entity, row: row, constraint, unique)
+                case .ignore: result.unchanged += 1
+                case .update: for (slot, value) in values { newRows[index].values[slot] = value }
+                }
+                continue
+            }
+            if let unique, let saved = existing[unique] {
+                switch uniquing {
+                case .fail: throw duplicate(entity, row: row, constraint, unique, existing: saved.key)
+                case .ignore: result.unchanged += 1
+                case .update:
+                    var entry = updates[saved.key] ?? (saved.version, saved.values, [])
+                    if updates[saved.key] == nil { updateOrder.append(saved.key) }
+                    for (slot, value) in values where entry.values[slot] != value {
+                        entry.values[slot] = value
+                        entry.changed.insert(slot)
+                    }
+                    updates[saved.key] = entry
+                }
+                continue
+            }
+            var full = entity.nullValues
+            for (index, make) in entity.defaultMakers { if let value = make() { full[index] = value } }
+            for (slot, value) in values { full[slot] = value }
+            if let unique { newByUnique[unique] = newRows.count }
+            newRows.append((row, full))
+        }
+
+        var set = StoreChangeSet()
+        var chunk = ObjectChanges()
+        for key in updateOrder {
+            let entry = updates[key]!
+            guard !entry.changed.isEmpty else { result.unchanged += 1; continue }
+            let slots = entry.changed.sorted()
+            set.updates.append(.init(entity: entity, key: key, expectedVersion: entry.version, changes: slots.map { ($0, entry.values[$0]) }))
+            let id = id(entity, key)
+            chunk.updated.insert(id)
+            chunk.changedProperties[id] = Set(slots.map { entity.attributes[$0].name })
+            result.updated.append(id)
+        }
+        if !newRows.isEmpty {
+            for (row, values) in newRows { try checkRequired(values, of: entity, row: row) }
+            let keys = try store.allocateKeys(for: entity, count: newRows.count)
+            for ((_, values), key) in zip(newRows, keys) {
+                set.inserts.append(.init(entity: entity, key: key, values: values))
+                let id = id(entity, key)
+                chunk.inserted.insert(id)
+                result.inserted.append(id)
+            }
+        }
+        try commit(set, chunk)
+    }
+
+    private func checkRequired(_ values: [StoredValue], of entity: EntityDescription, row: Int) throws(LoomError) {
+        for (i, attribute) in entity.attributes.enumerated() where values[i].isNull && !attribute.isOptional {
+            throw LoomError(.missingRequiredValue, "Row \(row) of a batch insert of \(entity.name) has no value for \(attribute.name), which is required and has no default.",
+                            entity: entity.name, attributes: [attribute.name])
+        }
+        for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
+            throw LoomError(.missingRequiredValue, "A batch insert of \(entity.name) cannot set its required relationship \(entity.relationships[j].name); insert these objects through a context.",
+                            entity: entity.name, attributes: [relationship.name])
+        }
+    }
+
+    private func duplicate(_ entity: EntityDescription, row: Int, _ constraint: [Int], _ values: [StoredValue], existing: Int64? = nil) -> LoomError {
+        let names = constraint.map { entity.attributes[$0].name }
+        let what = zip(names, values).map { "\($0) = \($1)" }.joined(separator: ", ")
+        let other = existing.map { "\(entity.name)/\($0) already has" } ?? "an earlier row of the request has"
+        return LoomError(.uniquenessViolation, "Row \(row) of a batch insert of \(entity.name) matches an object by its unique \(names.joined(separator: ", ")): \(other) \(what).",
+                         entity: entity.name, attributes: names, objectID: existing.map { id(entity, $0) })
+    }
+
+    // MARK: Delete
+
+    /// Deletes `keys` of `entity` and what their cascade rules reach, nullifies what their
+    /// nullify rules reach, and refuses the chunk (and so the request) where a deny rule still
+    /// holds an object. `requestKeys` are every key the request deletes of `entity` (objects of
+    /// later chunks are not held by a deny rule).
+    func delete(_ keys: [Int64], of entity: EntityDescription, requestKeys: Set<Int64>) throws(LoomError) {
+        let schema = coordinator.schema
+        // The objects to delete: the chunk, then what its cascade rules reach, in waves, with
+        // one query per relationship per wave.
+        var doomed: [ObjectIdentifier: (entity: EntityDescription, rows: [Int64: StoreRow])] = [:]
+        func isDoomed(_ e: EntityDescription, _ key: Int64) -> Bool {
+            doomed[ObjectIdentifier(e)]?.rows[key] != nil || (e === entity && requestKeys.contains(key))
+        }
+        var wave: [(EntityDescription, [Int64])] = [(entity, keys)]
+        while let (e, keys) = wave.popLast() {
+            let fresh = keys.filter { doomed[ObjectIdentifier(e)]?.rows[$0] == nil }
+            guard !fresh.isEmpty else { continue }
+            let rows = try store.rows(of: e, keys: fresh)
+            if doomed[ObjectIdentifier(e)] == nil { doomed[ObjectIdentifier(e)] = (e, [:]) }
+            for row in rows { doomed[ObjectIdentifier(e)]!.rows[row.key] = row }
+            for r in schema.relationships(of: e) where r.description.deleteRule == .cascade {
+                let related = try relatedKeys(r, rows)
+                let next = Array(Set(related.map(\.other))).filter { doomed[ObjectIdentifier(r.destination)]?.rows[$0] == nil }
+                if !next.isEmpty { wave.append((r.destination, next)) }
+            }
+        }
+
+        var set = StoreChangeSet()
+        var chunk = ObjectChanges()
+        // Foreign keys to clear on objects that stay, by entity and key.
+        var clears: [ObjectIdentifier: (entity: EntityDescription, slots: [Int64: [(slot: Int, name: String, to: Int64)]])] = [:]
+        var owners: [ObjectIdentifier: (entity: EntityDescription, names: [Int64: Set<String>])] = [:]
+        func own(_ e: EntityDescription, _ key: Int64, _ name: String) {
+            if owners[ObjectIdentifier(e)] == nil { owners[ObjectIdentifier(e)] = (e, [:]) }
+            owners[ObjectIdentifier(e)]!.names[key, default: []].insert(name)
+        }
+        for (e, rowsByKey) in doomed.values.sorted(by: { $0.entity.name < $1.entity.name }) {
+            let rows = rowsByKey.values.sorted { $0.key < $1.key }
+            for r in schema.relationships(of: e) {
+                let rule = r.description.deleteRule
+                let inverse = schema.relationship(r.inverseIndex, of: r.destination)
+                let all = try relatedKeys(r, rows)
+                let related = all.filter { !isDoomed(r.destination, $0.other) }
+                if rule == .deny, let first = related.first {
+                    let count = related.filter { $0.owner == first.owner }.count
+                    throw LoomError(.deleteDenied, "\(e.name)/\(first.owner) cannot be deleted by the batch delete: its relationship '\(r.description.name)' (delete rule deny) still holds \(count) object\(count == 1 ? "" : "s"), \(r.destination.name)/\(first.other) first; delete them first or empty the relationship. Nothing was deleted.",
+                                    entity: e.name, attributes: [r.description.name], objectID: id(e, first.owner))
+                }
+                if case .joinTable(let table, let ownColumn, _) = r.storage {
+                    for pair in all {
+                        let mine = ownColumn == JoinTable.sourceColumn
+                        set.linkDeletes.append(.init(table: table, source: mine ? pair.owner : pair.other, target: mine ? pair.other : pair.owner))
+                    }
+                }
+                guard rule != .noAction || r.storage.isJoinTable else { continue }
+                for pair in related {
+                    switch inverse.storage {
+                    case .foreignKey(let slot):
+                        // The object that stays points back with a foreign key: cleared.
+                        if clears[ObjectIdentifier(r.destination)] == nil { clears[ObjectIdentifier(r.destination)] = (r.destination, [:]) }
+                        clears[ObjectIdentifier(r.destination)]!.slots[pair.other, default: []].append((slot, inverse.description.name, pair.owner))
+                    default:
+                        own(r.destination, pair.other, inverse.description.name)
+                    }
+                }
+            }
+        }
+        // Clear foreign keys on the objects that stay (reading their versions; one that points
+        // elsewhere by now is left alone).
+        for (e, byKey) in clears.values.sorted(by: { $0.entity.name < $1.entity.name }) {
+            for row in try store.rows(of: e, keys: byKey.keys.sorted()) {
+                var changes: [(index: Int, value: StoredValue)] = []
+                var names: Set<String> = []
+                for (slot, name, to) in byKey[row.key] ?? [] where row.values[slot] == .integer(to) && changes.allSatisfy({ $0.index != slot }) {
+                    let j = e.relationshipIndex(named: name)!
+                    if !e.relationships[j].isOptional {
+                        throw LoomError(.missingRequiredValue, "The batch delete would leave \(e.name)/\(row.key)'s required relationship '\(name)' empty (the other side's delete rule is nullify); delete it too with a cascade rule, or make the relationship optional. Nothing was deleted.",
+                                        entity: e.name, attributes: [name], objectID: id(e, row.key))
+                    }
+                    changes.append((slot, .null))
+                    names.insert(name)
+                }
+                guard !changes.isEmpty else { continue }
+                set.updates.append(.init(entity: e, key: row.key, expectedVersion: row.version, changes: changes))
+                let id = id(e, row.key)
+                chunk.updated.insert(id)
+                chunk.changedProperties[id, default: []].formUnion(names)
+                result.updated.append(id)
+            }
+        }
+        for (e, byKey) in owners.values.sorted(by: { $0.entity.name < $1.entity.name }) {
+            // Only objects still in the store (an earlier chunk may have deleted one).
+            for row in try store.rows(of: e, keys: byKey.keys.sorted()) {
+                let names = byKey[row.key] ?? []
+                set.relationshipOwners.append((e, row.key, names.sorted()))
+                let id = id(e, row.key)
+                if chunk.updated.insert(id).inserted { result.updated.append(id) }
+                chunk.changedProperties[id, default: []].formUnion(names)
+            }
+        }
+        for (e, rowsByKey) in doomed.values.sorted(by: { $0.entity.name < $1.entity.name }) {
+            for row in rowsByKey.values.sorted(by: { $0.key < $1.key }) {
+                set.deletes.append(.init(entity: e, key: row.key, expectedVersion: row.version, tombstone: e.preservedOnDeletion.map { ($0, row.values[$0]) }))
+                let id = id(e, row.key)
+                chunk.deleted.insert(id)
+                result.deleted.append(id)
+            }
+        }
+        try commit(set, chunk)
+    }
+
+    /// The objects relationship `r` of `rows` leads to, as (owner, other) key pairs.
+    private func relatedKeys(_ r: ResolvedRelationship, _ rows: [StoreRow]) throws(LoomError) -> [(owner: Int64, other: Int64)] {
+        switch r.storage {
+        case .foreignKey(let slot):
+            return rows.compactMap { row in
+                if case .integer(let other) = row.values[slot] { return (row.key, other) }
+                return nil
+            }
+        default:
+            guard !rows.isEmpty else { return [] }
+            return try store.fetchRelated(r, keys: rows.map(\.key)).map { ($0.owner, $0.row.key) }
+        }
+    }
+}
+
+extension RelationshipStorage {
+    var isJoinTable: Bool {
+        if case .joinTable = self { return true }
+        return false
+    }
+}
+
+extension Array {
+    /// The array in consecutive slices of at most `size` elements.
+    fileprivate func chunked(by size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+
+    /// Combines the elements pairwise with `combine`, left to right (the one element when
+    /// there is one). The array must not be empty.
+    fileprivate func reduced(by combine: (Element, Element) -> Element) -> Element {
+        dropFirst().reduce(self[0], combine)
+    }
+}

@@ -1,0 +1,256 @@
+import Foundation
+import Testing
+@_spi(LoomStore) import LoomCore
+import Loom
+
+/// Batch requests: the store changed as the same changes made object by object would change it
+/// (differential, on a random graph with every kind of relationship and delete rule), a refusal
+/// changes nothing, and contexts reflect every request without user code.
+@Suite("Batch requests")
+struct BatchRequestTests {
+    /// Every row of every entity (key, version, values) and every join-table pair: the whole
+    /// store, comparable between two stores built the same way.
+    static func dump(_ container: PersistentContainer, keys: Bool = true) throws -> [String] {
+        let store = container.coordinator.store
+        let schema = container.schema
+        var lines: [String] = []
+        for entity in schema.entities {
+            for row in try store.fetch(StoreQuery(entity: entity)).sorted(by: { $0.key < $1.key }) {
+                lines.append(keys ? "\(entity.name)/\(row.key) v\(row.version) \(row.values)" : "\(entity.name) v\(row.version) \(row.values)")
+            }
+            let keys = try store.fetchKeys(StoreQuery(entity: entity))
+            for r in schema.relationships(of: entity) where r.description.isToMany && r.inverse.isToMany {
+                for pair in try store.fetchRelated(r, keys: keys) {
+                    lines.append("\(entity.name).\(r.description.name) \(pair.owner) → \(pair.row.key)")
+                }
+            }
+        }
+        return lines.sorted()
+    }
+
+    /// The same random library in a container: publishers, authors (with profiles, mentors),
+    /// novels with tags, chapters and reviews.
+    @MainActor
+    static func library(_ kind: StoreKind, seed: UInt64) throws -> PersistentContainer {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        var random = SeededGenerator(seed: seed)
+        let publishers = (0..<3).map { Publisher(name: "P\($0)") }
+        let tags = (0..<6).map { Tag(name: "T\($0)") }
+        for tag in tags { context.insert(tag) }
+        for publisher in publishers { context.insert(publisher) }
+        var authors: [Author] = []
+        for i in 0..<24 {
+            let author = Author(name: "A\(i)", rating: Int.random(in: 0..<10, using: &random))
+            context.insert(author)
+            if Bool.random(using: &random) { author.publisher = publishers.randomElement(using: &random) }
+            if Bool.random(using: &random) { author.profile = Profile(bio: "bio \(i)") }
+            if !authors.isEmpty && Bool.random(using: &random) { author.mentor = authors.randomElement(using: &random) }
+            for n in 0..<Int.random(in: 0..<4, using: &random) {
+                let novel = Novel(title: "N\(i)-\(n)", pages: Int.random(in: 50..<500, using: &random), author: author)
+                context.insert(novel)
+                for tag in tags where Int.random(in: 0..<3, using: &random) == 0 { novel.tags.insert(tag) }
+                for c in 0..<Int.random(in: 0..<3, using: &random) { novel.chapters.append(Chapter(title: "C\(c)")) }
+                for r in 0..<Int.random(in: 0..<3, using: &random) { _ = Review(text: "R\(r)", novel: novel) }
+            }
+            authors.append(author)
+        }
+        // Some novels without an author, some chapters without a novel.
+        for i in 0..<4 { context.insert(Novel(title: "Orphan \(i)", pages: 10 * i)) }
+        try context.save()
+        return container
+    }
+
+    @Test("A batch delete leaves the store as deleting the same objects in a context would: cascade, nullify (one-to-one, to-many, self), join rows, no-action", arguments: StoreKind.allCases, [1, 2, 3] as [UInt64])
+    @MainActor
+    func deleteMatchesObjectByObject(kind: StoreKind, seed: UInt64) throws {
+        let batch = try Self.library(kind, seed: seed)
+        let byHand = try Self.library(kind, seed: seed)
+        #expect(try Self.dump(batch) == Self.dump(byHand))
+
+        let result = try batch.viewContext.execute(BatchDeleteRequest<Author>(predicate: #Predicate { $0.rating < 4 }))
+        let context = byHand.viewContext
+        var deleted: Set<AnyObjectID> = []
+        let token = context.addObserver(for: .didSave) { event in
+            if case .didSave(let changes) = event { deleted = changes.deleted }
+        }
+        for author in try context.fetch(FetchRequest<Author>(predicate: #Predicate { $0.rating < 4 })) { context.delete(author) }
+        try context.save()
+        context.removeObserver(token)
+
+        #expect(try Self.dump(batch) == Self.dump(byHand))
+        #expect(Set(result.deleted.map(\.description)) == Set(deleted.map(\.description)))
+        #expect(!result.deleted.isEmpty)
+    }
+
+    @Test("A batch delete through to-one and many-to-many sides (novels), and by IDs, matches a context too", arguments: StoreKind.allCases)
+    @MainActor
+    func deleteNovelsMatchesObjectByObject(kind: StoreKind) throws {
+        let batch = try Self.library(kind, seed: 7)
+        let byHand = try Self.library(kind, seed: 7)
+        try batch.viewContext.execute(BatchDeleteRequest<Novel>(predicate: #Predicate { $0.pages > 200 }))
+        for novel in try byHand.viewContext.fetch(FetchRequest<Novel>(predicate: #Predicate { $0.pages > 200 })) { byHand.viewContext.delete(novel) }
+        try byHand.viewContext.save()
+        #expect(try Self.dump(batch) == Self.dump(byHand))
+
+        let tags = try batch.viewContext.fetch(FetchRequest<Tag>(sortBy: [SortDescriptor(\.name)])).prefix(2).map(\.objectID)
+        try batch.viewContext.execute(BatchDeleteRequest<Tag>(objectIDs: Array(tags)))
+        for tag in try byHand.viewContext.fetch(FetchRequest<Tag>(sortBy: [SortDescriptor(\.name)])).prefix(2) { byHand.viewContext.delete(tag) }
+        try byHand.viewContext.save()
+        #expect(try Self.dump(batch) == Self.dump(byHand))
+    }
+
+    @Test("A deny rule that still holds an object refuses the whole batch delete, naming the object, and changes nothing", arguments: StoreKind.allCases)
+    @MainActor
+    func denyRefusesEverything(kind: StoreKind) throws {
+        let container = try Self.library(kind, seed: 1)
+        let before = try Self.dump(container)
+        let error = #expect(throws: LoomError.self) {
+            try container.viewContext.execute(BatchDeleteRequest<Publisher>())
+        }
+        #expect(error?.code == .deleteDenied)
+        #expect(error?.entityName == "Publisher")
+        #expect(error?.attributeNames == ["authors"])
+        #expect(error?.message.contains("Publisher/") == true)
+        #expect(try Self.dump(container) == before)
+        // With their authors deleted in the same request's cascade… they are not: the rule
+        // holds. Deleting the authors first lets the publishers go.
+        try container.viewContext.execute(BatchDeleteRequest<Author>())
+        let result = try container.viewContext.execute(BatchDeleteRequest<Publisher>())
+        #expect(result.deleted.count == 3)
+        #expect(try container.viewContext.count(for: FetchRequest<Novel>()) == 4)   // the orphans
+    }
+
+    @Test("A batch update sets the values a context would, advances versions, skips objects already equal, and records the changed attributes in the history", arguments: StoreKind.allCases)
+    @MainActor
+    func updateMatchesObjectByObject(kind: StoreKind) throws {
+        let batch = try Self.library(kind, seed: 4)
+        let byHand = try Self.library(kind, seed: 4)
+        let token = try batch.viewContext.currentHistoryToken()
+        let result = try batch.viewContext.execute(BatchUpdateRequest<Novel>(predicate: #Predicate { $0.pages < 300 }, set: [.set(\.pages, to: 300), .set(\.year, to: 2026)]))
+        var changed = 0
+        for novel in try byHand.viewContext.fetch(FetchRequest<Novel>(predicate: #Predicate { $0.pages < 300 })) {
+            novel.pages = 300
+            novel.year = 2026
+            changed += 1
+        }
+        try byHand.viewContext.save()
+        #expect(try Self.dump(batch) == Self.dump(byHand))
+        #expect(result.updated.count == changed && result.unchanged == 0)
+
+        // Again: nothing left to change.
+        let again = try batch.viewContext.execute(BatchUpdateRequest<Novel>(predicate: #Predicate { $0.pages == 300 }, set: [.set(\.pages, to: 300)]))
+        #expect(again.updated.isEmpty)
+        #expect(again.unchanged == (try batch.viewContext.count(for: FetchRequest<Novel>(predicate: #Predicate { $0.pages == 300 }))))
+        if kind == .sqlite {
+            let history = try batch.viewContext.fetchHistory(HistoryDescriptor(after: token))
+            let updates = history.flatMap(\.changes).filter { if case .update = $0.kind { return true }; return false }
+            #expect(updates.count == changed)
+            #expect(updates.allSatisfy { if case .update(let names) = $0.kind { return Set(names) == ["pages", "year"] }; return false })
+        }
+    }
+
+    @Test("Bad batch requests are errors that say what, and change nothing", arguments: StoreKind.allCases)
+    @MainActor
+    func badRequests(kind: StoreKind) throws {
+        let container = try Self.library(kind, seed: 5)
+        let before = try Self.dump(container)
+        let context = container.viewContext
+        let required = #expect(throws: LoomError.self) {
+            try context.execute(BatchUpdateRequest<Book>(set: [.set(\.title, to: "x")]))   // Book is not in this model
+        }
+        #expect(required?.code == .unknownEntity)
+        let relationship = #expect(throws: LoomError.self) {
+            try context.execute(BatchUpdateRequest<Novel>(set: [.set(\.author?.name, to: "Nobody")]))
+        }
+        #expect(relationship?.code == .invalidRequest)
+        #expect(relationship?.message.contains("not one of its attributes") == true)
+        let unique = #expect(throws: LoomError.self) {
+            try context.execute(BatchUpdateRequest<Author>(set: [.set(\.name, to: "Same")]))
+        }
+        #expect(unique?.code == .uniquenessViolation)
+        let missing = #expect(throws: LoomError.self) {
+            try context.execute(BatchInsertRequest<Author>(rows: [[.set(\.name, to: "New")], [.set(\.rating, to: 3)]]))
+        }
+        #expect(missing?.code == .missingRequiredValue)
+        #expect(missing?.message.contains("Row 1") == true)
+        let duplicate = #expect(throws: LoomError.self) {
+            try context.execute(BatchInsertRequest<Author>(rows: [[.set(\.name, to: "Fresh")], [.set(\.name, to: "A3")]]))
+        }
+        #expect(duplicate?.code == .uniquenessViolation)
+        #expect(duplicate?.message.contains("Row 1") == true)
+        #expect(try Self.dump(container) == before)
+    }
+
+    @Test("A batch insert uniques by the constraint: update changes only what differs, ignore skips, repeated rows count once; equal to inserting and updating in a context", arguments: StoreKind.allCases)
+    @MainActor
+    func insertUniquing(kind: StoreKind) throws {
+        let batch = try kind.makeContainer()
+        let byHand = try kind.makeContainer()
+        for container in [batch, byHand] {
+            for i in 0..<10 { container.viewContext.insert(Book(isbn: "\(i)", title: "Old \(i)", pages: i)) }
+            try container.viewContext.save()
+        }
+        // Half existing (one of them unchanged), half new, one new row repeated.
+        var rows: [[BatchValue<Book>]] = []
+        for i in 5..<15 { rows.append([.set(\.isbn, to: "\(i)"), .set(\.title, to: i == 5 ? "Old 5" : "New \(i)")]) }
+        rows.append([.set(\.isbn, to: "14"), .set(\.title, to: "New 14 again"), .set(\.pages, to: 140)])
+        let result = try batch.viewContext.execute(BatchInsertRequest(rows: rows, uniquing: .update))
+        #expect(result.inserted.count == 5)
+        #expect(result.updated.count == 4)
+        #expect(result.unchanged == 1)
+
+        let context = byHand.viewContext
+        for i in 6..<10 {
+            let isbn = "\(i)"
+            try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == isbn })).first!.title = "New \(i)"
+        }
+        for i in 10..<14 { context.insert(Book(isbn: "\(i)", title: "New \(i)")) }
+        context.insert(Book(isbn: "14", title: "New 14 again", pages: 140))
+        try context.save()
+        // Keys differ (a context reserves them in blocks): rows are compared by their values.
+        #expect(try Self.dump(batch, keys: false) == Self.dump(byHand, keys: false))
+
+        let ignored = try batch.viewContext.execute(BatchInsertRequest<Book>(rows: [[.set(\.isbn, to: "1"), .set(\.title, to: "Ignored")], [.set(\.isbn, to: "99"), .set(\.title, to: "Kept")]], uniquing: .ignore))
+        #expect(ignored.inserted.count == 1 && ignored.unchanged == 1)
+        #expect(try batch.viewContext.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "1" })).first?.title == "Old 1")
+    }
+
+    @Test("Contexts stay true: a batch run on a background context reaches the view context with no user code — new values, deleted objects, inserted ones, one objectsDidChange each", arguments: StoreKind.allCases)
+    @MainActor
+    func contextsStayTrue(kind: StoreKind) async throws {
+        let container = try Self.library(kind, seed: 9)
+        let view = container.viewContext
+        // Loaded here: every author and novel, with their values.
+        let authors = try view.fetch(FetchRequest<Author>())
+        let novels = try view.fetch(FetchRequest<Novel>())
+        for author in authors { _ = author.name; _ = author.novels.count }
+        for novel in novels { _ = novel.pages }
+        var events: [ObjectChanges] = []
+        let token = view.addObserver(for: .objectsDidChange) { event in
+            if case .objectsDidChange(let changes) = event { events.append(changes) }
+        }
+        let background = container.newBackgroundContext()
+        let (deleted, updated, inserted) = try await background.perform { context in
+            let deleted = try context.execute(BatchDeleteRequest<Author>(predicate: #Predicate { $0.rating >= 7 }))
+            let updated = try context.execute(BatchUpdateRequest<Novel>(set: [.set(\.pages, to: 1)]))
+            let inserted = try context.execute(BatchInsertRequest<Tag>(rows: [[BatchValue<Tag>.set(\.name, to: "Fresh")]]))
+            return (Set(deleted.deleted), Set(updated.updated), Set(inserted.inserted))
+        }
+        try await settle {
+            authors.allSatisfy { !deleted.contains($0.objectID.erased) || $0.isDeleted }
+                && novels.allSatisfy { deleted.contains($0.objectID.erased) || $0.pages == 1 }
+        }
+        view.removeObserver(token)
+        #expect(!deleted.isEmpty && !updated.isEmpty && inserted.count == 1)
+        for author in authors where deleted.contains(author.objectID.erased) { #expect(author.isDeleted) }
+        for novel in novels where !deleted.contains(novel.objectID.erased) { #expect(novel.pages == 1) }
+        let fresh = try container.newBackgroundContext().performAndWait { context in
+            try context.fetch(FetchRequest<Author>()).map { "\($0.name) \($0.novels.map(\.title).sorted())" }.sorted()
+        }
+        let seen = try view.fetch(FetchRequest<Author>()).map { "\($0.name) \($0.novels.map(\.title).sorted())" }.sorted()
+        #expect(seen == fresh)
+        #expect(try view.fetch(FetchRequest<Tag>(predicate: #Predicate { $0.name == "Fresh" })).count == 1)
+        #expect(events.contains { !$0.deleted.isDisjoint(with: deleted) })
+    }
+}
