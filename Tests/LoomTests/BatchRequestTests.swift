@@ -253,4 +253,59 @@ struct BatchRequestTests {
         #expect(try view.fetch(FetchRequest<Tag>(predicate: #Predicate { $0.name == "Fresh" })).count == 1)
         #expect(events.contains { !$0.deleted.isDisjoint(with: deleted) })
     }
+    @Test("A batch insert and update relate to-one relationships by ID, as a context would; a loaded inverse list follows; a missing object, a one-to-one and an ordered inverse are refused", arguments: StoreKind.allCases)
+    @MainActor
+    func relateByID(kind: StoreKind) async throws {
+        let batch = try Self.library(kind, seed: 11)
+        let byHand = try Self.library(kind, seed: 11)
+        let view = batch.viewContext
+        let authors = try view.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)]))
+        let first = authors[0], second = authors[1]
+        let before = first.novels.count   // loaded here
+        let firstID = first.objectID, secondID = second.objectID
+        let rows: [[BatchValue<Novel>]] = (0..<5).map { i in
+            [.set(\.title, to: "Imported \(i)"), .set(\.pages, to: i), .relate(\.author, to: i < 3 ? firstID : secondID)]
+        }
+        let background = batch.newBackgroundContext()
+        let result = try await background.perform { context in try context.execute(BatchInsertRequest(rows: rows)) }
+        #expect(result.objectIDs.count == 5 && result.objectIDs == result.inserted)
+        try await settle { first.novels.count == before + 3 }
+        // Moves two of them to the second author.
+        let moved = Array(result.objectIDs.prefix(2))
+        try await background.perform { context in
+            _ = try context.execute(BatchUpdateRequest<Novel>(predicate: #Predicate { $0.title == "Imported 0" || $0.title == "Imported 1" }, set: [.relate(\.author, to: nil)]))
+            _ = try context.execute(BatchUpdateRequest<Novel>(predicate: #Predicate { $0.author == nil && $0.title.starts(with: "Imported") }, set: [.relate(\.author, to: secondID)]))
+        }
+        try await settle { first.novels.count == before + 1 }
+        #expect(Set(second.novels.map(\.objectID.erased)).isSuperset(of: moved))
+
+        let context = byHand.viewContext
+        let handFirst = try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)]))[0]
+        let handSecond = try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)]))[1]
+        for i in 0..<5 { context.insert(Novel(title: "Imported \(i)", pages: i, author: i < 3 && i >= 2 ? handFirst : handSecond)) }
+        try context.save()
+        #expect(try Self.dump(batch, keys: false).filter { !$0.hasPrefix("Novel ") } == Self.dump(byHand, keys: false).filter { !$0.hasPrefix("Novel ") })
+        let titles = { (c: PersistentContainer) in try c.viewContext.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)])).map { "\($0.title) \($0.author?.name ?? "-")" } }
+        #expect(try titles(batch) == titles(byHand))
+
+        let ghost = Author(name: "Ghost")
+        view.insert(ghost)
+        try view.save()
+        let gone = ghost.objectID
+        view.delete(ghost)
+        try view.save()
+        let missing = #expect(throws: LoomError.self) {
+            try view.execute(BatchInsertRequest<Novel>(rows: [[.set(\.title, to: "X")], [.set(\.title, to: "Y"), .relate(\.author, to: gone)]]))
+        }
+        #expect(missing?.code == .objectNotFound)
+        #expect(missing?.message.contains("Row 1") == true)
+        let oneToOne = #expect(throws: LoomError.self) {
+            try view.execute(BatchUpdateRequest<Author>(set: [.relate(\.profile, to: nil)]))
+        }
+        #expect(oneToOne?.code == .invalidRequest)
+        let ordered = #expect(throws: LoomError.self) {
+            try view.execute(BatchUpdateRequest<Chapter>(set: [.relate(\.novel, to: nil)]))
+        }
+        #expect(ordered?.code == .invalidRequest)
+    }
 }

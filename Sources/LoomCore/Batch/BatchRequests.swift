@@ -13,6 +13,20 @@ public struct BatchValue<Model: PersistentModel>: Sendable {
     public static func set<Value: Sendable>(_ keyPath: any KeyPath<Model, Value> & Sendable, to value: Value) -> Self {
         BatchValue(keyPath: keyPath, value: value)
     }
+
+    /// Relates the object to the one with ID `id` (or to none) through the to-one relationship
+    /// at `keyPath`: the link an import makes by key (a book's `author` from its `authorID`
+    /// field) without loading either object. The object must exist when the request runs.
+    /// The inverse may be a to-one or an unordered to-many.
+    public static func relate<Destination: PersistentModel>(_ keyPath: any KeyPath<Model, Destination?> & Sendable, to id: ObjectID<Destination>?) -> Self {
+        BatchValue(keyPath: keyPath, value: RelatedKey(entityName: Destination.entity.name, key: id?.erased.primaryKey))
+    }
+}
+
+/// The destination of a to-one relationship a batch request sets, by key.
+struct RelatedKey: Sendable {
+    let entityName: String
+    let key: Int64?
 }
 
 /// Deletes every object of `Model` a predicate matches (or the objects a list of IDs names) in
@@ -73,8 +87,8 @@ public struct BatchUpdateRequest<Model: PersistentModel>: Sendable {
 /// print(result.inserted.count, result.updated.count, result.unchanged)
 /// ```
 /// Attributes a new row leaves out take their default (or `nil`); an updated object keeps the
-/// attributes the row leaves out. Relationships are not set (link them afterwards, or use a
-/// context).
+/// attributes the row leaves out. To-one relationships are set by ID with
+/// ``BatchValue/relate(_:to:)``; to-many ones are not set by batch requests.
 public struct BatchInsertRequest<Model: PersistentModel>: Sendable {
     /// What a row whose constrained values match an existing object (or an earlier row of the
     /// same request) does.
@@ -105,6 +119,9 @@ public struct BatchInsertRequest<Model: PersistentModel>: Sendable {
 /// (deletions include those cascaded to, of any entity), and how many matched objects it left
 /// as they were.
 public struct BatchResult: Sendable, Equatable {
+    /// For a batch insert, the object each row inserted, updated or matched, in row order: what
+    /// a later request relates to by ID (``BatchValue/relate(_:to:)``).
+    public internal(set) var objectIDs: [AnyObjectID] = []
     public internal(set) var inserted: [AnyObjectID] = []
     public internal(set) var updated: [AnyObjectID] = []
     public internal(set) var deleted: [AnyObjectID] = []

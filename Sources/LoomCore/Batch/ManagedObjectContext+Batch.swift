@@ -46,9 +46,10 @@ extension ManagedObjectContext {
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
         let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
         let values = try BatchWriter.resolve(request.values, of: entity, row: nil)
-        for (slot, value) in values where value.isNull && !entity.attributes[slot].isOptional {
-            throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.attributes[slot].name) to nil: it is required.",
-                            entity: entity.name, attributes: [entity.attributes[slot].name])
+        try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
+        for (slot, value) in values where value.isNull && !BatchWriter.isOptional(slot, of: entity) {
+            throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.storedValueName(at: slot)) to nil: it is required.",
+                            entity: entity.name, attributes: [entity.storedValueName(at: slot)])
         }
         return try runBatch { writer throws(LoomError) in
             guard !values.isEmpty else { return }
@@ -87,7 +88,11 @@ extension ManagedObjectContext {
         return try runBatch { writer throws(LoomError) in
             for indexes in Array(rows.indices).chunked(by: BatchWriter.chunkSize) {
                 var chunk: [(row: Int, values: [(slot: Int, value: StoredValue)])] = []
-                for i in indexes { chunk.append((i, try BatchWriter.resolve(rows[i], of: entity, row: i))) }
+                for i in indexes {
+                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i)
+                    try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
+                    chunk.append((i, values))
+                }
                 try writer.insert(chunk, of: entity, uniquingBy: constraint, uniquing: request.uniquing)
             }
         }
@@ -134,21 +139,87 @@ final class BatchWriter {
         let place = row.map { " (row \($0))" } ?? ""
         var resolved: [(slot: Int, value: StoredValue)] = []
         for value in values {
-            guard let name = Model.loomPropertyName(for: value.keyPath), let index = entity.attributeIndex(named: name) else {
-                throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place) names a key path that is not one of its attributes (\(entity.attributes.map(\.name).joined(separator: ", "))); relationships cannot be set by batch requests.", entity: entity.name)
-            }
-            let attribute = entity.attributes[index]
+            let name = Model.loomPropertyName(for: value.keyPath)
+            let slot: Int
             let stored: StoredValue
-            do { stored = try attribute.codec.encode(value.value) } catch {
-                throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a value that cannot be stored as \(attribute.valueTypeName): \(error.message)", entity: entity.name, attributes: [name])
+            if let related = value.value as? RelatedKey {
+                guard let name, let j = entity.relationshipIndex(named: name), entity.relationships[j].kind == .toOne,
+                      let fk = entity.storedValueIndex(ofRelationship: j) else {
+                    throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place) relates through a key path that is not one of its to-one relationships.", entity: entity.name)
+                }
+                slot = fk
+                stored = related.key.map { .integer($0) } ?? .null
+            } else {
+                guard let name, let index = entity.attributeIndex(named: name) else {
+                    throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place) names a key path that is not one of its attributes (\(entity.attributes.map(\.name).joined(separator: ", "))); set a to-one relationship with relate(_:to:).", entity: entity.name)
+                }
+                let attribute = entity.attributes[index]
+                do { stored = try attribute.codec.encode(value.value) } catch {
+                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a value that cannot be stored as \(attribute.valueTypeName): \(error.message)", entity: entity.name, attributes: [name])
+                }
+                guard attribute.type.accepts(stored) || (stored.isNull && attribute.isOptional) else {
+                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a \(stored.kindName), which is not a valid \(attribute.type.rawValue).", entity: entity.name, attributes: [name])
+                }
+                slot = index
             }
-            guard attribute.type.accepts(stored) || (stored.isNull && attribute.isOptional) else {
-                throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a \(stored.kindName), which is not a valid \(attribute.type.rawValue).", entity: entity.name, attributes: [name])
-            }
-            resolved.removeAll { $0.slot == index }
-            resolved.append((index, stored))
+            resolved.removeAll { $0.slot == slot }
+            resolved.append((slot, stored))
         }
         return resolved
+    }
+
+    /// Whether slot `slot` of `entity` may hold NULL.
+    static func isOptional(_ slot: Int, of entity: EntityDescription) -> Bool {
+        switch entity.storedValue(at: slot) {
+        case .attribute(let a): a.isOptional
+        case .foreignKey(let r): r.isOptional
+        case .order: true
+        }
+    }
+
+    /// Checks that every object a chunk relates to exists, and notes the objects whose to-many
+    /// inverse gains (`new`) or loses (`old`) a member, for the history.
+    private func checkRelated(_ changes: [(row: Int?, key: Int64?, slot: Int, old: StoredValue, new: StoredValue)], of entity: EntityDescription,
+                              owners: inout [(entity: EntityDescription, key: Int64, relationships: [String])], chunk: inout ObjectChanges) throws(LoomError) {
+        let schema = coordinator.schema
+        var wanted: [Int: [Int64]] = [:]   // relationship index → destination keys
+        for change in changes {
+            guard case .foreignKey(let relationship) = entity.storedValue(at: change.slot), let j = entity.relationshipIndex(named: relationship.name) else { continue }
+            if case .integer(let key) = change.new { wanted[j, default: []].append(key) }
+        }
+        for (j, keys) in wanted {
+            let r = schema.relationship(j, of: entity)
+            let found = Set(try store.rows(of: r.destination, keys: Array(Set(keys))).map(\.key))
+            guard let missing = keys.first(where: { !found.contains($0) }) else { continue }
+            let row = changes.first { $0.slot == entity.storedValueIndex(ofRelationship: j) && $0.new == .integer(missing) }?.row
+            let place = row.map { "Row \($0) of a batch insert" } ?? "A batch update"
+            throw LoomError(.objectNotFound, "\(place) of \(entity.name) relates \(r.description.name) to \(r.destination.name)/\(missing), which does not exist.",
+                            entity: entity.name, attributes: [r.description.name], objectID: id(r.destination, missing))
+        }
+        for change in changes where change.old != change.new {
+            guard case .foreignKey(let relationship) = entity.storedValue(at: change.slot), let j = entity.relationshipIndex(named: relationship.name) else { continue }
+            let r = schema.relationship(j, of: entity)
+            for value in [change.old, change.new] {
+                guard case .integer(let other) = value else { continue }
+                owners.append((r.destination, other, [r.inverse.name]))
+                let id = id(r.destination, other)
+                chunk.updated.insert(id)
+                chunk.changedProperties[id, default: []].insert(r.inverse.name)
+            }
+        }
+    }
+
+    /// Refuses relating through a to-one whose inverse a batch request cannot keep in step: a
+    /// to-one (the other object's own foreign key) or an ordered to-many (its order).
+    static func checkRelatable(_ values: [(slot: Int, value: StoredValue)], of entity: EntityDescription, in schema: Schema) throws(LoomError) {
+        for (slot, _) in values {
+            guard case .foreignKey(let relationship) = entity.storedValue(at: slot), let j = entity.relationshipIndex(named: relationship.name) else { continue }
+            let inverse = schema.relationship(j, of: entity).inverse
+            if inverse.kind != .toMany {
+                throw LoomError(.invalidRequest, "A batch request cannot set \(entity.name).\(relationship.name): its inverse \(inverse.name) is \(inverse.kind == .toOne ? "a to-one (one-to-one)" : "an ordered to-many"), which a batch request does not keep in step; set it through a context.",
+                                entity: entity.name, attributes: [relationship.name])
+            }
+        }
     }
 
     /// Applies one chunk's change set and publishes it like a save.
@@ -175,16 +246,18 @@ final class BatchWriter {
     func update(_ keys: [Int64], of entity: EntityDescription, setting values: [(slot: Int, value: StoredValue)]) throws(LoomError) {
         var set = StoreChangeSet()
         var chunk = ObjectChanges()
-        let names = Set(values.map { entity.attributes[$0.slot].name })
+        var related: [(row: Int?, key: Int64?, slot: Int, old: StoredValue, new: StoredValue)] = []
         for row in try store.rows(of: entity, keys: keys) {
             let changed = values.filter { row.values[$0.slot] != $0.value }
             guard !changed.isEmpty else { result.unchanged += 1; continue }
             set.updates.append(.init(entity: entity, key: row.key, expectedVersion: row.version, changes: changed.map { ($0.slot, $0.value) }))
             let id = id(entity, row.key)
             chunk.updated.insert(id)
-            chunk.changedProperties[id] = Set(changed.map { entity.attributes[$0.slot].name }).intersection(names)
+            chunk.changedProperties[id] = Set(changed.map { entity.storedValueName(at: $0.slot) })
             result.updated.append(id)
+            for (slot, value) in changed where slot >= entity.attributes.count { related.append((nil, row.key, slot, row.values[slot], value)) }
         }
+        try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
         try commit(set, chunk)
     }
 
@@ -221,8 +294,10 @@ final class BatchWriter {
 
         var newRows: [(row: Int, values: [StoredValue])] = []
         var newByUnique: [[StoredValue]: Int] = [:]          // index in newRows
-        var updates: [Int64: (version: Int64, values: [StoredValue], changed: Set<Int>)] = [:]
+        var updates: [Int64: (version: Int64, values: [StoredValue], saved: [StoredValue], changed: Set<Int>)] = [:]
         var updateOrder: [Int64] = []
+        // Where each row ended: a saved object's key, or (negative) the index of a new row + 1.
+        var ends: [Int64] = []
         for (row, values) in rows {
             let unique = uniqueValues(values)
             if let unique, let index = newByUnique[unique] {
@@ -232,14 +307,16 @@ final class BatchWriter {
                 case .ignore: result.unchanged += 1
                 case .update: for (slot, value) in values { newRows[index].values[slot] = value }
                 }
+                ends.append(-Int64(index) - 1)
                 continue
             }
             if let unique, let saved = existing[unique] {
+                ends.append(saved.key)
                 switch uniquing {
                 case .fail: throw duplicate(entity, row: row, constraint, unique, existing: saved.key)
                 case .ignore: result.unchanged += 1
                 case .update:
-                    var entry = updates[saved.key] ?? (saved.version, saved.values, [])
+                    var entry = updates[saved.key] ?? (saved.version, saved.values, saved.values, [])
                     if updates[saved.key] == nil { updateOrder.append(saved.key) }
                     for (slot, value) in values where entry.values[slot] != value {
                         entry.values[slot] = value
@@ -253,11 +330,13 @@ final class BatchWriter {
             for (index, make) in entity.defaultMakers { if let value = make() { full[index] = value } }
             for (slot, value) in values { full[slot] = value }
             if let unique { newByUnique[unique] = newRows.count }
+            ends.append(-Int64(newRows.count) - 1)
             newRows.append((row, full))
         }
 
         var set = StoreChangeSet()
         var chunk = ObjectChanges()
+        var related: [(row: Int?, key: Int64?, slot: Int, old: StoredValue, new: StoredValue)] = []
         for key in updateOrder {
             let entry = updates[key]!
             guard !entry.changed.isEmpty else { result.unchanged += 1; continue }
@@ -265,19 +344,24 @@ final class BatchWriter {
             set.updates.append(.init(entity: entity, key: key, expectedVersion: entry.version, changes: slots.map { ($0, entry.values[$0]) }))
             let id = id(entity, key)
             chunk.updated.insert(id)
-            chunk.changedProperties[id] = Set(slots.map { entity.attributes[$0].name })
+            chunk.changedProperties[id] = Set(slots.map { entity.storedValueName(at: $0) })
             result.updated.append(id)
+            for slot in slots where slot >= entity.attributes.count { related.append((nil, key, slot, entry.saved[slot], entry.values[slot])) }
         }
+        var newKeys: [Int64] = []
         if !newRows.isEmpty {
             for (row, values) in newRows { try checkRequired(values, of: entity, row: row) }
-            let keys = try store.allocateKeys(for: entity, count: newRows.count)
-            for ((_, values), key) in zip(newRows, keys) {
+            newKeys = Array(try store.allocateKeys(for: entity, count: newRows.count))
+            for ((row, values), key) in zip(newRows, newKeys) {
                 set.inserts.append(.init(entity: entity, key: key, values: values))
                 let id = id(entity, key)
                 chunk.inserted.insert(id)
                 result.inserted.append(id)
+                for slot in entity.attributes.count..<entity.storedValueCount where !values[slot].isNull { related.append((row, nil, slot, .null, values[slot])) }
             }
         }
+        try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
+        for end in ends { result.objectIDs.append(id(entity, end >= 0 ? end : newKeys[Int(-end - 1)])) }
         try commit(set, chunk)
     }
 
@@ -287,8 +371,10 @@ final class BatchWriter {
                             entity: entity.name, attributes: [attribute.name])
         }
         for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
-            throw LoomError(.missingRequiredValue, "A batch insert of \(entity.name) cannot set its required relationship \(entity.relationships[j].name); insert these objects through a context.",
-                            entity: entity.name, attributes: [relationship.name])
+            if let slot = entity.storedValueIndex(ofRelationship: j), values[slot].isNull {
+                throw LoomError(.missingRequiredValue, "Row \(row) of a batch insert of \(entity.name) does not relate its required relationship \(relationship.name); relate it with .relate(\\.\(relationship.name), to: id).",
+                                entity: entity.name, attributes: [relationship.name])
+            }
         }
     }
 
