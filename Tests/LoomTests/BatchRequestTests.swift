@@ -308,4 +308,18 @@ struct BatchRequestTests {
         }
         #expect(ordered?.code == .invalidRequest)
     }
+    @Test("Uniquing by a constraint of several attributes, thousands of rows at once: matched on every attribute", arguments: StoreKind.allCases)
+    @MainActor
+    func insertUniquingByTwoAttributes(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let first = (0..<3_000).map { i in [BatchValue<Shelf>.set(\.room, to: "R\(i % 30)"), .set(\.position, to: i / 30), .set(\.label, to: "old")] }
+        #expect(try context.execute(BatchInsertRequest(rows: first)).inserted.count == 3_000)
+        // The same rooms with positions shifted by 50: half match, half are new.
+        let second = (0..<3_000).map { i in [BatchValue<Shelf>.set(\.room, to: "R\(i % 30)"), .set(\.position, to: i / 30 + 50), .set(\.label, to: "new")] }
+        let result = try context.execute(BatchInsertRequest(rows: second, uniquing: .update))
+        #expect(result.inserted.count == 1_500 && result.updated.count == 1_500)
+        #expect(try context.count(for: FetchRequest<Shelf>()) == 4_500)
+        #expect(try context.count(for: FetchRequest<Shelf>(predicate: #Predicate { $0.label == "new" })) == 3_000)
+    }
 }

@@ -45,7 +45,8 @@ extension ManagedObjectContext {
         ConcurrencyDebugging.check(self, "execute(_:)")
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
         let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
-        let values = try BatchWriter.resolve(request.values, of: entity, row: nil)
+        var names = KeyPathNameCache()
+        let values = try BatchWriter.resolve(request.values, of: entity, row: nil, names: &names)
         try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
         for (slot, value) in values where value.isNull && !BatchWriter.isOptional(slot, of: entity) {
             throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.storedValueName(at: slot)) to nil: it is required.",
@@ -85,11 +86,12 @@ extension ManagedObjectContext {
             throw LoomError(.invalidRequest, "A batch insert of \(entity.name) that updates or ignores matching objects needs a uniqueness constraint on attributes, or uniquingBy key paths.", entity: entity.name)
         }
         let rows = request.rows
+        var names = KeyPathNameCache()
         return try runBatch { writer throws(LoomError) in
             for indexes in Array(rows.indices).chunked(by: BatchWriter.chunkSize) {
                 var chunk: [(row: Int, values: [(slot: Int, value: StoredValue)])] = []
                 for i in indexes {
-                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i)
+                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i, names: &names)
                     try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
                     chunk.append((i, values))
                 }
@@ -122,7 +124,8 @@ final class BatchWriter {
 
     let context: ManagedObjectContext
     var result = BatchResult()
-    var changes = ObjectChanges()
+    /// Each committed chunk's changes, merged chunk by chunk (no union of them all is built).
+    var changes: [ObjectChanges] = []
     private var coordinator: PersistentStoreCoordinator { context.coordinator }
     private var store: any PersistentStore { context.coordinator.store }
 
@@ -135,11 +138,11 @@ final class BatchWriter {
     }
 
     /// Encodes a request's values as stored values by slot, checking their types.
-    static func resolve<Model: PersistentModel>(_ values: [BatchValue<Model>], of entity: EntityDescription, row: Int?) throws(LoomError) -> [(slot: Int, value: StoredValue)] {
+    static func resolve<Model: PersistentModel>(_ values: [BatchValue<Model>], of entity: EntityDescription, row: Int?, names: inout KeyPathNameCache) throws(LoomError) -> [(slot: Int, value: StoredValue)] {
         let place = row.map { " (row \($0))" } ?? ""
         var resolved: [(slot: Int, value: StoredValue)] = []
         for value in values {
-            let name = Model.loomPropertyName(for: value.keyPath)
+            let name = names.name(for: value.keyPath, in: Model.self)
             let slot: Int
             let stored: StoredValue
             if let related = value.value as? RelatedKey {
@@ -235,10 +238,7 @@ final class BatchWriter {
             event!.isRemote = true   // carries IDs, not rows: merging contexts read the rows they need
         }
         coordinator.publish(event, for: receipt)
-        changes.inserted.formUnion(chunk.inserted)
-        changes.updated.formUnion(chunk.updated)
-        changes.deleted.formUnion(chunk.deleted)
-        changes.changedProperties.merge(chunk.changedProperties) { $0.union($1) }
+        changes.append(chunk)
     }
 
     // MARK: Update
@@ -279,14 +279,9 @@ final class BatchWriter {
         var existing: [[StoredValue]: StoreRow] = [:]
         let wanted = rows.compactMap { uniqueValues($0.values) }
         if !wanted.isEmpty {
-            let predicate: PredicateNode
-            if constraint.count == 1 {
-                predicate = .isIn(.attribute(constraint[0]), Array(Set(wanted.map { $0[0] })))
-            } else {
-                predicate = wanted.map { values in
-                    zip(constraint, values).map { PredicateNode.compare(.equal, .attribute($0), .constant($1)) }.reduced(by: PredicateNode.and)
-                }.reduced(by: PredicateNode.or)
-            }
+            // By the constraint's first attribute (one IN list, whatever the constraint's width);
+            // the rows whose other attributes differ match no row below.
+            let predicate = PredicateNode.isIn(.attribute(constraint[0]), Array(Set(wanted.map { $0[0] })))
             for row in try store.fetch(StoreQuery(entity: entity, predicate: predicate)) {
                 existing[constraint.map { row.values[$0] }] = row
             }
@@ -513,6 +508,19 @@ final class BatchWriter {
     }
 }
 
+/// The property names of the key paths a request's rows use: rows made by one closure use the
+/// same key-path instances, found here by identity before any hashing.
+struct KeyPathNameCache {
+    private var entries: [(keyPath: AnyKeyPath, name: String?)] = []
+
+    mutating func name<Model: PersistentModel>(for keyPath: AnyKeyPath, in model: Model.Type) -> String? {
+        for entry in entries where entry.keyPath === keyPath { return entry.name }
+        let name = Model.loomPropertyName(for: keyPath)
+        if entries.count < 64 { entries.append((keyPath, name)) }
+        return name
+    }
+}
+
 extension RelationshipStorage {
     var isJoinTable: Bool {
         if case .joinTable = self { return true }
@@ -524,11 +532,5 @@ extension Array {
     /// The array in consecutive slices of at most `size` elements.
     fileprivate func chunked(by size: Int) -> [ArraySlice<Element>] {
         stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
-    }
-
-    /// Combines the elements pairwise with `combine`, left to right (the one element when
-    /// there is one). The array must not be empty.
-    fileprivate func reduced(by combine: (Element, Element) -> Element) -> Element {
-        dropFirst().reduce(self[0], combine)
     }
 }

@@ -57,11 +57,11 @@ extension ManagedObjectContext {
 
     /// Merges what a batch request this context ran changed (``execute(_:)-(BatchDeleteRequest<Model>)``),
     /// reading the rows of the objects it holds, as a merge of another coordinator's commit does.
-    func mergeBatchChanges(_ changes: ObjectChanges) {
+    func mergeBatchChanges(_ chunks: [ObjectChanges]) {
         processPendingChanges()
         advanceQueryGeneration()
         var merged = ObjectChanges()
-        merge(changes, rows: currentRows(for: changes), into: &merged)
+        for changes in chunks { merge(changes, rows: currentRows(for: changes), into: &merged) }
         checkIdentityMap()
         if !merged.isEmpty { post(.objectsDidChange(merged)) }
         refreshLiveQueriesIfNeeded()
