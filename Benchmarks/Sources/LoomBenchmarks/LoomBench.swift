@@ -139,14 +139,14 @@ struct RunOptions: Sendable {
 
 /// Every workload, in report order.
 enum Catalog {
-    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15"]
+    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16"]
 
     @MainActor
     static func workloads() -> [any Workload] {
         [
             InsertAndSave(), FetchAll(), RangeQueries(), ToManyFaulting(), ChangeAndSave(), MergeLatency(),
             MainActorResponsiveness(), ConcurrentReaders(), SingleObjectSaves(), OpenAndFirstFetch(), ConcurrencyCosts(),
-            Migration(), TransformMigration(), RemoteChangeLatency(), LiveQueries(),
+            Migration(), TransformMigration(), RemoteChangeLatency(), LiveQueries(), BatchRequests(),
         ]
     }
 }

@@ -1,0 +1,161 @@
+import Foundation
+import Loom
+
+/// A parcel with a unique code, for W16's upsert.
+@Model final class Parcel {
+    @Attribute(.unique) var code: Int
+    var weight: Double
+    var destination: String
+
+    init(code: Int, weight: Double, destination: String) {
+        self.code = code
+        self.weight = weight
+        self.destination = destination
+    }
+}
+
+/// A crate of bottles, for W16's cascading delete.
+@Model final class Crate {
+    var label: String
+    @Relationship(deleteRule: .cascade, inverse: \Bottle.crate) var bottles: Set<Bottle> = []
+
+    init(label: String) { self.label = label }
+}
+
+@Model final class Bottle {
+    var wine: String
+    var volume: Double
+    var crate: Crate?
+
+    init(wine: String, volume: Double) {
+        self.wine = wine
+        self.volume = volume
+    }
+}
+
+/// W16: batch requests — work done in the store, without objects.
+///
+/// "insert" writes M new objects (the W1 items) with one batch insert request; raw SQLite runs
+/// the same rows through one prepared, reused INSERT in one transaction (W1's raw save). Rows
+/// per second. "upsert" writes M parcels with a unique code to a store that already holds half
+/// of them (every existing one gets a new weight): Loom's `BatchInsertRequest(uniquing:
+/// .update)`; raw SQLite's `INSERT … ON CONFLICT(code) DO UPDATE`. Rows per second.
+/// "link" batch-inserts 10 × M/10 … here M × 10 bottles, each related by ID to one of M crates
+/// (`.relate(\.crate, to:)`; raw: an INSERT with the crate's key), rows per second; "cascade"
+/// deletes the M crates with one batch delete whose cascade rule deletes their 10 × M bottles
+/// (raw: `DELETE FROM bottle WHERE crate IN (SELECT …)`, then the crates, in one transaction).
+/// Loom's side writes what a save writes: versions checked, history recorded, contexts told.
+final class BatchRequests: SynchronousWorkload {
+    let id = "W16"
+    var title = "Batch requests"
+    let contenders: [Contender] = [.raw, .loom]
+    let metrics = [
+        Metric(key: "insert", label: "batch insert", unit: .operationsPerSecond, target: .atLeastOfRaw(0.5)),
+        Metric(key: "upsert", label: "upsert, half existing", unit: .operationsPerSecond),
+        Metric(key: "link", label: "insert related by ID", unit: .operationsPerSecond),
+        Metric(key: "cascade", label: "cascading delete", target: .median(3)),
+    ]
+    let bottlesPerCrate = 10
+    private var bench: Bench!
+
+    func prepare(_ bench: Bench) throws {
+        self.bench = bench
+        let m = bench.sizes.objects
+        title = "Batch requests: insert \(Format.count(m)); upsert \(Format.count(m)) with half existing; \(Format.count(m * bottlesPerCrate)) inserted related by ID; delete \(Format.count(m)) parents cascading to \(Format.count(m * bottlesPerCrate)) children"
+    }
+
+    func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
+        let path = bench.newDatabasePath("W16-\(contender.rawValue)-\(round.index)")
+        defer { bench.remove(path) }
+        let items = bench.dataset.items
+        let m = items.count
+        let meter = round.meter
+        var result: [String: Double] = [:]
+        switch contender {
+        case .raw:
+            let db = try RawDatabase(path: path)
+            try db.createSchema()
+            try db.execute("CREATE TABLE parcel (id INTEGER PRIMARY KEY, code INTEGER NOT NULL UNIQUE, weight REAL NOT NULL, destination TEXT NOT NULL)")
+            try db.execute("CREATE TABLE crate (id INTEGER PRIMARY KEY, label TEXT NOT NULL)")
+            try db.execute("CREATE TABLE bottle (id INTEGER PRIMARY KEY, wine TEXT NOT NULL, volume REAL NOT NULL, crate INTEGER)")
+            try db.execute("CREATE INDEX bottle_crate ON bottle(crate)")
+            try upsertRaw(db, codes: 0..<(m / 2), weight: 1)
+            meter?.begin()
+            result["insert"] = Double(m) / (try timed { try db.insert(items) }).1
+            result["upsert"] = Double(m) / (try timed { try upsertRaw(db, codes: 0..<m, weight: 2) }).1
+            let (_, link) = try timed {
+                try db.execute("BEGIN IMMEDIATE")
+                let crate = try db.prepare("INSERT INTO crate (id, label) VALUES (?, ?)")
+                let bottle = try db.prepare("INSERT INTO bottle (wine, volume, crate) VALUES (?, ?, ?)")
+                for c in 1...m {
+                    crate.bind(c, at: 1); crate.bind("crate \(c)", at: 2)
+                    try crate.run()
+                    for b in 0..<bottlesPerCrate {
+                        bottle.bind("wine \(b)", at: 1); bottle.bind(0.75, at: 2); bottle.bind(c, at: 3)
+                        try bottle.run()
+                    }
+                }
+                try db.execute("COMMIT")
+            }
+            result["link"] = Double(m * bottlesPerCrate) / link
+            let (_, cascade) = try timed {
+                try db.execute("BEGIN IMMEDIATE")
+                try db.execute("DELETE FROM bottle WHERE crate IN (SELECT id FROM crate)")
+                try db.execute("DELETE FROM crate")
+                try db.execute("COMMIT")
+            }
+            meter?.end()
+            result["cascade"] = cascade
+            guard try db.scalar("SELECT count(*) FROM bottle") == "0" else { throw BenchError("W16: raw cascade left bottles") }
+        case .loom:
+            let container = try PersistentContainer(name: "LoomBench", for: Item.self, Parcel.self, Crate.self, Bottle.self, location: .file(URL(filePath: path)))
+            let context = container.newBackgroundContext()
+            let existing = Self.parcels(0..<(m / 2), weight: 1)
+            try context.performAndWait { context in _ = try context.execute(BatchInsertRequest(rows: existing)) }
+            meter?.begin()
+            let rows = items.map { item -> [BatchValue<Item>] in
+                [.set(\.serial, to: item.serial), .set(\.category, to: item.category), .set(\.quantity, to: item.quantity),
+                 .set(\.score, to: item.score), .set(\.price, to: item.price), .set(\.title, to: item.title),
+                 .set(\.notes, to: item.notes), .set(\.createdAt, to: item.createdAt), .set(\.rating, to: item.rating)]
+            }
+            let (inserted, insert) = try timed { try context.performAndWait { try $0.execute(BatchInsertRequest(rows: rows)).inserted.count } }
+            guard inserted == m else { throw BenchError("W16: the batch insert inserted \(inserted) of \(m)") }
+            result["insert"] = Double(m) / insert
+            let parcels = Self.parcels(0..<m, weight: 2)
+            let (upserted, upsert) = try timed { try context.performAndWait { try $0.execute(BatchInsertRequest(rows: parcels, uniquing: .update)) } }
+            guard upserted.inserted.count == m - m / 2, upserted.updated.count + upserted.unchanged == m / 2 else { throw BenchError("W16: the upsert inserted \(upserted.inserted.count) and updated \(upserted.updated.count)") }
+            result["upsert"] = Double(m) / upsert
+            let crates = try context.performAndWait { context in
+                try context.execute(BatchInsertRequest(rows: (1...m).map { [BatchValue<Crate>.set(\.label, to: "crate \($0)")] })).objectIDs
+            }
+            let bottles = crates.flatMap { crate -> [[BatchValue<Bottle>]] in
+                let id = ObjectID<Crate>(crate)!
+                return (0..<bottlesPerCrate).map { b in [.set(\.wine, to: "wine \(b)"), .set(\.volume, to: 0.75), .relate(\.crate, to: id)] }
+            }
+            let (_, link) = try timed { try context.performAndWait { _ = try $0.execute(BatchInsertRequest(rows: bottles)) } }
+            result["link"] = Double(m * bottlesPerCrate) / link
+            let (deleted, cascade) = try timed { try context.performAndWait { try $0.execute(BatchDeleteRequest<Crate>()).deleted.count } }
+            meter?.end()
+            guard deleted == m * (bottlesPerCrate + 1) else { throw BenchError("W16: the cascade deleted \(deleted)") }
+            result["cascade"] = cascade
+            try container.closeAndWait()
+        default:
+            break
+        }
+        return result
+    }
+
+    nonisolated private static func parcels(_ codes: Range<Int>, weight: Double) -> [[BatchValue<Parcel>]] {
+        codes.map { [.set(\.code, to: $0), .set(\.weight, to: weight * Double($0)), .set(\.destination, to: "depot \($0 % 97)")] }
+    }
+
+    private func upsertRaw(_ db: RawDatabase, codes: Range<Int>, weight: Double) throws {
+        try db.execute("BEGIN IMMEDIATE")
+        let statement = try db.prepare("INSERT INTO parcel (code, weight, destination) VALUES (?, ?, ?) ON CONFLICT(code) DO UPDATE SET weight = excluded.weight, destination = excluded.destination")
+        for code in codes {
+            statement.bind(code, at: 1); statement.bind(weight * Double(code), at: 2); statement.bind("depot \(code % 97)", at: 3)
+            try statement.run()
+        }
+        try db.execute("COMMIT")
+    }
+}
