@@ -142,6 +142,7 @@ struct DemoCommand: AsyncParsableCommand {
         print("A report context pinned to the query generation before the import still counts \(pinned) packages; moved to the current one, \(current)")
 
         try printQueries(view)
+        try await Self.showBatchRequests(of: packages, in: container)
         try await container.close()
         // The other coordinator has seen every import commit by now, or will within moments.
         let timeout = Task {
