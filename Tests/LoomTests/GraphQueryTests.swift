@@ -5,7 +5,7 @@ import Testing
 /// Predicates that cross relationships give the same answers on every store and with unsaved
 /// changes.
 @MainActor
-@Suite("Graph queries")
+@Suite("Graph queries", .timeLimit(.minutes(3)))
 struct GraphQueryTests {
     struct Library {
         let ann: Author, bob: Author, cy: Author

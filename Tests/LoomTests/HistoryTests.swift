@@ -4,7 +4,7 @@ import Loom
 @_spi(LoomStore) import LoomSQLite
 import Testing
 
-@Suite("Persistent history")
+@Suite("Persistent history", .timeLimit(.minutes(3)))
 struct HistoryTests {
     typealias Author = LibraryRelsV2.Author
     typealias Book = LibraryRelsV2.Book

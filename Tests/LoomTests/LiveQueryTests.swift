@@ -137,7 +137,7 @@ struct LiveQueryTests {
     }
 
     @Test("Random local edits, sibling and child saves, own saves, rollbacks and cascades: every change turns the last result into the new one, which a fresh fetch equals",
-          arguments: [StoreKind.inMemory, .sqlite], [1, 2] as [UInt64])
+          .serialized, arguments: [StoreKind.inMemory, .sqlite], [1, 2] as [UInt64])
     func differential(kind: StoreKind, seed: UInt64) throws {
         let container = try kind.makeGraphContainer()
         let observer = container.newBackgroundContext(name: "observer")
@@ -316,7 +316,7 @@ extension LiveQueryTests {
 
 /// Live query streams read from other tasks than their context's: coalescing, cancellation,
 /// the context's end (run under ThreadSanitizer too).
-@Suite("Live query streams")
+@Suite("Live query streams", .timeLimit(.minutes(3)))
 struct LiveQueryStreamTests {
     @Test("A reader that stops reading holds one result, however many changes come: the next element is the newest result, with one change from the last one read")
     func unreadResultsAreCoalesced() async throws {
@@ -384,7 +384,7 @@ final class Counter: Sendable {
 }
 
 extension LiveQueryStreamTests {
-    @Test("Another container's commits (another coordinator, as another process) reach a live query on the view context: a renamed author moves their novels", .timeLimit(.minutes(1)))
+    @Test("Another container's commits (another coordinator, as another process) reach a live query on the view context: a renamed author moves their novels", .timeLimit(.minutes(3)))
     @MainActor
     func remoteCommits() async throws {
         let url = TemporaryDirectory.make().appending(path: "graph.loom")
@@ -414,7 +414,7 @@ extension LiveQueryStreamTests {
 }
 
 extension LiveQueryStreamTests {
-    @Test("A live query that cannot be evaluated again (its store closed) ends its stream with the store's error, and an observer keeps it, instead of trapping or going quiet", .timeLimit(.minutes(1)))
+    @Test("A live query that cannot be evaluated again (its store closed) ends its stream with the store's error, and an observer keeps it, instead of trapping or going quiet", .timeLimit(.minutes(3)))
     func storeFailureEndsTheStream() async throws {
         let container = try StoreKind.sqlite.makeGraphContainer()
         let context = container.newBackgroundContext()

@@ -17,7 +17,7 @@ import Testing
 }
 
 @MainActor
-@Suite("Ordered many-to-many and nested deletes")
+@Suite("Ordered many-to-many and nested deletes", .timeLimit(.minutes(3)))
 struct OrderedManyToManyTests {
     func container(_ kind: StoreKind) throws -> PersistentContainer {
         let schema = try Schema(Playlist.self, Song.self)

@@ -112,7 +112,7 @@ enum CountingPeoplePlan: SchemaMigrationPlan {
     }
 }
 
-@Suite("Transform stages: both versions, in chunks that resume")
+@Suite("Transform stages: both versions, in chunks that resume", .timeLimit(.minutes(3)))
 struct TransformMigrationTests {
     static func makeV1Store(at url: URL, people: Int = 2_500) async throws {
         let container = try await PersistentContainer(name: "people", for: PeopleV1.self, location: .file(url))

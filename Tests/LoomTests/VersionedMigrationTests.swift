@@ -160,7 +160,7 @@ enum BrokenPlans {
     }
 }
 
-@Suite("Versioned schemas and migration plans")
+@Suite("Versioned schemas and migration plans", .timeLimit(.minutes(3)))
 struct VersionedMigrationTests {
     static func storeURL() -> URL { TemporaryDirectory.make().appending(path: "shelf.loom") }
 
