@@ -331,6 +331,9 @@ final class BatchWriter {
 
         var set = StoreChangeSet()
         var chunk = ObjectChanges()
+        chunk.inserted.reserveCapacity(newRows.count)
+        chunk.updated.reserveCapacity(updateOrder.count)
+        set.inserts.reserveCapacity(newRows.count)
         var related: [(row: Int?, key: Int64?, slot: Int, old: StoredValue, new: StoredValue)] = []
         for key in updateOrder {
             let entry = updates[key]!
@@ -395,17 +398,33 @@ final class BatchWriter {
         func isDoomed(_ e: EntityDescription, _ key: Int64) -> Bool {
             doomed[ObjectIdentifier(e)]?.rows[key] != nil || (e === entity && requestKeys.contains(key))
         }
-        var wave: [(EntityDescription, [Int64])] = [(entity, keys)]
-        while let (e, keys) = wave.popLast() {
-            let fresh = keys.filter { doomed[ObjectIdentifier(e)]?.rows[$0] == nil }
-            guard !fresh.isEmpty else { continue }
-            let rows = try store.rows(of: e, keys: fresh)
+        // Each wave holds rows (read once: a cascade through a to-many reads the destinations'
+        // rows with the relationship) or keys still to read. What a cascade found is kept for
+        // the rules below.
+        var known: [RelationshipKey: [(owner: Int64, other: Int64)]] = [:]
+        var wave: [(EntityDescription, rows: [StoreRow]?, keys: [Int64])] = [(entity, nil, keys)]
+        while let (e, given, keys) = wave.popLast() {
+            var rows: [StoreRow]
+            if let given { rows = given } else { rows = try store.rows(of: e, keys: keys.filter { doomed[ObjectIdentifier(e)]?.rows[$0] == nil }) }
+            rows.removeAll { doomed[ObjectIdentifier(e)]?.rows[$0.key] != nil }
+            guard !rows.isEmpty else { continue }
             if doomed[ObjectIdentifier(e)] == nil { doomed[ObjectIdentifier(e)] = (e, [:]) }
+            doomed[ObjectIdentifier(e)]!.rows.reserveCapacity(doomed[ObjectIdentifier(e)]!.rows.count + rows.count)
             for row in rows { doomed[ObjectIdentifier(e)]!.rows[row.key] = row }
             for r in schema.relationships(of: e) where r.description.deleteRule == .cascade {
-                let related = try relatedKeys(r, rows)
-                let next = Array(Set(related.map(\.other))).filter { doomed[ObjectIdentifier(r.destination)]?.rows[$0] == nil }
-                if !next.isEmpty { wave.append((r.destination, next)) }
+                let isNew = { (key: Int64) in doomed[ObjectIdentifier(r.destination)]?.rows[key] == nil }
+                if case .foreignKey = r.storage {
+                    let related = try relatedKeys(r, rows)
+                    known[RelationshipKey(r), default: []].append(contentsOf: related)
+                    let next = Array(Set(related.map(\.other))).filter(isNew)
+                    if !next.isEmpty { wave.append((r.destination, nil, next)) }
+                } else {
+                    let related = try store.fetchRelated(r, keys: rows.map(\.key))
+                    known[RelationshipKey(r), default: []].append(contentsOf: related.map { ($0.owner, $0.row.key) })
+                    var seen = Set<Int64>()
+                    let next = related.map(\.row).filter { isNew($0.key) && seen.insert($0.key).inserted }
+                    if !next.isEmpty { wave.append((r.destination, next, [])) }
+                }
             }
         }
 
@@ -423,7 +442,8 @@ final class BatchWriter {
             for r in schema.relationships(of: e) {
                 let rule = r.description.deleteRule
                 let inverse = schema.relationship(r.inverseIndex, of: r.destination)
-                let all = try relatedKeys(r, rows)
+                let all: [(owner: Int64, other: Int64)]
+                if let found = known[RelationshipKey(r)] { all = found } else { all = try relatedKeys(r, rows) }
                 let related = all.filter { !isDoomed(r.destination, $0.other) }
                 if rule == .deny, let first = related.first {
                     let count = related.filter { $0.owner == first.owner }.count
@@ -518,6 +538,17 @@ struct KeyPathNameCache {
         let name = Model.loomPropertyName(for: keyPath)
         if entries.count < 64 { entries.append((keyPath, name)) }
         return name
+    }
+}
+
+/// One relationship of one entity, as a dictionary key.
+struct RelationshipKey: Hashable {
+    let entity: ObjectIdentifier
+    let index: Int
+
+    init(_ r: ResolvedRelationship) {
+        entity = ObjectIdentifier(r.source)
+        index = r.index
     }
 }
 

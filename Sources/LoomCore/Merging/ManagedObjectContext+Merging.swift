@@ -68,7 +68,7 @@ extension ManagedObjectContext {
     }
 
     private func merge(_ changes: ObjectChanges, rows: [AnyObjectID: StoreRow], into merged: inout ObjectChanges) {
-        merged.inserted.formUnion(changes.inserted)
+        if merged.inserted.isEmpty { merged.inserted = changes.inserted } else { merged.inserted.formUnion(changes.inserted) }
         for id in changes.deleted {
             merged.deleted.insert(id)
             guard let object = registeredObject(for: id) else { continue }
