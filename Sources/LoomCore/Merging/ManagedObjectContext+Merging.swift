@@ -69,6 +69,14 @@ extension ManagedObjectContext {
 
     private func merge(_ changes: ObjectChanges, rows: [AnyObjectID: StoreRow], into merged: inout ObjectChanges) {
         if merged.inserted.isEmpty { merged.inserted = changes.inserted } else { merged.inserted.formUnion(changes.inserted) }
+        if identityMap.isEmpty {
+            // Nothing registered here to update or delete (a background importer, a batch
+            // request's context): the changes are passed on as they are, with no per-ID work.
+            if merged.updated.isEmpty { merged.updated = changes.updated } else { merged.updated.formUnion(changes.updated) }
+            if merged.deleted.isEmpty { merged.deleted = changes.deleted } else { merged.deleted.formUnion(changes.deleted) }
+            merged.changedProperties.merge(changes.changedProperties) { $0.union($1) }
+            return
+        }
         for id in changes.deleted {
             merged.deleted.insert(id)
             guard let object = registeredObject(for: id) else { continue }
@@ -162,6 +170,7 @@ extension ManagedObjectContext {
     /// objects registered here that it updated, one store read per entity. If a read fails, its
     /// objects are left out, and `merge` reads (or refaults) them one by one.
     private func currentRows(for changes: ObjectChanges) -> [AnyObjectID: StoreRow] {
+        if identityMap.isEmpty { return [:] }
         var wanted: [ObjectIdentifier: (entity: EntityDescription, keys: [Int64], ids: [Int64: AnyObjectID])] = [:]
         for id in changes.updated {
             guard let backing = registeredObject(for: id)?._loomBacking, backing.state == .loaded else { continue }
