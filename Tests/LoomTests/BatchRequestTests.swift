@@ -322,4 +322,61 @@ struct BatchRequestTests {
         #expect(try context.count(for: FetchRequest<Shelf>()) == 4_500)
         #expect(try context.count(for: FetchRequest<Shelf>(predicate: #Predicate { $0.label == "new" })) == 3_000)
     }
+    struct AuthorJSON: Codable, Sendable {
+        let name: String
+        let rating: Int
+        let publisher: String?
+    }
+
+    @Test("A uniqued import from JSON inserts and updates by the unique key, links publishers by name with one lookup per chunk, commits per chunk and reports progress; a throwing hook or a missing link stops at its chunk, the chunks before it kept", arguments: StoreKind.allCases)
+    @MainActor
+    func uniquedImport(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        for name in ["P0", "P1"] { context.insert(Publisher(name: name)) }
+        for i in 0..<100 { context.insert(Author(name: "A\(i)", rating: 0)) }
+        try context.save()
+        let json = try JSONEncoder().encode((0..<250).map { AuthorJSON(name: "A\($0)", rating: $0 % 3, publisher: $0 % 5 == 0 ? nil : "P\($0 % 2)") })
+        let sources = try JSONDecoder().decode([AuthorJSON].self, from: json)
+        var reports: [ImportProgress] = []
+        let request = ImportRequest<Author, AuthorJSON>(sources, chunkSize: 60) { author in
+            [.set(\.name, to: author.name), .set(\.rating, to: author.rating)]
+        }.linking(\.publisher, to: \Publisher.name, by: \.publisher)
+        let result = try context.execute(request) { reports.append($0) }
+        #expect(reports.map(\.completed) == [60, 120, 180, 240, 250])
+        #expect(result.inserted == 150)
+        // Of the 100 saved ones, those given a publisher or a rating changed; A0, A5… with rating 0 and no publisher are unchanged.
+        let unchanged = (0..<100).filter { $0 % 5 == 0 && $0 % 3 == 0 }.count
+        #expect(result.updated == 100 - unchanged && result.unchanged == unchanged)
+        let authors = try context.fetch(FetchRequest<Author>())
+        #expect(authors.count == 250)
+        for author in authors {
+            let i = Int(author.name.dropFirst())!
+            #expect(author.rating == i % 3)
+            #expect(author.publisher?.name == (i % 5 == 0 ? nil : "P\(i % 2)"))
+        }
+        #expect(try context.fetch(FetchRequest<Publisher>(predicate: #Predicate { $0.name == "P1" })).first?.authors.count == (0..<250).filter { $0 % 5 != 0 && $0 % 2 == 1 }.count)
+
+        // A hook that throws in the third chunk: the first two are committed, the third is not.
+        struct Refused: Error {}
+        let more = (0..<200).map { AuthorJSON(name: "B\($0)", rating: 1, publisher: nil) }
+        var reached = 0
+        #expect(throws: Refused.self) {
+            try context.execute(ImportRequest<Author, AuthorJSON>(more, chunkSize: 50) { author in
+                if author.name == "B130" { throw Refused() }
+                return [.set(\.name, to: author.name), .set(\.rating, to: author.rating)]
+            }) { reached = $0.completed }
+        }
+        #expect(reached == 100)
+        #expect(try context.count(for: FetchRequest<Author>(predicate: #Predicate { $0.name.starts(with: "B") })) == 100)
+
+        // A link to a publisher nobody saved: its chunk is not written, and the error names the source.
+        let dangling = [AuthorJSON(name: "C0", rating: 1, publisher: "P0"), AuthorJSON(name: "C1", rating: 1, publisher: "Nobody")]
+        let error = #expect(throws: LoomError.self) {
+            try context.execute(ImportRequest<Author, AuthorJSON>(dangling) { [.set(\.name, to: $0.name)] }.linking(\.publisher, to: \Publisher.name, by: \.publisher))
+        }
+        #expect(error?.code == .objectNotFound)
+        #expect(error?.message.contains("Source 1") == true)
+        #expect(try context.count(for: FetchRequest<Author>(predicate: #Predicate { $0.name.starts(with: "C") })) == 0)
+    }
 }

@@ -1,0 +1,136 @@
+import Foundation
+
+/// A uniqued import: values decoded elsewhere (JSON, CSV, an API's response) become objects of
+/// `Model`, inserted or, where one with the same unique key is saved, updated — in chunks, each
+/// one uniqued batch insert (``BatchInsertRequest`` with ``BatchInsertRequest/Uniquing/update``)
+/// committed on its own, with to-one relationships linked by the destination's key.
+///
+/// ```swift
+/// let books = try JSONDecoder().decode([BookJSON].self, from: data)
+/// let request = ImportRequest<Book, BookJSON>(books) { book in
+///     [.set(\.isbn, to: book.isbn), .set(\.title, to: book.title)]
+/// }.linking(\.author, to: \Author.authorID, by: \.authorID)
+/// let result = try context.execute(request) { progress in print(progress.completed, "of", progress.total) }
+/// ```
+/// Per chunk: one keyed lookup per linked relationship, one for the saved objects the rows
+/// match, and one store transaction; no object is made. A chunk whose `values` closure throws,
+/// or whose link finds no destination, is not written, and the error is rethrown: the chunks
+/// before it stay committed, so an import can resume after the last one its progress reported.
+public struct ImportRequest<Model: PersistentModel, Source: Sendable>: Sendable {
+    /// The values to import, one object each.
+    public var sources: [Source]
+    /// Objects per chunk (committed together).
+    public var chunkSize: Int
+    /// The attributes identifying an object: by default the entity's first uniqueness constraint.
+    public var uniquingBy: [any PartialKeyPath<Model> & Sendable]?
+    let values: @Sendable (Source) throws -> [BatchValue<Model>]
+    var links: [Link] = []
+
+    struct Link: Sendable {
+        let relationship: any PartialKeyPath<Model> & Sendable
+        let destinationName: String
+        /// The destination's key attribute's name (`nil` when the key path names none).
+        let keyName: String?
+        /// The source's key for the destination, encoded for the destination's attribute.
+        let key: @Sendable (Source, AttributeDescription) throws(LoomError) -> StoredValue?
+    }
+
+    /// Imports `sources`, each turned into an object's attribute values by `values` (a hook that
+    /// may throw, aborting its chunk).
+    public init(_ sources: [Source], chunkSize: Int = 5_000, uniquingBy: [any PartialKeyPath<Model> & Sendable]? = nil,
+                values: @escaping @Sendable (Source) throws -> [BatchValue<Model>]) {
+        self.sources = sources
+        self.chunkSize = max(1, chunkSize)
+        self.uniquingBy = uniquingBy
+        self.values = values
+    }
+
+    /// Links the to-one `relationship` of each imported object to the `Destination` whose
+    /// `destinationKey` equals the source's `sourceKey` (no link when it is `nil`): one lookup
+    /// per chunk. A key no saved destination has fails the chunk, naming the source's position.
+    public func linking<Destination: PersistentModel, Key: Sendable>(
+        _ relationship: any KeyPath<Model, Destination?> & Sendable, to destinationKey: any KeyPath<Destination, Key> & Sendable,
+        by sourceKey: @escaping @Sendable (Source) -> Key?
+    ) -> Self {
+        var copy = self
+        copy.links.append(Link(
+            relationship: relationship, destinationName: Destination.entity.name,
+            keyName: Destination.loomPropertyName(for: destinationKey),
+            key: { source, attribute throws(LoomError) in
+                guard let key = sourceKey(source) else { return nil }
+                return try attribute.codec.encode(key)
+            }))
+        return copy
+    }
+}
+
+/// How far an import has come, after each committed chunk.
+public struct ImportProgress: Sendable, Equatable {
+    /// Sources imported so far (committed), and in all.
+    public var completed: Int
+    public var total: Int
+    /// Objects inserted, updated, and matched with nothing to change, so far.
+    public var inserted: Int
+    public var updated: Int
+    public var unchanged: Int
+}
+
+extension ManagedObjectContext {
+    /// Runs a uniqued import (``ImportRequest``), chunk by chunk, each a batch insert that
+    /// updates matching objects, calling `progress` after each committed chunk.
+    ///
+    /// Runs on this context's isolation, like ``save()``; like every batch request, what it
+    /// writes is merged here when each chunk commits, and by every automatically merging
+    /// context. Returns the progress after the last chunk.
+    @discardableResult
+    public func execute<Model: PersistentModel, Source: Sendable>(_ request: ImportRequest<Model, Source>, progress: ((ImportProgress) -> Void)? = nil) throws -> ImportProgress {
+        ConcurrencyDebugging.check(self, "execute(_:)")
+        let schema = coordinator.schema
+        // Each link's destination entity and key attribute, checked once.
+        var links: [(link: ImportRequest<Model, Source>.Link, destination: EntityDescription, key: Int)] = []
+        for link in request.links {
+            let destination = try schema.requireEntity(named: link.destinationName)
+            guard let name = link.keyName, let key = destination.attributeIndex(named: name) else {
+                throw LoomError(.invalidRequest, "An import of \(Model.entity.name) links by a key path that is not an attribute of \(destination.name).", entity: destination.name)
+            }
+            links.append((link, destination, key))
+        }
+        var state = ImportProgress(completed: 0, total: request.sources.count, inserted: 0, updated: 0, unchanged: 0)
+        var start = 0
+        while start < request.sources.count {
+            let end = min(start + request.chunkSize, request.sources.count)
+            var rows: [[BatchValue<Model>]] = []
+            rows.reserveCapacity(end - start)
+            for source in request.sources[start..<end] { rows.append(try request.values(source)) }
+            for (link, destination, keyIndex) in links {
+                let attribute = destination.attributes[keyIndex]
+                var keys: [StoredValue?] = []
+                keys.reserveCapacity(end - start)
+                for source in request.sources[start..<end] { keys.append(try link.key(source, attribute)) }
+                let wanted = Array(Set(keys.compactMap { $0 }))
+                var found: [StoredValue: Int64] = [:]
+                if !wanted.isEmpty {
+                    for row in try coordinator.store.fetch(StoreQuery(entity: destination, predicate: .isIn(.attribute(keyIndex), wanted))) {
+                        found[row.values[keyIndex]] = row.key
+                    }
+                }
+                for (i, key) in keys.enumerated() {
+                    guard let key else { continue }
+                    guard let target = found[key] else {
+                        throw LoomError(.objectNotFound, "Source \(start + i) of an import of \(Model.entity.name) links to the \(destination.name) whose \(attribute.name) is \(key), and there is none; nothing of its chunk (from source \(start)) was written.",
+                                        entity: destination.name, attributes: [attribute.name])
+                    }
+                    rows[i].append(BatchValue(keyPath: link.relationship, value: RelatedKey(entityName: destination.name, key: target)))
+                }
+            }
+            let result = try execute(BatchInsertRequest(rows: rows, uniquing: .update, uniquingBy: request.uniquingBy))
+            state.completed = end
+            state.inserted += result.inserted.count
+            state.updated += result.updated.count
+            state.unchanged += result.unchanged
+            progress?(state)
+            start = end
+        }
+        return state
+    }
+}
