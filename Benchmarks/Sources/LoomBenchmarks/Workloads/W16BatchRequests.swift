@@ -33,6 +33,35 @@ import Loom
     }
 }
 
+/// A writer with a unique handle, and articles with a unique slug, for W16's uniqued import.
+@Model final class Columnist {
+    @Attribute(.unique) var handle: String
+    @Relationship(inverse: \Article.writer) var articles: Set<Article> = []
+
+    init(handle: String) { self.handle = handle }
+}
+
+@Model final class Article {
+    @Attribute(.unique) var slug: String
+    var title: String
+    var words: Int
+    var writer: Columnist?
+
+    init(slug: String, title: String, words: Int) {
+        self.slug = slug
+        self.title = title
+        self.words = words
+    }
+}
+
+/// One article as a feed gives it, in JSON.
+struct ArticleJSON: Codable, Sendable {
+    let slug: String
+    let title: String
+    let words: Int
+    let writer: String
+}
+
 /// W16: batch requests — work done in the store, without objects.
 ///
 /// "insert" writes M new objects (the W1 items) with one batch insert request; raw SQLite runs
@@ -44,6 +73,11 @@ import Loom
 /// (`.relate(\.crate, to:)`; raw: an INSERT with the crate's key), rows per second; "cascade"
 /// deletes the M crates with one batch delete whose cascade rule deletes their 10 × M bottles
 /// (raw: `DELETE FROM bottle WHERE crate IN (SELECT …)`, then the crates, in one transaction).
+/// "import" decodes a JSON feed of 40,000 articles (half already saved, every title changed),
+/// each linked by its writer's handle to one of 1,000 writers, and imports it: Loom's
+/// `ImportRequest` uniqued by slug with `.linking(\.writer, to: \Columnist.handle, by: \.writer)`;
+/// raw SQLite, a hand-written importer: the writers' keys in one query, then one upsert per
+/// article. Seconds, decoding included.
 /// Loom's side writes what a save writes: versions checked, history recorded, contexts told.
 final class BatchRequests: SynchronousWorkload {
     let id = "W16"
@@ -54,7 +88,10 @@ final class BatchRequests: SynchronousWorkload {
         Metric(key: "upsert", label: "upsert, half existing", unit: .operationsPerSecond),
         Metric(key: "link", label: "insert related by ID", unit: .operationsPerSecond),
         Metric(key: "cascade", label: "cascading delete", target: .median(3)),
+        Metric(key: "import", label: "uniqued import from JSON", target: .median(1)),
     ]
+    let articles = 40_000
+    let writers = 1_000
     let bottlesPerCrate = 10
     private var bench: Bench!
 
@@ -107,8 +144,18 @@ final class BatchRequests: SynchronousWorkload {
             meter?.end()
             result["cascade"] = cascade
             guard try db.scalar("SELECT count(*) FROM bottle") == "0" else { throw BenchError("W16: raw cascade left bottles") }
+            try db.execute("CREATE TABLE writer (id INTEGER PRIMARY KEY, handle TEXT NOT NULL UNIQUE)")
+            try db.execute("CREATE TABLE article (id INTEGER PRIMARY KEY, slug TEXT NOT NULL UNIQUE, title TEXT NOT NULL, words INTEGER NOT NULL, writer INTEGER)")
+            try db.execute("CREATE INDEX article_writer ON article(writer)")
+            try db.execute("BEGIN IMMEDIATE")
+            let writer = try db.prepare("INSERT INTO writer (handle) VALUES (?)")
+            for w in 0..<writers { writer.bind("w\(w)", at: 1); try writer.run() }
+            try db.execute("COMMIT")
+            try upsertArticlesRaw(db, try JSONDecoder().decode([ArticleJSON].self, from: Self.feed(0..<(articles / 2), writers: writers, edition: 1)))
+            let feed = Self.feed(0..<articles, writers: writers, edition: 2)
+            result["import"] = try timed { try upsertArticlesRaw(db, try JSONDecoder().decode([ArticleJSON].self, from: feed)) }.1
         case .loom:
-            let container = try PersistentContainer(name: "LoomBench", for: Item.self, Parcel.self, Crate.self, Bottle.self, location: .file(URL(filePath: path)))
+            let container = try PersistentContainer(name: "LoomBench", for: Item.self, Parcel.self, Crate.self, Bottle.self, Columnist.self, Article.self, location: .file(URL(filePath: path)))
             let context = container.newBackgroundContext()
             let existing = Self.parcels(0..<(m / 2), weight: 1)
             try context.performAndWait { context in _ = try context.execute(BatchInsertRequest(rows: existing)) }
@@ -138,11 +185,48 @@ final class BatchRequests: SynchronousWorkload {
             meter?.end()
             guard deleted == m * (bottlesPerCrate + 1) else { throw BenchError("W16: the cascade deleted \(deleted)") }
             result["cascade"] = cascade
+            try context.performAndWait { context in
+                _ = try context.execute(BatchInsertRequest(rows: (0..<self.writers).map { [BatchValue<Columnist>.set(\.handle, to: "w\($0)")] }))
+                let first = try JSONDecoder().decode([ArticleJSON].self, from: Self.feed(0..<(self.articles / 2), writers: self.writers, edition: 1))
+                try context.execute(Self.importRequest(first))
+            }
+            let feed = Self.feed(0..<articles, writers: writers, edition: 2)
+            let (imported, seconds) = try timed {
+                try context.performAndWait { context in try context.execute(Self.importRequest(try JSONDecoder().decode([ArticleJSON].self, from: feed))) }
+            }
+            guard imported.inserted == articles / 2, imported.updated == articles / 2 else { throw BenchError("W16: the import inserted \(imported.inserted) and updated \(imported.updated)") }
+            result["import"] = seconds
             try container.closeAndWait()
         default:
             break
         }
         return result
+    }
+
+    /// The feed as JSON: articles `range`, each by one of `writers`; edition 2 changes every title.
+    nonisolated private static func feed(_ range: Range<Int>, writers: Int, edition: Int) -> Data {
+        try! JSONEncoder().encode(range.map { ArticleJSON(slug: "a\($0)", title: "Article \($0), edition \(edition)", words: 100 + $0 % 900, writer: "w\($0 % writers)") })
+    }
+
+    nonisolated private static func importRequest(_ articles: [ArticleJSON]) -> ImportRequest<Article, ArticleJSON> {
+        ImportRequest(articles) { article in
+            [.set(\.slug, to: article.slug), .set(\.title, to: article.title), .set(\.words, to: article.words)]
+        }.linking(\.writer, to: \Columnist.handle, by: \.writer)
+    }
+
+    /// What a hand-written importer does: the writers' keys in one query, then one upsert per article.
+    private func upsertArticlesRaw(_ db: RawDatabase, _ articles: [ArticleJSON]) throws {
+        var writerKeys: [String: Int64] = [:]
+        let select = try db.prepare("SELECT id, handle FROM writer")
+        while try select.step() { writerKeys[select.text(1)] = select.int64(0) }
+        try db.execute("BEGIN IMMEDIATE")
+        let statement = try db.prepare("INSERT INTO article (slug, title, words, writer) VALUES (?, ?, ?, ?) ON CONFLICT(slug) DO UPDATE SET title = excluded.title, words = excluded.words, writer = excluded.writer")
+        for article in articles {
+            statement.bind(article.slug, at: 1); statement.bind(article.title, at: 2); statement.bind(article.words, at: 3)
+            statement.bind(writerKeys[article.writer]!, at: 4)
+            try statement.run()
+        }
+        try db.execute("COMMIT")
     }
 
     nonisolated private static func parcels(_ codes: Range<Int>, weight: Double) -> [[BatchValue<Parcel>]] {
