@@ -45,3 +45,39 @@ func readmeBatchRequests() async throws {
     try await settle { (try? view.count(for: FetchRequest<Dish>())) == 6 }
     #expect(try view.count(for: FetchRequest<Chef>()) == 2)
 }
+
+// BEGIN README IMPORT
+/// A dish as a recipe site's JSON gives it.
+struct DishJSON: Codable, Sendable {
+    let title: String
+    let minutes: Int
+    let chef: String   // the chef's unique name
+}
+
+/// Imports a JSON feed of dishes, 5,000 per committed chunk: each dish inserted or updated by
+/// its title (`uniquingBy`), linked to its chef by the chef's name with one lookup per chunk.
+func importDishes(_ json: Data, into container: PersistentContainer) async throws -> ImportProgress {
+    let dishes = try JSONDecoder().decode([DishJSON].self, from: json)
+    return try await container.performBackgroundTask { context in
+        let request = ImportRequest<Dish, DishJSON>(dishes, uniquingBy: [\Dish.title]) { dish in
+            [.set(\.title, to: dish.title), .set(\.minutes, to: dish.minutes)]
+        }.linking(\.chef, to: \Chef.name, by: \.chef)
+        return try context.execute(request) { progress in print("\(progress.completed) of \(progress.total) dishes") }
+    }
+}
+// END README IMPORT
+
+@Test("README: a JSON feed of dishes imported, uniqued by title and linked to chefs by name")
+@MainActor
+func readmeImport() async throws {
+    let container = try PersistentContainer(name: "Menu", for: Chef.self, Dish.self, Ingredient.self, Step.self, location: .inMemory)
+    let view = container.viewContext
+    view.insert(Chef(name: "Ann"))
+    view.insert(Chef(name: "Bob"))
+    view.insert(Dish(title: "Soup", minutes: 10))
+    try view.save()
+    let json = try JSONEncoder().encode([DishJSON(title: "Soup", minutes: 40, chef: "Ann"), DishJSON(title: "Salad", minutes: 10, chef: "Bob")])
+    let done = try await importDishes(json, into: container)
+    #expect(done.inserted == 1 && done.updated == 1 && done.completed == 2)
+    try await settle { (try? view.fetch(FetchRequest<Dish>(sortBy: [SortDescriptor(\.title)])).map { "\($0.title) \($0.minutes) \($0.chef?.name ?? "-")" }) == ["Salad 10 Bob", "Soup 40 Ann"] }
+}
