@@ -379,4 +379,26 @@ struct BatchRequestTests {
         #expect(error?.message.contains("Source 1") == true)
         #expect(try context.count(for: FetchRequest<Author>(predicate: #Predicate { $0.name.starts(with: "C") })) == 0)
     }
+    @Test("A live query on the view context follows batch requests run on a background context: its next result equals a fetch, with the batch's changes", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
+    @MainActor
+    func liveQueryFollowsBatches(kind: StoreKind) async throws {
+        let container = try Self.library(kind, seed: 13)
+        let view = container.viewContext
+        let request = FetchRequest<Novel>(predicate: #Predicate { $0.pages >= 100 }, sortBy: [SortDescriptor(\.pages), SortDescriptor(\.title)])
+        var results = try view.liveQuery(request).makeAsyncIterator()
+        let first = try #require(try await results.next(isolation: #isolation))
+        #expect(first.items == (try view.fetch(request)).map(\.objectID))
+        let background = container.newBackgroundContext()
+        try await background.perform { context in
+            _ = try context.execute(BatchUpdateRequest<Novel>(predicate: #Predicate { $0.pages < 150 }, set: [.set(\.pages, to: 450)]))
+            _ = try context.execute(BatchDeleteRequest<Author>(predicate: #Predicate { $0.rating > 6 }))
+        }
+        view.mergePendingSaves()
+        var latest = first
+        while latest.items != (try view.fetch(request)).map(\.objectID) {
+            latest = try #require(try await results.next(isolation: #isolation))
+        }
+        #expect(latest.changes != nil)
+        #expect(latest.count < first.count || latest.changes?.movedItems.isEmpty == false)
+    }
 }
