@@ -298,7 +298,7 @@ final class BatchWriter {
             if let unique, let index = newByUnique[unique] {
                 // An earlier row of this request inserts the same object.
                 switch uniquing {
-                case .fail: throw duplicate(entity, row: row, constraint, unique)
+                case .fail: throw duplicate(entity, row: row, constraint)
                 case .ignore: result.unchanged += 1
                 case .update: for (slot, value) in values { newRows[index].values[slot] = value }
                 }
@@ -308,7 +308,7 @@ final class BatchWriter {
             if let unique, let saved = existing[unique] {
                 ends.append(saved.key)
                 switch uniquing {
-                case .fail: throw duplicate(entity, row: row, constraint, unique, existing: saved.key)
+                case .fail: throw duplicate(entity, row: row, constraint, existing: saved.key)
                 case .ignore: result.unchanged += 1
                 case .update:
                     var entry = updates[saved.key] ?? (saved.version, saved.values, saved.values, [])
@@ -376,11 +376,11 @@ final class BatchWriter {
         }
     }
 
-    private func duplicate(_ entity: EntityDescription, row: Int, _ constraint: [Int], _ values: [StoredValue], existing: Int64? = nil) -> LoomError {
+    private func duplicate(_ entity: EntityDescription, row: Int, _ constraint: [Int], existing: Int64? = nil) -> LoomError {
+        // The values are not in the message (they may be personal data); the row and the object are.
         let names = constraint.map { entity.attributes[$0].name }
-        let what = zip(names, values).map { "\($0) = \($1)" }.joined(separator: ", ")
-        let other = existing.map { "\(entity.name)/\($0) already has" } ?? "an earlier row of the request has"
-        return LoomError(.uniquenessViolation, "Row \(row) of a batch insert of \(entity.name) matches an object by its unique \(names.joined(separator: ", ")): \(other) \(what).",
+        let other = existing.map { "\(entity.name)/\($0) has" } ?? "an earlier row of the request has"
+        return LoomError(.uniquenessViolation, "Row \(row) of a batch insert of \(entity.name) matches an object by its unique \(names.joined(separator: ", ")): \(other) the same; use uniquing .update or .ignore, or leave the row out.",
                          entity: entity.name, attributes: names, objectID: existing.map { id(entity, $0) })
     }
 
