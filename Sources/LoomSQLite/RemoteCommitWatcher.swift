@@ -36,6 +36,9 @@ final class RemoteCommitWatcher: Sendable {
     static let settleWindow: Duration = .milliseconds(32)
     /// How long a wake-up waits for more writes before it looks (seconds).
     static let coalescing: TimeInterval = 0.001
+    /// Tests only: milliseconds a new watcher's thread waits before it starts, as a thread of a
+    /// loaded machine may.
+    static let startDelayForTesting = Atomic<Int>(0)
 
     private let stopRequested = Atomic<Bool>(false)
     /// Written to by ``stop()`` to wake the thread; read end first.
@@ -66,8 +69,10 @@ final class RemoteCommitWatcher: Sendable {
             close(fds[0]); close(fds[1])
             throw error
         }
+        let delay = Self.startDelayForTesting.load(ordering: .relaxed)
         let thread = Thread { [self] in
             Self.isWatcherThread.set()
+            if delay > 0 { Thread.sleep(forTimeInterval: Double(delay) / 1_000) }
             var loop = Loop(queue: queue, path: path, store: store, origin: origin, lastNumber: after, handler: handler)
             loop.run(until: stopRequested, wake: wakePipe.0)
             try? queue.close()
@@ -121,6 +126,11 @@ final class RemoteCommitWatcher: Sendable {
 
         mutating func run(until stop: borrowing Atomic<Bool>, wake: Int32) {
             dataVersion = (try? currentDataVersion()) ?? -1
+            // Commits made after the store read `lastNumber` but before this thread started are
+            // already counted in `dataVersion`: without this read they would wait for the next
+            // commit to be seen (and a coordinator opened just before another process's last
+            // commit would miss it for good).
+            try? readHistory()
             // After the file was written: when to look again if nothing more is written.
             var recheck: Duration?
             while !stop.load(ordering: .acquiring) {

@@ -1,7 +1,7 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
-@_spi(LoomStore) import LoomSQLite
+@_spi(LoomStore) @testable import LoomSQLite
 import Testing
 
 /// Two containers on one file: each learns what the other commits, from the store's history,
@@ -25,6 +25,31 @@ struct RemoteChangeTests {
             try? await Task.sleep(for: .milliseconds(2))
         }
         return try condition()
+    }
+
+    @Test("A commit made while a new container's watcher thread is still starting reaches it, not only at the next commit (CI hung on this)")
+    @MainActor
+    func commitBeforeTheWatcherStarts() async throws {
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        let writer = try Self.open(url)
+        try await writer.save { context in context.insert(Author(name: "Ann")) }
+        RemoteCommitWatcher.startDelayForTesting.store(300, ordering: .relaxed)
+        let reader = try Self.open(url)   // its watcher's thread starts 300 ms from now
+        RemoteCommitWatcher.startDelayForTesting.store(0, ordering: .relaxed)
+        let changes = reader.remoteChanges()
+        try await writer.save { context in context.insert(Author(name: "Bob")) }   // before it starts
+        let heard = Task {
+            for await change in changes where !change.transactions.isEmpty { return true }
+            return false   // cancelled: never heard
+        }
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(10))
+            heard.cancel()
+        }
+        #expect(await heard.value)
+        deadline.cancel()
+        try await reader.close()
+        try await writer.close()
     }
 
     @Test("Another container's saves reach the view context: new values, deleted objects, to-many lists, one objectsDidChange per merge")
