@@ -53,10 +53,16 @@ extension SQLGenerator {
     /// Calls `body` with each statement that applies `changes`, in order, without collecting
     /// them (a one-object save stays free of the extra allocation); stops at its first error.
     package func forEachStatement<E: Error>(of changes: StoreChangeSet, _ body: (ChangeStatement) throws(E) -> Void) throws(E) {
+        // A batch deletes many rows of few entities: their texts are looked up once per run.
+        var deleteTexts: (entity: ObjectIdentifier, delete: String, links: [String])?
         for (i, delete) in changes.deletes.enumerated() {
-            try body(ChangeStatement(sql: self.delete(delete.entity), step: .delete(i)))
-            for (table, column) in schema.joinTables(involving: delete.entity) {
-                try body(ChangeStatement(sql: deleteLinks(table, column: column), step: .deleteLinks(i)))
+            if deleteTexts?.entity != ObjectIdentifier(delete.entity) {
+                deleteTexts = (ObjectIdentifier(delete.entity), self.delete(delete.entity),
+                               schema.joinTables(involving: delete.entity).map { deleteLinks($0.table, column: $0.column) })
+            }
+            try body(ChangeStatement(sql: deleteTexts!.delete, step: .delete(i)))
+            for text in deleteTexts!.links {
+                try body(ChangeStatement(sql: text, step: .deleteLinks(i)))
             }
         }
         // Most saves change the same few columns of an entity: one text per shape.

@@ -508,8 +508,18 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// Runs the statements of a change set on the writer connection, in the caller's
     /// transaction, in the order and shapes `LoomSQL` plans for every SQL store.
     private func applyStatements(_ changes: StoreChangeSet, _ db: Database) throws {
+        // Consecutive statements of one text (a batch's thousands of DELETEs) reuse the
+        // prepared statement without looking the text up in GRDB's cache again.
+        var last: (sql: String, handle: OpaquePointer)?
         try sql.forEachStatement(of: changes) { (planned) throws in
-            try RawStatement.with(db, planned.sql) { statement in
+            let handle: OpaquePointer
+            if let last, last.sql == planned.sql {
+                handle = last.handle
+            } else {
+                handle = try db.cachedStatement(sql: planned.sql).sqliteStatement
+                last = (planned.sql, handle)
+            }
+            try RawStatement.with(handle, planned.sql) { statement in
                 switch planned.step {
                 case .delete(let i):
                     let delete = changes.deletes[i]
