@@ -101,7 +101,9 @@ extension ManagedObjectContext {
     }
 
     /// Runs `body` with a writer inside one store write transaction, then merges what it
-    /// changed into this context.
+    /// changed into this context. Inside ``PersistentContainer/performExclusiveWrite(_:)`` the
+    /// request joins that transaction, and this context merges it before the transaction
+    /// commits: if the exclusive write then throws, reset or refresh the context.
     private func runBatch(_ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
         try reportStoreFailures()
         let writer = BatchWriter(context: self)
@@ -119,7 +121,8 @@ extension ManagedObjectContext {
 
 /// Writes one batch request's chunks as store change sets, and collects what changed.
 final class BatchWriter {
-    /// Objects per change set: bounds the memory a request holds, whatever its size.
+    /// Objects per change set. It bounds each change set, not the request: the result and the
+    /// merge still hold every changed object's ID (see the issue note).
     static let chunkSize = 10_000
 
     let context: ManagedObjectContext
