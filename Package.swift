@@ -12,12 +12,16 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Loom", targets: ["Loom"]),
+        .library(name: "LoomPostgreSQL", targets: ["LoomPostgreSQL"]),
         .executable(name: "loom", targets: ["loom"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // The object graph, contexts, coordinator and store SPI. No SQLite, no swift-syntax.
@@ -34,6 +38,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding and reading values with their exact length.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings),
+        // The PostgreSQL store, on postgres-nio: the same tables, semantics and history as SQLite,
+        // for several app servers on one database.
+        .target(
+            name: "LoomPostgreSQL",
+            dependencies: [
+                "LoomCore",
+                "LoomSQL",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
         // The store contract as checks any store's tests run through the store SPI (no Testing
@@ -56,11 +73,11 @@ let package = Package(
         .executableTarget(
             name: "loom",
             dependencies: [
-                "Loom", "DebianPackages",
+                "Loom", "LoomPostgreSQL", "DebianPackages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
-        .testTarget(name: "LoomTests", dependencies: ["Loom", "LoomSQL", "LoomStoreTesting"], swiftSettings: strictSettings),
+        .testTarget(name: "LoomTests", dependencies: ["Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL"], swiftSettings: strictSettings),
         .testTarget(
             name: "LoomMacrosTests",
             dependencies: [

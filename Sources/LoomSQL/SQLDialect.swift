@@ -42,4 +42,45 @@ package protocol SQLDialect: Sendable {
     /// Loom's lowercase of a string, and its length (characters of text, bytes of data).
     func lowercase(_ a: String) -> String
     func length(_ a: String) -> String
+
+    /// A value used where SQL wants a truth value (`WHERE`, `CASE WHEN`, `AND`): SQLite takes
+    /// any value (non-zero is true); PostgreSQL wants a boolean (`(v) <> 0`).
+    func condition(_ value: String) -> String
+    /// A truth value used as a value (compared, sorted, returned): SQLite's comparisons are
+    /// already integers 0/1; PostgreSQL's booleans become them.
+    func value(ofCondition condition: String) -> String
+    /// One `ORDER BY` term with Loom's order: NULLs first when ascending, last when descending
+    /// (SQLite's; PostgreSQL needs `NULLS FIRST`/`NULLS LAST`).
+    func orderTerm(_ expression: String, ascending: Bool) -> String
+    /// `a <op> b` with SQLite's arithmetic: division (and remainder) by zero is NULL.
+    func arithmetic(_ op: PredicateNode.ArithmeticOperator, _ a: String, _ b: String) -> String
+    /// An aggregate function applied to a value: `COUNT`, `SUM`, `MIN`, `MAX`, `AVG` (an average
+    /// is always real, as in SQLite).
+    func aggregate(_ name: String, _ value: String) -> String
+    /// A condition that is never true: the placeholder of a statement that must return nothing.
+    var never: String { get }
+}
+
+extension SQLDialect {
+    package func condition(_ value: String) -> String { value }
+    package func value(ofCondition condition: String) -> String { condition }
+    package func orderTerm(_ expression: String, ascending: Bool) -> String { "\(expression) \(ascending ? "ASC" : "DESC")" }
+    package func arithmetic(_ op: PredicateNode.ArithmeticOperator, _ a: String, _ b: String) -> String {
+        "(\(a) \(op.sqlSymbol) \(b))"
+    }
+    package func aggregate(_ name: String, _ value: String) -> String { "\(name)(\(value))" }
+    package var never: String { "0" }
+}
+
+extension PredicateNode.ArithmeticOperator {
+    /// The operator's SQL symbol.
+    package var sqlSymbol: String {
+        switch self {
+        case .add: "+"
+        case .subtract: "-"
+        case .multiply: "*"
+        case .divide: "/"
+        case .remainder: "%"
+        }
+    }
 }

@@ -27,21 +27,21 @@ extension SQLGenerator {
                 case .max: "MAX"
                 case .average: "AVG"
                 }
-                columns.append("\(name)(\(value))")
+                columns.append(dialect.aggregate(name, value))
             }
         }
         var text = "SELECT \(query.isDistinct ? "DISTINCT " : "")\(columns.joined(separator: ", ")) FROM \(Self.quote(entity.name)) AS t0"
         if let predicate = query.predicate {
-            text += " WHERE " + expression(predicate, entity, "t0", &builder)
+            text += " WHERE " + condition(predicate, entity, "t0", &builder)
         }
         if !query.groupBy.isEmpty {
             text += " GROUP BY " + query.groupBy.map { expression($0, entity, "t0", &builder) }.joined(separator: ", ")
         }
-        var order = query.sortKeys.map { "\($0.column + 1) \($0.ascending ? "ASC" : "DESC")" }
+        var order = query.sortKeys.map { dialect.orderTerm("\($0.column + 1)", ascending: $0.ascending) }
         if query.isDistinct {
-            order += query.columns.indices.map { "\($0 + 1)" }
+            order += query.columns.indices.map { dialect.orderTerm("\($0 + 1)", ascending: true) }
         } else if !query.groupBy.isEmpty {
-            order += query.groupBy.map { expression($0, entity, "t0", &builder) }
+            order += query.groupBy.map { dialect.orderTerm(expression($0, entity, "t0", &builder), ascending: true) }
         } else if !query.isGrouped {
             order.append("t0.\"Z_PK\"")
         }

@@ -222,11 +222,11 @@ package struct SQLGenerator: Sendable {
         var builder = Builder(dialect)
         var text = "SELECT \(resultColumns) FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
-            text += " WHERE " + expression(predicate, query.entity, "t0", &builder)
+            text += " WHERE " + condition(predicate, query.entity, "t0", &builder)
         }
         var order: [String] = []
         for key in query.sortKeys {
-            order.append("\(expression(key.valueNode, query.entity, "t0", &builder)) \(key.ascending ? "ASC" : "DESC")")
+            order.append(dialect.orderTerm(expression(key.valueNode, query.entity, "t0", &builder), ascending: key.ascending))
         }
         text += " ORDER BY " + (order + ["t0.\"Z_PK\""]).joined(separator: ", ")
         builder.appendWindow(to: &text, limit: query.fetchLimit, offset: query.fetchOffset)
@@ -237,10 +237,10 @@ package struct SQLGenerator: Sendable {
         var builder = Builder(dialect)
         var inner = "SELECT 1 FROM \(Self.quote(query.entity.name)) AS t0"
         if let predicate = query.predicate {
-            inner += " WHERE " + expression(predicate, query.entity, "t0", &builder)
+            inner += " WHERE " + condition(predicate, query.entity, "t0", &builder)
         }
         builder.appendWindow(to: &inner, limit: query.fetchLimit, offset: query.fetchOffset)
-        return ("SELECT COUNT(*) FROM (\(inner))", builder.arguments)
+        return ("SELECT COUNT(*) FROM (\(inner)) AS matches", builder.arguments)
     }
 
     /// Rows by primary key. The keys are one parameter, a JSON array, so that any number of
@@ -273,7 +273,7 @@ package struct SQLGenerator: Sendable {
             let order = oneOwner ? "d.\"Z_PK\"" : "j.\(Self.quote(own)), d.\"Z_PK\""
             return "SELECT j.\(Self.quote(own)), \(columns(relationship.destination, alias: "d")) FROM \(Self.quote(table.name)) AS j JOIN \(destination) AS d ON d.\"Z_PK\" = j.\(Self.quote(other)) WHERE \(owners("j.\(Self.quote(own))")) ORDER BY \(order)"
         case .foreignKey:
-            return "SELECT NULL WHERE 0"
+            return "SELECT NULL WHERE \(dialect.never)"
         }
     }
 
@@ -293,43 +293,58 @@ package struct SQLGenerator: Sendable {
         }
     }
 
-    /// SQL for a predicate node evaluated on the row aliased `alias` of `entity`; constants
-    /// become `?` with their value appended to the builder's arguments, in text order.
+    /// SQL for a predicate node evaluated on the row aliased `alias` of `entity`, as a value
+    /// (compared, sorted, returned); constants become parameters with their value appended to
+    /// the builder's arguments, in text order.
     func expression(_ node: PredicateNode, _ entity: EntityDescription, _ alias: String, _ builder: inout Builder) -> String {
-        func sub(_ n: PredicateNode) -> String { expression(n, entity, alias, &builder) }
+        let (sql, isCondition) = typedExpression(node, entity, alias, &builder)
+        return isCondition ? dialect.value(ofCondition: sql) : sql
+    }
+
+    /// ``expression(_:_:_:_:)`` as a truth value (`WHERE`, `CASE WHEN`).
+    func condition(_ node: PredicateNode, _ entity: EntityDescription, _ alias: String, _ builder: inout Builder) -> String {
+        let (sql, isCondition) = typedExpression(node, entity, alias, &builder)
+        return isCondition ? sql : dialect.condition(sql)
+    }
+
+    /// The SQL of a node, and whether it is a truth value (a comparison, a test, `AND`…) rather
+    /// than a value: SQLite does not tell them apart, PostgreSQL does (``SQLDialect/condition(_:)``).
+    private func typedExpression(_ node: PredicateNode, _ entity: EntityDescription, _ alias: String, _ builder: inout Builder) -> (String, Bool) {
+        func value(_ n: PredicateNode) -> String { expression(n, entity, alias, &builder) }
+        func test(_ n: PredicateNode) -> String { condition(n, entity, alias, &builder) }
         switch node {
         case .constant(let value):
-            return builder.bind(value)
+            return (builder.bind(value), false)
         case .attribute(let i):
-            return "\(alias).\(column(entity, i))"
+            return ("\(alias).\(column(entity, i))", false)
         case .primaryKey:
-            return "\(alias).\"Z_PK\""
+            return ("\(alias).\"Z_PK\"", false)
         case .toOne(let reference, let inner):
-            guard let r = schema.relationship(reference), case .foreignKey(let slot) = r.storage else { return "NULL" }
+            guard let r = schema.relationship(reference), case .foreignKey(let slot) = r.storage else { return ("NULL", false) }
             let other = builder.alias()
-            let value = expression(inner, r.destination, other, &builder)
-            return "(SELECT \(value) FROM \(Self.quote(r.destination.name)) AS \(other) WHERE \(other).\"Z_PK\" = \(alias).\(column(entity, slot)))"
-        case .anyRelated(let reference, let test):
-            guard let r = schema.relationship(reference) else { return "0" }
-            let other = builder.alias()
-            let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
-            let condition = expression(test, r.destination, other, &builder)
-            return "EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (\(condition)))"
-        case .allRelated(let reference, let test):
-            guard let r = schema.relationship(reference) else { return "1" }
+            let (value, isCondition) = typedExpression(inner, r.destination, other, &builder)
+            return ("(SELECT \(value) FROM \(Self.quote(r.destination.name)) AS \(other) WHERE \(other).\"Z_PK\" = \(alias).\(column(entity, slot)))", isCondition)
+        case .anyRelated(let reference, let inner):
+            guard let r = schema.relationship(reference) else { return ("0", false) }
             let other = builder.alias()
             let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
-            let condition = expression(test, r.destination, other, &builder)
+            let condition = condition(inner, r.destination, other, &builder)
+            return ("EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (\(condition)))", true)
+        case .allRelated(let reference, let inner):
+            guard let r = schema.relationship(reference) else { return ("1", false) }
+            let other = builder.alias()
+            let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
+            let condition = condition(inner, r.destination, other, &builder)
             // A member fails the test unless it is true: false and NULL both fail, as in memory.
-            return "NOT EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (CASE WHEN (\(condition)) THEN 0 ELSE 1 END))"
+            return ("NOT EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (CASE WHEN (\(condition)) THEN \(dialect.never) ELSE \(dialect.condition("1")) END))", true)
         case .relatedCount(let reference):
-            guard let r = schema.relationship(reference) else { return "0" }
+            guard let r = schema.relationship(reference) else { return ("0", false) }
             let other = builder.alias()
             let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
-            return "(SELECT COUNT(*) FROM \(from) WHERE \(link))"
+            return ("(SELECT COUNT(*) FROM \(from) WHERE \(link))", false)
         case .compare(let op, let l, let r):
-            let a = sub(l), b = sub(r)
-            if op == .equal || op == .notEqual { return "(\(dialect.nullSafeComparison(a, equal: op == .equal, b)))" }
+            let a = value(l), b = value(r)
+            if op == .equal || op == .notEqual { return ("(\(dialect.nullSafeComparison(a, equal: op == .equal, b)))", true) }
             let symbol = switch op {
             case .equal, .notEqual: ""
             case .less: "<"
@@ -337,48 +352,42 @@ package struct SQLGenerator: Sendable {
             case .greater: ">"
             case .greaterOrEqual: ">="
             }
-            return "(\(a) \(symbol) \(b))"
+            return ("(\(a) \(symbol) \(b))", true)
         case .and(let l, let r):
-            let a = sub(l), b = sub(r)
-            return "(\(a) AND \(b))"
+            let a = test(l), b = test(r)
+            return ("(\(a) AND \(b))", true)
         case .or(let l, let r):
-            let a = sub(l), b = sub(r)
-            return "(\(a) OR \(b))"
+            let a = test(l), b = test(r)
+            return ("(\(a) OR \(b))", true)
         case .not(let n):
-            return "(NOT \(sub(n)))"
+            return ("(NOT \(test(n)))", true)
         case .coalesce(let l, let r):
-            let a = sub(l), b = sub(r)
-            return "COALESCE(\(a), \(b))"
+            let a = value(l), b = value(r)
+            return ("COALESCE(\(a), \(b))", false)
         case .nullPropagating(let test, let then):
-            let t = sub(test), e = sub(then)
-            return "(CASE WHEN \(t) IS NULL THEN NULL ELSE \(e) END)"
-        case .conditional(let test, let a, let b):
-            let t = sub(test), x = sub(a), y = sub(b)
-            return "(CASE WHEN \(t) THEN \(x) ELSE \(y) END)"
+            let t = value(test)
+            let (e, isCondition) = typedExpression(then, entity, alias, &builder)
+            return ("(CASE WHEN \(t) IS NULL THEN NULL ELSE \(e) END)", isCondition)
+        case .conditional(let t, let a, let b):
+            let c = test(t), x = value(a), y = value(b)
+            return ("(CASE WHEN \(c) THEN \(x) ELSE \(y) END)", false)
         case .string(let op, let l, let r):
-            let a = sub(l), b = sub(r)
-            return dialect.stringTest(op, a, b)
+            let a = value(l), b = value(r)
+            return (dialect.stringTest(op, a, b), true)
         case .lowercase(let n):
-            return dialect.lowercase(sub(n))
+            return (dialect.lowercase(value(n)), false)
         case .length(let n):
-            return dialect.length(sub(n))
+            return (dialect.length(value(n)), false)
         case .isIn(let n, let list):
-            let a = sub(n)
-            if list.isEmpty { return "(CASE WHEN \(a) IS NULL THEN NULL ELSE 0 END)" }
+            let a = value(n)
+            if list.isEmpty { return ("(CASE WHEN \(a) IS NULL THEN NULL ELSE 0 END)", false) }
             let markers = list.map { builder.bind($0) }
-            return "(\(a) IN (\(markers.joined(separator: ", "))))"
+            return ("(\(a) IN (\(markers.joined(separator: ", "))))", true)
         case .arithmetic(let op, let l, let r):
-            let a = sub(l), b = sub(r)
-            let symbol = switch op {
-            case .add: "+"
-            case .subtract: "-"
-            case .multiply: "*"
-            case .divide: "/"
-            case .remainder: "%"
-            }
-            return "(\(a) \(symbol) \(b))"
+            let a = value(l), b = value(r)
+            return (dialect.arithmetic(op, a, b), false)
         case .negate(let n):
-            return "(- \(sub(n)))"
+            return ("(- \(value(n)))", false)
         }
     }
 }

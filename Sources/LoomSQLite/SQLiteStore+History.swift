@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LoomSQL
 @_spi(LoomStore) public import LoomCore
 
 /// The store's history: every save writes, in its own transaction, one `loom_history` row: its
@@ -34,8 +35,6 @@ extension SQLiteStore {
     /// Records `changes` in the history, inside the transaction that applies them.
     func writeHistory(_ changes: StoreChangeSet, _ db: Database) throws {
         let groups = HistoryChangeGroup.groups(of: changes, in: schema)
-        var entities: [String] = []
-        for group in groups where !entities.contains(group.entityName) { entities.append(group.entityName) }
         let sql = "INSERT INTO loom_history (timestamp, origin, originCommit, author, context, process, processName, entities, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         try RawStatement.with(db, sql) { statement in
             try statement.bind(.real(Date().timeIntervalSince1970), at: 1)
@@ -47,7 +46,7 @@ extension SQLiteStore {
             try statement.bind(changes.contextName.map(StoredValue.text) ?? .null, at: 5)
             try statement.bind(Int64(Self.processIdentifier), at: 6)
             try statement.bind(.text(Self.processName), at: 7)
-            try statement.bind(.text("," + entities.joined(separator: ",") + ","), at: 8)
+            try statement.bind(.text(SQLHistory.entityList(groups)), at: 8)
             try statement.bind(.blob(HistoryChangeGroup.encode(groups)), at: 9)
             try statement.execute()
         }
@@ -92,7 +91,7 @@ extension SQLiteStore {
     }
 
     /// The columns ``historyTransactions(_:sql:arguments:entityNames:store:path:)`` reads, in its order.
-    static let historyColumns = "number, timestamp, author, context, process, processName, changes"
+    static let historyColumns = SQLHistory.columns
 
     /// The transactions a query of ``historyColumns`` returns, with only the changes of
     /// `entityNames` (`nil`: all).
@@ -102,27 +101,10 @@ extension SQLiteStore {
         let wanted = entityNames.map(Set.init)
         var transactions: [HistoryTransaction] = []
         for row in try Row.fetchAll(db, sql: sql, arguments: arguments) {
-            let number: Int64 = row[0]
-            guard let groups = HistoryChangeGroup.decode(row[6]) else {
-                throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(path) cannot be read: its changes are damaged.", path: path)
-            }
-            var changes: [HistoryChange] = []
-            for group in groups where wanted?.contains(group.entityName) ?? true {
-                let kind: HistoryChange.Kind = switch group.kind {
-                case .insert: .insert
-                case .update: .update(updatedProperties: group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init))
-                case .delete: .delete
-                }
-                let names = group.tombstones.isEmpty ? [] : group.properties.split(separator: ",").map(String.init)
-                for (i, key) in group.keys.enumerated() {
-                    let tombstone = i < group.tombstones.count ? HistoryTombstone(values: Dictionary(uniqueKeysWithValues: zip(names, group.tombstones[i]))) : nil
-                    changes.append(HistoryChange(objectID: AnyObjectID(storeIdentifier: identifier, entityName: group.entityName, primaryKey: key), kind: kind, tombstone: tombstone))
-                }
-            }
-            transactions.append(HistoryTransaction(
-                token: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
-                timestamp: Date(timeIntervalSince1970: row[1]), author: row[2], contextName: row[3],
-                processIdentifier: Int32(truncatingIfNeeded: row[4] as Int64), processName: row[5], changes: changes))
+            // Every query of history rows asks for `changes IS NOT NULL`.
+            transactions.append(try SQLHistory.transaction(
+                number: row[0], timestamp: row[1], author: row[2], context: row[3], process: row[4], processName: row[5],
+                changes: row[6], entityNames: wanted, store: identifier, location: path))
         }
         return transactions
     }

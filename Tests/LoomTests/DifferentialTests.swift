@@ -39,6 +39,11 @@ struct DifferentialTests {
             #expect(sql.saved[i] == memory.saved[i], "seed \(seed), after the save: \(query)")
             #expect(sql.pending[i] == sql.saved[i], "seed \(seed), SQLite, unsaved vs saved: \(query)")
             #expect(memory.pending[i] == memory.saved[i], "seed \(seed), in memory, unsaved vs saved: \(query)")
+            if let postgres = answers[.postgres] {
+                #expect(postgres.before[i] == memory.before[i], "seed \(seed), PostgreSQL, before the edits: \(query)")
+                #expect(postgres.saved[i] == memory.saved[i], "seed \(seed), PostgreSQL, after the save: \(query)")
+                #expect(postgres.pending[i] == postgres.saved[i], "seed \(seed), PostgreSQL, unsaved vs saved: \(query)")
+            }
         }
         // The grammar must not be trivial: most queries match something and not everything.
         let informative = queries.indices.filter { !sql.saved[$0].isEmpty }.count

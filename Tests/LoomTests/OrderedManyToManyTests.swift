@@ -24,6 +24,7 @@ struct OrderedManyToManyTests {
         switch kind {
         case .inMemory: return PersistentContainer(store: InMemoryStore(schema: schema))
         case .sqlite: return PersistentContainer(store: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "music.loom"), schema: schema))
+        case .postgres: return PersistentContainer(store: try PostgresServer.makeStore(schema))
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
 import LoomStoreTesting
+import LoomPostgreSQL
 import Testing
 
 /// The store contract (module LoomStoreTesting), run on every store Loom ships. A new store's
@@ -16,10 +17,12 @@ struct StoreContractTests {
             switch kind {
             case .inMemory: InMemoryStore(schema: schema)
             case .sqlite: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "contract.loom"), schema: schema)
+            case .postgres: try PostgresServer.makeStore(schema)
             }
         }
 
         func openAgain(_ store: any PersistentStore, schema: Schema) throws -> any PersistentStore {
+            if let postgres = store as? PostgreSQLStore { return try PostgreSQLStore(configuration: postgres.configuration, schema: schema) }
             guard let sqlite = store as? SQLiteStore else { throw LoomError(.storeFailure, "An in-memory store cannot be opened twice.") }
             return try SQLiteStore(url: sqlite.url, schema: schema)
         }
@@ -45,14 +48,14 @@ struct StoreContractTests {
     @Test("After close, every call throws closed", arguments: StoreKind.allCases)
     func callsAfterClose(kind: StoreKind) throws { try contract(kind).callsAfterClose() }
 
-    @Test("Two store instances on one file reserve disjoint keys, even at once")
-    func disjointKeys() async throws { try await contract(.sqlite).disjointKeys() }
+    @Test("Two store instances on one file reserve disjoint keys, even at once", arguments: StoreKind.persistentCases)
+    func disjointKeys(kind: StoreKind) async throws { try await contract(kind).disjointKeys() }
 
-    @Test("History: one transaction per change set, in order, with its changes; purged and foreign tokens are errors")
-    func history() throws { try contract(.sqlite).history() }
+    @Test("History: one transaction per change set, in order, with its changes; purged and foreign tokens are errors", arguments: StoreKind.persistentCases)
+    func history(kind: StoreKind) throws { try contract(kind).history() }
 
-    @Test("Two instances on one file: each observer hears the other's commits once, in order, never its own")
-    func remoteCommits() async throws { try await contract(.sqlite).remoteCommits() }
+    @Test("Two instances on one file: each observer hears the other's commits once, in order, never its own", arguments: StoreKind.persistentCases)
+    func remoteCommits(kind: StoreKind) async throws { try await contract(kind).remoteCommits() }
 
     @Test("A snapshot reads as of its opening while change sets commit, from any thread; closed, it throws closed", arguments: StoreKind.allCases)
     func snapshots(kind: StoreKind) throws { try contract(kind).snapshots() }

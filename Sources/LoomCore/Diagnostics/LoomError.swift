@@ -141,19 +141,32 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
 
 /// A store's result code for a failure: for the SQLite store, SQLite's primary result code
 /// (`SQLITE_CONSTRAINT` is 19, `SQLITE_READONLY` 8, `SQLITE_FULL` 13…) and its extended code
-/// (`SQLITE_CONSTRAINT_UNIQUE` is 2067).
+/// (`SQLITE_CONSTRAINT_UNIQUE` is 2067); for the PostgreSQL store, the server's SQLSTATE
+/// (`23505` for a unique violation, `40P01` for a deadlock), with both numbers 0.
 public struct StoreErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// The primary result code (the low 8 bits of the extended one, for SQLite).
     public var primary: Int32
     /// The extended result code; the same as `primary` when the store has no finer code.
     public var extended: Int32
+    /// The SQLSTATE of a server that reports one (PostgreSQL); `nil` for SQLite.
+    public var sqlState: String?
 
     public init(primary: Int32, extended: Int32) {
         self.primary = primary
         self.extended = extended
     }
 
-    public var description: String { primary == extended ? "\(primary)" : "\(primary)/\(extended)" }
+    /// A SQLSTATE code (PostgreSQL's five characters).
+    public init(sqlState: String) {
+        self.primary = 0
+        self.extended = 0
+        self.sqlState = sqlState
+    }
+
+    public var description: String {
+        if let sqlState { return "SQLSTATE \(sqlState)" }
+        return primary == extended ? "\(primary)" : "\(primary)/\(extended)"
+    }
 }
 
 /// Keeps an underlying error's description, for a cause that is not `Sendable` (an error type

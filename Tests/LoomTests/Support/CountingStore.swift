@@ -60,6 +60,7 @@ extension StoreKind {
         let base: any PersistentStore = switch self {
         case .inMemory: InMemoryStore(schema: schema)
         case .sqlite: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "test.loom"), schema: schema, options: .init(trace: log?.hook))
+        case .postgres: try PostgresServer.makeStore(schema, trace: log?.hook)
         }
         let store = CountingStore(base)
         return (PersistentContainer(store: store), store)

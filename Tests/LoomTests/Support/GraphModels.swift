@@ -97,6 +97,8 @@ extension StoreKind {
             var options = SQLiteStore.Options()
             options.trace = trace
             return PersistentContainer(store: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "graph.loom"), schema: schema, options: options))
+        case .postgres:
+            return PersistentContainer(store: try PostgresServer.makeStore(schema, trace: trace))
         }
     }
 }

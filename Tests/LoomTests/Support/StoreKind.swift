@@ -5,6 +5,13 @@ import Loom
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case inMemory
     case sqlite
+    case postgres
+
+    /// Every store, PostgreSQL when a test server is there (see ``PostgresServer``).
+    static var allCases: [StoreKind] { PostgresServer.isEnabled ? [.inMemory, .sqlite, .postgres] : [.inMemory, .sqlite] }
+
+    /// The stores that outlive their instance (several instances on one storage).
+    static var persistentCases: [StoreKind] { allCases.filter { $0 != .inMemory } }
 
     var testDescription: String { rawValue }
 
@@ -16,6 +23,8 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             return PersistentContainer(store: InMemoryStore(schema: schema))
         case .sqlite:
             return PersistentContainer(store: try SQLiteStore(url: TemporaryDirectory.make().appending(path: "test.loom"), schema: schema))
+        case .postgres:
+            return PersistentContainer(store: try PostgresServer.makeStore(schema))
         }
     }
 }

@@ -1,0 +1,145 @@
+import Foundation
+@_spi(LoomStore) import LoomCore
+import LoomSQL
+import PostgresNIO
+
+/// Finds the commits other store instances (other servers, other coordinators) make on the
+/// same store, in commit order, each once: a thread of its own with a connection of its own
+/// that `LISTEN`s on the store's channel. A notification only wakes it; it then reads the
+/// history after the last number it saw, so a notification lost with a dropped connection
+/// loses nothing: the thread reconnects (after a second) and catches up from the history. It
+/// also reads every second when nothing woke it.
+///
+/// `@unchecked Sendable`: the loop's state is only touched on its thread; `stopped` and the
+/// semaphore are thread-safe.
+final class PostgreSQLListener: @unchecked Sendable {
+    private let configuration: PostgreSQLStore.Configuration
+    private let store: UUID
+    private let origin: Int64
+    private let channel: String
+    private let handler: @Sendable (RemoteCommits) -> Void
+    private let wake = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var stopped = false
+    private var connection: PGConnection?
+    private let finished = DispatchSemaphore(value: 0)
+    /// The last history number handed on (or seen as this instance's own).
+    private var lastNumber: Int64
+    /// The last commit of this instance found in the history (its `origincommit`).
+    private var lastLocalCommit: UInt64 = 0
+
+    init(configuration: PostgreSQLStore.Configuration, store: UUID, origin: Int64, channel: String, after: Int64, handler: @escaping @Sendable (RemoteCommits) -> Void) {
+        var configuration = configuration
+        configuration.trace = nil
+        self.configuration = configuration
+        self.store = store
+        self.origin = origin
+        self.channel = channel
+        self.lastNumber = after
+        self.handler = handler
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "Loom PostgreSQL listener"
+        thread.start()
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    /// Stops the thread and waits for it to end (it hands nothing on after this returns).
+    func stop() {
+        let connection = lock.withLock { () -> PGConnection? in
+            if stopped { return nil }
+            stopped = true
+            return self.connection
+        }
+        wake.signal()
+        connection?.close()
+        finished.wait()
+        finished.signal()
+    }
+
+    private func run() {
+        defer { finished.signal() }
+        var announcedFailure = false
+        while !isStopped {
+            // (Re)connect and listen; then catch up, since notifications may have been missed.
+            if connection == nil || connection!.isClosed {
+                do {
+                    let opened = try PGConnection.open(configuration)
+                    let wake = self.wake
+                    opened.connection.addListener(channel: channel) { _, _ in wake.signal() }
+                    try opened.query("LISTEN \(SQLGenerator.quote(channel))")
+                    let keep = lock.withLock { () -> Bool in
+                        if stopped { return false }
+                        connection = opened
+                        return true
+                    }
+                    if !keep { opened.close(); break }
+                    announcedFailure = false
+                } catch {
+                    if !announcedFailure {
+                        announcedFailure = true
+                        handler(.unavailable(LoomError(.storeFailure, "The PostgreSQL listener of \(configuration.description) lost its connection; it tries again every second and catches up from the history.", underlying: error)))
+                    }
+                    _ = wake.wait(timeout: .now() + 1)
+                    continue
+                }
+            }
+            // A failed read is tried again at the next wake-up: `lastNumber` only moves past
+            // what was handed on.
+            if let connection { try? readHistory(connection) }
+            _ = wake.wait(timeout: .now() + 1)
+        }
+        lock.withLock { connection }?.close()
+    }
+
+    /// Reads the history after `lastNumber` and hands on what other instances committed.
+    private func readHistory(_ connection: PGConnection) throws {
+        var deletedBindings = PostgresBindings()
+        deletedBindings.append(PostgreSQLStore.historyDeletedKey)
+        let deleted = try connection.query("SELECT value::int8 FROM loom_metadata WHERE key = $1", deletedBindings).first.map { PostgreSQLValues.int64($0.first { _ in true }!) } ?? 0
+        if deleted > lastNumber {
+            let current = try connection.query("SELECT MAX(number) FROM loom_history").first.flatMap { row -> Int64? in
+                let cell = row.first { _ in true }!
+                return cell.bytes == nil ? nil : PostgreSQLValues.int64(cell)
+            }
+            let after = HistoryToken(storeIdentifier: store, transactionNumber: lastNumber)
+            lastNumber = current ?? lastNumber
+            if !isStopped { handler(.historyLost(after: after, current: current.map { HistoryToken(storeIdentifier: store, transactionNumber: $0) })) }
+            return
+        }
+        var bindings = PostgresBindings()
+        bindings.append(lastNumber)
+        let found = try connection.query("SELECT number, origin, origincommit FROM loom_history WHERE number > $1 ORDER BY number", bindings).map { row -> (number: Int64, origin: Int64?, commit: Int64?) in
+            let values = try row.map(PostgreSQLValues.value)
+            func integer(_ i: Int) -> Int64? { if case .integer(let v) = values[i] { v } else { nil } }
+            return (integer(0) ?? 0, integer(1), integer(2))
+        }
+        guard let last = found.last?.number else { return }
+        var foreign: [(number: Int64, after: UInt64)] = []
+        var localCommit = lastLocalCommit
+        for row in found {
+            if row.origin == origin {
+                localCommit = UInt64(max(0, row.commit ?? 0))
+            } else {
+                foreign.append((row.number, localCommit))
+            }
+        }
+        if !foreign.isEmpty {
+            var range = PostgresBindings()
+            range.append(foreign.first!.number)
+            range.append(foreign.last!.number)
+            range.append(origin)
+            let transactions = try PostgreSQLStore.historyTransactions(
+                try connection.query("SELECT \(SQLHistory.columns) FROM loom_history WHERE number >= $1 AND number <= $2 AND (origin IS NULL OR origin <> $3) AND changes IS NOT NULL ORDER BY number", range),
+                entityNames: nil, store: store, location: configuration.description)
+            let after = Dictionary(uniqueKeysWithValues: foreign.map { ($0.number, $0.after) })
+            let committed = transactions.map { (transaction: $0, afterLocalCommit: after[$0.token.transactionNumber] ?? localCommit) }
+            if !committed.isEmpty, !isStopped { handler(.committed(committed)) }
+        }
+        lastLocalCommit = localCommit
+        lastNumber = last
+    }
+}

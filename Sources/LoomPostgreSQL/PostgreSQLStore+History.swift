@@ -1,0 +1,180 @@
+import Foundation
+@_spi(LoomStore) public import LoomCore
+import LoomSQL
+import PostgresNIO
+
+/// The store's history, as on SQLite: every save writes, in its own transaction, one
+/// `loom_history` row (number, time, origin, author, context, process, entities, packed
+/// changes). Numbers are given under the store's write lock, which every writer holds until it
+/// commits, so numbers increase in commit order across every server: a reader that has seen
+/// number N has seen every transaction before it, and never skips one that commits late (the
+/// trap of sequence numbers given before commit). A statement trigger sends `NOTIFY` on the
+/// store's channel, delivered at commit: listeners only use it as a wake-up and read the
+/// history after the last number they saw.
+extension PostgreSQLStore {
+    static func historyStatements(channel: String) -> [String] {
+        [
+            """
+            CREATE TABLE loom_history (number BIGINT PRIMARY KEY, timestamp DOUBLE PRECISION NOT NULL, origin BIGINT, origincommit BIGINT, \
+            author TEXT, context TEXT, process BIGINT NOT NULL, processname TEXT NOT NULL, entities TEXT NOT NULL, changes BYTEA)
+            """,
+            "CREATE FUNCTION loom_history_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('\(channel)', ''); RETURN NULL; END $$",
+            "CREATE TRIGGER loom_history_notify AFTER INSERT ON loom_history FOR EACH STATEMENT EXECUTE FUNCTION loom_history_notify()",
+        ]
+    }
+
+    /// The metadata key of the last transaction number deleted from the history.
+    static let historyDeletedKey = "historyDeletedThrough"
+
+    private static let processName = ProcessInfo.processInfo.processName
+    private static let processIdentifier = ProcessInfo.processInfo.processIdentifier
+
+    /// Records `changes` in the history, inside the transaction that applies them (the write
+    /// lock is held: the number is the next one in commit order).
+    func writeHistory(_ changes: StoreChangeSet) throws(LoomError) {
+        let groups = HistoryChangeGroup.groups(of: changes, in: schema)
+        var bindings = PostgresBindings()
+        bindings.append(Date().timeIntervalSince1970)
+        bindings.append(origin)
+        bindings.append(Int64(lastCommitSequence + 1))
+        bindings.append(changes.author)
+        bindings.append(changes.contextName)
+        bindings.append(Int64(Self.processIdentifier))
+        bindings.append(Self.processName)
+        bindings.append(SQLHistory.entityList(groups))
+        bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: HistoryChangeGroup.encode(groups))))
+        try onWriter(
+            "INSERT INTO loom_history (number, timestamp, origin, origincommit, author, context, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM loom_history",
+            bindings)
+    }
+
+    /// The transactions of a history query's rows (``SQLHistory/columns``).
+    static func historyTransactions(_ rows: PostgresQueryResult, entityNames: [String]?, store identifier: UUID, location: String) throws -> [HistoryTransaction] {
+        let wanted = entityNames.map(Set.init)
+        return try rows.map { row in
+            let values = try row.map(PostgreSQLValues.value)
+            func text(_ i: Int) -> String? { if case .text(let v) = values[i] { v } else { nil } }
+            func integer(_ i: Int) -> Int64 { if case .integer(let v) = values[i] { v } else { 0 } }
+            let timestamp: Double = if case .real(let v) = values[1] { v } else { 0 }
+            let changes: Data = if case .blob(let v) = values[6] { v } else { Data() }
+            return try SQLHistory.transaction(
+                number: integer(0), timestamp: timestamp, author: text(2), context: text(3), process: integer(4), processName: text(5) ?? "",
+                changes: changes, entityNames: wanted, store: identifier, location: location)
+        }
+    }
+
+    @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
+        if isClosed { throw closedError() }
+        if let after = descriptor.after, after.storeIdentifier != identifier { throw HistoryErrors.foreign(after, store: identifier) }
+        if let limit = descriptor.fetchLimit, limit < 0 {
+            throw LoomError(.invalidRequest, "A history fetch limit cannot be negative (it is \(limit)).")
+        }
+        let store = identifier
+        return try withReadConnection { connection in
+            let after = descriptor.after?.transactionNumber ?? 0
+            var deletedBindings = PostgresBindings()
+            deletedBindings.append(Self.historyDeletedKey)
+            let deleted = try connection.query("SELECT value::int8 FROM loom_metadata WHERE key = $1", deletedBindings).first.map { PostgreSQLValues.int64($0.first { _ in true }!) } ?? 0
+            if descriptor.after != nil, after < deleted {
+                let oldest = try connection.query("SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL").first.flatMap { row -> Int64? in
+                    let cell = row.first { _ in true }!
+                    return cell.bytes == nil ? nil : PostgreSQLValues.int64(cell)
+                }
+                throw HistoryErrors.expired(descriptor.after!, oldest: oldest.map { HistoryToken(storeIdentifier: store, transactionNumber: $0) })
+            }
+            var bindings = PostgresBindings()
+            bindings.append(after)
+            var text = "SELECT \(SQLHistory.columns) FROM loom_history WHERE number > $1 AND changes IS NOT NULL"
+            var next = 2
+            if let authors = descriptor.authors {
+                text += " AND author = ANY($\(next)::text[])"
+                try PostgreSQLValues.bindArray(authors.map(StoredValue.text), as: .text, to: &bindings)
+                next += 1
+            }
+            if let entities = descriptor.entityNames {
+                text += entities.isEmpty ? " AND false" : " AND EXISTS (SELECT 1 FROM unnest($\(next)::text[]) AS e(name) WHERE strpos(entities, e.name) > 0)"
+                if !entities.isEmpty {
+                    try PostgreSQLValues.bindArray(entities.map { StoredValue.text(",\($0),") }, as: .text, to: &bindings)
+                    next += 1
+                }
+            }
+            text += " ORDER BY number"
+            if let limit = descriptor.fetchLimit {
+                text += " LIMIT $\(next)"
+                bindings.append(Int64(limit))
+            }
+            return try Self.historyTransactions(try connection.query(text, bindings), entityNames: descriptor.entityNames, store: store, location: configuration.description)
+        }
+    }
+
+    /// Deletes in write transactions of at most `historyDeleteChunk` history transactions each.
+    @_spi(LoomStore) public func deleteHistory(through token: HistoryToken) throws(LoomError) {
+        if isClosed { throw closedError() }
+        if token.storeIdentifier != identifier { throw HistoryErrors.foreign(token, store: identifier) }
+        while true {
+            writeGate.lock()
+            defer { writeGate.unlock() }
+            var more = false
+            try begin()
+            do throws(LoomError) {
+                let oldestRows: PostgresQueryResult
+                do {
+                    oldestRows = try writer.query("SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
+                } catch {
+                    throw translate(error, entity: nil)
+                }
+                if let cell = oldestRows.first?.first(where: { _ in true }), cell.bytes != nil, PostgreSQLValues.int64(cell) <= token.transactionNumber {
+                    let upTo = min(token.transactionNumber, PostgreSQLValues.int64(cell) + Int64(Self.historyDeleteChunk) - 1)
+                    var bindings = PostgresBindings()
+                    bindings.append(upTo)
+                    // The newest row stays, emptied, so that its number is never given again.
+                    try onWriter("DELETE FROM loom_history WHERE number <= $1 AND number < (SELECT MAX(number) FROM loom_history)", bindings)
+                    try onWriter("UPDATE loom_history SET changes = NULL WHERE number <= $1", bindings)
+                    var metadata = PostgresBindings()
+                    metadata.append(Self.historyDeletedKey)
+                    metadata.append(String(upTo))
+                    try onWriter("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", metadata)
+                    more = upTo < token.transactionNumber
+                }
+                try onWriter("COMMIT")
+            } catch {
+                _ = try? writer.query("ROLLBACK")
+                throw error
+            }
+            if !more { return }
+        }
+    }
+
+    /// History transactions deleted per write transaction by ``deleteHistory(through:)``.
+    static let historyDeleteChunk = 500
+
+    @_spi(LoomStore) public func currentHistoryToken() throws(LoomError) -> HistoryToken? {
+        let number: Int64? = try withReadConnection { connection in
+            guard let cell = try connection.query("SELECT MAX(number) FROM loom_history").first?.first(where: { _ in true }), cell.bytes != nil else { return nil }
+            return PostgreSQLValues.int64(cell)
+        }
+        return number.map { HistoryToken(storeIdentifier: identifier, transactionNumber: $0) }
+    }
+
+    /// Listens on the store's channel on a connection of its own and reads the history after
+    /// each wake-up (and every second, so that a lost notification or a dropped connection
+    /// only delays a change): see ``PostgreSQLListener``.
+    @_spi(LoomStore) public func observeRemoteCommits(_ handler: @escaping @Sendable (RemoteCommits) -> Void) {
+        guard configuration.recordsHistory, !isClosed else { return }
+        let after: Int64
+        do {
+            after = try currentHistoryToken()?.transactionNumber ?? 0
+        } catch {
+            handler(.unavailable(LoomError(.storeFailure, "Other coordinators' commits to the PostgreSQL store at \(configuration.description) cannot be watched: its history cannot be read.", underlying: error)))
+            return
+        }
+        let started = PostgreSQLListener(
+            configuration: configuration, store: identifier, origin: origin, channel: channel, after: after, handler: handler)
+        let previous = listener.withLock { listener in
+            defer { listener = started }
+            return listener
+        }
+        previous?.stop()
+        started.start()
+    }
+}

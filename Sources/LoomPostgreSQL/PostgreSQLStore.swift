@@ -1,0 +1,511 @@
+public import Foundation
+@_spi(LoomStore) public import LoomCore
+import LoomSQL
+import PostgresNIO
+import Synchronization
+
+/// A store in a PostgreSQL database, on postgres-nio: the same object graph as a SQLite store,
+/// shared by several app servers (processes, coordinators) on one database.
+///
+/// ```swift
+/// let store = try PostgreSQLStore(
+///     configuration: .init(url: "postgres://app@db.internal:5432/library"), schema: try Schema(Book.self))
+/// let container = PersistentContainer(store: store)
+/// ```
+///
+/// The layout is SQLite's, in one PostgreSQL schema (``Configuration/schemaName``): a table per
+/// entity (`Z_PK`, the optimistic-locking version `Z_OPT`, a column per attribute: `BIGINT`,
+/// `DOUBLE PRECISION`, `TEXT COLLATE "C"` or `BYTEA`, an indexed foreign-key column per to-one),
+/// a join table per many-to-many relationship, unique indexes for uniqueness constraints, and
+/// Loom's `loom_metadata` (store UUID, saved schema, version hash), `loom_keys` (the key
+/// allocator) and `loom_history` tables. Queries answer as on SQLite (see ``PostgreSQLDialect``).
+///
+/// Every call waits for the server on the calling thread (a context's queue, or the main actor
+/// for the view context): a fault that fires costs one round trip. Prefetch relationships
+/// (`relationshipKeyPathsForPrefetching`), fetch in batches, and keep slow work on background
+/// contexts. Saves take one write lock of the store (an advisory lock), so that commits
+/// have one order across every server: the history's.
+///
+/// Isolation: every method may be called from any thread, as the store protocol requires.
+public final class PostgreSQLStore: PersistentStore {
+    /// Where the server is, who connects, and the PostgreSQL schema the store lives in.
+    public struct Configuration: Sendable {
+        /// How to reach the server.
+        public enum Endpoint: Sendable, Equatable {
+            case tcp(host: String, port: Int)
+            /// The socket file itself (`/run/postgresql/.s.PGSQL.5432`).
+            case unixSocket(path: String)
+        }
+
+        public var endpoint: Endpoint
+        public var username: String
+        public var password: String?
+        public var database: String?
+        /// The PostgreSQL schema (namespace) holding the store's tables, created if missing:
+        /// several stores can share one database under different names.
+        public var schemaName: String
+        /// How many connections may read at once (besides the writer and the listener).
+        public var maximumReaderCount: Int = 4
+        /// Whether every save also records a history transaction (on by default). Off, other
+        /// coordinators do not learn of this store's saves.
+        public var recordsHistory: Bool = true
+        /// Called with the SQL of every statement the store runs, on the calling thread, for
+        /// diagnostics and tests that count round trips. Values are not included.
+        public var trace: (@Sendable (String) -> Void)?
+
+        public init(endpoint: Endpoint, username: String, password: String? = nil, database: String? = nil, schemaName: String = "public") {
+            self.endpoint = endpoint
+            self.username = username
+            self.password = password
+            self.database = database
+            self.schemaName = schemaName
+        }
+
+        /// Reads `postgres://user:password@host:port/database?schema=name`; a `host` parameter
+        /// that is a folder means a Unix socket there (`postgres://app@localhost:5432/db?host=/run/postgresql`).
+        ///
+        /// - Throws: ``LoomError/Code/invalidRequest`` naming what is wrong with the URL.
+        public init(url text: String) throws(LoomError) {
+            guard let components = URLComponents(string: text), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
+                throw LoomError(.invalidRequest, "\"\(text)\" is not a PostgreSQL URL: write postgres://user@host:port/database.")
+            }
+            let items = components.queryItems ?? []
+            func item(_ name: String) -> String? { items.first { $0.name == name }?.value }
+            let port = components.port ?? 5432
+            let database = components.path.split(separator: "/").first.map(String.init)
+            let username = components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+            let endpoint: Endpoint
+            if let socketFolder = item("host"), socketFolder.hasPrefix("/") {
+                endpoint = .unixSocket(path: socketFolder + "/.s.PGSQL.\(port)")
+            } else if let host = components.host, !host.isEmpty {
+                endpoint = .tcp(host: host, port: port)
+            } else {
+                endpoint = .unixSocket(path: "/var/run/postgresql/.s.PGSQL.\(port)")
+            }
+            self.init(endpoint: endpoint, username: username, password: components.password, database: database, schemaName: item("schema") ?? "public")
+        }
+
+        var connectionConfiguration: PostgresConnection.Configuration {
+            var configuration = switch endpoint {
+            case .tcp(let host, let port):
+                PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: database, tls: .disable)
+            case .unixSocket(let path):
+                PostgresConnection.Configuration(unixSocketPath: path, username: username, password: password, database: database)
+            }
+            // The store's schema first; `public` for the unaccent extension's function.
+            configuration.options.additionalStartupParameters = [
+                ("search_path", "\(SQLGenerator.quote(schemaName)), public"), ("application_name", "loom"),
+            ]
+            return configuration
+        }
+
+        /// Where the store is, for messages: `host:port/database, schema name`.
+        var description: String {
+            let place = switch endpoint {
+            case .tcp(let host, let port): "\(host):\(port)"
+            case .unixSocket(let path): path
+            }
+            return "\(place)/\(database ?? username), schema \(schemaName)"
+        }
+    }
+
+    public let identifier: UUID
+    public let schema: Schema
+    public let configuration: Configuration
+    let sql: SQLGenerator
+    /// The connection every write runs on, guarded by `writeGate`.
+    let writer: PGConnection
+    let readers: PGConnectionPool
+    /// Held by every use of the writer (a change set, a write transaction, closing).
+    let writeGate = NSRecursiveLock()
+    /// The thread that holds the open write transaction (0: none): its reads use the writer.
+    let transactionOwner = Atomic<UInt>(0)
+    private let commitSequence = Atomic<UInt64>(0)
+    private let closedFlag = Atomic<Bool>(false)
+    /// What this instance's history rows carry in `origin`: its listener skips them.
+    let origin = Int64.random(in: 1...Int64.max)
+    /// The advisory lock every write takes: one per store (schema) in the database.
+    let writeLockKey: Int64
+    /// The channel `NOTIFY` wakes listeners on.
+    let channel: String
+    let listener = Mutex<PostgreSQLListener?>(nil)
+    let snapshots = Mutex<[PostgreSQLSnapshot]>([])
+
+    /// Opens (creating when the schema holds no store) the store in `configuration`'s schema.
+    ///
+    /// - Throws: ``LoomError`` with code ``LoomError/Code/storeFailure`` when the server cannot be
+    ///   reached, ``LoomError/Code/notALoomStore`` when the schema holds tables Loom did not make,
+    ///   ``LoomError/Code/schemaMismatch`` when the store was saved with another model (migrations
+    ///   on PostgreSQL are not there yet: open it with the model it was made with).
+    public init(configuration: Configuration, schema: Schema) throws(LoomError) {
+        self.configuration = configuration
+        self.schema = schema
+        self.sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
+        self.writeLockKey = Self.lockKey("loom-write:" + configuration.schemaName)
+        do {
+            writer = try PGConnection.open(configuration)
+        } catch {
+            throw Self.openError(error, configuration)
+        }
+        do {
+            identifier = try Self.bootstrap(writer, schema: schema, sql: sql, configuration: configuration)
+        } catch {
+            writer.close()
+            throw error
+        }
+        channel = "loom_" + identifier.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        readers = PGConnectionPool(configuration, maximum: configuration.maximumReaderCount)
+    }
+
+    /// A 64-bit advisory lock key for a name (FNV-1a: stable across processes and releases).
+    static func lockKey(_ name: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return Int64(bitPattern: hash)
+    }
+
+    static func openError(_ error: any Error, _ configuration: Configuration) -> LoomError {
+        if let error = error as? LoomError { return error }
+        return LoomError(.storeFailure, "The PostgreSQL store at \(configuration.description) could not be opened: \(describe(error)).",
+                         underlying: error, storeCode: sqlState(of: error).map(StoreErrorCode.init(sqlState:)))
+    }
+
+    /// The server's SQLSTATE of an error, if it came from the server.
+    static func sqlState(of error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    /// The server's message, or the error's description.
+    static func describe(_ error: any Error) -> String {
+        if let psql = error as? PSQLError {
+            if let message = psql.serverInfo?[.message] { return message }
+            return "\(psql.code)"
+        }
+        return "\(error)"
+    }
+
+    // MARK: Creating and checking the store
+
+    static let metadataStatements = [
+        "CREATE TABLE loom_metadata (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
+        "CREATE TABLE loom_keys (entity TEXT PRIMARY KEY NOT NULL, next BIGINT NOT NULL)",
+    ]
+
+    /// Creates Loom's tables in an empty schema, or checks an existing store against the model,
+    /// under an advisory lock so that servers starting together do it once. Returns the store's UUID.
+    private static func bootstrap(_ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration) throws(LoomError) -> UUID {
+        let name = configuration.schemaName
+        do {
+            try connection.query("BEGIN")
+            do {
+                var bindings = PostgresBindings()
+                bindings.append(lockKey("loom-bootstrap:" + name))
+                try connection.query("SELECT pg_advisory_xact_lock($1)", bindings)
+                try connection.query("CREATE SCHEMA IF NOT EXISTS \(SQLGenerator.quote(name))")
+                // `unaccent` (diacritic-insensitive matching) lives in public, for every store.
+                try connection.query("SAVEPOINT loom_extension")
+                do {
+                    try connection.query("CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public")
+                    try connection.query("RELEASE SAVEPOINT loom_extension")
+                } catch {
+                    try connection.query("ROLLBACK TO SAVEPOINT loom_extension")
+                }
+                var tablesBindings = PostgresBindings()
+                tablesBindings.append(name)
+                let tables = try connection.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1", tablesBindings)
+                    .map { try $0.decode(String.self) }
+                let id: UUID
+                if tables.contains("loom_metadata") {
+                    id = try checkExisting(connection, schema: schema, configuration: configuration)
+                } else if !tables.isEmpty {
+                    throw LoomError(.notALoomStore, "The PostgreSQL schema \(name) at \(configuration.description) holds tables Loom did not create (\(tables.sorted().prefix(5).joined(separator: ", "))) and no loom_metadata; Loom does not open foreign schemas. Choose another schemaName.")
+                } else {
+                    id = UUID()
+                    for statement in metadataStatements + sql.createStatements() + historyStatements(channel: "loom_" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()) {
+                        try connection.query(statement)
+                    }
+                    let record = String(decoding: try JSONEncoder().encode(schema.record), as: UTF8.self)
+                    var bindings = PostgresBindings()
+                    bindings.append(id.uuidString)
+                    bindings.append(record)
+                    bindings.append(schema.versionHash)
+                    try connection.query("INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', $1), ('schema', $2), ('versionHash', $3), ('formatVersion', '1')", bindings)
+                }
+                try connection.query("COMMIT")
+                return id
+            } catch {
+                _ = try? connection.query("ROLLBACK")
+                throw error
+            }
+        } catch {
+            throw openError(error, configuration)
+        }
+    }
+
+    /// Checks an existing store against the model and returns its UUID.
+    private static func checkExisting(_ connection: PGConnection, schema: Schema, configuration: Configuration) throws -> UUID {
+        var metadata: [String: String] = [:]
+        for row in try connection.query("SELECT key, value FROM loom_metadata") {
+            let (key, value) = try row.decode((String, String).self)
+            metadata[key] = value
+        }
+        guard let idText = metadata["storeIdentifier"], let id = UUID(uuidString: idText), let recordText = metadata["schema"],
+              let saved = try? JSONDecoder().decode(SchemaRecord.self, from: Data(recordText.utf8)) else {
+            throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) has a loom_metadata table but no readable store identifier or schema.")
+        }
+        if metadata["versionHash"] == schema.versionHash { return id }
+        let differences = saved.differences(from: schema.record).joined(separator: "; ")
+        throw LoomError(
+            .schemaMismatch,
+            "The PostgreSQL store at \(configuration.description) was saved with another model (\(saved.entities.map(\.name).sorted().joined(separator: ", "))), and migrations do not run on PostgreSQL yet: open it with the model it was made with. Differences: \(differences)")
+    }
+
+    // MARK: Reads
+
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+    func closedError() -> LoomError {
+        LoomError(.closed, "The PostgreSQL store at \(configuration.description) was closed; open it again to read or save.")
+    }
+
+    /// Whether the calling thread holds the open write transaction.
+    var inTransaction: Bool { transactionOwner.load(ordering: .relaxed) == ThreadID.current }
+
+    /// Runs `body` on the connection the calling thread reads from: the writer inside a write
+    /// transaction (its reads see its writes), else a connection of the pool.
+    func withReadConnection<T>(_ body: (PGConnection) throws -> T) throws(LoomError) -> T {
+        if isClosed { throw closedError() }
+        do {
+            if inTransaction { return try body(writer) }
+            return try readers.withConnection(body)
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw translate(error, entity: nil)
+        }
+    }
+
+    @_spi(LoomStore) public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
+        try withReadConnection { try PostgreSQLReads.fetch(query, sql, $0) }
+    }
+
+    @_spi(LoomStore) public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (Int64, Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+        try fetch(query)
+    }
+
+    @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int {
+        try withReadConnection { try PostgreSQLReads.count(query, sql, $0) }
+    }
+
+    @_spi(LoomStore) public func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
+        if keys.isEmpty { return [] }
+        return try withReadConnection { try PostgreSQLReads.rows(of: entity, keys: keys, sql, $0) }
+    }
+
+    @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
+        if keys.isEmpty { return [] }
+        return try withReadConnection { try PostgreSQLReads.related(relationship, keys: keys, sql, $0) }
+    }
+
+    @_spi(LoomStore) public func aggregate(_ query: AggregateQuery) throws(LoomError) -> [[StoredValue]] {
+        try withReadConnection { try PostgreSQLReads.aggregate(query, sql, $0) }
+    }
+
+    @_spi(LoomStore) public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
+        try withReadConnection { try PostgreSQLReads.keys(query, sql, $0) }
+    }
+
+    // MARK: Writes
+
+    @_spi(LoomStore) public var lastCommitSequence: UInt64 { commitSequence.load(ordering: .relaxed) }
+
+    private func nextReceipt() -> CommitReceipt {
+        let sequence = commitSequence.load(ordering: .relaxed) + 1
+        commitSequence.store(sequence, ordering: .relaxed)
+        return CommitReceipt(sequence: sequence)
+    }
+
+    /// Runs a statement on the writer, errors translated.
+    func onWriter(_ sql: String, _ bindings: PostgresBindings = PostgresBindings()) throws(LoomError) {
+        do {
+            try writer.query(sql, bindings)
+        } catch {
+            throw translate(error, entity: nil)
+        }
+    }
+
+    /// `BEGIN`, then the store's write lock: from here to the commit, no other instance commits.
+    func begin() throws(LoomError) {
+        try onWriter("BEGIN")
+        var bindings = PostgresBindings()
+        bindings.append(writeLockKey)
+        do {
+            try onWriter("SELECT pg_advisory_xact_lock($1)", bindings)
+        } catch {
+            _ = try? writer.query("ROLLBACK")
+            throw error
+        }
+    }
+
+    @discardableResult
+    @_spi(LoomStore) public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
+        if isClosed { throw closedError() }
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        if inTransaction {
+            // Inside the caller's transaction: atomic on its own, committed with it.
+            try applyUnderSavepoint(changes)
+            return CommitReceipt(sequence: commitSequence.load(ordering: .relaxed) + 1)
+        }
+        transactionOwner.store(ThreadID.current, ordering: .relaxed)
+        defer { transactionOwner.store(0, ordering: .relaxed) }
+        try begin()
+        do {
+            try applyStatements(changes)
+            try onWriter("COMMIT")
+            return nextReceipt()
+        } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
+            _ = try? writer.query("ROLLBACK")
+        } catch {
+            _ = try? writer.query("ROLLBACK")
+            throw error
+        }
+        // Refused: apply again under a savepoint, so that the conflicts are read in the
+        // transaction that refused it (nothing can change between the refusal and that read).
+        try begin()
+        do {
+            try applyUnderSavepoint(changes)
+            try onWriter("COMMIT")
+            return nextReceipt()
+        } catch {
+            _ = try? writer.query("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Applies a change set inside the open transaction under a savepoint; a refusal leaves none
+    /// of it and carries the conflicts read in the transaction.
+    private func applyUnderSavepoint(_ changes: StoreChangeSet) throws(LoomError) {
+        try onWriter("SAVEPOINT loom_apply")
+        do {
+            try applyStatements(changes)
+            try onWriter("RELEASE SAVEPOINT loom_apply")
+        } catch {
+            try onWriter("ROLLBACK TO SAVEPOINT loom_apply")
+            try onWriter("RELEASE SAVEPOINT loom_apply")
+            guard error.code == .versionConflict || error.code == .uniquenessViolation else { throw error }
+            var refused = error
+            refused.storeConflicts = try changes.conflicts(in: self)
+            throw refused
+        }
+    }
+
+    @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
+        if isClosed { throw closedError() }
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        try begin()
+        transactionOwner.store(ThreadID.current, ordering: .relaxed)
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            transactionOwner.store(0, ordering: .relaxed)
+            _ = try? writer.query("ROLLBACK")
+            throw error
+        }
+        transactionOwner.store(0, ordering: .relaxed)
+        do {
+            try onWriter("COMMIT")
+        } catch {
+            _ = try? writer.query("ROLLBACK")
+            throw error
+        }
+        return (value, nextReceipt())
+    }
+
+    /// Reserves `count` keys with one statement on a connection of its own (outside any write
+    /// transaction: a reservation is never undone, so keys are never handed out twice, even by
+    /// servers racing).
+    @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
+        if isClosed { throw closedError() }
+        do {
+            return try readers.withConnection { connection in
+                var bindings = PostgresBindings()
+                bindings.append(entity.name)
+                bindings.append(Int64(count))
+                let rows = try connection.query(
+                    "INSERT INTO loom_keys (entity, next) VALUES ($1, 1 + $2) ON CONFLICT (entity) DO UPDATE SET next = loom_keys.next + $2 RETURNING next", bindings)
+                let end = try rows.first?.decode(Int64.self) ?? (1 + Int64(count))
+                return (end - Int64(count))..<end
+            }
+        } catch {
+            throw translate(error, entity: entity)
+        }
+    }
+
+    // MARK: Errors
+
+    /// A server error as a LoomError naming the entity and attributes, keeping the error as
+    /// ``LoomError/underlying`` and its SQLSTATE as ``LoomError/storeCode``.
+    func translate(_ error: any Error, entity: EntityDescription?, key: Int64? = nil) -> LoomError {
+        if let error = error as? LoomError { return error }
+        let state = Self.sqlState(of: error)
+        let code = state.map(StoreErrorCode.init(sqlState:))
+        if isClosed || error is PoolClosed {
+            var closed = closedError()
+            closed.underlying = error
+            closed.storeCode = code
+            return closed
+        }
+        if state == "23505", let psql = error as? PSQLError {
+            // The unique index's name says the entity and the attributes.
+            let constraint = psql.serverInfo?[.constraintName] ?? ""
+            let tableName = psql.serverInfo?[.tableName]
+            let described = entity ?? tableName.flatMap(schema.entity(named:))
+            let entityName = described?.name ?? tableName ?? "?"
+            var attributes: [String] = []
+            if let described {
+                if let unique = described.uniquenessConstraints.first(where: { "loom_unique_\(described.name)_\($0.joined(separator: "_"))" == constraint }) {
+                    attributes = unique
+                } else if constraint.hasSuffix("_pkey") {
+                    attributes = ["Z_PK"]
+                }
+            }
+            return LoomError(
+                .uniquenessViolation,
+                "Another \(entityName) already has the same \(attributes.isEmpty ? constraint : attributes.joined(separator: ", ")), which must be unique.",
+                entity: entityName, attributes: attributes,
+                objectID: key.map { AnyObjectID(storeIdentifier: identifier, entityName: entityName, primaryKey: $0) },
+                underlying: error, storeCode: code)
+        }
+        return LoomError(.storeFailure, "The PostgreSQL store at \(configuration.description) failed: \(Self.describe(error)).", underlying: error, storeCode: code)
+    }
+
+    deinit {
+        // A store released without close(): its listener, snapshots and connections end with it.
+        listener.withLock { $0?.stop() }
+        if !isClosed {
+            for snapshot in snapshots.withLock({ $0 }) { snapshot.close() }
+            readers.close()
+        }
+    }
+
+    /// Closes the store: every later call throws ``LoomError/Code/closed``. Closing again does nothing.
+    public func close() throws(LoomError) {
+        listener.withLock { listener in
+            listener?.stop()
+            listener = nil
+        }
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for snapshot in snapshots.withLock({ $0 }) { snapshot.close() }
+        readers.close()
+        writer.close()
+    }
+}

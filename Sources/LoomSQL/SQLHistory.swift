@@ -1,0 +1,47 @@
+package import Foundation
+@_spi(LoomStore) package import LoomCore
+
+/// The history table both SQL stores keep: one row per transaction with its number, time,
+/// author, context, process, the entities it changed (`,Book,Tag,`, for filtering) and its
+/// changes packed by ``HistoryChangeGroup/encode(_:)``. This turns one such row into a
+/// ``HistoryTransaction``, the same way on every store.
+package enum SQLHistory {
+    /// The columns a store reads for ``transaction(number:timestamp:author:context:process:processName:changes:entityNames:store:location:)``, in its order.
+    package static let columns = "number, timestamp, author, context, process, processName, changes"
+
+    /// The transaction of one history row, with only the changes of `entityNames` (`nil`: all).
+    ///
+    /// - Throws: ``LoomError/Code/corruptValue`` when the packed changes cannot be read.
+    package static func transaction(
+        number: Int64, timestamp: Double, author: String?, context: String?, process: Int64, processName: String, changes: Data,
+        entityNames wanted: Set<String>?, store identifier: UUID, location: String
+    ) throws(LoomError) -> HistoryTransaction {
+        guard let groups = HistoryChangeGroup.decode(changes) else {
+            throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(location) cannot be read: its changes are damaged.", path: location)
+        }
+        var list: [HistoryChange] = []
+        for group in groups where wanted?.contains(group.entityName) ?? true {
+            let kind: HistoryChange.Kind = switch group.kind {
+            case .insert: .insert
+            case .update: .update(updatedProperties: group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init))
+            case .delete: .delete
+            }
+            let names = group.tombstones.isEmpty ? [] : group.properties.split(separator: ",").map(String.init)
+            for (i, key) in group.keys.enumerated() {
+                let tombstone = i < group.tombstones.count ? HistoryTombstone(values: Dictionary(uniqueKeysWithValues: zip(names, group.tombstones[i]))) : nil
+                list.append(HistoryChange(objectID: AnyObjectID(storeIdentifier: identifier, entityName: group.entityName, primaryKey: key), kind: kind, tombstone: tombstone))
+            }
+        }
+        return HistoryTransaction(
+            token: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
+            timestamp: Date(timeIntervalSince1970: timestamp), author: author, contextName: context,
+            processIdentifier: Int32(truncatingIfNeeded: process), processName: processName, changes: list)
+    }
+
+    /// The entities a change set's history row lists, `,A,B,` (each name once, in order).
+    package static func entityList(_ groups: [HistoryChangeGroup]) -> String {
+        var entities: [String] = []
+        for group in groups where !entities.contains(group.entityName) { entities.append(group.entityName) }
+        return "," + entities.joined(separator: ",") + ","
+    }
+}
