@@ -54,7 +54,9 @@ final class PGConnection: @unchecked Sendable {
 
     deinit {
         // A connection dropped unclosed (a store released without close()) ends with it.
-        if !connection.isClosed { connection.close().whenComplete { _ in } }
+        // The connection stays alive until it is closed (postgres-nio asserts that).
+        let connection = self.connection
+        if !connection.isClosed { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
     }
 }
 

@@ -82,4 +82,5 @@ package struct PostgreSQLDialect: SQLDialect {
     }
 
     package var never: String { "false" }
+    package var groupsThroughSubquery: Bool { true }
 }

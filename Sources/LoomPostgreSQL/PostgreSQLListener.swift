@@ -21,6 +21,7 @@ final class PostgreSQLListener: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var stopped = false
+    /// The listening connection; only the thread uses it.
     private var connection: PGConnection?
     private let finished = DispatchSemaphore(value: 0)
     /// The last history number handed on (or seen as this instance's own).
@@ -47,17 +48,16 @@ final class PostgreSQLListener: @unchecked Sendable {
 
     private var isStopped: Bool { lock.withLock { stopped } }
 
-    /// Stops the thread and waits for it to end (it hands nothing on after this returns).
+    /// Stops the thread and waits for it to end (it hands nothing on after this returns). The
+    /// thread closes its connection itself: closing it from here while a query is in flight
+    /// can leave that query's future unanswered.
     func stop() {
-        let connection = lock.withLock { () -> PGConnection? in
-            if stopped { return nil }
-            stopped = true
-            return self.connection
-        }
+        lock.withLock { stopped = true }
         wake.signal()
-        connection?.close()
-        finished.wait()
-        finished.signal()
+        // A read in flight ends within a round trip; a server gone silent must not hold the
+        // caller (a store's deinit on the main actor) for good: the handler is not called once
+        // `stopped` is set, whether or not the thread has ended.
+        if finished.wait(timeout: .now() + 5) == .success { finished.signal() }
     }
 
     private func run() {
@@ -71,12 +71,8 @@ final class PostgreSQLListener: @unchecked Sendable {
                     let wake = self.wake
                     opened.connection.addListener(channel: channel) { _, _ in wake.signal() }
                     try opened.query("LISTEN \(SQLGenerator.quote(channel))")
-                    let keep = lock.withLock { () -> Bool in
-                        if stopped { return false }
-                        connection = opened
-                        return true
-                    }
-                    if !keep { opened.close(); break }
+                    connection = opened
+                    if isStopped { break }
                     announcedFailure = false
                 } catch {
                     if !announcedFailure {
@@ -92,7 +88,7 @@ final class PostgreSQLListener: @unchecked Sendable {
             if let connection { try? readHistory(connection) }
             _ = wake.wait(timeout: .now() + 1)
         }
-        lock.withLock { connection }?.close()
+        connection?.close()
     }
 
     /// Reads the history after `lastNumber` and hands on what other instances committed.

@@ -59,6 +59,9 @@ package protocol SQLDialect: Sendable {
     func aggregate(_ name: String, _ value: String) -> String
     /// A condition that is never true: the placeholder of a statement that must return nothing.
     var never: String { get }
+    /// Whether grouped queries compute their values in a subquery and group outside it (see
+    /// `SQLGenerator.groupedThroughSubquery`): PostgreSQL's rule for grouped columns needs it.
+    var groupsThroughSubquery: Bool { get }
 }
 
 extension SQLDialect {
@@ -70,6 +73,7 @@ extension SQLDialect {
     }
     package func aggregate(_ name: String, _ value: String) -> String { "\(name)(\(value))" }
     package var never: String { "0" }
+    package var groupsThroughSubquery: Bool { false }
 }
 
 extension PredicateNode.ArithmeticOperator {
