@@ -77,7 +77,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
-        .testTarget(name: "LoomTests", dependencies: ["Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "LoomTests",
+            dependencies: [
+                "Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL",
+                // The PostgreSQL tests' own connections (a foreign schema, busy event loops).
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "LoomMacrosTests",
             dependencies: [
