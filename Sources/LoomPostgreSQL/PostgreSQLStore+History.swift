@@ -178,3 +178,15 @@ extension PostgreSQLStore {
         started.start()
     }
 }
+
+extension PostgreSQLStore {
+    /// The number of the last history transaction deleted (0 when none was): what a history
+    /// reader whose token expired checks it against.
+    @_spi(LoomStore) public func historyDeletedThrough() throws(LoomError) -> Int64 {
+        try withReadConnection { connection in
+            var bindings = PostgresBindings()
+            bindings.append(Self.historyDeletedKey)
+            return try connection.query("SELECT value::int8 FROM loom_metadata WHERE key = $1", bindings).first.map { PostgreSQLValues.int64($0.first { _ in true }!) } ?? 0
+        }
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
 @_spi(LoomStore) import LoomSQLite
+@_spi(LoomStore) import LoomPostgreSQL
 import Testing
 
 /// Several processes on one store (Swift Testing exit tests, as the trap tests do): two write
@@ -16,17 +17,32 @@ struct RemoteChangeProcessTests {
     static let writers = 2
     static var transactions: Int { writers * contextsPerWriter * savesPerContext }
 
-    /// The job file children read: the store's path.
+    /// The job file children read: the store's kind and where it is (a SQLite file's path, or
+    /// a PostgreSQL schema on the test server).
     static func jobFile(parent: Int32) -> URL {
         FileManager.default.temporaryDirectory.appending(path: "loom-remote-\(parent).job")
     }
 
-    static func open(_ path: String) throws -> PersistentContainer {
-        PersistentContainer(store: try SQLiteStore(url: URL(filePath: path), schema: try LibraryRelsV2.schema()))
+    static func open(_ job: String) throws -> PersistentContainer {
+        let schema = try LibraryRelsV2.schema()
+        if job.hasPrefix("postgres:") {
+            var configuration = try PostgresServer.configuration()
+            configuration.schemaName = String(job.dropFirst("postgres:".count))
+            return PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: schema))
+        }
+        return PersistentContainer(store: try SQLiteStore(url: URL(filePath: job), schema: schema))
     }
 
     static func storePath() throws -> String {
         try String(contentsOf: jobFile(parent: getppid()), encoding: .utf8)
+    }
+
+    /// The last history number deleted, read from the store.
+    static func deletedThrough(_ job: String, _ container: PersistentContainer) throws -> Int64 {
+        if job.hasPrefix("postgres:") {
+            return try (container.coordinator.store as! PostgreSQLStore).historyDeletedThrough()
+        }
+        return Int64(try SQLiteStore.savedState(at: URL(filePath: job)).metadata["historyDeletedThrough"] ?? "0") ?? 0
     }
 
     /// A writer process: four contexts save `savesPerContext` times each (an insert, and every
@@ -109,7 +125,7 @@ struct RemoteChangeProcessTests {
                 }
                 if chunk.isEmpty { try await Task.sleep(for: .milliseconds(2)) }
             } catch let error as LoomError where error.code == .historyTokenExpired {
-                let deleted = Int64(try SQLiteStore.savedState(at: URL(filePath: path)).metadata["historyDeletedThrough"] ?? "0") ?? 0
+                let deleted = try Self.deletedThrough(path, container)
                 if deleted <= after?.transactionNumber ?? 0 { exit(6) }
                 // Purged under it: allowed, and then it starts again from now.
                 exit(0)
@@ -118,13 +134,15 @@ struct RemoteChangeProcessTests {
         try await container.close()
     }
 
-    @Test("Two processes × four contexts write, a third reads with tokens, history is purged meanwhile: every transaction seen once, in commit order; each writer's view context ends equal to the store")
-    func twoWritersAndAReader() async throws {
-        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+    @Test("Two processes × four contexts write, a third reads with tokens, history is purged meanwhile: every transaction seen once, in commit order; each writer's view context ends equal to the store", arguments: StoreKind.persistentCases)
+    func twoWritersAndAReader(kind: StoreKind) async throws {
+        let location = kind == .postgres
+            ? "postgres:" + (try PostgresServer.configuration().schemaName)
+            : TemporaryDirectory.make().appending(path: "shared.loom").path
         let job = Self.jobFile(parent: getpid())
-        try url.path.write(to: job, atomically: true, encoding: .utf8)
+        try location.write(to: job, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: job) }
-        let container = try Self.open(url.path)
+        let container = try Self.open(location)
         try await container.save { context in
             for i in 0..<10 { context.insert(Book(title: "seed \(i)")) }
         }
@@ -172,7 +190,7 @@ struct RemoteChangeProcessTests {
         let purged = await purger.value
         #expect(purged.failures.isEmpty)
         #expect(purged.purges > 0, "the purge ran while the others worked")
-        print("remote changes between processes: \(Self.transactions) transactions by \(Self.writers) processes × \(Self.contextsPerWriter) contexts in \(ContinuousClock.now - start)")
+        print("remote changes between processes (\(kind)): \(Self.transactions) transactions by \(Self.writers) processes × \(Self.contextsPerWriter) contexts in \(ContinuousClock.now - start)")
         let seen = await watcher.value
         #expect(seen.count == Self.transactions)
         #expect(seen.ordered)
