@@ -509,3 +509,39 @@ public final class PostgreSQLStore: PersistentStore {
         writer.close()
     }
 }
+
+extension PostgreSQLStore {
+    /// The schema saved in a store and its metadata, read without the model it was made with
+    /// (what `loom inspect` shows). Changes nothing.
+    ///
+    /// - Throws: ``LoomError/Code/notALoomStore`` when the schema holds no Loom store,
+    ///   ``LoomError/Code/storeFailure`` when the server cannot be reached.
+    @_spi(LoomStore) public static func savedState(configuration: Configuration) throws(LoomError) -> (record: SchemaRecord, metadata: [String: String]) {
+        let connection: PGConnection
+        do {
+            connection = try PGConnection.open(configuration)
+        } catch {
+            throw openError(error, configuration)
+        }
+        defer { connection.close() }
+        do {
+            var bindings = PostgresBindings()
+            bindings.append(configuration.schemaName)
+            let exists = try connection.query("SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'loom_metadata'", bindings).count > 0
+            guard exists else {
+                throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) holds no Loom store (no loom_metadata table).")
+            }
+            var metadata: [String: String] = [:]
+            for row in try connection.query("SELECT key, value FROM loom_metadata") {
+                let (key, value) = try row.decode((String, String).self)
+                metadata[key] = value
+            }
+            guard let text = metadata["schema"], let record = try? JSONDecoder().decode(SchemaRecord.self, from: Data(text.utf8)) else {
+                throw LoomError(.notALoomStore, "The PostgreSQL store at \(configuration.description) has no readable saved schema.")
+            }
+            return (record, metadata)
+        } catch {
+            throw openError(error, configuration)
+        }
+    }
+}

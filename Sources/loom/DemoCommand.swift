@@ -2,6 +2,7 @@ import ArgumentParser
 import DebianPackages
 import Foundation
 import Loom
+import LoomPostgreSQL
 
 /// `loom demo`: imports this machine's Debian package database into a Loom store as an object
 /// graph (packages, their maintainers, and dependencies linking packages to the packages they
@@ -15,6 +16,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Where to create the store (a file path). Default: a new temporary folder.")
     var store: String?
 
+    @Option(help: "Run on PostgreSQL instead: a URL such as postgres://user@localhost:5432/db?schema=loom_demo (a Unix socket folder: ?host=/run/postgresql).")
+    var postgres: String?
+
     @Option(help: "A dpkg status file to import instead of /var/lib/dpkg/status.")
     var source: String?
 
@@ -27,10 +31,10 @@ struct DemoCommand: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         let started = ContinuousClock.now
-        let storeURL = try storeLocation()
+        let storeURL = try location()
         let (packages, sourceName) = try loadPackages()
         print("Loom demo: importing \(packages.count) packages from \(sourceName)")
-        print("Store: \(storeURL.path)")
+        print("Store: \(storeURL)")
 
         // A store an earlier demo made (--store) is migrated to this model first, with progress.
         let container = try await Self.open(storeURL)
@@ -155,7 +159,30 @@ struct DemoCommand: AsyncParsableCommand {
         let byAuthor = seen.authors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         print("A second coordinator on the store saw \(seen.transactions) transactions of the others (\(byAuthor)) inserting \(seen.packages) packages, merged as they committed (the first \(seen.first.map { $0.formatted(.units(allowed: [.milliseconds])) } ?? "-") after it started listening)")
         try await Self.showMigration(of: Array(packages.prefix(500)))
-        print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL.path)")
+        print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL)")
+    }
+
+    /// Where the demo's store is: a SQLite file, or a schema of a PostgreSQL database.
+    enum Location: CustomStringConvertible {
+        case file(URL)
+        case postgres(PostgreSQLStore.Configuration, url: String)
+
+        var description: String {
+            switch self {
+            case .file(let url): url.path
+            case .postgres(let configuration, let url): "\(url) (PostgreSQL schema \(configuration.schemaName))"
+            }
+        }
+    }
+
+    /// Opens the store with the current demo model (PostgreSQL: the same model; its stores do
+    /// not migrate yet).
+    private static func open(_ location: Location) async throws -> PersistentContainer {
+        switch location {
+        case .file(let url): try await open(url)
+        case .postgres(let configuration, _):
+            PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(versionedSchema: DemoSchemaV2.self)))
+        }
     }
 
     /// Opens the store with the current demo model, printing each step of a migration.
@@ -196,6 +223,15 @@ struct DemoCommand: AsyncParsableCommand {
         }
         try await container.close()
         print("  migrated in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))); most dependencies, from the new attribute: \(most.joined(separator: ", "))")
+    }
+
+    private func location() throws -> Location {
+        if let postgres {
+            var configuration = try PostgreSQLStore.Configuration(url: postgres)
+            if !postgres.contains("schema=") { configuration.schemaName = "loom_demo" }
+            return .postgres(configuration, url: postgres)
+        }
+        return .file(try storeLocation())
     }
 
     private func storeLocation() throws -> URL {

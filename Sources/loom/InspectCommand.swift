@@ -3,6 +3,7 @@ import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore   // counts rows through the store, without a model
 @_spi(LoomStore) import LoomSQLite   // the saved version and migration step
+@_spi(LoomStore) import LoomPostgreSQL
 
 /// `loom inspect PATH`: prints the schema saved in a store and how many objects each entity has,
 /// without the model it was made with.
@@ -11,12 +12,22 @@ struct InspectCommand: ParsableCommand {
         commandName: "inspect",
         abstract: "Show the schema and object counts of a Loom store.")
 
-    @Argument(help: "The store file.")
+    @Argument(help: "The store file, or a PostgreSQL URL (postgres://user@host:port/db?schema=name).")
     var path: String
 
     func run() throws {
-        let url = URL(filePath: path)
-        let state = try SQLiteStore.savedState(at: url)
+        let state: (record: SchemaRecord, metadata: [String: String])
+        let open: (Schema) throws -> any PersistentStore
+        if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
+            let configuration = try PostgreSQLStore.Configuration(url: path)
+            state = try PostgreSQLStore.savedState(configuration: configuration)
+            open = { try PostgreSQLStore(configuration: configuration, schema: $0) }
+        } else {
+            let url = URL(filePath: path)
+            let saved = try SQLiteStore.savedState(at: url)
+            state = (saved.record, saved.metadata)
+            open = { try SQLiteStore(url: url, schema: $0) }
+        }
         let schema = try Schema(record: state.record)
         print("Store \(path)\nSchema version hash \(schema.versionHash)")
         // Saved when the store was opened with a versioned schema.
@@ -24,7 +35,7 @@ struct InspectCommand: ParsableCommand {
         if let step = state.metadata[MigrationPlanRunner.stepKey] {
             print("Migration in progress, resumed at the next open: \(step)")
         }
-        let store = try SQLiteStore(url: url, schema: schema)
+        let store = try open(schema)
         defer { try? store.close() }
         for entity in schema.entities {
             let count = try store.count(StoreQuery(entity: entity))
