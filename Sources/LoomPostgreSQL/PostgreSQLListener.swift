@@ -26,8 +26,8 @@ final class PostgreSQLListener: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// The last history number handed on (or seen as this instance's own).
     private var lastNumber: Int64
-    /// The last commit of this instance found in the history (its `origincommit`).
-    private var lastLocalCommit: UInt64 = 0
+    /// Which rows are this instance's, and the last of its commits seen.
+    private var origins: HistoryOrigins
 
     init(configuration: PostgreSQLStore.Configuration, store: UUID, origin: Int64, channel: String, after: Int64, handler: @escaping @Sendable (RemoteCommits) -> Void) {
         var configuration = configuration
@@ -37,6 +37,7 @@ final class PostgreSQLListener: @unchecked Sendable {
         self.origin = origin
         self.channel = channel
         self.lastNumber = after
+        self.origins = HistoryOrigins(mine: origin)
         self.handler = handler
     }
 
@@ -114,15 +115,7 @@ final class PostgreSQLListener: @unchecked Sendable {
             return (integer(0) ?? 0, integer(1), integer(2))
         }
         guard let last = found.last?.number else { return }
-        var foreign: [(number: Int64, after: UInt64)] = []
-        var localCommit = lastLocalCommit
-        for row in found {
-            if row.origin == origin {
-                localCommit = UInt64(max(0, row.commit ?? 0))
-            } else {
-                foreign.append((row.number, localCommit))
-            }
-        }
+        let (foreign, localCommit) = origins.foreign(found)
         if !foreign.isEmpty {
             var range = PostgresBindings()
             range.append(foreign.first!.number)
@@ -131,11 +124,10 @@ final class PostgreSQLListener: @unchecked Sendable {
             let transactions = try PostgreSQLStore.historyTransactions(
                 try connection.query("SELECT \(SQLHistory.columns) FROM loom_history WHERE number >= $1 AND number <= $2 AND (origin IS NULL OR origin <> $3) AND changes IS NOT NULL ORDER BY number", range),
                 entityNames: nil, store: store, location: configuration.description)
-            let after = Dictionary(uniqueKeysWithValues: foreign.map { ($0.number, $0.after) })
-            let committed = transactions.map { (transaction: $0, afterLocalCommit: after[$0.token.transactionNumber] ?? localCommit) }
+            let committed = origins.ordered(transactions, foreign: foreign, localCommit: localCommit)
             if !committed.isEmpty, !isStopped { handler(.committed(committed)) }
         }
-        lastLocalCommit = localCommit
+        origins.advance(to: localCommit)
         lastNumber = last
     }
 }

@@ -21,14 +21,7 @@ extension SQLGenerator {
                 columns.append("COUNT(*)")
             case .aggregate(let function, let node):
                 let value = expression(node, entity, "t0", &builder)
-                let name = switch function {
-                case .count: "COUNT"
-                case .sum: "SUM"
-                case .min: "MIN"
-                case .max: "MAX"
-                case .average: "AVG"
-                }
-                columns.append(dialect.aggregate(name, value))
+                columns.append(dialect.aggregate(Self.sqlName(of: function), value))
             }
         }
         var text = "SELECT \(query.isDistinct ? "DISTINCT " : "")\(columns.joined(separator: ", ")) FROM \(Self.quote(entity.name)) AS t0"
@@ -83,14 +76,7 @@ extension SQLGenerator {
                 columns.append("COUNT(*)")
             case .aggregate(let function, let node):
                 inner.append("\(expression(node, entity, "t0", &builder)) AS a\(j)")
-                let name = switch function {
-                case .count: "COUNT"
-                case .sum: "SUM"
-                case .min: "MIN"
-                case .max: "MAX"
-                case .average: "AVG"
-                }
-                columns.append(dialect.aggregate(name, "q.a\(j)"))
+                columns.append(dialect.aggregate(Self.sqlName(of: function), "q.a\(j)"))
             }
         }
         var from = "SELECT \(inner.joined(separator: ", ")) FROM \(Self.quote(entity.name)) AS t0"
@@ -108,5 +94,16 @@ extension SQLGenerator {
         text += " ORDER BY " + order.joined(separator: ", ")
         builder.appendWindow(to: &text, limit: query.fetchLimit, offset: query.fetchOffset)
         return (text, builder.arguments)
+    }
+
+    /// An aggregate function's SQL name.
+    static func sqlName(of function: AggregateQuery.Function) -> String {
+        switch function {
+        case .count: "COUNT"
+        case .sum: "SUM"
+        case .min: "MIN"
+        case .max: "MAX"
+        case .average: "AVG"
+        }
     }
 }

@@ -45,3 +45,41 @@ package enum SQLHistory {
         return "," + entities.joined(separator: ",") + ","
     }
 }
+
+/// How a store's watcher of other instances' commits orders them among its own: history rows
+/// carry the instance that committed them (`origin`) and its commit sequence; each foreign
+/// transaction is handed on with the last local commit before it, so that the coordinator
+/// delivers it after that save.
+package struct HistoryOrigins: Sendable {
+    /// This instance's `origin`.
+    package let mine: Int64
+    /// The last commit of this instance found in the history so far.
+    package private(set) var lastLocalCommit: UInt64 = 0
+
+    package init(mine: Int64) { self.mine = mine }
+
+    /// The rows other instances committed, each with the last local commit before it, from
+    /// `(number, origin, commit)` rows in number order. Call ``advance(over:)`` once they are
+    /// handed on.
+    package func foreign(_ rows: [(number: Int64, origin: Int64?, commit: Int64?)]) -> (rows: [(number: Int64, after: UInt64)], localCommit: UInt64) {
+        var foreign: [(number: Int64, after: UInt64)] = []
+        var localCommit = lastLocalCommit
+        for row in rows {
+            if row.origin == mine {
+                localCommit = UInt64(max(0, row.commit ?? 0))
+            } else {
+                foreign.append((row.number, localCommit))
+            }
+        }
+        return (foreign, localCommit)
+    }
+
+    /// The transactions read for `foreign` rows, each with the local commit it follows.
+    package func ordered(_ transactions: [HistoryTransaction], foreign: [(number: Int64, after: UInt64)], localCommit: UInt64) -> [(transaction: HistoryTransaction, afterLocalCommit: UInt64)] {
+        let after = Dictionary(uniqueKeysWithValues: foreign.map { ($0.number, $0.after) })
+        return transactions.map { (transaction: $0, afterLocalCommit: after[$0.token.transactionNumber] ?? localCommit) }
+    }
+
+    /// Records that everything up to `localCommit` was seen.
+    package mutating func advance(to localCommit: UInt64) { lastLocalCommit = localCommit }
+}

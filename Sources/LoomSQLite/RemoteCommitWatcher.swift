@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LoomSQL
 @_spi(LoomStore) import LoomCore
 import Synchronization
 #if canImport(Glibc)
@@ -109,8 +110,8 @@ final class RemoteCommitWatcher: Sendable {
         let store: UUID
         let origin: Int64
         var lastNumber: Int64
-        /// The last commit of this instance found in the history (its `originCommit`).
-        var lastLocalCommit: UInt64 = 0
+        /// Which rows are this instance's, and the last of its commits seen.
+        var origins: HistoryOrigins
         var dataVersion: Int64 = -1
         let handler: @Sendable (RemoteCommits) -> Void
         var inotify = INotify()
@@ -120,6 +121,7 @@ final class RemoteCommitWatcher: Sendable {
             self.path = path
             self.store = store
             self.origin = origin
+            self.origins = HistoryOrigins(mine: origin)
             self.lastNumber = lastNumber
             self.handler = handler
         }
@@ -177,15 +179,7 @@ final class RemoteCommitWatcher: Sendable {
                 return
             }
             guard let last = found.last?.number else { return }
-            var foreign: [(number: Int64, after: UInt64)] = []
-            var localCommit = lastLocalCommit
-            for row in found {
-                if row.origin == origin {
-                    localCommit = UInt64(max(0, row.commit ?? 0))
-                } else {
-                    foreign.append((row.number, localCommit))
-                }
-            }
+            let (foreign, localCommit) = origins.foreign(found)
             if !foreign.isEmpty {
                 let numbers = foreign.map(\.number)
                 let transactions = try queue.read { db in
@@ -193,11 +187,10 @@ final class RemoteCommitWatcher: Sendable {
                         db, sql: "SELECT \(SQLiteStore.historyColumns) FROM loom_history WHERE number >= ? AND number <= ? AND (origin IS NULL OR origin != ?) AND changes IS NOT NULL ORDER BY number",
                         arguments: [numbers.first!, numbers.last!, origin], entityNames: nil, store: store, path: path)
                 }
-                let after = Dictionary(uniqueKeysWithValues: foreign.map { ($0.number, $0.after) })
-                let committed = transactions.map { (transaction: $0, afterLocalCommit: after[$0.token.transactionNumber] ?? localCommit) }
+                let committed = origins.ordered(transactions, foreign: foreign, localCommit: localCommit)
                 if !committed.isEmpty { handler(.committed(committed)) }
             }
-            lastLocalCommit = localCommit
+            origins.advance(to: localCommit)
             lastNumber = last
         }
     }
