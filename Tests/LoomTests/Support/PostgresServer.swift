@@ -9,8 +9,10 @@ enum PostgresServer {
     static let url: String? = ProcessInfo.processInfo.environment["LOOM_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
 
     /// Whether the PostgreSQL cases run: a server is named, or this is CI (where a missing
-    /// server must fail the PostgreSQL cases, not skip them).
+    /// server must fail the PostgreSQL cases, not skip them); `LOOM_TEST_POSTGRES=off` turns
+    /// them off on purpose (a run that covers them in another invocation).
     static let isEnabled: Bool = {
+        if ProcessInfo.processInfo.environment["LOOM_TEST_POSTGRES"] == "off" { return false }
         if url != nil { return true }
         if ProcessInfo.processInfo.environment["CI"] == "true" { return true }
         FileHandle.standardError.write(Data("""
