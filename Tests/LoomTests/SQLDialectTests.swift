@@ -1,6 +1,7 @@
 import Foundation
 import Loom
 import LoomSQL
+import LoomPostgreSQL
 @_spi(LoomStore) @testable import LoomCore
 import Testing
 
@@ -85,6 +86,28 @@ struct SQLDialectTests {
         // No statement written for this dialect has a positional marker left.
         let texts = [text, sql.count(try query()).0, sql.selectKeys(try query()).0] + create
         #expect(!texts.contains { $0.contains("?") })
+    }
+
+    @Test("PostgreSQL: booleans are 0/1 where a value is wanted and `<> 0` tests where a condition is, NULLs first ascending, division by zero NULL, grouping outside a subquery")
+    func postgres() throws {
+        let sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
+        let pages = try index("pages"), title = try index("title")
+        // A string test compared with a value, and a bare value used as a condition.
+        let predicate = PredicateNode.and(
+            .compare(.equal, .string(.contains, .attribute(title), .constant(.text("a"))), .constant(.integer(1))),
+            .arithmetic(.divide, .attribute(pages), .constant(.integer(0))))
+        let query = StoreQuery(entity: book, predicate: predicate, sortKeys: [SortKey(attributeIndex: title, ascending: true), SortKey(attributeIndex: pages, ascending: false)])
+        let (text, arguments) = sql.select(query)
+        #expect(text.contains(#"(((strpos(t0."title", $1) > 0))::int4::int8) IS NOT DISTINCT FROM $2"#), "\(text)")
+        #expect(text.contains(#"AND (((t0."pages" / NULLIF($3, 0))) <> 0))"#), "\(text)")
+        #expect(text.hasSuffix(#"ORDER BY t0."title" ASC NULLS FIRST, t0."pages" DESC NULLS LAST, t0."Z_PK""#), "\(text)")
+        #expect(arguments == [.text("a"), .integer(1), .integer(0)])
+        #expect(sql.count(query).0.hasSuffix(") AS matches"))
+        #expect(sql.selectByKeys(book).hasSuffix(#"WHERE "Z_PK" = ANY($1::int8[])"#))
+        // Grouped: the values once, in a subquery; grouped and ordered outside it.
+        let grouped = AggregateQuery(entity: book, columns: [.value(.attribute(title)), .aggregate(.average, .attribute(pages))], groupBy: [.attribute(title)])
+        let (groupText, _) = sql.aggregate(grouped)
+        #expect(groupText == #"SELECT q.g0, (AVG(q.a1)::float8) FROM (SELECT t0."title" AS g0, t0."pages" AS a1 FROM "Book" AS t0) AS q GROUP BY q.g0 ORDER BY q.g0 ASC NULLS FIRST"#, "\(groupText)")
     }
 
     @Test("A change set becomes the same statements in every dialect: deletes with their links, updates by shape, inserts by entity, then links", arguments: [false, true])
