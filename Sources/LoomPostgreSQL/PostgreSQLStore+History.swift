@@ -65,10 +65,7 @@ extension PostgreSQLStore {
 
     @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
         if isClosed { throw closedError() }
-        if let after = descriptor.after, after.storeIdentifier != identifier { throw HistoryErrors.foreign(after, store: identifier) }
-        if let limit = descriptor.fetchLimit, limit < 0 {
-            throw LoomError(.invalidRequest, "A history fetch limit cannot be negative (it is \(limit)).")
-        }
+        try HistoryErrors.check(descriptor, store: identifier)
         let store = identifier
         return try withReadConnection { connection in
             let after = descriptor.after?.transactionNumber ?? 0

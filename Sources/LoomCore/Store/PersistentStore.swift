@@ -367,7 +367,7 @@ public protocol PersistentStore: StoreReading, Sendable {
 /// Stores that keep no history (the in-memory store): nothing to fetch or delete.
 extension PersistentStore {
     @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
-        if let after = descriptor.after, after.storeIdentifier != identifier { throw HistoryErrors.foreign(after, store: identifier) }
+        try HistoryErrors.check(descriptor, store: identifier)
         return []
     }
     @_spi(LoomStore) public func deleteHistory(through token: HistoryToken) throws(LoomError) {}
@@ -380,6 +380,15 @@ extension PersistentStore {
 
 /// The history errors every store throws alike.
 @_spi(LoomStore) public enum HistoryErrors {
+    /// Refuses a history request every store refuses alike: a token of another store, a
+    /// negative limit.
+    public static func check(_ descriptor: HistoryDescriptor, store: UUID) throws(LoomError) {
+        if let after = descriptor.after, after.storeIdentifier != store { throw foreign(after, store: store) }
+        if let limit = descriptor.fetchLimit, limit < 0 {
+            throw LoomError(.invalidRequest, "A history fetch limit cannot be negative (it is \(limit)).")
+        }
+    }
+
     public static func foreign(_ token: HistoryToken, store: UUID) -> LoomError {
         LoomError(
             .historyTokenForeignStore,
