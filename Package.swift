@@ -1,11 +1,20 @@
 // swift-tools-version: 6.1
 import PackageDescription
 import CompilerPluginSupport
+import Foundation
+
+// `LOOM_OPTIMIZED_TESTS=1` compiles Loom's own modules and tests with `-O` in whatever
+// configuration is built, dependencies untouched: `./scripts/test` rebuilds only those in its debug
+// build to run the lifetime-sensitive suites optimized (objects die as early as `-O` lets them)
+// without a second, release build of every dependency.
+let optimizedTests = ProcessInfo.processInfo.environment["LOOM_OPTIMIZED_TESTS"] == "1"
+
+let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
-]
+] + (optimizedTests ? [.unsafeFlags(["-O"])] : [])
 
 let package = Package(
     name: "Loom",
@@ -76,6 +85,24 @@ let package = Package(
                 "Loom", "LoomPostgreSQL", "DebianPackages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strictSettings),
+        // The benchmark (Benchmarks/README.md), also built here so that every build and CI's smoke
+        // run of it share this package's build instead of a second one; `Benchmarks/Package.swift`
+        // builds the same sources against another Loom checkout.
+        .target(
+            name: "CBenchSupport",
+            path: "Benchmarks/Sources/CBenchSupport",
+            cSettings: [.define("LOOM_BENCH_LOOM_PATH", to: "\"\(packageDirectory)\"")]),
+        .executableTarget(
+            name: "loom-bench",
+            dependencies: [
+                "CBenchSupport", "Loom",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // The same system libsqlite3 that GRDB and Loom link, for the raw C API contender.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/Sources/LoomBenchmarks",
             swiftSettings: strictSettings),
         .testTarget(
             name: "LoomTests",

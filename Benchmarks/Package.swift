@@ -25,11 +25,13 @@ let package = Package(
     targets: [
         // glibc's allocator statistics (`mallinfo2`), which Swift's Glibc module does not export.
         // It also records which Loom checkout was measured, for the report.
-        .target(name: "CBenchSupport", cSettings: [.define("LOOM_BENCH_LOOM_PATH", to: "\"\(loomDirectory)\"")]),
+        // Named apart from the root package's `CBenchSupport` target, which builds the same sources
+        // (target names are unique in a package graph): the sources import either.
+        .target(name: "CBenchSupportStandalone", path: "Sources/CBenchSupport", cSettings: [.define("LOOM_BENCH_LOOM_PATH", to: "\"\(loomDirectory)\"")]),
         .executableTarget(
             name: "LoomBenchmarks",
             dependencies: [
-                "CBenchSupport",
+                "CBenchSupportStandalone",
                 .product(name: "Loom", package: "Loom"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The same system libsqlite3 that GRDB and Loom link, for the raw C API contender.

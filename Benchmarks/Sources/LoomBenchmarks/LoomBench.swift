@@ -7,7 +7,7 @@ struct LoomBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loom-bench",
         abstract: "Measures Loom against the raw SQLite C API and GRDB, in the same process, round by round.",
-        discussion: "Run it in release mode: swift run -c release --package-path Benchmarks loom-bench")
+        discussion: "Run it in release mode: swift run -c release loom-bench")
 
     @Flag(help: "Fewer objects (10,000), still at least 9 measured rounds; the whole run takes under 3 minutes.")
     var quick = false
@@ -100,6 +100,9 @@ struct RunOptions: Sendable {
         if let objects { sizes.objects = objects }
         let measuredRounds = rounds ?? (quick ? 9 : 11)
         let warmupRounds = warmup ?? (quick ? 1 : 2)
+        #if DEBUG
+        FileHandle.standardError.write(Data("[loom-bench] warning: a debug build: it proves the workloads run, its figures mean nothing (swift run -c release loom-bench).\n".utf8))
+        #endif
         if measuredRounds < 9 {
             FileHandle.standardError.write(Data("[loom-bench] warning: \(measuredRounds) measured rounds (fewer than 9): for profiling, not for reporting.\n".utf8))
         }
@@ -115,11 +118,13 @@ struct RunOptions: Sendable {
         let runner = Runner(bench: bench, warmupRounds: warmupRounds, measuredRounds: measuredRounds,
                             contenderFilter: contenders, measuresMemory: measuresMemory)
         var results: [WorkloadResult] = []
+        var failed: [String] = []
         for workload in Catalog.workloads() where only?.contains(workload.id) ?? true {
             do {
                 results.append(try await runner.run(workload))
             } catch {
                 FileHandle.standardError.write(Data("[loom-bench] \(workload.id) failed: \(error)\n".utf8))
+                failed.append(workload.id)
                 results.append(WorkloadResult(id: workload.id, title: workload.title, available: false, unavailableReason: "FAILED: \(error)"))
             }
         }
@@ -134,7 +139,14 @@ struct RunOptions: Sendable {
             try report.writeJSON(to: json)
             print("JSON written to \(json)")
         }
+        if !failed.isEmpty { throw BenchmarkFailure(workloads: failed) }
     }
+}
+
+/// Workloads that threw: the report shows them, and the run exits with a failure.
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    var workloads: [String]
+    var description: String { "\(workloads.joined(separator: ", ")) failed (see above)" }
 }
 
 /// Every workload, in report order.

@@ -1,4 +1,8 @@
-import CBenchSupport
+#if canImport(CBenchSupport)
+import CBenchSupport  // built by Loom's own package
+#else
+import CBenchSupportStandalone  // built by Benchmarks/Package.swift
+#endif
 import Foundation
 import Synchronization
 
