@@ -96,11 +96,16 @@ let package = Package(
         .executableTarget(
             name: "loom-bench",
             dependencies: [
-                "CBenchSupport", "Loom",
+                "CBenchSupport", "Loom", "LoomPostgreSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The same system libsqlite3 that GRDB and Loom link, for the raw C API contender.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The raw PostgreSQL contender.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/Sources/LoomBenchmarks",
             swiftSettings: strictSettings),

@@ -21,6 +21,9 @@ let package = Package(
         .package(name: "Loom", path: loomPath),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // glibc's allocator statistics (`mallinfo2`), which Swift's Glibc module does not export.
@@ -37,6 +40,12 @@ let package = Package(
                 // The same system libsqlite3 that GRDB and Loom link, for the raw C API contender.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // Loom's PostgreSQL store and the raw PostgreSQL contender (the PG- workloads).
+                .product(name: "LoomPostgreSQL", package: "Loom"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),

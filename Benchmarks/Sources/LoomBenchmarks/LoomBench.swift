@@ -36,6 +36,9 @@ struct LoomBench: ParsableCommand {
     @Option(help: "Folder for the scratch databases (default: a new folder in the system's temporary directory).")
     var directory: String?
 
+    @Option(help: "A PostgreSQL server for the PG- workloads (Loom's PostgreSQL store against raw postgres-nio): postgres://user@host:port/database, or ?host=/socket/folder. Each round works in schemas of its own and drops them.")
+    var postgres: String?
+
     func validate() throws {
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1.") }
         if let objects, objects < 1_000 { throw ValidationError("--objects must be at least 1,000.") }
@@ -65,7 +68,7 @@ struct LoomBench: ParsableCommand {
         let options = RunOptions(
             quick: quick, json: json, only: only.map { Set(Self.list($0).map { $0.uppercased() }) },
             contenders: contenders.map { Set(Self.list($0).compactMap(Contender.init(rawValue:))) },
-            rounds: rounds, warmup: warmup, objects: objects, measuresMemory: !noMemory, directory: directory,
+            rounds: rounds, warmup: warmup, objects: objects, measuresMemory: !noMemory, directory: directory, postgres: postgres,
             command: CommandLine.arguments.joined(separator: " "))
         Task { @MainActor in
             do {
@@ -91,6 +94,7 @@ struct RunOptions: Sendable {
     var objects: Int?
     var measuresMemory: Bool
     var directory: String?
+    var postgres: String?
     var command: String
 
     @MainActor
@@ -112,14 +116,14 @@ struct RunOptions: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { if directory == nil { try? FileManager.default.removeItem(at: folder) } }
 
-        let bench = Bench(sizes: sizes, directory: folder)
+        let bench = Bench(sizes: sizes, directory: folder, postgresURL: postgres)
         defer { bench.removeTemplates() }
         var environment = try EnvironmentInfo.collect(bench: bench)
         let runner = Runner(bench: bench, warmupRounds: warmupRounds, measuredRounds: measuredRounds,
                             contenderFilter: contenders, measuresMemory: measuresMemory)
         var results: [WorkloadResult] = []
         var failed: [String] = []
-        for workload in Catalog.workloads() where only?.contains(workload.id) ?? true {
+        for workload in Catalog.workloads(postgresURL: postgres) where only?.contains(workload.id) ?? true {
             do {
                 results.append(try await runner.run(workload))
             } catch {
@@ -151,14 +155,21 @@ struct BenchmarkFailure: Error, CustomStringConvertible {
 
 /// Every workload, in report order.
 enum Catalog {
-    static let ids = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16"]
+    static let ids = [
+        "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16",
+        "PG-W1", "PG-W2", "PG-W3", "PG-W5", "PG-W9",
+    ]
 
+    /// The PG- workloads are unavailable without `postgresURL`.
     @MainActor
-    static func workloads() -> [any Workload] {
+    static func workloads(postgresURL: String?) -> [any Workload] {
         [
             InsertAndSave(), FetchAll(), RangeQueries(), ToManyFaulting(), ChangeAndSave(), MergeLatency(),
             MainActorResponsiveness(), ConcurrentReaders(), SingleObjectSaves(), OpenAndFirstFetch(), ConcurrencyCosts(),
             Migration(), TransformMigration(), RemoteChangeLatency(), LiveQueries(), BatchRequests(),
+            PostgreSQLInsertAndSave(postgresURL: postgresURL), PostgreSQLFetchAll(postgresURL: postgresURL),
+            PostgreSQLRangeQueries(postgresURL: postgresURL), PostgreSQLChangeAndSave(postgresURL: postgresURL),
+            PostgreSQLSingleObjectSaves(postgresURL: postgresURL),
         ]
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Loom
+import LoomPostgreSQL
 
 /// The Loom contender's model: the same attributes as ``ItemData``, and the same index.
 @Model final class Item {
@@ -52,6 +53,16 @@ extension PersistentContainer {
         try PersistentContainer(
             name: "LoomBench", for: Item.self, location: .file(URL(filePath: path)),
             options: SQLiteStore.Options(synchronous: synchronous, recordsHistory: ProcessInfo.processInfo.environment["LOOM_BENCH_HISTORY"] != "off"))
+    }
+
+    /// A container over Loom's PostgreSQL store in `schemaName` of the server at `url`, with
+    /// the same history switch; `trace` sees every statement the store runs.
+    static func bench(postgres url: String, schemaName: String, trace: (@Sendable (String) -> Void)? = nil) throws -> PersistentContainer {
+        var configuration = try PostgreSQLStore.Configuration(url: url)
+        configuration.schemaName = schemaName
+        configuration.recordsHistory = ProcessInfo.processInfo.environment["LOOM_BENCH_HISTORY"] != "off"
+        configuration.trace = trace
+        return PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(Item.self)))
     }
 
     /// Closes the container from the harness's synchronous code: runs the async `close()` on

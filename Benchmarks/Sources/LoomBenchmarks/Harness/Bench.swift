@@ -31,12 +31,16 @@ final class Bench {
     let sizes: Sizes
     let dataset: Dataset
     let directory: URL
+    /// The server of the PostgreSQL workloads (`--postgres`), or `nil`: they are skipped.
+    let postgresURL: String?
     private var templates: [String: String] = [:]
+    private var postgresTemplates: [String: String] = [:]
     private var fileCounter = 0
 
-    init(sizes: Sizes, directory: URL) {
+    init(sizes: Sizes, directory: URL, postgresURL: String? = nil) {
         self.sizes = sizes
         self.directory = directory
+        self.postgresURL = postgresURL
         self.dataset = Dataset(count: sizes.objects)
     }
 
@@ -93,5 +97,69 @@ final class Bench {
     func removeTemplates() {
         for path in templates.values { remove(path) }
         templates = [:]
+        for schemaName in postgresTemplates.values { try? dropPostgresSchema(schemaName) }
+        postgresTemplates = [:]
     }
+
+    // MARK: PostgreSQL
+
+    /// A name for a new PostgreSQL schema (namespace) of this run.
+    func newPostgresSchemaName(_ tag: String) -> String {
+        fileCounter += 1
+        return "loom_bench_\(ProcessInfo.processInfo.processIdentifier)_\(tag)_\(fileCounter)".lowercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// The `--postgres` URL; the PostgreSQL workloads are unavailable without it.
+    func requirePostgresURL() throws -> String {
+        guard let postgresURL else { throw BenchSetupError("no --postgres URL") }
+        return postgresURL
+    }
+
+    /// A raw connection whose search path is `schemaName`.
+    func rawPostgres(_ schemaName: String) throws -> RawPostgres {
+        try RawPostgres(url: try requirePostgresURL(), schemaName: schemaName)
+    }
+
+    /// A container of Loom's PostgreSQL store in `schemaName` (created when missing).
+    func loomPostgres(_ schemaName: String, trace: (@Sendable (String) -> Void)? = nil) throws -> PersistentContainer {
+        try PersistentContainer.bench(postgres: try requirePostgresURL(), schemaName: schemaName, trace: trace)
+    }
+
+    func dropPostgresSchema(_ schemaName: String) throws {
+        let connection = try rawPostgres(schemaName)
+        defer { connection.close() }
+        try connection.dropSchema()
+    }
+
+    /// The populated schema (M objects) of `contender` on the PostgreSQL server, built once per
+    /// run: the raw one with postgres-nio, Loom's by Loom. Rounds read it, or change it in place
+    /// (a schema cannot be copied as cheaply as a file).
+    func populatedPostgresSchema(for contender: Contender) throws -> String {
+        let kind = contender == .loom ? "loom" : "raw"
+        if let schemaName = postgresTemplates[kind] { return schemaName }
+        let schemaName = newPostgresSchemaName("template_\(kind)")
+        if contender == .loom {
+            let container = try loomPostgres(schemaName)
+            let context = container.viewContext
+            for item in dataset.items { context.insert(Item(item)) }
+            try context.save()
+            try container.closeAndWait()
+        } else {
+            let connection = try rawPostgres(schemaName)
+            defer { connection.close() }
+            try connection.createSchema()
+            try connection.insert(dataset.items)
+        }
+        let connection = try rawPostgres(schemaName)
+        defer { connection.close() }
+        try connection.query("ANALYZE")
+        postgresTemplates[kind] = schemaName
+        return schemaName
+    }
+}
+
+/// A run that cannot be set up as asked.
+struct BenchSetupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -35,6 +35,7 @@ enum Format {
         case .seconds: seconds(value)
         case .bytes: bytes(value)
         case .operationsPerSecond: rate(value)
+        case .count: value == value.rounded() ? Format.count(Int(value)) : String(format: "%.1f", value)
         }
     }
 

@@ -76,7 +76,7 @@ struct RunReport: Codable, Sendable {
                 var first = true
                 for contender in Contender.allCases {
                     guard let summary = metric.contenders[contender.rawValue] else { continue }
-                    var line = "    " + Format.pad(first ? metric.label : "", 26) + Format.pad(contender.label, 13)
+                    var line = "    " + Format.pad(first ? metric.label : "", 26) + Format.pad(workload.label(contender), 13)
                     line += Format.pad(Format.value(summary.median, metric.unit), 11, right: true)
                     line += Format.pad(Format.value(summary.min, metric.unit), 11, right: true)
                     line += Format.pad(Format.value(summary.p99, metric.unit), 11, right: true)
@@ -101,7 +101,7 @@ struct RunReport: Codable, Sendable {
             if !workload.memory.isEmpty {
                 let parts = Contender.allCases.compactMap { contender -> String? in
                     guard let m = workload.memory[contender.rawValue] else { return nil }
-                    return "\(contender.label) \(Format.bytes(Double(m.peakGrowthBytes))) peak, \(Format.bytes(Double(m.retainedBytes))) retained"
+                    return "\(workload.label(contender)) \(Format.bytes(Double(m.peakGrowthBytes))) peak, \(Format.bytes(Double(m.retainedBytes))) retained"
                 }
                 out += "    memory (\(workload.memoryNote ?? "")): " + parts.joined(separator: " · ") + "\n"
             }

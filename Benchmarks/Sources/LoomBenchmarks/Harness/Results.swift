@@ -47,9 +47,13 @@ struct WorkloadResult: Codable, Sendable {
     var available: Bool
     var unavailableReason: String?
     var memoryNote: String?
+    /// Contender names where this workload's differ from the usual ones (by `Contender` raw value).
+    var labels: [String: String]? = nil
     var metrics: [MetricResult] = []
     var memory: [String: MemoryResult] = [:]
     var notes: [String] = []
+
+    func label(_ contender: Contender) -> String { labels?[contender.rawValue] ?? contender.label }
 
     /// A contender's median on a metric.
     func median(_ key: String, _ contender: Contender) -> Double? {

@@ -23,6 +23,8 @@ final class Runner {
                                     unavailableReason: workload.unavailableReason, memoryNote: workload.memoryNote)
         guard workload.unavailableReason == nil else { return result }
         let contenders = workload.contenders.filter { contenderFilter?.contains($0) ?? true }
+        let labels = contenders.filter { workload.label(for: $0) != $0.label }.map { ($0.rawValue, workload.label(for: $0)) }
+        if !labels.isEmpty { result.labels = Dictionary(uniqueKeysWithValues: labels) }
         guard !contenders.isEmpty else { return result }
 
         let started = monotonicNanoseconds()

@@ -20,6 +20,9 @@ protocol Workload: AnyObject {
     func run(_ contender: Contender, _ round: Round) async throws -> [String: Double]
     /// Remarks on a finished result worth printing under the workload's table.
     func notes(_ result: WorkloadResult) -> [String]
+    /// What the table calls `contender` in this workload (the PostgreSQL workloads' `raw` is
+    /// postgres-nio, their `loom` Loom on PostgreSQL).
+    func label(for contender: Contender) -> String
 }
 
 /// A workload whose rounds block the main actor from start to end (all but W7). Its body is
@@ -37,6 +40,7 @@ extension SynchronousWorkload {
 
 extension Workload {
     func notes(_ result: WorkloadResult) -> [String] { [] }
+    func label(for contender: Contender) -> String { contender.label }
     var unavailableReason: String? { nil }
     var memoryNote: String { "peak heap growth during the timed part of one untimed run" }
 }
@@ -52,7 +56,7 @@ struct Round {
 
 /// A figure a workload reports, with the target Loom should meet, if any.
 struct Metric {
-    enum Unit: String, Codable { case seconds, operationsPerSecond = "ops/s", bytes }
+    enum Unit: String, Codable { case seconds, operationsPerSecond = "ops/s", bytes, count }
 
     var key: String
     var label: String

@@ -72,17 +72,21 @@ final class InsertAndSave: SynchronousWorkload {
             try pool.close()
             (create, save) = (c, s)
         case .loom:
-            let container = try PersistentContainer.bench(at: path)
-            let context = container.viewContext
-            meter?.begin()
-            let start = monotonicNanoseconds()
-            for item in items { context.insert(Item(item)) }
-            let c = seconds(since: start)
-            let (_, s) = try timed { try context.save() }
-            meter?.end()
-            try container.closeAndWait()
-            (create, save) = (c, s)
+            (create, save) = try Self.loomRound(try PersistentContainer.bench(at: path), items, meter)
         }
         return ["create": create, "save": save, "total": create + save]
+    }
+
+    /// Loom's round on any store (W1 on SQLite, PG-W1 on PostgreSQL): inserts, saves, closes.
+    static func loomRound(_ container: PersistentContainer, _ items: [ItemData], _ meter: HeapMeter?) throws -> (create: Double, save: Double) {
+        let context = container.viewContext
+        meter?.begin()
+        let start = monotonicNanoseconds()
+        for item in items { context.insert(Item(item)) }
+        let create = seconds(since: start)
+        let (_, save) = try timed { try context.save() }
+        meter?.end()
+        try container.closeAndWait()
+        return (create, save)
     }
 }

@@ -94,47 +94,51 @@ final class FetchAll: SynchronousWorkload {
             meter?.end()
             try pool.close()
         case .loom:
-            let container = try PersistentContainer.bench(at: path)
-            _ = try container.newBackgroundContext(name: "primer").performAndWait { try $0.count(for: FetchRequest<Item>()) }
-            meter?.begin()
-            let (aCold, aWarm) = try container.newBackgroundContext(name: "W2a").performAndWait { context in
-                var request = FetchRequest<Item>()
-                request.returnsObjectsAsFaults = true
-                let (first, cold) = try timed { try context.fetch(request) }
-                let (second, warm) = try timed { try context.fetch(request) }
-                blackHole((first, second))
-                return (cold, warm)
-            }
-            let (bCold, bWarm) = try container.newBackgroundContext(name: "W2b").performAndWait { context in
-                var request = FetchRequest<Item>()
-                request.returnsObjectsAsFaults = false
-                let (first, cold) = try timed { () throws -> [Item] in
-                    let objects = try context.fetch(request)
-                    blackHole(objects.checksum)
-                    return objects
-                }
-                let (second, warm) = try timed { () throws -> [Item] in
-                    let objects = try context.fetch(request)
-                    blackHole(objects.checksum)
-                    return objects
-                }
-                blackHole((first, second))
-                return (cold, warm)
-            }
-            let faults = try container.newBackgroundContext(name: "W2b-faults").performAndWait { context in
-                let (objects, time) = try timed { () throws -> [Item] in
-                    let objects = try context.fetch(FetchRequest<Item>())
-                    blackHole(objects.checksum)
-                    return objects
-                }
-                blackHole(objects)
-                return time
-            }
-            meter?.end()
-            try container.closeAndWait()
-            result = ["a.cold": aCold, "a.warm": aWarm, "b.cold": bCold, "b.warm": bWarm, "b.faults": faults]
+            result = try Self.loomRound(try PersistentContainer.bench(at: path), meter)
         }
         return result
+    }
+
+    /// Loom's round on any store (W2 on SQLite, PG-W2 on PostgreSQL), closing the container.
+    static func loomRound(_ container: PersistentContainer, _ meter: HeapMeter?) throws -> [String: Double] {
+        _ = try container.newBackgroundContext(name: "primer").performAndWait { try $0.count(for: FetchRequest<Item>()) }
+        meter?.begin()
+        let (aCold, aWarm) = try container.newBackgroundContext(name: "W2a").performAndWait { context in
+            var request = FetchRequest<Item>()
+            request.returnsObjectsAsFaults = true
+            let (first, cold) = try timed { try context.fetch(request) }
+            let (second, warm) = try timed { try context.fetch(request) }
+            blackHole((first, second))
+            return (cold, warm)
+        }
+        let (bCold, bWarm) = try container.newBackgroundContext(name: "W2b").performAndWait { context in
+            var request = FetchRequest<Item>()
+            request.returnsObjectsAsFaults = false
+            let (first, cold) = try timed { () throws -> [Item] in
+                let objects = try context.fetch(request)
+                blackHole(objects.checksum)
+                return objects
+            }
+            let (second, warm) = try timed { () throws -> [Item] in
+                let objects = try context.fetch(request)
+                blackHole(objects.checksum)
+                return objects
+            }
+            blackHole((first, second))
+            return (cold, warm)
+        }
+        let faults = try container.newBackgroundContext(name: "W2b-faults").performAndWait { context in
+            let (objects, time) = try timed { () throws -> [Item] in
+                let objects = try context.fetch(FetchRequest<Item>())
+                blackHole(objects.checksum)
+                return objects
+            }
+            blackHole(objects)
+            return time
+        }
+        meter?.end()
+        try container.closeAndWait()
+        return ["a.cold": aCold, "a.warm": aWarm, "b.cold": bCold, "b.warm": bWarm, "b.faults": faults]
     }
 }
 

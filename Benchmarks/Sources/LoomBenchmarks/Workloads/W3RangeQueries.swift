@@ -81,24 +81,14 @@ final class RangeQueries: SynchronousWorkload {
             // goes first alternates with the round.
             var pinnedTimes: [Double] = []
             func run(pinned: Bool) throws {
-                let container = try PersistentContainer.bench(at: path)
-                let context = container.viewContext
-                if pinned { try context.setQueryGenerationFrom(.current) }
-                _ = try context.count(for: FetchRequest<Item>())
-                if !pinned { meter?.begin() }
-                for query in queries {
-                    let start = monotonicNanoseconds()
-                    let objects = try context.fetch(.matching(query))
-                    blackHole(objects.checksum)
+                try Self.loomQueries(try PersistentContainer.bench(at: path), queries, pinned: pinned, meter: meter) { time, count in
                     if pinned {
-                        pinnedTimes.append(seconds(since: start))
+                        pinnedTimes.append(time)
                     } else {
-                        times.append(seconds(since: start))
-                        rows += objects.count
+                        times.append(time)
+                        rows += count
                     }
                 }
-                if !pinned { meter?.end() }
-                try container.closeAndWait()
             }
             for pinned in round.index % 2 == 0 ? [false, true] : [true, false] where !pinned || meter == nil {
                 try run(pinned: pinned)
@@ -116,5 +106,24 @@ final class RangeQueries: SynchronousWorkload {
         ]
         if let pinned { result["pinnedP50"] = pinned }
         return result
+    }
+
+    /// Loom's queries on any store (W3 on SQLite, PG-W3 on PostgreSQL) on the container's view
+    /// context, pinned to a query generation or not; `record` gets each query's time and rows.
+    /// Closes the container.
+    static func loomQueries(_ container: PersistentContainer, _ queries: [RangeQuery], pinned: Bool, meter: HeapMeter?,
+                            record: (Double, Int) -> Void) throws {
+        let context = container.viewContext
+        if pinned { try context.setQueryGenerationFrom(.current) }
+        _ = try context.count(for: FetchRequest<Item>())
+        if !pinned { meter?.begin() }
+        for query in queries {
+            let start = monotonicNanoseconds()
+            let objects = try context.fetch(.matching(query))
+            blackHole(objects.checksum)
+            record(seconds(since: start), objects.count)
+        }
+        if !pinned { meter?.end() }
+        try container.closeAndWait()
     }
 }

@@ -110,28 +110,32 @@ final class ChangeAndSave: SynchronousWorkload {
             try pool.close()
             result = ["change": change, "save": save, "total": change + save]
         case .loom:
-            let container = try PersistentContainer.bench(at: path)
-            let context = container.viewContext
-            var request = FetchRequest<Item>()
-            request.returnsObjectsAsFaults = false
-            let objects = try context.fetch(request)
-            meter?.begin()
-            let (_, change) = timed {
-                for (j, i) in changed.enumerated() {
-                    objects[i].score += 1
-                    objects[i].title = titles[j]
-                }
-            }
-            let (_, save) = try timed { try context.save() }
-            meter?.end()
-            let calls = 10_000
-            let (_, empty) = try timed {
-                for _ in 0..<calls { try context.save() }
-            }
-            blackHole(objects)
-            try container.closeAndWait()
-            result = ["change": change, "save": save, "total": change + save, "empty": empty / Double(calls)]
+            result = try Self.loomRound(try PersistentContainer.bench(at: path), changed: changed, titles: titles, meter: meter)
         }
         return result
+    }
+
+    /// Loom's round on any store (W5 on SQLite, PG-W5 on PostgreSQL), closing the container.
+    static func loomRound(_ container: PersistentContainer, changed: [Int], titles: [String], meter: HeapMeter?,
+                          emptySaves calls: Int = 10_000) throws -> [String: Double] {
+        let context = container.viewContext
+        var request = FetchRequest<Item>()
+        request.returnsObjectsAsFaults = false
+        let objects = try context.fetch(request)
+        meter?.begin()
+        let (_, change) = timed {
+            for (j, i) in changed.enumerated() {
+                objects[i].score += 1
+                objects[i].title = titles[j]
+            }
+        }
+        let (_, save) = try timed { try context.save() }
+        meter?.end()
+        let (_, empty) = try timed {
+            for _ in 0..<calls { try context.save() }
+        }
+        blackHole(objects)
+        try container.closeAndWait()
+        return ["change": change, "save": save, "total": change + save, "empty": empty / Double(calls)]
     }
 }

@@ -84,16 +84,24 @@ final class SingleObjectSaves: SynchronousWorkload {
             }
             try pool.close()
         case .loom:
-            let container = try PersistentContainer.bench(at: path, synchronous: full ? .full : .normal)
-            let context = container.viewContext
-            for item in items {
-                let start = monotonicNanoseconds()
-                context.insert(Item(item))
-                try context.save()
-                latencies.append(seconds(since: start))
-            }
-            try container.closeAndWait()
+            latencies = try Self.loomSaves(try PersistentContainer.bench(at: path, synchronous: full ? .full : .normal), items)
         }
+        return latencies
+    }
+
+    /// Loom's single-object saves on any store (W9 on SQLite, PG-W9 on PostgreSQL), each timed;
+    /// closes the container.
+    static func loomSaves(_ container: PersistentContainer, _ items: ArraySlice<ItemData>) throws -> [Double] {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(items.count)
+        let context = container.viewContext
+        for item in items {
+            let start = monotonicNanoseconds()
+            context.insert(Item(item))
+            try context.save()
+            latencies.append(seconds(since: start))
+        }
+        try container.closeAndWait()
         return latencies
     }
 }
