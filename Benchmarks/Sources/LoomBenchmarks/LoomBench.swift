@@ -64,7 +64,7 @@ struct LoomBench: ParsableCommand {
     /// Not an `async` main: that parks the main thread in `dispatch_main()`, whose
     /// `sigsuspend` valgrind 3.19 cannot follow, and profiling under callgrind matters here.
     func run() throws {
-        if let job = ProcessInfo.processInfo.environment["LOOM_BENCH_REMOTE_WRITER"] { RemoteChangeLatency.writerMain(job) }
+        if ProcessInfo.processInfo.environment["LOOM_BENCH_REMOTE_WRITER"] != nil { RemoteChangeLatency.writerMain() }
         let options = RunOptions(
             quick: quick, json: json, only: only.map { Set(Self.list($0).map { $0.uppercased() }) },
             contenders: contenders.map { Set(Self.list($0).compactMap(Contender.init(rawValue:))) },
@@ -157,7 +157,7 @@ struct BenchmarkFailure: Error, CustomStringConvertible {
 enum Catalog {
     static let ids = [
         "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16",
-        "PG-W1", "PG-W2", "PG-W3", "PG-W5", "PG-W9",
+        "PG-W1", "PG-W2", "PG-W3", "PG-W5", "PG-W9", "PG-W14",
     ]
 
     /// The PG- workloads are unavailable without `postgresURL`.
@@ -169,7 +169,7 @@ enum Catalog {
             Migration(), TransformMigration(), RemoteChangeLatency(), LiveQueries(), BatchRequests(),
             PostgreSQLInsertAndSave(postgresURL: postgresURL), PostgreSQLFetchAll(postgresURL: postgresURL),
             PostgreSQLRangeQueries(postgresURL: postgresURL), PostgreSQLChangeAndSave(postgresURL: postgresURL),
-            PostgreSQLSingleObjectSaves(postgresURL: postgresURL),
+            PostgreSQLSingleObjectSaves(postgresURL: postgresURL), RemoteChangeLatency(postgresURL: postgresURL, onPostgreSQL: true),
         ]
     }
 }

@@ -43,6 +43,13 @@ final class RawPostgres {
         _ = try? connection.close().wait()
     }
 
+    deinit {
+        // postgres-nio asserts that a connection is closed before it goes: one left open (a
+        // reader a closure kept) closes now, kept alive until it has.
+        let connection = self.connection
+        if !connection.isClosed { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+    }
+
     /// Runs one statement and returns its rows.
     @discardableResult
     func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> PostgresQueryResult {
