@@ -30,12 +30,14 @@ final class LiveQueries: Workload {
         Metric(key: "fanout", label: "fan-out 1,000 × 1", target: .median(0.4)),
         Metric(key: "unrelated", label: "unrelated save, per query", target: .median(1e-6)),
     ]
-    let resultCount = 10_000
+    /// 10,000, or all of a smaller run's items (`--objects`).
+    private(set) var resultCount = 10_000
     let fanOut = 1_000
     private var bench: Bench!
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
+        resultCount = min(10_000, bench.dataset.items.count)
         let sections = Set(bench.dataset.items.prefix(resultCount).map(\.category)).count
         title = "Live queries: a sectioned result of \(Format.count(resultCount)) (\(sections) sections) after saves of 100 changed and of all; \(Format.count(fanOut)) queries after one save of \(Format.count(resultCount)); an unrelated save"
     }
