@@ -42,6 +42,16 @@ package struct PostgreSQLDialect: SQLDialect {
         }
     }
 
+    package func parameter(_ placeholder: String, ofColumnType type: String) -> String {
+        // A collation is not part of a type in a cast; the column keeps its own.
+        let bare = type.range(of: " COLLATE").map { String(type[..<$0.lowerBound]) } ?? type
+        return "CAST(\(placeholder) AS \(bare))"
+    }
+
+    package func renamingTableIndexes(from: String, to: String) -> [String] {
+        ["ALTER INDEX \(SQLGenerator.quote(from + "_pkey")) RENAME TO \(SQLGenerator.quote(to + "_pkey"))"]
+    }
+
     package var primaryKeyDefinition: String { "BIGINT PRIMARY KEY" }
     package var integerType: String { "BIGINT" }
     package var orderType: String { "BYTEA" }

@@ -135,8 +135,10 @@ public final class PostgreSQLStore: PersistentStore {
     ///
     /// - Throws: ``LoomError`` with code ``LoomError/Code/storeFailure`` when the server cannot be
     ///   reached, ``LoomError/Code/notALoomStore`` when the schema holds tables Loom did not make,
-    ///   ``LoomError/Code/schemaMismatch`` when the store was saved with another model (migrations
-    ///   on PostgreSQL are not there yet: open it with the model it was made with).
+    ///   ``LoomError/Code/schemaMismatch`` when the store was saved with a model the new one
+    ///   cannot be migrated from by inference, ``LoomError/Code/migrationFailed`` when the saved
+    ///   data does not fit the new model (the store is then unchanged). A store saved with an
+    ///   earlier model is migrated as on SQLite, once however many servers open it together.
     public init(configuration: Configuration, schema: Schema) throws(LoomError) {
         self.configuration = configuration
         self.schema = schema
@@ -219,7 +221,7 @@ public final class PostgreSQLStore: PersistentStore {
                     .map { try $0.decode(String.self) }
                 let id: UUID
                 if tables.contains("loom_metadata") {
-                    id = try checkExisting(connection, schema: schema, configuration: configuration)
+                    id = try checkExisting(connection, schema: schema, sql: sql, configuration: configuration)
                 } else if !tables.isEmpty {
                     throw LoomError(.notALoomStore, "The PostgreSQL schema \(name) at \(configuration.description) holds tables Loom did not create (\(tables.sorted().prefix(5).joined(separator: ", "))) and no loom_metadata; Loom does not open foreign schemas. Choose another schemaName.")
                 } else {
@@ -245,8 +247,9 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
-    /// Checks an existing store against the model and returns its UUID.
-    private static func checkExisting(_ connection: PGConnection, schema: Schema, configuration: Configuration) throws -> UUID {
+    /// Checks an existing store against the model, migrating it when it was saved with an
+    /// earlier one, and returns its UUID.
+    private static func checkExisting(_ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration) throws -> UUID {
         var metadata: [String: String] = [:]
         for row in try connection.query("SELECT key, value FROM loom_metadata") {
             let (key, value) = try row.decode((String, String).self)
@@ -257,10 +260,8 @@ public final class PostgreSQLStore: PersistentStore {
             throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) has a loom_metadata table but no readable store identifier or schema.")
         }
         if metadata["versionHash"] == schema.versionHash { return id }
-        let differences = saved.differences(from: schema.record).joined(separator: "; ")
-        throw LoomError(
-            .schemaMismatch,
-            "The PostgreSQL store at \(configuration.description) was saved with another model (\(saved.entities.map(\.name).sorted().joined(separator: ", "))), and migrations do not run on PostgreSQL yet: open it with the model it was made with. Differences: \(differences)")
+        try migrate(connection, from: saved, to: schema, sql: sql, configuration: configuration)
+        return id
     }
 
     // MARK: Reads

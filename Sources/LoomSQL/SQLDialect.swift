@@ -62,6 +62,14 @@ package protocol SQLDialect: Sendable {
     /// Whether grouped queries compute their values in a subquery and group outside it (see
     /// `SQLGenerator.groupedThroughSubquery`): PostgreSQL's rule for grouped columns needs it.
     var groupsThroughSubquery: Bool { get }
+    /// A parameter whose type the statement does not give (a value selected into a column):
+    /// SQLite takes any value; PostgreSQL casts it to the column's type.
+    func parameter(_ placeholder: String, ofColumnType type: String) -> String
+    /// What follows `ALTER TABLE from RENAME TO to` so that the table's own index names follow
+    /// it: PostgreSQL names a primary key's index after the table it was made for and keeps that
+    /// name (a rebuilt table's would stay `loom_migrating_…_pkey`, the next one numbered);
+    /// SQLite needs nothing.
+    func renamingTableIndexes(from: String, to: String) -> [String]
 }
 
 extension SQLDialect {
@@ -74,6 +82,8 @@ extension SQLDialect {
     package func aggregate(_ name: String, _ value: String) -> String { "\(name)(\(value))" }
     package var never: String { "0" }
     package var groupsThroughSubquery: Bool { false }
+    package func parameter(_ placeholder: String, ofColumnType type: String) -> String { placeholder }
+    package func renamingTableIndexes(from: String, to: String) -> [String] { [] }
 }
 
 extension PredicateNode.ArithmeticOperator {

@@ -24,6 +24,60 @@ enum NotesV1 {
     static func schema() throws -> Schema { try Schema([Note.self]) }
 }
 
+extension NotesV1 {
+    /// Three notes (one without a subtitle) and a duplicated title, saved; closes the container.
+    static func fill(_ container: PersistentContainer) async throws {
+        try await container.save { context in
+            context.insert(Note(title: "Groceries", subtitle: "weekly", count: 3))
+            context.insert(Note(title: "Ideas", count: 300))
+            let draft = Note(title: "Ideas", subtitle: "second")
+            draft.draft = "half-written"
+            draft.weight = 1.5
+            context.insert(draft)
+        }
+        try await container.close()
+    }
+}
+
+extension NotesV2 {
+    /// Every note as one line (heading, subtitle, count, weight, body, priority, no folder, tags).
+    static func summaries(_ container: PersistentContainer) async throws -> [String] {
+        try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.heading), SortDescriptor(\.subtitle)]))
+                .map { "\($0.heading)|\($0.subtitle)|\($0.count)|\($0.weight)|\($0.body ?? "nil")|\($0.priority ?? -1)|\($0.folder == nil)|\($0.tags.count)" }
+        }
+    }
+
+    /// ``NotesV1/fill(_:)``'s notes after the migration to V2.
+    static let migratedSummaries = ["Groceries|weekly|3|0.0|nil|2|true|0", "Ideas|none|300|0.0|nil|2|true|0", "Ideas|second|0|1.5|nil|2|true|0"]
+
+    /// Files the Groceries note in a new folder with a new tag, gives it a body and a count only
+    /// V2 can hold, and saves.
+    static func useNewRelationships(_ container: PersistentContainer) async throws {
+        try await container.save { context in
+            let note = try #require(try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.heading == "Groceries" })).first)
+            let folder = Folder(name: "Home")
+            let tag = Tag(name: "errand")
+            context.insert(folder)
+            context.insert(tag)
+            note.folder = folder
+            note.tags.insert(tag)
+            note.body = "milk"
+            note.count = 70_000
+        }
+    }
+
+    /// The Groceries note's body, folder, tags and count.
+    static func groceries(_ container: PersistentContainer) async throws -> String {
+        try await container.performBackgroundTask { context in
+            let note = try #require(try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.heading == "Groceries" })).first)
+            return "\(note.body ?? "nil")|\(note.folder?.name ?? "nil")|\(note.tags.map(\.name))|\(note.count)"
+        }
+    }
+
+    static let groceriesAfterUse = #"milk|Home|["errand"]|70000"#
+}
+
 enum NotesV2 {
     /// `title` renamed `heading`; `subtitle` required with a default; `draft` removed; `count`
     /// and `weight` widened; `body` added, and `priority` with a default (existing rows take it);
@@ -139,16 +193,7 @@ struct MigrationTests {
 
     /// A V1 store with three notes (one without a subtitle) and a duplicated title.
     static func makeV1Store(at url: URL) async throws {
-        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV1.schema()))
-        try await container.save { context in
-            context.insert(NotesV1.Note(title: "Groceries", subtitle: "weekly", count: 3))
-            context.insert(NotesV1.Note(title: "Ideas", count: 300))
-            let draft = NotesV1.Note(title: "Ideas", subtitle: "second")
-            draft.draft = "half-written"
-            draft.weight = 1.5
-            context.insert(draft)
-        }
-        try await container.close()
+        try await NotesV1.fill(PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV1.schema())))
     }
 
     /// Every schema object and row of the store (its bytes may change in a checkpoint).
@@ -159,31 +204,13 @@ struct MigrationTests {
         let url = Self.storeURL()
         try await Self.makeV1Store(at: url)
         let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV2.schema()))
-        let notes = try await container.performBackgroundTask { context in
-            try context.fetch(FetchRequest<NotesV2.Note>(sortBy: [SortDescriptor(\.heading), SortDescriptor(\.subtitle)]))
-                .map { "\($0.heading)|\($0.subtitle)|\($0.count)|\($0.weight)|\($0.body ?? "nil")|\($0.priority ?? -1)|\($0.folder == nil)|\($0.tags.count)" }
-        }
-        #expect(notes == ["Groceries|weekly|3|0.0|nil|2|true|0", "Ideas|none|300|0.0|nil|2|true|0", "Ideas|second|0|1.5|nil|2|true|0"])
+        #expect(try await NotesV2.summaries(container) == NotesV2.migratedSummaries)
         // The new relationships and entities work, and save.
-        try await container.save { context in
-            let note = try #require(try context.fetch(FetchRequest<NotesV2.Note>(predicate: #Predicate { $0.heading == "Groceries" })).first)
-            let folder = NotesV2.Folder(name: "Home")
-            let tag = NotesV2.Tag(name: "errand")
-            context.insert(folder)
-            context.insert(tag)
-            note.folder = folder
-            note.tags.insert(tag)
-            note.body = "milk"
-            note.count = 70_000
-        }
+        try await NotesV2.useNewRelationships(container)
         try await container.close()
         // Reopened with V2: nothing left to migrate, everything kept.
         let reopened = PersistentContainer(store: try SQLiteStore(url: url, schema: try NotesV2.schema()))
-        let groceries = try await reopened.performBackgroundTask { context in
-            let note = try #require(try context.fetch(FetchRequest<NotesV2.Note>(predicate: #Predicate { $0.heading == "Groceries" })).first)
-            return "\(note.body ?? "nil")|\(note.folder?.name ?? "nil")|\(note.tags.map(\.name))|\(note.count)"
-        }
-        #expect(groceries == #"milk|Home|["errand"]|70000"#)
+        #expect(try await NotesV2.groceries(reopened) == NotesV2.groceriesAfterUse)
         try await reopened.close()
         #expect(try SQLiteStore.savedSchema(at: url).versionHash == (try NotesV2.schema()).versionHash)
     }
@@ -437,19 +464,7 @@ struct RelationshipRenameTests {
     @Test("Renamed to-one, ordered to-many and many-to-many relationships keep their links, order included")
     func renamedRelationshipsKeepTheirLinks() async throws {
         let url = MigrationTests.storeURL()
-        let v1 = PersistentContainer(store: try SQLiteStore(url: url, schema: try LibraryRelsV1.schema()))
-        try await v1.save { context in
-            let ann = LibraryRelsV1.Author(name: "Ann")
-            let books = ["B1", "B2", "B3"].map { LibraryRelsV1.Book(title: $0) }
-            let tags = ["red", "blue"].map { LibraryRelsV1.Tag(name: $0) }
-            context.insert(ann)
-            books.forEach(context.insert)
-            tags.forEach(context.insert)
-            ann.books = [books[1], books[0], books[2]]
-            books[0].tags = [tags[0]]
-            books[1].tags = [tags[0], tags[1]]
-        }
-        try await v1.close()
+        try await LibraryRelsV1.fill(PersistentContainer(store: try SQLiteStore(url: url, schema: try LibraryRelsV1.schema())))
         let steps = try SQLiteStore.requiredMigration(forStoreAt: url, schema: try LibraryRelsV2.schema())
         #expect(steps.contains("rename relationship Book.author to writer"), "\(steps)")
         #expect(steps.contains("rename relationship Author.books to works"), "\(steps)")
@@ -479,29 +494,8 @@ struct RelationshipRenameTests {
         #expect(renames.contains("rename entity Tag to Audience"), "\(renames)")
         #expect(!renames.contains { $0.hasPrefix("remove") || $0.hasPrefix("add") }, "\(renames)")
         let v3 = PersistentContainer(store: try SQLiteStore(url: url, schema: try LibraryRelsV3.schema()))
-        let again = try await v3.save { context in
-            let writer = try #require(try context.fetch(FetchRequest<LibraryRelsV3.Writer>()).first)
-            let books = try context.fetch(FetchRequest<LibraryRelsV3.Book>(sortBy: [SortDescriptor(\.title)]))
-            let audiences = try context.fetch(FetchRequest<LibraryRelsV3.Audience>(sortBy: [SortDescriptor(\.name)]))
-            // New objects take keys after the saved ones.
-            let newcomer = LibraryRelsV3.Audience(name: "green")
-            context.insert(newcomer)
-            books[2].labels.insert(newcomer)
-            return [
-                writer.works.map(\.title).joined(separator: ","),
-                books.map { "\($0.title):\($0.writer?.name ?? "-"):\($0.labels.map(\.name).sorted().joined(separator: "+"))" }.joined(separator: " "),
-                audiences.map { "\($0.name):\($0.books.map(\.title).sorted().joined(separator: "+"))" }.joined(separator: " "),
-                "\(writer.objectID.erased.primaryKey)",
-            ]
-        }
-        #expect(again == ["B2,B1,B3", "B1:Ann:red B2:Ann:blue+red B3:Ann:green", "blue:B2 red:B1+B2", "1"])
-        let audiences = try await v3.performBackgroundTask { context in
-            try context.fetch(FetchRequest<LibraryRelsV3.Audience>(sortBy: [SortDescriptor(\.name)])).map { ($0.name, $0.objectID.erased.primaryKey) }
-        }
-        // The saved keys kept; the key allocator's position moved with the entity (a new object
-        // does not take a saved key).
-        #expect(audiences.map(\.0) == ["blue", "green", "red"])
-        #expect(audiences[0].1 == 2 && audiences[2].1 == 1 && audiences[1].1 > 2)
+        #expect(try await LibraryRelsV3.readAndAddGreen(v3) == LibraryRelsV3.expectedAfterGreen)
+        try await LibraryRelsV3.expectKeysKept(v3)
         try await v3.close()
         let renamedTables = try SQLiteStore.contentDump(at: url).filter { $0.hasPrefix("table ") }.map { String($0.prefix { $0 != ":" }) }
         #expect(renamedTables.filter { !$0.hasPrefix("table loom_") }.sorted() == ["table Audience", "table Book", "table Writer", "table Z_Audience_books"])
@@ -610,20 +604,7 @@ enum HouseholdLostLinks {
 struct RelationshipKindTests {
     static func makeV1Store() async throws -> URL {
         let url = MigrationTests.storeURL()
-        let v1 = PersistentContainer(store: try SQLiteStore(url: url, schema: try HouseholdV1.schema()))
-        try await v1.save { context in
-            let ann = HouseholdV1.Person(name: "Ann"), bob = HouseholdV1.Person(name: "Bob")
-            let pets = ["Rex", "Tom", "Kit"].map { HouseholdV1.Pet(name: $0) }
-            let books = ["B1", "B2", "B3"].map { HouseholdV1.Book(title: $0) }
-            for object in [ann, bob] { context.insert(object) }
-            pets.forEach(context.insert)
-            books.forEach(context.insert)
-            pets[0].owner = ann
-            pets[1].owner = ann
-            pets[2].owner = bob
-            ann.books = [books[2], books[0]]
-        }
-        try await v1.close()
+        try await HouseholdV1.fill(PersistentContainer(store: try SQLiteStore(url: url, schema: try HouseholdV1.schema())))
         return url
     }
 
@@ -635,13 +616,7 @@ struct RelationshipKindTests {
         #expect(steps.contains("make relationship Person.pets ordered"), "\(steps)")
         #expect(steps.contains("make relationship Person.books unordered"), "\(steps)")
         let v2 = PersistentContainer(store: try SQLiteStore(url: url, schema: try HouseholdV2.schema()))
-        let found = try await v2.performBackgroundTask { context in
-            let people = try context.fetch(FetchRequest<HouseholdV2.Person>(sortBy: [SortDescriptor(\.name)]))
-            let pets = try context.fetch(FetchRequest<HouseholdV2.Pet>(sortBy: [SortDescriptor(\.name)]))
-            return people.map { "\($0.name):\($0.pets.map(\.name).joined(separator: ",")):\($0.books.map(\.title).sorted().joined(separator: ","))" }
-                + pets.map { "\($0.name):\($0.owners.map(\.name).sorted().joined(separator: ","))" }
-        }
-        #expect(found == ["Ann:Rex,Tom:B1,B3", "Bob:Kit:", "Kit:Bob", "Rex:Ann", "Tom:Ann"])
+        #expect(try await HouseholdV2.links(v2) == HouseholdV2.migratedLinks)
         // Many-to-many now: a pet with two owners saves and reads back.
         try await v2.save { context in
             let kit = try #require(try context.fetch(FetchRequest<HouseholdV2.Pet>(predicate: #Predicate { $0.name == "Kit" })).first)
@@ -668,4 +643,89 @@ struct RelationshipKindTests {
         #expect(lost.message.contains("becomes to-many through Person.book, which holds no saved links"), "\(lost.message)")
         #expect(try SQLiteStore.contentDump(at: url) == before)
     }
+}
+
+extension LibraryRelsV1 {
+    /// Ann's three books in a custom order, two of them tagged; saved, the container closed.
+    static func fill(_ container: PersistentContainer) async throws {
+        try await container.save { context in
+            let ann = Author(name: "Ann")
+            let books = ["B1", "B2", "B3"].map { Book(title: $0) }
+            let tags = ["red", "blue"].map { Tag(name: $0) }
+            context.insert(ann)
+            books.forEach(context.insert)
+            tags.forEach(context.insert)
+            ann.books = [books[1], books[0], books[2]]
+            books[0].tags = [tags[0]]
+            books[1].tags = [tags[0], tags[1]]
+        }
+        try await container.close()
+    }
+}
+
+extension LibraryRelsV3 {
+    /// Reads every link of ``LibraryRelsV1/fill(_:)``'s objects after the renames, adds a new
+    /// audience to B3 and saves; the writer's key last.
+    static func readAndAddGreen(_ container: PersistentContainer) async throws -> [String] {
+        try await container.save { context in
+            let writer = try #require(try context.fetch(FetchRequest<Writer>()).first)
+            let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.title)]))
+            let audiences = try context.fetch(FetchRequest<Audience>(sortBy: [SortDescriptor(\.name)]))
+            // New objects take keys after the saved ones.
+            let newcomer = Audience(name: "green")
+            context.insert(newcomer)
+            books[2].labels.insert(newcomer)
+            return [
+                writer.works.map(\.title).joined(separator: ","),
+                books.map { "\($0.title):\($0.writer?.name ?? "-"):\($0.labels.map(\.name).sorted().joined(separator: "+"))" }.joined(separator: " "),
+                audiences.map { "\($0.name):\($0.books.map(\.title).sorted().joined(separator: "+"))" }.joined(separator: " "),
+                "\(writer.objectID.erased.primaryKey)",
+            ]
+        }
+    }
+
+    static let expectedAfterGreen = ["B2,B1,B3", "B1:Ann:red B2:Ann:blue+red B3:Ann:green", "blue:B2 red:B1+B2", "1"]
+
+    /// The saved keys kept; the key allocator's position moved with the entity (a new object
+    /// does not take a saved key).
+    static func expectKeysKept(_ container: PersistentContainer) async throws {
+        let audiences = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Audience>(sortBy: [SortDescriptor(\.name)])).map { ($0.name, $0.objectID.erased.primaryKey) }
+        }
+        #expect(audiences.map(\.0) == ["blue", "green", "red"])
+        #expect(audiences[0].1 == 2 && audiences[2].1 == 1 && audiences[1].1 > 2)
+    }
+}
+
+extension HouseholdV1 {
+    /// Ann owns Rex and Tom and has B3 then B1; Bob owns Kit. Saved, the container closed.
+    static func fill(_ container: PersistentContainer) async throws {
+        try await container.save { context in
+            let ann = Person(name: "Ann"), bob = Person(name: "Bob")
+            let pets = ["Rex", "Tom", "Kit"].map { Pet(name: $0) }
+            let books = ["B1", "B2", "B3"].map { Book(title: $0) }
+            for object in [ann, bob] { context.insert(object) }
+            pets.forEach(context.insert)
+            books.forEach(context.insert)
+            pets[0].owner = ann
+            pets[1].owner = ann
+            pets[2].owner = bob
+            ann.books = [books[2], books[0]]
+        }
+        try await container.close()
+    }
+}
+
+extension HouseholdV2 {
+    /// Every person's pets and books, every pet's owners.
+    static func links(_ container: PersistentContainer) async throws -> [String] {
+        try await container.performBackgroundTask { context in
+            let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]))
+            let pets = try context.fetch(FetchRequest<Pet>(sortBy: [SortDescriptor(\.name)]))
+            return people.map { "\($0.name):\($0.pets.map(\.name).joined(separator: ",")):\($0.books.map(\.title).sorted().joined(separator: ","))" }
+                + pets.map { "\($0.name):\($0.owners.map(\.name).sorted().joined(separator: ","))" }
+        }
+    }
+
+    static let migratedLinks = ["Ann:Rex,Tom:B1,B3", "Bob:Kit:", "Kit:Bob", "Rex:Ann", "Tom:Ann"]
 }

@@ -1,0 +1,122 @@
+import Foundation
+@_spi(LoomStore) import LoomCore
+import LoomSQL
+import PostgresNIO
+
+/// Inferred migrations on PostgreSQL: a store saved with an earlier model is migrated when a
+/// server opens it with the new one, inside the opening transaction and under its advisory
+/// lock, so that servers starting together migrate once (the others wait, then find the new
+/// model saved). The statements are LoomSQL's, the same as SQLite's (``MigrationStatement``);
+/// PostgreSQL's DDL is transactional, so a failure leaves the store as it was.
+///
+/// What the inference cannot do (``SchemaMigration/infer(from:to:path:)``) is refused with
+/// ``LoomError/Code/schemaMismatch``; versioned plans with custom stages run on SQLite only.
+/// Servers still running the previous model must stop first: their statements name what the
+/// migration changed.
+extension PostgreSQLStore {
+    static func migrate(
+        _ connection: PGConnection, from saved: SchemaRecord, to schema: Schema, sql: SQLGenerator, configuration: Configuration
+    ) throws {
+        let location = configuration.description
+        let migration = try SchemaMigration.infer(from: saved, to: schema, path: location)
+        // The write lock too: no save of a server still open interleaves with the migration, and
+        // the history's last number stays the migration's.
+        var lock = PostgresBindings()
+        lock.append(lockKey("loom-write:" + configuration.schemaName))
+        try connection.query("SELECT pg_advisory_xact_lock($1)", lock)
+
+        for statement in sql.migrationStatements(migration) {
+            switch statement {
+            case .execute(let text, let arguments):
+                try connection.query(text, try bindings(arguments))
+            case .copyRows(let entity, let sources, let table, _, let copy, let arguments):
+                try diagnosing(connection, state: "23502", copy, try bindings(arguments)) { error in
+                    for (attribute, query) in sql.missingValueQueries(entity, sources, table: table) {
+                        let empty = try count(connection, query)
+                        if empty > 0 {
+                            return MigrationErrors.missingValues(entity.name, attribute: attribute, count: empty, location: location,
+                                                                 underlying: error, storeCode: storeCode(error))
+                        }
+                    }
+                    return MigrationErrors.missingValues(entity.name, attribute: nil, count: 0, location: location, underlying: error, storeCode: storeCode(error))
+                }
+            case .uniqueIndex(let entity, let constraint, let text):
+                try diagnosing(connection, state: "23505", text, PostgresBindings()) { error in
+                    let row = try connection.query(sql.duplicateQuery(entity, constraint)).first.map { try $0.map(PostgreSQLValues.value) }
+                    let key = row.map { values in
+                        constraint.indices.map { "\(constraint[$0]) = \(describe(values[$0]))" }.joined(separator: ", ")
+                    } ?? "?"
+                    let count: Int = if case .integer(let n) = row?[constraint.count] { Int(n) } else { 0 }
+                    return MigrationErrors.duplicates(entity.name, constraint: constraint, key: key, count: count, location: location,
+                                                      underlying: error, storeCode: storeCode(error))
+                }
+            }
+        }
+        var metadata = PostgresBindings()
+        metadata.append(String(decoding: try JSONEncoder().encode(schema.record), as: UTF8.self))
+        metadata.append(schema.versionHash)
+        try connection.query("UPDATE loom_metadata SET value = CASE key WHEN 'schema' THEN $1 ELSE $2 END WHERE key IN ('schema', 'versionHash')", metadata)
+        try expireHistory(connection)
+    }
+
+    /// Runs `text` under a savepoint; a failure with SQLSTATE `state` is rolled back to it (the
+    /// transaction stays usable) and becomes the error `diagnose` makes by reading the store.
+    private static func diagnosing(
+        _ connection: PGConnection, state: String, _ text: String, _ bindings: PostgresBindings, _ diagnose: (any Error) throws -> LoomError
+    ) throws {
+        try connection.query("SAVEPOINT loom_migration_step")
+        do {
+            try connection.query(text, bindings)
+            try connection.query("RELEASE SAVEPOINT loom_migration_step")
+        } catch where sqlState(of: error) == state {
+            try connection.query("ROLLBACK TO SAVEPOINT loom_migration_step")
+            throw try diagnose(error)
+        }
+    }
+
+    /// As on SQLite: the history before a schema change names another model's entities, so it
+    /// ends with an empty transaction of the migration's, and every token before that one is
+    /// ``LoomError/Code/historyTokenExpired`` (a consumer refreshes everything and starts again).
+    private static func expireHistory(_ connection: PGConnection) throws {
+        var bindings = PostgresBindings()
+        bindings.append(Date().timeIntervalSince1970)
+        bindings.append(Int64(ProcessInfo.processInfo.processIdentifier))
+        bindings.append(ProcessInfo.processInfo.processName)
+        let number = try connection.query(
+            "INSERT INTO loom_history (number, timestamp, author, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, 'Loom migration', $2, $3, ',', NULL FROM loom_history RETURNING number",
+            bindings
+        ).first!.decode(Int64.self)
+        var deleted = PostgresBindings()
+        deleted.append(number)
+        try connection.query("DELETE FROM loom_history WHERE number < $1", deleted)
+        var metadata = PostgresBindings()
+        metadata.append(historyDeletedKey)
+        metadata.append(String(number))
+        try connection.query("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", metadata)
+    }
+
+    private static func bindings(_ values: [StoredValue]) throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values { try PostgreSQLValues.bind(value, to: &bindings) }
+        return bindings
+    }
+
+    private static func count(_ connection: PGConnection, _ query: String) throws -> Int {
+        try connection.query(query).first.map { Int(try $0.decode(Int64.self)) } ?? 0
+    }
+
+    private static func storeCode(_ error: any Error) -> StoreErrorCode? {
+        sqlState(of: error).map(StoreErrorCode.init(sqlState:))
+    }
+
+    /// A saved value as a message shows it.
+    private static func describe(_ value: StoredValue) -> String {
+        switch value {
+        case .null: "NULL"
+        case .integer(let v): "\(v)"
+        case .real(let v): "\(v)"
+        case .text(let v): "\"\(v)\""
+        case .blob(let v): "<\(v.count) bytes>"
+        }
+    }
+}
