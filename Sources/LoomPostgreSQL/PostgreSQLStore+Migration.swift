@@ -15,7 +15,8 @@ import PostgresNIO
 /// migration changed.
 extension PostgreSQLStore {
     static func migrate(
-        _ connection: PGConnection, from saved: SchemaRecord, to schema: Schema, sql: SQLGenerator, configuration: Configuration
+        _ connection: PGConnection, from saved: SchemaRecord, to schema: Schema, sql: SQLGenerator, configuration: Configuration,
+        progress: TableMigrationProgress? = nil
     ) throws {
         let location = configuration.description
         let migration = try SchemaMigration.infer(from: saved, to: schema, path: location)
@@ -25,11 +26,23 @@ extension PostgreSQLStore {
         lock.append(lockKey("loom-write:" + configuration.schemaName))
         try connection.query("SELECT pg_advisory_xact_lock($1)", lock)
 
-        for statement in sql.migrationStatements(migration) {
+        let statements = sql.migrationStatements(migration)
+        // With a progress report: the rows of every rebuilt table, reported before and after its copy.
+        var rows: [String: Int] = [:]
+        if progress != nil {
+            for case .copyRows(_, _, let table, _, _, _) in statements {
+                rows[table] = try count(connection, "SELECT COUNT(*) FROM \(SQLGenerator.quote(table))")
+            }
+        }
+        let total = rows.values.reduce(0, +)
+        var copied = 0
+        for statement in statements {
             switch statement {
             case .execute(let text, let arguments):
                 try connection.query(text, try bindings(arguments))
             case .copyRows(let entity, let sources, let table, _, let copy, let arguments):
+                let tableRows = rows[table] ?? 0
+                progress?(entity.name, 0, tableRows, total == 0 ? 1 : Double(copied) / Double(total))
                 try diagnosing(connection, state: "23502", copy, try bindings(arguments)) { error in
                     for (attribute, query) in sql.missingValueQueries(entity, sources, table: table) {
                         let empty = try count(connection, query)
@@ -40,6 +53,8 @@ extension PostgreSQLStore {
                     }
                     return MigrationErrors.missingValues(entity.name, attribute: nil, count: 0, location: location, underlying: error, storeCode: storeCode(error))
                 }
+                copied += tableRows
+                progress?(entity.name, tableRows, tableRows, total == 0 ? 1 : Double(copied) / Double(total))
             case .uniqueIndex(let entity, let constraint, let text):
                 try diagnosing(connection, state: "23505", text, PostgresBindings()) { error in
                     let row = try connection.query(sql.duplicateQuery(entity, constraint)).first.map { try $0.map(PostgreSQLValues.value) }
@@ -99,6 +114,18 @@ extension PostgreSQLStore {
         var bindings = PostgresBindings(capacity: values.count)
         for value in values { try PostgreSQLValues.bind(value, to: &bindings) }
         return bindings
+    }
+
+    /// Writes one metadata value (`nil` removes the key) on `connection`, in its transaction.
+    static func setMetadata(_ value: String?, forKey key: String, on connection: PGConnection) throws {
+        var bindings = PostgresBindings()
+        bindings.append(key)
+        if let value {
+            bindings.append(value)
+            try connection.query("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", bindings)
+        } else {
+            try connection.query("DELETE FROM loom_metadata WHERE key = $1", bindings)
+        }
     }
 
     private static func count(_ connection: PGConnection, _ query: String) throws -> Int {

@@ -139,7 +139,14 @@ public final class PostgreSQLStore: PersistentStore {
     ///   cannot be migrated from by inference, ``LoomError/Code/migrationFailed`` when the saved
     ///   data does not fit the new model (the store is then unchanged). A store saved with an
     ///   earlier model is migrated as on SQLite, once however many servers open it together.
-    public init(configuration: Configuration, schema: Schema) throws(LoomError) {
+    public convenience init(configuration: Configuration, schema: Schema) throws(LoomError) {
+        try self.init(configuration: configuration, schema: schema, metadata: [:], migrationProgress: nil)
+    }
+
+    /// Opens the store as ``init(configuration:schema:)`` does, writing `metadata` (a `nil`
+    /// value removes its key) in the transaction that creates, checks or migrates it, and
+    /// reporting the tables a migration rebuilds to `migrationProgress` (versioned opening).
+    init(configuration: Configuration, schema: Schema, metadata: [String: String?], migrationProgress: TableMigrationProgress?) throws(LoomError) {
         self.configuration = configuration
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
@@ -150,7 +157,7 @@ public final class PostgreSQLStore: PersistentStore {
             throw Self.openError(error, configuration)
         }
         do {
-            identifier = try Self.bootstrap(writer, schema: schema, sql: sql, configuration: configuration)
+            identifier = try Self.bootstrap(writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
         } catch {
             writer.close()
             throw error
@@ -198,7 +205,10 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// Creates Loom's tables in an empty schema, or checks an existing store against the model,
     /// under an advisory lock so that servers starting together do it once. Returns the store's UUID.
-    private static func bootstrap(_ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration) throws(LoomError) -> UUID {
+    private static func bootstrap(
+        _ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?],
+        progress: TableMigrationProgress?
+    ) throws(LoomError) -> UUID {
         let name = configuration.schemaName
         do {
             try connection.query("BEGIN")
@@ -221,7 +231,7 @@ public final class PostgreSQLStore: PersistentStore {
                     .map { try $0.decode(String.self) }
                 let id: UUID
                 if tables.contains("loom_metadata") {
-                    id = try checkExisting(connection, schema: schema, sql: sql, configuration: configuration)
+                    id = try checkExisting(connection, schema: schema, sql: sql, configuration: configuration, progress: progress)
                 } else if !tables.isEmpty {
                     throw LoomError(.notALoomStore, "The PostgreSQL schema \(name) at \(configuration.description) holds tables Loom did not create (\(tables.sorted().prefix(5).joined(separator: ", "))) and no loom_metadata; Loom does not open foreign schemas. Choose another schemaName.")
                 } else {
@@ -236,6 +246,7 @@ public final class PostgreSQLStore: PersistentStore {
                     bindings.append(schema.versionHash)
                     try connection.query("INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', $1), ('schema', $2), ('versionHash', $3), ('formatVersion', '1')", bindings)
                 }
+                for (key, value) in metadata.sorted(by: { $0.key < $1.key }) { try setMetadata(value, forKey: key, on: connection) }
                 try connection.query("COMMIT")
                 return id
             } catch {
@@ -249,7 +260,9 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// Checks an existing store against the model, migrating it when it was saved with an
     /// earlier one, and returns its UUID.
-    private static func checkExisting(_ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration) throws -> UUID {
+    private static func checkExisting(
+        _ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration, progress: TableMigrationProgress?
+    ) throws -> UUID {
         var metadata: [String: String] = [:]
         for row in try connection.query("SELECT key, value FROM loom_metadata") {
             let (key, value) = try row.decode((String, String).self)
@@ -260,7 +273,7 @@ public final class PostgreSQLStore: PersistentStore {
             throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) has a loom_metadata table but no readable store identifier or schema.")
         }
         if metadata["versionHash"] == schema.versionHash { return id }
-        try migrate(connection, from: saved, to: schema, sql: sql, configuration: configuration)
+        try migrate(connection, from: saved, to: schema, sql: sql, configuration: configuration, progress: progress)
         return id
     }
 

@@ -1,11 +1,12 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
-import LoomPostgreSQL
+@_spi(LoomStore) import LoomPostgreSQL
 import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// Inferred migrations on PostgreSQL: the same models and expectations as SQLite's suites
@@ -179,6 +180,77 @@ struct PostgreSQLMigrationTests {
         let token = try await container.performBackgroundTask { try $0.currentHistoryToken() }
         #expect(history == 0)
         #expect(token?.transactionNumber == 2)
+        try await container.close()
+    }
+}
+
+/// Versioned plans on PostgreSQL: SQLite's plans and expectations (`VersionedMigrationTests`,
+/// `TransformMigrationTests`) through `PostgreSQLStore.Location`.
+@Suite("PostgreSQL store: migration plans", .enabled(if: PostgresServer.isEnabled), .timeLimit(.minutes(3)))
+struct PostgreSQLMigrationPlanTests {
+    @Test("A V1 store opens with V3 through the plan: lightweight then custom stage, each step once, the version saved")
+    func migratesThroughTheStages() async throws {
+        let configuration = try PostgresServer.configuration()
+        try await VersionedMigrationTests.fillV1(try await PersistentContainer(for: ShelfV1.self, postgres: configuration))
+        let steps = Mutex<[String]>([])
+        let container = try await PersistentContainer(
+            for: ShelfV3.self, migrationPlan: ShelfPlan.self, postgres: configuration,
+            progress: { progress in steps.withLock { $0.append(VersionedMigrationTests.line(progress)) } })
+        let books = try await VersionedMigrationTests.books(container)
+        #expect(books.count == 27)
+        #expect(books.first == "Book 0|0|1")
+        #expect(books.contains("Book 8|8|9") && !books.contains { $0.hasSuffix("|9|10") })
+        try await container.close()
+        #expect(steps.withLock { $0 } == VersionedMigrationTests.shelfPlanSteps)
+        let state = try PostgreSQLStore.savedState(configuration: configuration)
+        #expect(state.metadata["versionIdentifier"] == "3.0.0")
+        #expect(state.metadata["migrationStep"] == nil)
+        // Reopened: nothing run again (didMigrate puts one shelf in).
+        let reopened = try await PersistentContainer(for: ShelfV3.self, migrationPlan: ShelfPlan.self, postgres: configuration)
+        #expect(try await VersionedMigrationTests.books(reopened) == books)
+        #expect(try await reopened.performBackgroundTask { try $0.count(for: FetchRequest<ShelfV3.Shelf>()) } == 1)
+        try await reopened.close()
+    }
+
+    @Test("A transform stage reads the old version from a copy of the schema, chunk by chunk, and drops the copy")
+    func transformStage() async throws {
+        let configuration = try PostgresServer.configuration()
+        try await TransformMigrationTests.fillV1(try await PersistentContainer(for: PeopleV1.self, postgres: configuration))
+        let steps = Mutex<[MigrationProgress]>([])
+        let container = try await PersistentContainer(
+            for: PeopleV2.self, migrationPlan: PeoplePlan.self, postgres: configuration, progress: { progress in steps.withLock { $0.append(progress) } })
+        let people = try await TransformMigrationTests.people(container)
+        #expect(people.count == 2_500)
+        #expect(people.first == "Given0|Family 0|0")
+        #expect(people.allSatisfy { !$0.hasPrefix("|") && !$0.contains("||") })
+        #expect(steps.withLock { $0 }.filter { $0.step == "transform" }.map(\.objectsDone) == [0, 1_000, 2_000, 2_500])
+        #expect(PostgreSQLStore.Location(configuration: configuration).snapshot == nil)
+        #expect(try PostgreSQLStore.savedState(configuration: configuration).metadata["versionIdentifier"] == "2.0.0")
+    }
+
+    static func sharedSchema(parent: Int32) -> String { "loom_plan_\(parent)" }
+
+    @Test("Eight processes opening a V1 store with the plan at once: one migrates, each step runs once, the others open the result")
+    func concurrentStartUp() async throws {
+        var configuration = try PostgresServer.configuration()
+        configuration.schemaName = Self.sharedSchema(parent: getpid())
+        try await VersionedMigrationTests.fillV1(try await PersistentContainer(for: ShelfV1.self, postgres: configuration))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    await #expect(processExitsWith: .success) {
+                        var configuration = try PostgresServer.configuration()
+                        configuration.schemaName = PostgreSQLMigrationPlanTests.sharedSchema(parent: getppid())
+                        let container = try await PersistentContainer(for: ShelfV3.self, migrationPlan: ShelfPlan.self, postgres: configuration)
+                        let count = try await VersionedMigrationTests.books(container).count
+                        try await container.close()
+                        if count != 27 { exit(3) }
+                    }
+                }
+            }
+        }
+        let container = try await PersistentContainer(for: ShelfV3.self, migrationPlan: ShelfPlan.self, postgres: configuration)
+        #expect(try await container.performBackgroundTask { try $0.count(for: FetchRequest<ShelfV3.Shelf>()) } == 1)
         try await container.close()
     }
 }

@@ -115,7 +115,11 @@ enum CountingPeoplePlan: SchemaMigrationPlan {
 @Suite("Transform stages: both versions, in chunks that resume", .timeLimit(.minutes(3)))
 struct TransformMigrationTests {
     static func makeV1Store(at url: URL, people: Int = 2_500) async throws {
-        let container = try await PersistentContainer(name: "people", for: PeopleV1.self, location: .file(url))
+        try await fillV1(try await PersistentContainer(name: "people", for: PeopleV1.self, location: .file(url)), people: people)
+    }
+
+    /// Saves `people` V1 people and three notes into `container`, and closes it.
+    static func fillV1(_ container: PersistentContainer, people: Int = 2_500) async throws {
         try await container.save { context in
             for i in 0..<people { context.insert(PeopleV1.Person(fullName: "Given\(i) Family \(i % 50)", age: Int16(i % 90))) }
             for i in 0..<3 { context.insert(PeopleV1.Note(text: "note \(i)")) }
@@ -133,7 +137,11 @@ struct TransformMigrationTests {
     }
 
     static func people(_ url: URL) async throws -> [String] {
-        let container = try await PersistentContainer(name: "people", for: PeopleV2.self, location: .file(url))
+        try await people(try await PersistentContainer(name: "people", for: PeopleV2.self, location: .file(url)))
+    }
+
+    /// Every V2 person as "first|last|age", by age and first name; closes the container.
+    static func people(_ container: PersistentContainer) async throws -> [String] {
         let people = try await container.performBackgroundTask { context in
             try context.fetch(FetchRequest<PeopleV2.Person>(sortBy: [SortDescriptor(\.age), SortDescriptor(\.firstName)])).map { "\($0.firstName)|\($0.lastName)|\($0.age)" }
         }

@@ -166,7 +166,12 @@ struct VersionedMigrationTests {
 
     /// A V1 store of `count` books; every tenth shares its title with the one before.
     static func makeV1Store(at url: URL, count: Int = 30) async throws {
-        let container = try await PersistentContainer(name: "shelf", for: ShelfV1.self, location: .file(url))
+        try await fillV1(try await PersistentContainer(name: "shelf", for: ShelfV1.self, location: .file(url)), count: count)
+    }
+
+    /// Saves `count` V1 books into `container` (every tenth sharing its title with the one
+    /// before), and closes it.
+    static func fillV1(_ container: PersistentContainer, count: Int = 30) async throws {
         try await container.save { context in
             for i in 0..<count {
                 let title = i % 10 == 9 ? "Book \(i - 1)" : "Book \(i)"
@@ -175,6 +180,21 @@ struct VersionedMigrationTests {
         }
         try await container.close()
     }
+
+    /// A progress report as one line: stage, step, entity and objects, stages done.
+    static func line(_ progress: MigrationProgress) -> String {
+        let objects = progress.entity.map { " \($0) \(progress.objectsDone ?? -1)/\(progress.objectCount ?? -1)" } ?? ""
+        return "\(progress.stage): \(progress.step)\(objects) \(progress.stagesDone)/\(progress.stageCount)"
+    }
+
+    /// What ``ShelfPlan`` reports migrating ``fillV1(_:count:)``'s 30 books.
+    static let shelfPlanSteps = [
+        "lightweight 1.0.0 → 2.0.0: tables 0/2", "lightweight 1.0.0 → 2.0.0: done 1/2",
+        "custom 2.0.0 → 3.0.0: willMigrate 1/2", "custom 2.0.0 → 3.0.0: tables 1/2",
+        // Book is rebuilt (its name becomes unique): its rows copied, as reported.
+        "custom 2.0.0 → 3.0.0: tables Book 0/27 1/2", "custom 2.0.0 → 3.0.0: tables Book 27/27 1/2",
+        "custom 2.0.0 → 3.0.0: didMigrate 1/2", "custom 2.0.0 → 3.0.0: done 2/2",
+    ]
 
     static func books(_ container: PersistentContainer) async throws -> [String] {
         try await container.performBackgroundTask { context in
@@ -189,10 +209,7 @@ struct VersionedMigrationTests {
         let steps = Mutex<[String]>([])
         let container = try await PersistentContainer(
             name: "shelf", for: ShelfV3.self, migrationPlan: ShelfPlan.self, location: .file(url),
-            progress: { progress in
-                let objects = progress.entity.map { " \($0) \(progress.objectsDone ?? -1)/\(progress.objectCount ?? -1)" } ?? ""
-                steps.withLock { $0.append("\(progress.stage): \(progress.step)\(objects) \(progress.stagesDone)/\(progress.stageCount)") }
-            })
+            progress: { progress in steps.withLock { $0.append(Self.line(progress)) } })
         let books = try await Self.books(container)
         #expect(books.count == 27)
         #expect(books.first == "Book 0|0|1")
@@ -201,13 +218,7 @@ struct VersionedMigrationTests {
         let shelves = try await container.performBackgroundTask { try $0.fetch(FetchRequest<ShelfV3.Shelf>()).map(\.label) }
         #expect(shelves == ["migrated"])
         try await container.close()
-        #expect(steps.withLock { $0 } == [
-            "lightweight 1.0.0 → 2.0.0: tables 0/2", "lightweight 1.0.0 → 2.0.0: done 1/2",
-            "custom 2.0.0 → 3.0.0: willMigrate 1/2", "custom 2.0.0 → 3.0.0: tables 1/2",
-            // Book is rebuilt (its name becomes unique): its rows copied, as reported.
-            "custom 2.0.0 → 3.0.0: tables Book 0/27 1/2", "custom 2.0.0 → 3.0.0: tables Book 27/27 1/2",
-            "custom 2.0.0 → 3.0.0: didMigrate 1/2", "custom 2.0.0 → 3.0.0: done 2/2",
-        ])
+        #expect(steps.withLock { $0 } == Self.shelfPlanSteps)
         let state = try SQLiteStore.savedState(at: url)
         #expect(state.metadata["versionIdentifier"] == "3.0.0")
         #expect(state.metadata["migrationStep"] == nil)
