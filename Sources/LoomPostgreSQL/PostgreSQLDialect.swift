@@ -23,6 +23,10 @@ package struct PostgreSQLDialect: SQLDialect {
         "\(a) IS \(equal ? "NOT " : "")DISTINCT FROM \(b)"
     }
 
+    package func comparison(_ a: String, equal: Bool, toNonNull b: String) -> String {
+        equal ? "\(a) = \(b) AND \(a) IS NOT NULL" : "\(a) <> \(b) OR \(a) IS NULL"
+    }
+
     package func isInKeyList(_ column: String, _ placeholder: String) -> String {
         "\(column) = ANY(\(placeholder)::int8[])"
     }

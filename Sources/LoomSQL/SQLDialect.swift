@@ -15,6 +15,11 @@ package protocol SQLDialect: Sendable {
     /// `a <op> b` that treats NULL as a value: true for two NULLs, false for NULL and a value
     /// (SQLite's `IS` / `IS NOT`, standard SQL's `IS [NOT] DISTINCT FROM`).
     func nullSafeComparison(_ a: String, equal: Bool, _ b: String) -> String
+    /// ``nullSafeComparison(_:equal:_:)`` where `b` is a value known not to be NULL (a bound
+    /// constant): the same truth, written so that an index on `a` serves it. SQLite's `IS` is
+    /// indexed already; PostgreSQL's `IS NOT DISTINCT FROM` is not, so it writes `a = b AND a
+    /// IS NOT NULL` (`a <> b OR a IS NULL`), which is never NULL either.
+    func comparison(_ a: String, equal: Bool, toNonNull b: String) -> String
 
     /// A test that `column` is one of the keys bound, as one parameter, at `placeholder`
     /// (SQLite: a JSON array read with `json_each`; PostgreSQL: `= ANY` of an array).
@@ -83,6 +88,7 @@ extension SQLDialect {
     package var never: String { "0" }
     package var groupsThroughSubquery: Bool { false }
     package func parameter(_ placeholder: String, ofColumnType type: String) -> String { placeholder }
+    package func comparison(_ a: String, equal: Bool, toNonNull b: String) -> String { nullSafeComparison(a, equal: equal, b) }
     package func renamingTableIndexes(from: String, to: String) -> [String] { [] }
 }
 

@@ -344,7 +344,13 @@ package struct SQLGenerator: Sendable {
             return ("(SELECT COUNT(*) FROM \(from) WHERE \(link))", false)
         case .compare(let op, let l, let r):
             let a = value(l), b = value(r)
-            if op == .equal || op == .notEqual { return ("(\(dialect.nullSafeComparison(a, equal: op == .equal, b)))", true) }
+            if op == .equal || op == .notEqual {
+                let equal = op == .equal
+                // A column against a constant that is not NULL: in a form an index can serve.
+                if l.isColumn, case .constant(let constant) = r, !constant.isNull { return ("(\(dialect.comparison(a, equal: equal, toNonNull: b)))", true) }
+                if r.isColumn, case .constant(let constant) = l, !constant.isNull { return ("(\(dialect.comparison(b, equal: equal, toNonNull: a)))", true) }
+                return ("(\(dialect.nullSafeComparison(a, equal: equal, b)))", true)
+            }
             let symbol = switch op {
             case .equal, .notEqual: ""
             case .less: "<"
@@ -388,6 +394,17 @@ package struct SQLGenerator: Sendable {
             return (dialect.arithmetic(op, a, b), false)
         case .negate(let n):
             return ("(- \(value(n)))", false)
+        }
+    }
+}
+
+extension PredicateNode {
+    /// Whether the node is one of the entity's own columns (an attribute or the key), which an
+    /// index may cover.
+    fileprivate var isColumn: Bool {
+        switch self {
+        case .attribute, .primaryKey: true
+        default: false
         }
     }
 }

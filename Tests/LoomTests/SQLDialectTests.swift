@@ -104,6 +104,16 @@ struct SQLDialectTests {
         #expect(arguments == [.text("a"), .integer(1), .integer(0)])
         #expect(sql.count(query).0.hasSuffix(") AS matches"))
         #expect(sql.selectByKeys(book).hasSuffix(#"WHERE "Z_PK" = ANY($1::int8[])"#))
+        // A column against a value: = and <> that an index serves, never NULL; against NULL or
+        // another column: IS [NOT] DISTINCT FROM.
+        func condition(_ predicate: PredicateNode) -> String {
+            let text = sql.select(StoreQuery(entity: book, predicate: predicate)).0
+            return String(text[text.range(of: "WHERE ")!.upperBound..<text.range(of: " ORDER BY")!.lowerBound])
+        }
+        #expect(condition(.compare(.equal, .attribute(pages), .constant(.integer(3)))) == #"(t0."pages" = $1 AND t0."pages" IS NOT NULL)"#)
+        #expect(condition(.compare(.notEqual, .constant(.integer(3)), .attribute(pages))) == #"(t0."pages" <> $1 OR t0."pages" IS NULL)"#)
+        #expect(condition(.compare(.equal, .attribute(pages), .constant(.null))) == #"(t0."pages" IS NOT DISTINCT FROM $1)"#)
+        #expect(condition(.compare(.notEqual, .attribute(pages), .attribute(title))) == #"(t0."pages" IS DISTINCT FROM t0."title")"#)
         // Grouped: the values once, in a subquery; grouped and ordered outside it.
         let grouped = AggregateQuery(entity: book, columns: [.value(.attribute(title)), .aggregate(.average, .attribute(pages))], groupBy: [.attribute(title)])
         let (groupText, _) = sql.aggregate(grouped)
