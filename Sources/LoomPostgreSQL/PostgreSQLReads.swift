@@ -40,6 +40,22 @@ enum PostgreSQLReads {
         return try connection.query(text, try bindings(arguments)).map { try row($0, width: width) }
     }
 
+    /// ``fetch(_:_:_:)``, leaving out the values of the rows whose key and version `isKnown`
+    /// (objects a context has registered at that version): they are not decoded.
+    static func fetch(_ query: StoreQuery, _ sql: SQLGenerator, _ connection: PGConnection,
+                      skippingValuesOf isKnown: (Int64, Int64) -> Bool) throws -> [StoreRow] {
+        let (text, arguments) = sql.select(query)
+        let width = query.entity.storedValueCount
+        return try connection.query(text, try bindings(arguments)).map { cells in
+            var iterator = cells.makeIterator()
+            if let keyCell = iterator.next(), let versionCell = iterator.next() {
+                let key = PostgreSQLValues.int64(keyCell), version = PostgreSQLValues.int64(versionCell)
+                if isKnown(key, version) { return StoreRow(key: key, version: version, values: []) }
+            }
+            return try row(cells, width: width)
+        }
+    }
+
     static func count(_ query: StoreQuery, _ sql: SQLGenerator, _ connection: PGConnection) throws -> Int {
         let (text, arguments) = sql.count(query)
         let rows = try connection.query(text, try bindings(arguments))

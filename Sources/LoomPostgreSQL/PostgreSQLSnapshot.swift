@@ -63,7 +63,9 @@ final class PostgreSQLSnapshot: StoreSnapshot, @unchecked Sendable {
     }
 
     func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] { try read { try PostgreSQLReads.fetch(query, sql, $0) } }
-    func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (Int64, Int64) -> Bool) throws(LoomError) -> [StoreRow] { try fetch(query) }
+    func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (Int64, Int64) -> Bool) throws(LoomError) -> [StoreRow] {
+        try read { try PostgreSQLReads.fetch(query, sql, $0, skippingValuesOf: isKnown) }
+    }
     func count(_ query: StoreQuery) throws(LoomError) -> Int { try read { try PostgreSQLReads.count(query, sql, $0) } }
     func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
         if keys.isEmpty { return [] }

@@ -308,7 +308,7 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     @_spi(LoomStore) public func fetch(_ query: StoreQuery, skippingValuesOf isKnown: (Int64, Int64) -> Bool) throws(LoomError) -> [StoreRow] {
-        try fetch(query)
+        try withReadConnection { try PostgreSQLReads.fetch(query, sql, $0, skippingValuesOf: isKnown) }
     }
 
     @_spi(LoomStore) public func count(_ query: StoreQuery) throws(LoomError) -> Int {

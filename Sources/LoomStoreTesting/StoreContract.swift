@@ -229,6 +229,33 @@ public struct StoreContract: Sendable {
     /// commit, including for deleted rows; closed, it throws `closed`; the store's own reads see
     /// the latest data. A store that keeps none throws `queryGenerationUnavailable` from
     /// `openSnapshot()`, which passes.
+    /// A fetch that skips known values returns every row with its key and version, the rows
+    /// the caller does not know (at that version) whole, and the known ones without values (or,
+    /// for a store that does not skip, `skips` false, whole), on the store and on a snapshot.
+    public func fetchSkippingKnownValues(skips: Bool = true) throws {
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        for i in 0..<3 { _ = try insertBook(store, isbn: "\(i)", title: "book \(i)") }
+        let query = StoreQuery(entity: book)
+        let all = try store.fetch(query).sorted { $0.key < $1.key }
+        try check(all.count == 3 && all.allSatisfy { $0.values.count == book.storedValueCount }, "three whole rows, fetched \(all)")
+        // The first row known at its version, the second at another one: only the first is skipped.
+        let (known, stale) = (all[0], all[1])
+        func isKnown(_ key: Int64, _ version: Int64) -> Bool {
+            (key == known.key && version == known.version) || (key == stale.key && version == stale.version + 1)
+        }
+        var readers: [(String, any StoreReading)] = [("the store", store)]
+        let snapshot = try openedSnapshot(of: store)
+        defer { snapshot?.close() }
+        if let snapshot { readers.append(("a snapshot", snapshot)) }
+        for (name, reader) in readers {
+            let rows = try reader.fetch(query, skippingValuesOf: isKnown).sorted { $0.key < $1.key }
+            try check(rows.map(\.key) == all.map(\.key) && rows.map(\.version) == all.map(\.version), "\(name): every row with its key and version, read \(rows)")
+            try check(skips ? rows[0].values.isEmpty : rows[0].values == all[0].values, "\(name): the known row's values \(skips ? "left out" : "whole"), read \(rows[0])")
+            try check(rows[1].values == all[1].values && rows[2].values == all[2].values, "\(name): the other rows whole, read \(rows)")
+        }
+    }
+
     public func snapshots() throws {
         let store = try subject.makeStore(schema: schema)
         defer { try? store.close() }

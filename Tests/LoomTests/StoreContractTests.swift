@@ -57,6 +57,12 @@ struct StoreContractTests {
     @Test("Two instances on one file: each observer hears the other's commits once, in order, never its own", arguments: StoreKind.persistentCases)
     func remoteCommits(kind: StoreKind) async throws { try await contract(kind).remoteCommits() }
 
+    @Test("A fetch skipping known values leaves out exactly the known rows' values, on the store and on a snapshot", arguments: StoreKind.allCases)
+    func fetchSkippingKnownValues(kind: StoreKind) throws {
+        // The in-memory store has nothing to decode: it returns whole rows.
+        try contract(kind).fetchSkippingKnownValues(skips: kind != .inMemory)
+    }
+
     @Test("A snapshot reads as of its opening while change sets commit, from any thread; closed, it throws closed", arguments: StoreKind.allCases)
     func snapshots(kind: StoreKind) throws { try contract(kind).snapshots() }
 
