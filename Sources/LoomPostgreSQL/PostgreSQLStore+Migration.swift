@@ -23,7 +23,7 @@ extension PostgreSQLStore {
         // The write lock too: no save of a server still open interleaves with the migration, and
         // the history's last number stays the migration's.
         var lock = PostgresBindings()
-        lock.append(lockKey("loom-write:" + configuration.schemaName))
+        lock.append(writeLockKey(configuration))
         try connection.query("SELECT pg_advisory_xact_lock($1)", lock)
 
         let statements = sql.migrationStatements(migration)
@@ -59,7 +59,7 @@ extension PostgreSQLStore {
                 try diagnosing(connection, state: "23505", text, PostgresBindings()) { error in
                     let row = try connection.query(sql.duplicateQuery(entity, constraint)).first.map { try $0.map(PostgreSQLValues.value) }
                     let key = row.map { values in
-                        constraint.indices.map { "\(constraint[$0]) = \(describe(values[$0]))" }.joined(separator: ", ")
+                        constraint.indices.map { "\(constraint[$0]) = \(values[$0])" }.joined(separator: ", ")
                     } ?? "?"
                     let count: Int = if case .integer(let n) = row?[constraint.count] { Int(n) } else { 0 }
                     return MigrationErrors.duplicates(entity.name, constraint: constraint, key: key, count: count, location: location,
@@ -97,10 +97,13 @@ extension PostgreSQLStore {
         bindings.append(Date().timeIntervalSince1970)
         bindings.append(Int64(ProcessInfo.processInfo.processIdentifier))
         bindings.append(ProcessInfo.processInfo.processName)
-        let number = try connection.query(
+        guard let row = try connection.query(
             "INSERT INTO loom_history (number, timestamp, author, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, 'Loom migration', $2, $3, ',', NULL FROM loom_history RETURNING number",
             bindings
-        ).first!.decode(Int64.self)
+        ).first else {
+            throw LoomError(.migrationFailed, "The migration's history transaction was not written (the server returned no number). The store was not changed.")
+        }
+        let number = try row.decode(Int64.self)
         var deleted = PostgresBindings()
         deleted.append(number)
         try connection.query("DELETE FROM loom_history WHERE number < $1", deleted)
@@ -134,16 +137,5 @@ extension PostgreSQLStore {
 
     private static func storeCode(_ error: any Error) -> StoreErrorCode? {
         sqlState(of: error).map(StoreErrorCode.init(sqlState:))
-    }
-
-    /// A saved value as a message shows it.
-    private static func describe(_ value: StoredValue) -> String {
-        switch value {
-        case .null: "NULL"
-        case .integer(let v): "\(v)"
-        case .real(let v): "\(v)"
-        case .text(let v): "\"\(v)\""
-        case .blob(let v): "<\(v.count) bytes>"
-        }
     }
 }

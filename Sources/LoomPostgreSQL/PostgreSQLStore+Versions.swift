@@ -15,9 +15,7 @@ extension PostgreSQLStore {
         public init(configuration: Configuration) { self.configuration = configuration }
 
         public func savedState() throws(LoomError) -> SavedStoreState? {
-            guard try schemaHoldsStore(configuration.schemaName) else { return nil }
-            let (record, metadata) = try PostgreSQLStore.savedState(configuration: configuration)
-            return SavedStoreState(record: record, metadata: metadata)
+            try PostgreSQLStore.savedStateIfPresent(configuration: configuration).map { SavedStoreState(record: $0.record, metadata: $0.metadata) }
         }
 
         public func open(schema: Schema, metadata: [String: String?], progress: TableMigrationProgress?) throws(LoomError) -> any PersistentStore {
@@ -91,9 +89,14 @@ extension PostgreSQLStore {
             defer { connection.close() }
             var key = PostgresBindings()
             key.append(PostgreSQLStore.lockKey("loom-migration:" + configuration.schemaName))
-            while try connection.query("SELECT pg_try_advisory_lock($1)", key).first?.decode(Bool.self) != true {
-                try await Task.sleep(for: .milliseconds(20))
+            func locked() throws(LoomError) -> Bool {
+                do {
+                    return try connection.query("SELECT pg_try_advisory_lock($1)", key).first?.decode(Bool.self) == true
+                } catch {
+                    throw PostgreSQLStore.openError(error, configuration)
+                }
             }
+            while try !locked() { try await Task.sleep(for: .milliseconds(20)) }
             return try await body()
         }
 

@@ -150,7 +150,7 @@ public final class PostgreSQLStore: PersistentStore {
         self.configuration = configuration
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
-        self.writeLockKey = Self.lockKey("loom-write:" + configuration.schemaName)
+        self.writeLockKey = Self.writeLockKey(configuration)
         do {
             writer = try PGConnection.open(configuration)
         } catch {
@@ -165,6 +165,9 @@ public final class PostgreSQLStore: PersistentStore {
         channel = "loom_" + identifier.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         readers = PGConnectionPool(configuration, maximum: configuration.maximumReaderCount)
     }
+
+    /// The advisory lock every write to the store in `configuration`'s schema takes.
+    static func writeLockKey(_ configuration: Configuration) -> Int64 { lockKey("loom-write:" + configuration.schemaName) }
 
     /// A 64-bit advisory lock key for a name (FNV-1a: stable across processes and releases).
     static func lockKey(_ name: String) -> Int64 {
@@ -531,6 +534,14 @@ extension PostgreSQLStore {
     /// - Throws: ``LoomError/Code/notALoomStore`` when the schema holds no Loom store,
     ///   ``LoomError/Code/storeFailure`` when the server cannot be reached.
     @_spi(LoomStore) public static func savedState(configuration: Configuration) throws(LoomError) -> (record: SchemaRecord, metadata: [String: String]) {
+        guard let state = try savedStateIfPresent(configuration: configuration) else {
+            throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) holds no Loom store (no loom_metadata table).")
+        }
+        return state
+    }
+
+    /// ``savedState(configuration:)``, or `nil` when the schema holds no Loom store (yet).
+    static func savedStateIfPresent(configuration: Configuration) throws(LoomError) -> (record: SchemaRecord, metadata: [String: String])? {
         let connection: PGConnection
         do {
             connection = try PGConnection.open(configuration)
@@ -542,9 +553,7 @@ extension PostgreSQLStore {
             var bindings = PostgresBindings()
             bindings.append(configuration.schemaName)
             let exists = try connection.query("SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'loom_metadata'", bindings).count > 0
-            guard exists else {
-                throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) holds no Loom store (no loom_metadata table).")
-            }
+            guard exists else { return nil }
             var metadata: [String: String] = [:]
             for row in try connection.query("SELECT key, value FROM loom_metadata") {
                 let (key, value) = try row.decode((String, String).self)
