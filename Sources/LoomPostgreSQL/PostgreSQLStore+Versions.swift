@@ -132,7 +132,43 @@ extension PostgreSQLStore {
     }
 }
 
+extension PostgreSQLStore {
+    /// Drops the store in `configuration`'s PostgreSQL schema: the schema and everything in it,
+    /// and a transform stage's copy of it if one was left (Core Data's
+    /// `destroyPersistentStore(at:)`). Nothing happens when the schema does not exist. Close every
+    /// container on the store first. Call from any thread; it waits for the server.
+    ///
+    /// - Throws: ``LoomError/Code/storeFailure`` when the server cannot be reached or refuses.
+    public static func destroy(configuration: Configuration) throws(LoomError) {
+        let location = Location(configuration: configuration)
+        let copy = location.snapshotConfiguration.schemaName
+        do {
+            let connection = try PGConnection.open(configuration)
+            defer { connection.close() }
+            for name in [configuration.schemaName, copy] {
+                try connection.query("DROP SCHEMA IF EXISTS \(SQLGenerator.quote(name)) CASCADE")
+            }
+        } catch {
+            throw LoomError(.storeFailure, "The PostgreSQL store at \(configuration.description) could not be destroyed: \(describe(error)).",
+                            underlying: error, storeCode: sqlState(of: error).map(StoreErrorCode.init(sqlState:)))
+        }
+    }
+}
+
 extension PersistentContainer {
+    /// Which stages opening the PostgreSQL store in `configuration` with `version` and
+    /// `migrationPlan` would run, by name, read without changing anything: empty when the store
+    /// is up to date or does not exist. Call from any thread; it waits for the server.
+    ///
+    /// - Throws: ``LoomError/Code/invalidMigrationPlan``, ``LoomError/Code/unknownSchemaVersion``,
+    ///   and, without a plan, ``LoomError/Code/schemaMismatch`` for a change that cannot be
+    ///   inferred.
+    public static func requiredMigrationStages(
+        postgres configuration: PostgreSQLStore.Configuration, version: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)? = nil
+    ) throws(LoomError) -> [String] {
+        try MigrationPlanRunner.requiredStages(PostgreSQLStore.Location(configuration: configuration), current: version, plan: migrationPlan)
+    }
+
     /// Opens a container on a PostgreSQL store with the current version of a versioned model,
     /// migrating a store saved by an earlier version through `migrationPlan`'s stages first (as
     /// `PersistentContainer(name:for:migrationPlan:location:)` does on SQLite, and SwiftData's

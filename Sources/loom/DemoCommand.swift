@@ -158,7 +158,7 @@ struct DemoCommand: AsyncParsableCommand {
         try await observer.close()
         let byAuthor = seen.authors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         print("A second coordinator on the store saw \(seen.transactions) transactions of the others (\(byAuthor)) inserting \(seen.packages) packages, merged as they committed (the first \(seen.first.map { $0.formatted(.units(allowed: [.milliseconds])) } ?? "-") after it started listening)")
-        try await Self.showMigration(of: Array(packages.prefix(500)))
+        try await Self.showMigration(of: Array(packages.prefix(500)), beside: storeURL)
         print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL)")
     }
 
@@ -175,32 +175,47 @@ struct DemoCommand: AsyncParsableCommand {
         }
     }
 
-    /// Opens the store with the current demo model (PostgreSQL: the same model; its stores do
-    /// not migrate yet).
+    /// Opens the store with the current demo model, migrating one an earlier demo made through
+    /// the plan and printing each step, on SQLite and on PostgreSQL alike.
     private static func open(_ location: Location) async throws -> PersistentContainer {
         switch location {
-        case .file(let url): try await open(url)
+        case .file(let url):
+            let opening = PersistentContainer.opening(name: "LoomDemo", for: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self, location: .file(url))
+            for await step in opening.progress { print("  migrating: \(step)") }
+            return try await opening.container
         case .postgres(let configuration, _):
-            PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(versionedSchema: DemoSchemaV2.self)))
+            return try await PersistentContainer(
+                for: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self, postgres: configuration,
+                progress: { step in print("  migrating: \(step)") })
         }
     }
 
-    /// Opens the store with the current demo model, printing each step of a migration.
-    private static func open(_ url: URL) async throws -> PersistentContainer {
-        let opening = PersistentContainer.opening(name: "LoomDemo", for: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self, location: .file(url))
-        for await step in opening.progress { print("  migrating: \(step)") }
-        return try await opening.container
-    }
-
-    /// Makes a store with the previous demo model (1.0.0) from some packages, then opens it with
-    /// the current one: the plan's custom stage fills the attribute version 2.0.0 added.
-    private static func showMigration(of packages: [DebianPackage]) async throws {
-        let folder = FileManager.default.temporaryDirectory.appending(path: "loom-demo-v1-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let url = folder.appending(path: "packages-v1.loom")
-        let old = try await PersistentContainer(name: "LoomDemo", for: DemoSchemaV1.self, location: .file(url))
-        try await old.save { context in
+    /// Makes a store with the previous demo model (1.0.0) from some packages, next to the demo's
+    /// own (a temporary file, or a schema of the same PostgreSQL database), then opens it with the
+    /// current one: the plan's custom stage fills the attribute version 2.0.0 added.
+    private static func showMigration(of packages: [DebianPackage], beside location: Location) async throws {
+        let old: Location
+        switch location {
+        case .file:
+            let folder = FileManager.default.temporaryDirectory.appending(path: "loom-demo-v1-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            old = .file(folder.appending(path: "packages-v1.loom"))
+        case .postgres(var configuration, let url):
+            configuration.schemaName += "_v1"
+            try PostgreSQLStore.destroy(configuration: configuration)
+            old = .postgres(configuration, url: url)
+        }
+        defer {
+            switch old {
+            case .file(let url): try? FileManager.default.removeItem(at: url.deletingLastPathComponent())
+            case .postgres(let configuration, _): try? PostgreSQLStore.destroy(configuration: configuration)
+            }
+        }
+        let previous = switch old {
+        case .file(let url): try await PersistentContainer(name: "LoomDemo", for: DemoSchemaV1.self, location: .file(url))
+        case .postgres(let configuration, _): try await PersistentContainer(for: DemoSchemaV1.self, postgres: configuration)
+        }
+        try await previous.save { context in
             for package in packages {
                 let record = DemoSchemaV1.InstalledPackage(name: package.name, architecture: package.architecture ?? "all", version: package.version ?? "")
                 context.insert(record)
@@ -211,11 +226,16 @@ struct DemoCommand: AsyncParsableCommand {
                 }
             }
         }
-        try await old.close()
+        try await previous.close()
         print("\nA store of the previous demo model (\(DemoSchemaV1.versionIdentifier), \(packages.count) packages) opened with the current one:")
-        print("  forecast: \(try PersistentContainer.requiredMigrationStages(forStoreAt: url, version: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self))")
+        let forecast = switch old {
+        case .file(let url): try PersistentContainer.requiredMigrationStages(forStoreAt: url, version: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self)
+        case .postgres(let configuration, _):
+            try PersistentContainer.requiredMigrationStages(postgres: configuration, version: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self)
+        }
+        print("  forecast: \(forecast)")
         let started = ContinuousClock.now
-        let container = try await open(url)
+        let container = try await open(old)
         let most = try await container.performBackgroundTask { context in
             var request = FetchRequest<InstalledPackage>(sortBy: [SortDescriptor(\.dependencyCount, order: .reverse), SortDescriptor(\.name)])
             request.fetchLimit = 3

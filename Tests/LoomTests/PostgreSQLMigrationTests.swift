@@ -191,7 +191,10 @@ struct PostgreSQLMigrationPlanTests {
     @Test("A V1 store opens with V3 through the plan: lightweight then custom stage, each step once, the version saved")
     func migratesThroughTheStages() async throws {
         let configuration = try PostgresServer.configuration()
+        #expect(try PersistentContainer.requiredMigrationStages(postgres: configuration, version: ShelfV3.self, migrationPlan: ShelfPlan.self) == [])
         try await VersionedMigrationTests.fillV1(try await PersistentContainer(for: ShelfV1.self, postgres: configuration))
+        #expect(try PersistentContainer.requiredMigrationStages(postgres: configuration, version: ShelfV3.self, migrationPlan: ShelfPlan.self)
+            == ["lightweight 1.0.0 → 2.0.0", "custom 2.0.0 → 3.0.0"])
         let steps = Mutex<[String]>([])
         let container = try await PersistentContainer(
             for: ShelfV3.self, migrationPlan: ShelfPlan.self, postgres: configuration,
@@ -210,6 +213,13 @@ struct PostgreSQLMigrationPlanTests {
         #expect(try await VersionedMigrationTests.books(reopened) == books)
         #expect(try await reopened.performBackgroundTask { try $0.count(for: FetchRequest<ShelfV3.Shelf>()) } == 1)
         try await reopened.close()
+        // Destroyed: the schema is gone (twice is no error), and the store opens empty again.
+        try PostgreSQLStore.destroy(configuration: configuration)
+        try PostgreSQLStore.destroy(configuration: configuration)
+        #expect(throws: LoomError.self) { try PostgreSQLStore.savedState(configuration: configuration) }
+        let fresh = try await PersistentContainer(for: ShelfV3.self, migrationPlan: ShelfPlan.self, postgres: configuration)
+        #expect(try await VersionedMigrationTests.books(fresh).isEmpty)
+        try await fresh.close()
     }
 
     @Test("A transform stage reads the old version from a copy of the schema, chunk by chunk, and drops the copy")
