@@ -9,6 +9,15 @@ import Foundation
 // without a second, release build of every dependency.
 let optimizedTests = ProcessInfo.processInfo.environment["LOOM_OPTIMIZED_TESTS"] == "1"
 
+/// postgres-nio and what its API takes (the event loop group, the logger): the PostgreSQL store,
+/// and the benchmark's and tests' own connections.
+let postgresDriver: [Target.Dependency] = [
+    .product(name: "PostgresNIO", package: "postgres-nio"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "Logging", package: "swift-log"),
+]
+
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 
 let strictSettings: [SwiftSetting] = [
@@ -56,11 +65,7 @@ let package = Package(
             dependencies: [
                 "LoomCore",
                 "LoomSQL",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            ] + postgresDriver,
             swiftSettings: strictSettings),
         // The store contract as checks any store's tests run through the store SPI (no Testing
         // dependency: each check throws what broke).
@@ -101,24 +106,14 @@ let package = Package(
                 // The same system libsqlite3 that GRDB and Loom link, for the raw C API contender.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                // The raw PostgreSQL contender.
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            ] + postgresDriver,   // the raw PostgreSQL contender
             path: "Benchmarks/Sources/LoomBenchmarks",
             swiftSettings: strictSettings),
         .testTarget(
             name: "LoomTests",
             dependencies: [
                 "Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL",
-                // The PostgreSQL tests' own connections (a foreign schema, busy event loops).
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            ] + postgresDriver,   // the PostgreSQL tests' own connections (a foreign schema, busy event loops)
             swiftSettings: strictSettings),
         .testTarget(
             name: "LoomMacrosTests",

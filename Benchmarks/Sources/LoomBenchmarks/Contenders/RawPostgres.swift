@@ -130,7 +130,13 @@ final class RawPostgres {
     }
 
     func count() throws -> Int {
-        try query("SELECT count(*) FROM item").rows.first!.decode(Int.self)
+        try scalar("SELECT count(*) FROM item", Int.self)
+    }
+
+    /// The one value of a one-row, one-column statement.
+    func scalar<T: PostgresDecodable>(_ sql: String, _ type: T.Type) throws -> T {
+        guard let row = try query(sql).rows.first else { throw BenchError("\(sql) returned no row") }
+        return try row.decode(T.self)
     }
 
     static func items(_ result: PostgresQueryResult) throws -> [ItemData] {

@@ -80,7 +80,7 @@ final class RemoteChangeLatency: Workload {
             latencies = try await rawRound(job, round) {
                 // No change counter to watch: the row itself, every millisecond.
                 let connection = try RawPostgres(url: url, schemaName: location)
-                return { try connection.query("SELECT score FROM item WHERE id = 1").rows.first!.decode(Double.self) }
+                return { try connection.scalar("SELECT score FROM item WHERE id = 1", Double.self) }
             }
         case .raw:
             latencies = try await rawRound(job, round) {
