@@ -1,7 +1,7 @@
 public import Foundation
 @_spi(LoomStore) public import LoomCore
 import LoomSQL
-import PostgresNIO
+public import PostgresNIO
 import Synchronization
 
 /// A store in a PostgreSQL database, on postgres-nio: the same object graph as a SQLite store,
@@ -85,7 +85,10 @@ public final class PostgreSQLStore: PersistentStore {
             self.init(endpoint: endpoint, username: username, password: components.password, database: database, schemaName: item("schema") ?? "public")
         }
 
-        var connectionConfiguration: PostgresConnection.Configuration {
+        /// The postgres-nio configuration of the store's own connections (its schema first on the
+        /// search path, then `public`), for an application's own connections to the same server.
+        /// A value: use it from any thread.
+        public var connectionConfiguration: PostgresConnection.Configuration {
             var configuration = switch endpoint {
             case .tcp(let host, let port):
                 PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: database, tls: .disable)

@@ -8,16 +8,6 @@ import NIOPosix
 import PostgresNIO
 import Testing
 
-extension PostgreSQLStore.Configuration {
-    /// The same server, for a connection of the test's own.
-    var connectionConfigurationForTests: PostgresConnection.Configuration {
-        switch endpoint {
-        case .tcp(let host, let port): .init(host: host, port: port, username: username, password: password, database: database, tls: .disable)
-        case .unixSocket(let path): .init(unixSocketPath: path, username: username, password: password, database: database)
-        }
-    }
-}
-
 /// What only the PostgreSQL store has to prove: round trips (postgres-nio does not pipeline),
 /// blocking waits that cannot deadlock, values PostgreSQL cannot store, configuration, and the
 /// refusal of foreign schemas. Everything store-independent runs on PostgreSQL in
@@ -160,7 +150,7 @@ struct PostgreSQLStoreTests {
         var foreign = configuration
         foreign.schemaName = configuration.schemaName + "_foreign"
         let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: foreign.connectionConfigurationForTests, id: 1,
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: foreign.connectionConfiguration, id: 1,
             logger: Logger(label: "test"))
         _ = try await connection.query("CREATE SCHEMA \(unescaped: foreign.schemaName)", logger: Logger(label: "test"))
         _ = try await connection.query("CREATE TABLE \(unescaped: foreign.schemaName).invoices (id int)", logger: Logger(label: "test"))

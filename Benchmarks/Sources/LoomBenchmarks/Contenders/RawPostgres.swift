@@ -22,15 +22,8 @@ final class RawPostgres {
     /// Connects to the server of `url` (a `postgres://` URL as `--postgres` takes it), with
     /// `schemaName` first on the search path; creates the schema when `creating`.
     init(url: String, schemaName: String) throws {
-        let configuration = try PostgreSQLStore.Configuration(url: url)
-        var connectionConfiguration = switch configuration.endpoint {
-        case .tcp(let host, let port):
-            PostgresConnection.Configuration(host: host, port: port, username: configuration.username,
-                                             password: configuration.password, database: configuration.database, tls: .disable)
-        case .unixSocket(let path):
-            PostgresConnection.Configuration(unixSocketPath: path, username: configuration.username,
-                                             password: configuration.password, database: configuration.database)
-        }
+        // Loom's URL parsing only: the connection is postgres-nio's own.
+        var connectionConfiguration = try PostgreSQLStore.Configuration(url: url).connectionConfiguration
         connectionConfiguration.options.additionalStartupParameters = [("search_path", "\"\(schemaName)\"")]
         Self.nextID += 1
         connection = try PostgresConnection.connect(

@@ -111,7 +111,7 @@ final class Bench {
 
     /// The `--postgres` URL; the PostgreSQL workloads are unavailable without it.
     func requirePostgresURL() throws -> String {
-        guard let postgresURL else { throw BenchSetupError("no --postgres URL") }
+        guard let postgresURL else { throw BenchError("no --postgres URL") }
         return postgresURL
     }
 
@@ -156,10 +156,4 @@ final class Bench {
         postgresTemplates[kind] = schemaName
         return schemaName
     }
-}
-
-/// A run that cannot be set up as asked.
-struct BenchSetupError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
