@@ -21,11 +21,17 @@ class PostgreSQLWorkloadBase {
 
     var contenders: [Contender] { [.raw, .loom] }
 
-    var unavailableReason: String? {
+    var unavailableReason: String? { Self.unavailableReason(postgresURL) }
+
+    func label(for contender: Contender) -> String { Self.label(for: contender) }
+
+    /// Why a PostgreSQL workload cannot run without a server (shared with PG-W14).
+    nonisolated static func unavailableReason(_ postgresURL: String?) -> String? {
         postgresURL == nil ? "needs --postgres URL (scripts/postgres-cluster start DIR prints one for a throwaway server)" : nil
     }
 
-    func label(for contender: Contender) -> String {
+    /// The contenders' names on PostgreSQL (shared with PG-W14).
+    nonisolated static func label(for contender: Contender) -> String {
         contender == .raw ? "postgres-nio" : "Loom on PG"
     }
 

@@ -47,12 +47,12 @@ final class RemoteChangeLatency: Workload {
     }
 
     var unavailableReason: String? {
-        onPostgreSQL && postgresURL == nil ? "needs --postgres URL (scripts/postgres-cluster start DIR prints one for a throwaway server)" : nil
+        onPostgreSQL ? PostgreSQLWorkloadBase.unavailableReason(postgresURL) : nil
     }
 
     func label(for contender: Contender) -> String {
         guard onPostgreSQL else { return contender.label }
-        return contender == .raw ? "postgres-nio" : "Loom on PG"
+        return PostgreSQLWorkloadBase.label(for: contender)
     }
 
     func prepare(_ bench: Bench) throws {
