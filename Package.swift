@@ -84,10 +84,19 @@ let package = Package(
         .target(name: "Loom", dependencies: ["LoomCore", "LoomSQLite", "LoomMacros"], swiftSettings: strictSettings),
         // Reads Debian's package database (the demo's data set).
         .target(name: "DebianPackages", resources: [.copy("Resources/status-sample")], swiftSettings: strictSettings),
+        // What the `loom` tool's verbs do (query, dump, load, verify), as a library the tool and
+        // the tests share.
+        .target(
+            name: "LoomTools",
+            dependencies: [
+                "Loom", "LoomCore", "LoomSQL", "LoomSQLite", "LoomPostgreSQL",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "loom",
             dependencies: [
-                "Loom", "LoomPostgreSQL", "DebianPackages",
+                "Loom", "LoomTools", "LoomPostgreSQL", "DebianPackages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
@@ -112,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "LoomTests",
             dependencies: [
-                "Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL",
+                "Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL", "LoomTools",
             ] + postgresDriver,   // the PostgreSQL tests' own connections (a foreign schema, busy event loops)
             swiftSettings: strictSettings),
         .testTarget(
