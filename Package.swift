@@ -43,7 +43,7 @@ let package = Package(
     ],
     targets: [
         // The object graph, contexts, coordinator and store SPI. No SQLite, no swift-syntax.
-        .target(name: "LoomCore", swiftSettings: strictSettings),
+        .target(name: "LoomCore", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strictSettings),
         // SQL generation shared by the SQL stores: table mapping, statements and predicate
         // translation, written through a dialect. No database driver.
         .target(name: "LoomSQL", dependencies: ["LoomCore"], swiftSettings: strictSettings),

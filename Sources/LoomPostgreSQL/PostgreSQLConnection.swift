@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// One connection to the server, used synchronously: a statement is sent and the calling thread
 /// waits for its rows. Loom's store protocol is synchronous (a fault fires on attribute access),
@@ -16,12 +17,15 @@ import PostgresNIO
 final class PGConnection: @unchecked Sendable {
     let connection: PostgresConnection
     let trace: (@Sendable (String) -> Void)?
+    /// SQL logging (``LoomLogging``), fixed when the connection opened; `nil` when off.
+    let log: SQLStatementLog?
     private static let logger = Logger(label: "loom.postgresql", factory: { _ in SwiftLogNoOpLogHandler() })
     private static let ids = AtomicCounter()
 
-    private init(_ connection: PostgresConnection, trace: (@Sendable (String) -> Void)?) {
+    private init(_ connection: PostgresConnection, trace: (@Sendable (String) -> Void)?, log: SQLStatementLog?) {
         self.connection = connection
         self.trace = trace
+        self.log = log
     }
 
     /// Opens a connection (waiting on the calling thread).
@@ -29,7 +33,7 @@ final class PGConnection: @unchecked Sendable {
         let future = PostgresConnection.connect(
             on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration,
             id: ids.next(), logger: logger)
-        return PGConnection(try future.wait(), trace: configuration.trace)
+        return PGConnection(try future.wait(), trace: configuration.trace, log: configuration.sqlLog ?? LoomLogging.sqlLog(store: configuration.description))
     }
 
     var isClosed: Bool { connection.isClosed }
@@ -38,14 +42,52 @@ final class PGConnection: @unchecked Sendable {
     @discardableResult
     func query(_ sql: String, _ bindings: PostgresBindings = PostgresBindings()) throws -> PostgresQueryResult {
         trace?(sql)
-        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger).wait()
+        guard let log else { return try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger).wait() }
+        let start = ContinuousClock.now
+        let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger).wait()
+        logStatement(sql, bindings, duration: ContinuousClock.now - start, rows: result.rows.count, log: log)
+        return result
     }
 
     /// Runs one statement, handing each row to `body` on the event loop as it arrives (no array
     /// of every row is kept).
     func query(_ sql: String, _ bindings: PostgresBindings, eachRow body: @escaping @Sendable (PostgresRow) throws -> Void) throws {
         trace?(sql)
-        _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger, body).wait()
+        guard let log else {
+            _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger, body).wait()
+            return
+        }
+        let start = ContinuousClock.now
+        let rows = RowCounter()
+        _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger) { row in
+            rows.count.add(1, ordering: .relaxed)
+            try body(row)
+        }.wait()
+        logStatement(sql, bindings, duration: ContinuousClock.now - start, rows: rows.count.load(ordering: .relaxed), log: log)
+    }
+
+    /// Logs a statement that ran (``LoomLogging``), with its plan when level 3 finds it slow.
+    private func logStatement(_ sql: String, _ bindings: PostgresBindings, duration: Duration, rows: Int, log: SQLStatementLog) {
+        var plan: String?
+        if log.wantsPlan(after: duration) {
+            let keyword = sql.prefix(while: { !$0.isWhitespace }).uppercased()
+            if ["SELECT", "WITH", "INSERT", "UPDATE", "DELETE"].contains(keyword) {
+                do {
+                    let lines = try connection.query(PostgresQuery(unsafeSQL: "EXPLAIN " + sql, binds: bindings), logger: Self.logger).wait()
+                    plan = try lines.rows.map { "    " + (try $0.decode(String.self)) }.joined(separator: "\n")
+                } catch {
+                    plan = "    (no plan: \(String(reflecting: error)))"
+                }
+            }
+        }
+        log.statement(sql, parameterTypes: Self.parameterTypes(bindings), duration: duration, rows: rows, plan: plan)
+    }
+
+    /// The PostgreSQL type of every bound parameter. postgres-nio keeps the bound values
+    /// protected: its description shows each as `(****; TYPE; format: …)`, which gives the type.
+    static func parameterTypes(_ bindings: PostgresBindings) -> [String] {
+        guard bindings.count > 0 else { return [] }
+        return String(reflecting: bindings).matches(of: /\(([^;()]*); ([^;()]*); format: [a-z]+\)/).map { String($0.output.2) }
     }
 
     func close() {
@@ -58,6 +100,11 @@ final class PGConnection: @unchecked Sendable {
         let connection = self.connection
         if !connection.isClosed { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
     }
+}
+
+/// Rows counted as postgres-nio hands them over on its event loop.
+private final class RowCounter: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 /// A counter for connection IDs.

@@ -52,6 +52,9 @@ public final class PostgreSQLStore: PersistentStore {
         /// Called with the SQL of every statement the store runs, on the calling thread, for
         /// diagnostics and tests that count round trips. Values are not included.
         public var trace: (@Sendable (String) -> Void)?
+        /// SQL logging as the store found it when it opened (``LoomLogging``), for every
+        /// connection it opens later; `nil` before (a connection then reads the current setting).
+        var sqlLog: SQLStatementLog??
 
         public init(endpoint: Endpoint, username: String, password: String? = nil, database: String? = nil, schemaName: String = "public") {
             self.endpoint = endpoint
@@ -150,6 +153,8 @@ public final class PostgreSQLStore: PersistentStore {
     /// value removes its key) in the transaction that creates, checks or migrates it, and
     /// reporting the tables a migration rebuilds to `migrationProgress` (versioned opening).
     init(configuration: Configuration, schema: Schema, metadata: [String: String?], migrationProgress: TableMigrationProgress?) throws(LoomError) {
+        var configuration = configuration
+        configuration.sqlLog = .some(configuration.sqlLog ?? LoomLogging.sqlLog(store: configuration.description))
         self.configuration = configuration
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())

@@ -21,12 +21,13 @@ final class ReaderConnections: @unchecked Sendable {
     private var opened = 0
     private var isClosed = false
     let path: String
-    let trace: (@Sendable (String) -> Void)?
+    /// What watches the connections' statements (a trace callback, SQL logging), if anything.
+    let tracer: SQLTracer?
 
-    init(path: String, maximum: Int, trace: (@Sendable (String) -> Void)?) {
+    init(path: String, maximum: Int, tracer: SQLTracer?) {
         self.path = path
         self.slots = DispatchSemaphore(value: max(1, maximum))
-        self.trace = trace
+        self.tracer = tracer
     }
 
     /// Runs `body` with the prepared statement for `sql`, on a connection no one else uses
@@ -52,7 +53,7 @@ final class ReaderConnections: @unchecked Sendable {
         opened += 1
         lock.unlock()
         do {
-            return try ReaderConnection(path: path, trace: trace)
+            return try ReaderConnection(path: path, tracer: tracer)
         } catch {
             lock.lock()
             opened -= 1
@@ -83,15 +84,10 @@ final class ReaderConnections: @unchecked Sendable {
 final class ReaderConnection {
     let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
-    /// Keeps the trace closure alive while SQLite may call it.
-    private let traceBox: TraceBox?
+    /// Kept alive while SQLite may call it.
+    private let tracer: SQLTracer?
 
-    final class TraceBox {
-        let trace: @Sendable (String) -> Void
-        init(_ trace: @escaping @Sendable (String) -> Void) { self.trace = trace }
-    }
-
-    init(path: String, trace: (@Sendable (String) -> Void)?) throws {
+    init(path: String, tracer: SQLTracer?) throws {
         var db: OpaquePointer?
         let code = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
         guard code == SQLITE_OK, let db else {
@@ -102,17 +98,8 @@ final class ReaderConnection {
         handle = db
         sqlite3_busy_timeout(db, 5_000)
         SQLFunctions.register(on: db)
-        if let trace {
-            let box = TraceBox(trace)
-            traceBox = box
-            sqlite3_trace_v2(db, UInt32(SQLITE_TRACE_STMT), { _, context, statement, _ in
-                guard let context, let statement, let text = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
-                Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue().trace(String(cString: text))
-                return 0
-            }, Unmanaged.passUnretained(box).toOpaque())
-        } else {
-            traceBox = nil
-        }
+        self.tracer = tracer
+        tracer?.install(on: db)
     }
 
     deinit {

@@ -21,7 +21,7 @@ final class SQLiteSnapshot: StoreSnapshot, SQLiteReader, @unchecked Sendable {
         try store.checkReadable()
         do {
             // A connection a released generation left (its prepared statements with it), or a new one.
-            let connection = try store.snapshots.takeIdle() ?? ReaderConnection(path: store.url.path, trace: store.readers.trace)
+            let connection = try store.snapshots.takeIdle() ?? ReaderConnection(path: store.url.path, tracer: store.readers.tracer)
             _ = try connection.with("BEGIN DEFERRED TRANSACTION") { try $0.step() }
             // A deferred transaction takes its snapshot at its first read: now.
             _ = try connection.with("SELECT COUNT(*) FROM loom_metadata") { try $0.step() }

@@ -120,15 +120,12 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         // fail at once with SQLITE_BUSY.
         configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
         let synchronous = options.synchronous.rawValue
-        let trace = options.trace
+        // The configuration (so the pool) keeps the tracer as long as its connections live.
+        let tracer = SQLTracer.make(path: path, trace: options.trace)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             SQLFunctions.register(in: db)
-            if let trace {
-                db.trace(options: .statement) { event in
-                    if case .statement(let statement) = event { trace(statement.sql) }
-                }
-            }
+            if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -144,7 +141,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             try? pool.close()
             throw error
         }
-        readers = ReaderConnections(path: path, maximum: configuration.maximumReaderCount, trace: trace)
+        readers = ReaderConnections(path: path, maximum: configuration.maximumReaderCount, tracer: tracer)
     }
 
     /// How long a write waits for another connection's write transaction before it fails.
