@@ -6,9 +6,9 @@ public import LoomCore
 /// explicit type, and its initial value, if any, becomes the attribute's default value. A
 /// property typed with another `@Model` class is a relationship: `Author?` (to-one), `Author`
 /// (required to-one), `Set<Book>` (to-many) or `[Book]` (ordered to-many); see
-/// ``Relationship(deleteRule:inverse:)``. `static`, `lazy` and computed properties are not
+/// `Relationship(deleteRule:inverse:)`. `static`, `lazy` and computed properties are not
 /// persistent. `@Model` adds the `PersistentModel` conformance (models are `Hashable` by
-/// identity, and `Observable`: see ``PersistentModel``), the entity description `entity`,
+/// identity, and `Observable`: see `PersistentModel`), the entity description `entity`,
 /// `init(backing:)` and `init(context:)`.
 ///
 /// ```swift
@@ -85,7 +85,7 @@ public macro Attribute(_ options: AttributeOption..., originalName: String? = ni
 /// ```
 ///
 /// Setting either side updates the other at once. Delete rules run when the context processes
-/// pending changes (see ``DeleteRule``). `originalName` is the relationship's name in the
+/// pending changes (see `DeleteRule`). `originalName` is the relationship's name in the
 /// previous model version: a store saved with that name keeps its links when migrated.
 @attached(peer)
 public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, originalName: String? = nil) =

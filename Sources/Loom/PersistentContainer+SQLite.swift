@@ -7,7 +7,7 @@ public enum StoreLocation: Sendable {
     /// The default file for the container's name: `$XDG_DATA_HOME/Loom/<name>.loom`
     /// (`~/.local/share/Loom/<name>.loom` when `XDG_DATA_HOME` is not set).
     case defaultFile
-    /// An ``InMemoryStore``: nothing is written to disk. For tests and previews.
+    /// An `InMemoryStore`: nothing is written to disk. For tests and previews.
     case inMemory
 }
 
@@ -19,8 +19,8 @@ extension PersistentContainer {
     /// let tests = try PersistentContainer(name: "Library", for: Book.self, location: .inMemory)
     /// ```
     ///
-    /// - Throws: ``LoomError`` when the model is invalid or the store cannot be opened (see
-    ///   ``SQLiteStore/init(url:schema:options:)`` for the cases).
+    /// - Throws: `LoomError` when the model is invalid or the store cannot be opened (see
+    ///   `SQLiteStore/init(url:schema:options:)` for the cases).
     public convenience init(
         name: String, for types: any PersistentModel.Type..., location: StoreLocation = .defaultFile,
         options: SQLiteStore.Options = SQLiteStore.Options()

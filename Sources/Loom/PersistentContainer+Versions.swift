@@ -17,13 +17,19 @@ extension PersistentContainer {
     /// outdated store at once take turns: one migrates, the others then open the migrated store.
     /// Call from any isolation; it suspends while a migration runs (or another process's).
     ///
-    /// - Parameter progress: called with each step of a migration, on the migrating task.
-    /// - Throws: ``LoomError/Code/invalidMigrationPlan`` for a malformed plan,
-    ///   ``LoomError/Code/unknownSchemaVersion`` for a store saved by no version of the plan (both
-    ///   before the file is touched), ``LoomError/Code/schemaMismatch`` and
-    ///   ``LoomError/Code/migrationFailed`` from a stage's change of tables (that stage changes
+    /// - Parameters:
+    ///   - name: the store's name, which names its file in the default location.
+    ///   - version: the current version of the model.
+    ///   - migrationPlan: the versions and stages a store saved by an earlier version goes through.
+    ///   - location: where the store is (``StoreLocation``).
+    ///   - options: how the SQLite store is opened.
+    ///   - progress: called with each step of a migration, on the migrating task.
+    /// - Throws: `LoomError/Code/invalidMigrationPlan` for a malformed plan,
+    ///   `LoomError/Code/unknownSchemaVersion` for a store saved by no version of the plan (both
+    ///   before the file is touched), `LoomError/Code/schemaMismatch` and
+    ///   `LoomError/Code/migrationFailed` from a stage's change of tables (that stage changes
     ///   nothing), what a custom stage's closure throws, and the errors of
-    ///   ``SQLiteStore/init(url:schema:options:)``. After a failure, the stages done stay done.
+    ///   `SQLiteStore/init(url:schema:options:)`. After a failure, the stages done stay done.
     public convenience init(
         name: String, for version: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
         location: StoreLocation = .defaultFile, options: SQLiteStore.Options = SQLiteStore.Options(),
@@ -66,11 +72,11 @@ extension PersistentContainer {
     }
 
     /// Which stages opening the store at `url` with `version` and `migrationPlan` would run, by
-    /// name (``MigrationStage/name``), read without changing the file: empty when the store is up
+    /// name (`MigrationStage/name`), read without changing the file: empty when the store is up
     /// to date or does not exist.
     ///
-    /// - Throws: ``LoomError/Code/invalidMigrationPlan``, ``LoomError/Code/unknownSchemaVersion``,
-    ///   and, without a plan, ``LoomError/Code/schemaMismatch`` for a change that cannot be
+    /// - Throws: `LoomError/Code/invalidMigrationPlan`, `LoomError/Code/unknownSchemaVersion`,
+    ///   and, without a plan, `LoomError/Code/schemaMismatch` for a change that cannot be
     ///   inferred.
     public static func requiredMigrationStages(
         forStoreAt url: URL, version: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)? = nil
@@ -80,7 +86,7 @@ extension PersistentContainer {
 }
 
 /// A container being opened (and its store migrated): see
-/// ``PersistentContainer/opening(name:for:migrationPlan:location:options:)``. `Sendable`.
+/// `PersistentContainer/opening(name:for:migrationPlan:location:options:)`. `Sendable`.
 public struct ContainerOpening: Sendable {
     /// Each step of the migration, ending when the container is open or opening failed (empty
     /// when nothing needed migrating).

@@ -138,7 +138,7 @@ extension PostgreSQLStore {
     /// `destroyPersistentStore(at:)`). Nothing happens when the schema does not exist. Close every
     /// container on the store first. Call from any thread; it waits for the server.
     ///
-    /// - Throws: ``LoomError/Code/storeFailure`` when the server cannot be reached or refuses.
+    /// - Throws: `LoomError/Code/storeFailure` when the server cannot be reached or refuses.
     public static func destroy(configuration: Configuration) throws(LoomError) {
         let location = Location(configuration: configuration)
         let copy = location.snapshotConfiguration.schemaName
@@ -160,8 +160,8 @@ extension PersistentContainer {
     /// `migrationPlan` would run, by name, read without changing anything: empty when the store
     /// is up to date or does not exist. Call from any thread; it waits for the server.
     ///
-    /// - Throws: ``LoomError/Code/invalidMigrationPlan``, ``LoomError/Code/unknownSchemaVersion``,
-    ///   and, without a plan, ``LoomError/Code/schemaMismatch`` for a change that cannot be
+    /// - Throws: `LoomError/Code/invalidMigrationPlan`, `LoomError/Code/unknownSchemaVersion`,
+    ///   and, without a plan, `LoomError/Code/schemaMismatch` for a change that cannot be
     ///   inferred.
     public static func requiredMigrationStages(
         postgres configuration: PostgreSQLStore.Configuration, version: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)? = nil
@@ -184,9 +184,9 @@ extension PersistentContainer {
     /// from a copy in the schema `<schema>_migration_source`, dropped when the stage ends. Call
     /// from any isolation; it suspends while a migration runs (or another server's).
     ///
-    /// - Throws: what the SQLite version throws (``LoomError/Code/invalidMigrationPlan``,
-    ///   ``LoomError/Code/unknownSchemaVersion``, ``LoomError/Code/schemaMismatch``,
-    ///   ``LoomError/Code/migrationFailed``, a custom stage's errors), and the errors of
+    /// - Throws: what the SQLite version throws (`LoomError/Code/invalidMigrationPlan`,
+    ///   `LoomError/Code/unknownSchemaVersion`, `LoomError/Code/schemaMismatch`,
+    ///   `LoomError/Code/migrationFailed`, a custom stage's errors), and the errors of
     ///   ``PostgreSQLStore/init(configuration:schema:)``. After a failure, the stages done stay done.
     public convenience init(
         for version: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,

@@ -18,7 +18,7 @@ import Synchronization
 /// `DOUBLE PRECISION`, `TEXT COLLATE "C"` or `BYTEA`, an indexed foreign-key column per to-one),
 /// a join table per many-to-many relationship, unique indexes for uniqueness constraints, and
 /// Loom's `loom_metadata` (store UUID, saved schema, version hash), `loom_keys` (the key
-/// allocator) and `loom_history` tables. Queries answer as on SQLite (see ``PostgreSQLDialect``).
+/// allocator) and `loom_history` tables. Queries answer as on SQLite (see `PostgreSQLDialect`).
 ///
 /// Every call waits for the server on the calling thread (a context's queue, or the main actor
 /// for the view context): a fault that fires costs one round trip. Prefetch relationships
@@ -67,7 +67,7 @@ public final class PostgreSQLStore: PersistentStore {
         /// Reads `postgres://user:password@host:port/database?schema=name`; a `host` parameter
         /// that is a folder means a Unix socket there (`postgres://app@localhost:5432/db?host=/run/postgresql`).
         ///
-        /// - Throws: ``LoomError/Code/invalidRequest`` naming what is wrong with the URL.
+        /// - Throws: `LoomError/Code/invalidRequest` naming what is wrong with the URL.
         public init(url text: String) throws(LoomError) {
             guard let components = URLComponents(string: text), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
                 throw LoomError(.invalidRequest, "\"\(text)\" is not a PostgreSQL URL: write postgres://user@host:port/database.")
@@ -139,10 +139,10 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// Opens (creating when the schema holds no store) the store in `configuration`'s schema.
     ///
-    /// - Throws: ``LoomError`` with code ``LoomError/Code/storeFailure`` when the server cannot be
-    ///   reached, ``LoomError/Code/notALoomStore`` when the schema holds tables Loom did not make,
-    ///   ``LoomError/Code/schemaMismatch`` when the store was saved with a model the new one
-    ///   cannot be migrated from by inference, ``LoomError/Code/migrationFailed`` when the saved
+    /// - Throws: `LoomError` with code `LoomError/Code/storeFailure` when the server cannot be
+    ///   reached, `LoomError/Code/notALoomStore` when the schema holds tables Loom did not make,
+    ///   `LoomError/Code/schemaMismatch` when the store was saved with a model the new one
+    ///   cannot be migrated from by inference, `LoomError/Code/migrationFailed` when the saved
     ///   data does not fit the new model (the store is then unchanged). A store saved with an
     ///   earlier model is migrated as on SQLite, once however many servers open it together.
     public convenience init(configuration: Configuration, schema: Schema) throws(LoomError) {
@@ -520,7 +520,7 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
-    /// Closes the store: every later call throws ``LoomError/Code/closed``. Closing again does nothing.
+    /// Closes the store: every later call throws `LoomError/Code/closed`. Closing again does nothing.
     public func close() throws(LoomError) {
         listener.withLock { listener in
             listener?.stop()

@@ -16,7 +16,7 @@ extension SQLiteStore {
     /// a default, no duplicates under a new uniqueness constraint) is only known when the
     /// migration runs.
     ///
-    /// - Throws: ``LoomError/Code/schemaMismatch`` naming the change that cannot be inferred, and
+    /// - Throws: `LoomError/Code/schemaMismatch` naming the change that cannot be inferred, and
     ///   the errors of ``init(url:schema:options:)`` for a file that is not a Loom store.
     public static func requiredMigration(forStoreAt url: URL, schema: Schema) throws(LoomError) -> [String] {
         let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0

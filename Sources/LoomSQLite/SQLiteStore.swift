@@ -43,7 +43,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         /// ```
         public var trace: (@Sendable (String) -> Void)?
         /// Whether every save also records a history transaction (on by default; see
-        /// ``ManagedObjectContext/fetchHistory(_:)``). Off, saves record nothing, and a
+        /// `ManagedObjectContext/fetchHistory(_:)`). Off, saves record nothing, and a
         /// consumer of the history misses them.
         public var recordsHistory: Bool = true
         public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4, trace: (@Sendable (String) -> Void)? = nil, recordsHistory: Bool = true) {
@@ -84,14 +84,14 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty, and
     /// migrating it when it was saved with an older model whose changes can be inferred
-    /// (``SchemaMigration``), in one transaction, before it is used.
+    /// (`SchemaMigration`), in one transaction, before it is used.
     ///
-    /// - Throws: ``LoomError`` with code ``LoomError/Code/notADatabase`` when the file is not
-    ///   SQLite, ``LoomError/Code/notALoomStore`` when it is a SQLite database Loom did not
-    ///   create, ``LoomError/Code/schemaMismatch`` (naming the change and every difference) when
+    /// - Throws: `LoomError` with code `LoomError/Code/notADatabase` when the file is not
+    ///   SQLite, `LoomError/Code/notALoomStore` when it is a SQLite database Loom did not
+    ///   create, `LoomError/Code/schemaMismatch` (naming the change and every difference) when
     ///   the store was made with another model and the change cannot be inferred,
-    ///   ``LoomError/Code/migrationFailed`` when the saved data does not fit the new model (naming
-    ///   the attribute and the rows), ``LoomError/Code/storeFailure`` when it cannot be opened.
+    ///   `LoomError/Code/migrationFailed` when the saved data does not fit the new model (naming
+    ///   the attribute and the rows), `LoomError/Code/storeFailure` when it cannot be opened.
     ///   Nothing in the file is changed in any of these cases.
     public convenience init(url: URL, schema: Schema, options: Options = Options()) throws(LoomError) {
         try self.init(url: url, schema: schema, options: options, metadata: [:])
@@ -646,7 +646,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     }
 
     /// Closes the store: every later call (reads, saves, key reservations) throws
-    /// ``LoomError/Code/closed``. Closing again does nothing.
+    /// `LoomError/Code/closed`. Closing again does nothing.
     public func close() throws(LoomError) {
         // The watcher first, outside the write gate: it may be handing commits on.
         watcher.withLock { watcher in

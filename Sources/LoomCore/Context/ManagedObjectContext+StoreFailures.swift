@@ -10,7 +10,7 @@ extension ManagedObjectContext {
     ///   forgotten: for now optional attributes read `nil`, others their default or their
     ///   type's zero value, relationships read empty, as an inaccessible fault's do; changes to
     ///   it are not kept. Its next use reads the row again. ``fulfillFault(of:)`` and
-    ///   ``existingObject(with:)`` throw the store's error instead.
+    ///   `existingObject(with:)` throw the store's error instead.
     /// - A to-many relationship that cannot be loaded reads as its unsaved members only, and is
     ///   loaded again on its next use.
     /// - A batch of ``FetchResultsCollection`` that cannot be read comes back as faults.

@@ -70,7 +70,7 @@ public final class ManagedObjectContext {
     /// message naming the object (useful while debugging).
     ///
     /// To get an error instead, load the object first with ``fulfillFault(of:)``, or use
-    /// ``existingObject(with:)``.
+    /// `existingObject(with:)`.
     public var deletesInaccessibleFaults = true
 
     // Store failures met where no error can be thrown (see ManagedObjectContext+StoreFailures.swift).
@@ -300,7 +300,7 @@ public final class ManagedObjectContext {
     }
 
     /// The object with this ID: the registered one, or a new fault. Never returns `nil` and does
-    /// no I/O; a fault whose row does not exist traps when it fires. Use ``existingObject(with:)``
+    /// no I/O; a fault whose row does not exist traps when it fires. Use `existingObject(with:)`
     /// when the object may not exist.
     ///
     /// Throws for an ID of another store or an entity this model lacks.

@@ -83,8 +83,10 @@ public final class PersistentContainer: Sendable {
     /// before ``close()`` finishes before the store closes; one asked for after it throws
     /// ``LoomError/Code/closed``.
     ///
-    /// - Parameter mergingIntoViewContext: pass `false` to keep this save out of the view
-    ///   context (MagicalRecord's "save without merging"); other contexts still merge it.
+    /// - Parameters:
+    ///   - mergingIntoViewContext: pass `false` to keep this save out of the view
+    ///     context (MagicalRecord's "save without merging"); other contexts still merge it.
+    ///   - body: the changes to make, on the writer's context; what it returns is returned.
     public func save<T: Sendable>(mergingIntoViewContext: Bool = true, _ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {
         try begin()
         defer { end() }

@@ -63,7 +63,9 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Creates a coordinator for an open store.
     ///
-    /// - Parameter rowCacheLimit: how many row snapshots the shared cache keeps at most.
+    /// - Parameters:
+    ///   - store: the open store every context of this coordinator reads and saves through.
+    ///   - rowCacheLimit: how many row snapshots the shared cache keeps at most.
     public init(store: any PersistentStore, rowCacheLimit: Int = 200_000) {
         self.store = store
         self.schema = store.schema

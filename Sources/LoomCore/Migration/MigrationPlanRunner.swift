@@ -45,7 +45,7 @@ import Foundation
 }
 
 /// Where a migration is, as it runs: reported to the closure given to
-/// ``MigrationPlanRunner/open(_:current:plan:progress:)`` and, from the Loom module, as an
+/// `MigrationPlanRunner/open(_:current:plan:progress:)` and, from the Loom module, as an
 /// `AsyncSequence`.
 public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
     /// The stage running (``MigrationStage/name``).

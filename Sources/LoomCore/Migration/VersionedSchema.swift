@@ -79,7 +79,7 @@ public protocol SchemaMigrationPlan: SendableMetatype {
 
 /// One step of a ``SchemaMigrationPlan``, from one model version to the next.
 ///
-/// Both kinds migrate the store's tables by inference (``SchemaMigration``) in one transaction:
+/// Both kinds migrate the store's tables by inference (`SchemaMigration`) in one transaction:
 /// renames need `@Attribute(originalName:)`. A `.custom` stage also runs code of yours:
 /// `willMigrate` on a context of the old version before the tables change (to remove or fix what
 /// the new model would refuse, such as duplicates under a new uniqueness constraint), and
@@ -124,9 +124,16 @@ public enum MigrationStage: Sendable {
     /// commits twice. The copy (`<store>-migration-source`) is removed when the stage ends.
     /// Objects the new version still has keep their ``ObjectID`` (and primary key).
     ///
-    /// - Parameter allowsDataLoss: without it, a stage whose new version drops an entity (other
-    ///   than `Old`'s, which `transform` sees) that still holds objects fails with
-    ///   ``LoomError/Code/migrationFailed`` naming it, before anything changes.
+    /// - Parameters:
+    ///   - fromVersion: the version the stage starts from.
+    ///   - toVersion: the version it ends at.
+    ///   - transforming: the model type (of `fromVersion`) whose objects `transform` is given.
+    ///   - chunkSize: how many objects each call of `transform` gets, and each commit holds.
+    ///   - allowsDataLoss: without it, a stage whose new version drops an entity (other
+    ///     than `Old`'s, which `transform` sees) that still holds objects fails with
+    ///     ``LoomError/Code/migrationFailed`` naming it, before anything changes.
+    ///   - transform: called with each chunk of old objects, a context on the old store and one
+    ///     on the new; it fills in the new objects (``ManagedObjectContext/migratedObject(_:as:)``).
     public static func custom<Old: PersistentModel & SendableMetatype>(
         fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type, transforming: Old.Type,
         chunkSize: Int = 1_000, allowsDataLoss: Bool = false,

@@ -75,8 +75,14 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     /// Creates an entity description from its properties in declaration order; what `@Model`
     /// generates.
     ///
-    /// - Parameter originalName: the entity's name in the previous model version, if it was
-    ///   renamed (`@Model(originalName:)`).
+    /// - Parameters:
+    ///   - name: the entity's name (its table's).
+    ///   - modelType: the `@Model` class its objects are, or `nil` for a schema read from a store.
+    ///   - properties: its attributes and relationships, in declaration order.
+    ///   - uniquenessConstraints: the sets of attribute names whose values are unique together.
+    ///   - indexes: the sets of attribute names with an index.
+    ///   - originalName: the entity's name in the previous model version, if it was
+    ///     renamed (`@Model(originalName:)`).
     public init(
         name: String, modelType: (any PersistentModel.Type)?, properties: [PropertyDescription],
         uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], originalName: String? = nil

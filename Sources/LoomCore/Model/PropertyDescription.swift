@@ -5,7 +5,7 @@
 /// `Author`, `Set<Book>`, `[Book]`) is a relationship, anything else an attribute. Properties
 /// marked `@Relationship(deleteRule:inverse:)` become `.relationship(...)` calls, which accept
 /// model types only. You only write these when building an entity by hand with
-/// ``EntityDescription/init(name:modelType:properties:uniquenessConstraints:indexes:)``.
+/// `EntityDescription/init(name:modelType:properties:uniquenessConstraints:indexes:)`.
 public enum PropertyDescription: Sendable {
     /// A stored value.
     case attribute(AttributeDescription)

@@ -171,7 +171,7 @@ public struct ResolvedRelationship: Sendable {
     public var reference: RelationshipReference { RelationshipReference(entityName: source.name, name: description.name) }
 }
 
-/// Names one relationship of one entity, for ``PredicateNode`` and ``SortKey``.
+/// Names one relationship of one entity, for `PredicateNode` and `SortKey`.
 public struct RelationshipReference: Sendable, Hashable, CustomStringConvertible {
     /// The entity the relationship belongs to.
     public let entityName: String

@@ -7,7 +7,7 @@ import Foundation
 /// print(schema.versionHash)
 /// ```
 /// The schema is also saved inside every store, so that a tool can open a store it was not
-/// compiled against (``Schema/init(record:)``), and so that opening a store with a different
+/// compiled against (`Schema/init(record:)`), and so that opening a store with a different
 /// model is an error that names what differs.
 public struct Schema: Sendable {
     /// The entities, in the order given.

@@ -3,7 +3,7 @@ import Foundation
 /// The storage behind one managed object: its values, its identity, its state in its context.
 ///
 /// `@Model` generates `_loomBacking` (kept in an ``ObjectSlot``) and accessors that call
-/// ``value(at:as:)`` and ``setValue(_:at:)`` (with overloads for relationships); user code never
+/// `value(at:as:)` and ``setValue(_:at:)`` (with overloads for relationships); user code never
 /// needs this type. Not `Sendable`: it belongs to the context its object is registered in.
 public final class ObjectBacking {
     @usableFromInline
@@ -154,7 +154,7 @@ public final class ObjectBacking {
     /// Creates storage for a new object of `entity`, holding the entity's default values
     /// (and `nil` for optional attributes without one).
     ///
-    /// The defaults are filled in on first use (``applyDefaultsIfNeeded()``): an object's
+    /// The defaults are filled in on first use (`applyDefaultsIfNeeded()`): an object's
     /// initializer may set every value itself. `@Model` objects make theirs on first use
     /// (``ObjectSlot/makeBacking(for:)``).
     public init(entity: EntityDescription) {
@@ -205,7 +205,7 @@ public final class ObjectBacking {
         return decodeAttribute(at: index, as: T.self)   // traps, saying why
     }
 
-    /// Reads an optional attribute of a ``PersistentValue`` type; see ``value(at:as:)-(_,T.Type)``.
+    /// Reads an optional attribute of a ``PersistentValue`` type; see `value(at:as:)-(_,T.Type)`.
     @inlinable
     public func value<T: PersistentValue>(at index: Int, as type: T?.Type) -> T? {
         let stored = storedAttribute(at: index)

@@ -4,7 +4,7 @@ public import Foundation
 /// counts, keys and aggregates.
 ///
 /// A store's reads see its committed data; on the thread that holds the store's write
-/// transaction (``PersistentStore/withWriteTransaction(_:)``) they see that transaction's writes too.
+/// transaction (`PersistentStore/withWriteTransaction(_:)`) they see that transaction's writes too.
 public protocol StoreReading: AnyObject {
     /// The schema the store was opened with.
     var schema: Schema { get }
@@ -53,8 +53,8 @@ public protocol StoreReading: AnyObject {
 /// Loom ships `SQLiteStore` (module LoomSQLite) and ``InMemoryStore``; the in-memory store is
 /// written against this protocol only, which keeps the protocol honest. All methods may be
 /// called from any thread; a store serializes what it must. One coordinator owns a store
-/// instance: it is the only caller of ``apply(_:)`` and ``withWriteTransaction(_:)``, so that
-/// the commit sequence it reads in ``CommitReceipt`` has no gaps.
+/// instance: it is the only caller of `apply(_:)` and `withWriteTransaction(_:)`, so that
+/// the commit sequence it reads in `CommitReceipt` has no gaps.
 public protocol PersistentStore: StoreReading, Sendable {
     /// A UUID that identifies this store for good; object IDs carry it.
     var identifier: UUID { get }
