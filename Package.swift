@@ -100,6 +100,7 @@ let package = Package(
             dependencies: [
                 "Loom", "LoomTools", "LoomPostgreSQL", "DebianPackages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),   // the demo's own log handler
             ],
             swiftSettings: strictSettings),
         // The benchmark (Benchmarks/README.md), also built here so that every build and CI's smoke

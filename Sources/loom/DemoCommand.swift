@@ -147,6 +147,7 @@ struct DemoCommand: AsyncParsableCommand {
 
         try printQueries(view)
         try await Self.showBatchRequests(of: packages, in: container)
+        try await Self.showSQLLogging(at: storeURL)
         try await container.close()
         // The other coordinator has seen every import commit by now, or will within moments.
         let timeout = Task {
@@ -177,7 +178,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// Opens the store with the current demo model, migrating one an earlier demo made through
     /// the plan and printing each step, on SQLite and on PostgreSQL alike.
-    private static func open(_ location: Location) async throws -> PersistentContainer {
+    static func open(_ location: Location) async throws -> PersistentContainer {
         switch location {
         case .file(let url):
             let opening = PersistentContainer.opening(name: "LoomDemo", for: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self, location: .file(url))
