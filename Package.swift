@@ -93,6 +93,7 @@ let package = Package(
             dependencies: [
                 "Loom", "LoomCore", "LoomSQL", "LoomSQLite", "LoomPostgreSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
         .executableTarget(
@@ -100,7 +101,6 @@ let package = Package(
             dependencies: [
                 "Loom", "LoomTools", "LoomPostgreSQL", "DebianPackages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),   // the demo's own log handler
             ],
             swiftSettings: strictSettings),
         // The benchmark (Benchmarks/README.md), also built here so that every build and CI's smoke

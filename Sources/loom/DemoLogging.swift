@@ -1,7 +1,6 @@
 import Foundation
-import Logging
 import Loom
-import Synchronization
+import LoomTools
 
 extension DemoCommand {
     /// SQL logging, as `LOOM_SQL_DEBUG=3` turns it on without code: a container opened with level
@@ -9,9 +8,9 @@ extension DemoCommand {
     /// (the statement, its parameters' types, time, rows and query plan).
     @MainActor
     static func showSQLLogging(at location: Location) async throws {
-        let log = DemoLog()
+        let log = LogCollector()
         let saved = (LoomLogging.logger, LoomLogging.sqlDebugLevel, LoomLogging.slowStatementThreshold)
-        LoomLogging.logger = Logger(label: "loom-demo") { _ in DemoLog.Handler(log: log) }
+        LoomLogging.logger = log.logger(label: "loom-demo")
         LoomLogging.sqlDebugLevel = 3
         LoomLogging.slowStatementThreshold = .zero   // every statement is "slow": its plan shows
         let container: PersistentContainer
@@ -23,33 +22,15 @@ extension DemoCommand {
         }
         // A store reads the settings when it opens: the rest of the demo logs nothing.
         (LoomLogging.logger, LoomLogging.sqlDebugLevel, LoomLogging.slowStatementThreshold) = saved
-        let before = log.messages.withLock { $0.count }
+        let before = log.all.count
         let target = "libc6"
         let count = try container.viewContext.count(for: FetchRequest<InstalledPackage>(
             predicate: #Predicate { $0.dependencies.contains { $0.targetName == target } }))
         try await container.close()
-        let logged = log.messages.withLock { Array($0[before...]) }.filter { $0.hasPrefix("SELECT") }
+        let logged = log.all[before...].map(\.message).filter { $0.hasPrefix("SELECT") }
         print("\nSQL logging (LOOM_SQL_DEBUG=3; here every statement counts as slow, so its plan shows): counting the \(count) packages that depend on libc6 logged")
         for message in logged {
             print(message.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
-        }
-    }
-}
-
-/// The demo's log: keeps what Loom logs, to print it.
-private final class DemoLog: Sendable {
-    let messages = Mutex<[String]>([])
-
-    struct Handler: LogHandler {
-        let log: DemoLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            log.messages.withLock { $0.append("\(event.message)") }
         }
     }
 }

@@ -4,36 +4,8 @@ import Loom
 @_spi(LoomStore) import LoomCore
 import LoomPostgreSQL
 @testable import LoomSQLite
-import Synchronization
+import LoomTools
 import Testing
-
-/// A log handler that keeps what it is given, for the tests to read.
-private final class CapturedLog: Sendable {
-    let messages = Mutex<[(message: String, store: String?)]>([])
-
-    /// The messages logged for the store at `store` (its path or PostgreSQL description).
-    func messages(of store: String) -> [String] {
-        messages.withLock { $0.filter { $0.store?.contains(store) == true }.map(\.message) }
-    }
-
-    var logger: Logger {
-        Logger(label: "loom-tests") { _ in Handler(log: self) }
-    }
-
-    struct Handler: LogHandler {
-        let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let store = (event.metadata?["loom.store"] ?? metadata["loom.store"]).map { "\($0)" }
-            log.messages.withLock { $0.append(("\(event.message)", store)) }
-        }
-    }
-}
 
 /// SQL logging (`LOOM_SQL_DEBUG`, ``LoomLogging``): what each level shows, that values stay out
 /// unless asked for, and that with logging off nothing is installed.
@@ -44,9 +16,9 @@ private final class CapturedLog: Sendable {
     /// Opens a store at `level`, saves a book and fetches it back with a predicate; returns the
     /// messages logged for that store.
     private func run(_ kind: StoreKind, level: Int, values: Bool = false, slow: Duration = .seconds(60)) async throws -> [String] {
-        let captured = CapturedLog()
+        let captured = LogCollector()
         let saved = (LoomLogging.logger, LoomLogging.sqlDebugLevel, LoomLogging.logsSQLValues, LoomLogging.slowStatementThreshold)
-        LoomLogging.logger = captured.logger
+        LoomLogging.logger = captured.logger(label: "loom-tests")
         LoomLogging.sqlDebugLevel = level
         LoomLogging.logsSQLValues = values
         LoomLogging.slowStatementThreshold = slow
@@ -154,7 +126,7 @@ private final class CapturedLog: Sendable {
         let saved = (LoomLogging.logger, LoomLogging.sqlDebugLevel, LoomLogging.logsSQLValues)
         defer { (LoomLogging.logger, LoomLogging.sqlDebugLevel, LoomLogging.logsSQLValues) = saved }
         let storeURL = TemporaryDirectory.make().appending(path: "Cookbook.loom")
-        let captured = CapturedLog()
+        let captured = LogCollector()
 
         // BEGIN README LOGGING
         // Loom logs through swift-log: hand it your application's logger (any handler, label
@@ -172,7 +144,7 @@ private final class CapturedLog: Sendable {
         try await container.close()
 
         // The same, through a logger the test can read.
-        LoomLogging.logger = captured.logger
+        LoomLogging.logger = captured.logger(label: "loom-tests")
         let reopened = try PersistentContainer(name: "Cookbook", for: Recipe.self, location: .file(storeURL))
         LoomLogging.sqlDebugLevel = 0
         let found = try await reopened.performBackgroundTask { context in
