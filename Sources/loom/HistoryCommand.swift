@@ -14,7 +14,17 @@ struct HistoryCommand: ParsableCommand {
             Each transaction is one save: its number (the token), time, author \
             (context.transactionAuthor), context, process, and each object inserted (+), updated \
             (~, with the changed properties) or deleted (-). --after takes a transaction number: \
-            the last one a consumer has read.
+            the last one a consumer has read. Examples:
+
+              loom history /tmp/demo.loom --limit 5
+              loom history /tmp/demo.loom --after 12 --author "importer 1" --entity InstalledPackage
+              loom history /tmp/demo.loom --json | jq '.[].changes | length'
+
+            --json prints an array of transactions, each {"token": {"storeIdentifier", \
+            "transactionNumber"}, "timestamp" (ISO 8601), "author", "contextName", \
+            "processIdentifier", "processName", "changes": [{"objectID": {"storeIdentifier", \
+            "entityName", "primaryKey"}, "kind" (insert, update or delete), "updatedProperties", \
+            "tombstone"}]}; a key without a value is absent.
             """)
 
     @Argument(help: "The store file.")

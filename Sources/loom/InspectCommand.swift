@@ -10,10 +10,44 @@ import Loom
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Show the schema and object counts of a Loom store.")
+        abstract: "Show the schema and object counts of a Loom store.",
+        discussion: """
+            Reads the schema the store saved, so it needs no model. Examples:
+
+              loom inspect /tmp/demo.loom
+              loom inspect --json /tmp/demo.loom | jq '.entities[] | {name, count}'
+              loom inspect 'postgres://app@localhost:5432/db?schema=library'
+
+            --json prints one object: {"store", "versionHash", "modelVersion" (absent when not \
+            versioned), "migrationStep" (absent unless a migration is in progress), "entities": \
+            [{"name", "count", "attributes": [{"name", "type", "optional", "unique"}], \
+            "relationships": [{"name", "kind" (toOne, toMany or orderedToMany), "destination", \
+            "inverse", "deleteRule", "optional"}], "uniqueTogether": [[attribute names]]}]}.
+            """)
 
     @Argument(help: "The store file, or a PostgreSQL URL (postgres://user@host:port/db?schema=name).")
     var path: String
+
+    @Flag(help: "Print JSON (its shape is in the discussion above) instead of text.")
+    var json = false
+
+    /// What `--json` prints.
+    struct Report: Encodable {
+        struct Attribute: Encodable { var name: String, type: String, optional: Bool, unique: Bool }
+        struct Relationship: Encodable { var name: String, kind: String, destination: String, inverse: String, deleteRule: String, optional: Bool }
+        struct Entity: Encodable {
+            var name: String
+            var count: Int
+            var attributes: [Attribute]
+            var relationships: [Relationship]
+            var uniqueTogether: [[String]]
+        }
+        var store: String
+        var versionHash: String
+        var modelVersion: String?
+        var migrationStep: String?
+        var entities: [Entity]
+    }
 
     func run() throws {
         let state: (record: SchemaRecord, metadata: [String: String])
@@ -29,32 +63,54 @@ struct InspectCommand: ParsableCommand {
             open = { try SQLiteStore(url: url, schema: $0) }
         }
         let schema = try Schema(record: state.record)
-        print("Store \(path)\nSchema version hash \(schema.versionHash)")
-        // Saved when the store was opened with a versioned schema.
-        print("Model version \(state.metadata[MigrationPlanRunner.versionKey] ?? "(not versioned)")")
-        if let step = state.metadata[MigrationPlanRunner.stepKey] {
-            print("Migration in progress, resumed at the next open: \(step)")
-        }
         let store = try open(schema)
         defer { try? store.close() }
+        var report = Report(
+            store: path, versionHash: schema.versionHash,
+            // Saved when the store was opened with a versioned schema.
+            modelVersion: state.metadata[MigrationPlanRunner.versionKey],
+            migrationStep: state.metadata[MigrationPlanRunner.stepKey], entities: [])
         for entity in schema.entities {
-            let count = try store.count(StoreQuery(entity: entity))
-            print("\n\(entity.name): \(count) objects")
-            for attribute in entity.attributes {
-                print("  \(attribute.name): \(attribute.type.rawValue)\(attribute.isOptional ? "?" : "")\(attribute.isUnique ? " unique" : "")")
-            }
-            for relationship in schema.relationships(of: entity) {
-                let d = relationship.description
-                let kind = switch d.kind {
-                case .toOne: d.isOptional ? "\(relationship.destination.name)?" : relationship.destination.name
-                case .toMany: "Set<\(relationship.destination.name)>"
-                case .orderedToMany: "[\(relationship.destination.name)]"
-                }
-                print("  \(d.name): \(kind), inverse \(relationship.destination.name).\(relationship.inverse.name), delete rule \(d.deleteRule.rawValue)")
-            }
-            for constraint in entity.uniquenessConstraints where constraint.count > 1 {
-                print("  unique together: \(constraint.joined(separator: ", "))")
-            }
+            report.entities.append(Report.Entity(
+                name: entity.name, count: try store.count(StoreQuery(entity: entity)),
+                attributes: entity.attributes.map { Report.Attribute(name: $0.name, type: $0.type.rawValue, optional: $0.isOptional, unique: $0.isUnique) },
+                relationships: schema.relationships(of: entity).map { relationship in
+                    let d = relationship.description
+                    return Report.Relationship(
+                        name: d.name, kind: "\(d.kind)", destination: relationship.destination.name, inverse: relationship.inverse.name,
+                        deleteRule: d.deleteRule.rawValue, optional: d.isOptional)
+                },
+                uniqueTogether: entity.uniquenessConstraints.filter { $0.count > 1 }))
         }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(Self.text(report))
+        }
+    }
+
+    /// The report as text.
+    static func text(_ report: Report) -> String {
+        var lines = ["Store \(report.store)", "Schema version hash \(report.versionHash)",
+                     "Model version \(report.modelVersion ?? "(not versioned)")"]
+        if let step = report.migrationStep { lines.append("Migration in progress, resumed at the next open: \(step)") }
+        for entity in report.entities {
+            lines.append("\n\(entity.name): \(entity.count) objects")
+            for a in entity.attributes {
+                lines.append("  \(a.name): \(a.type)\(a.optional ? "?" : "")\(a.unique ? " unique" : "")")
+            }
+            for r in entity.relationships {
+                let type = switch r.kind {
+                case "toOne": r.optional ? "\(r.destination)?" : r.destination
+                case "toMany": "Set<\(r.destination)>"
+                default: "[\(r.destination)]"
+                }
+                lines.append("  \(r.name): \(type), inverse \(r.destination).\(r.inverse), delete rule \(r.deleteRule)")
+            }
+            for constraint in entity.uniqueTogether { lines.append("  unique together: \(constraint.joined(separator: ", "))") }
+        }
+        return lines.joined(separator: "\n")
     }
 }

@@ -1,0 +1,66 @@
+import Foundation
+import Loom
+import Testing
+
+/// `loom inspect` and `loom history`, run as the built executable on real stores.
+@Suite struct InspectCommandTests {
+    /// A store with two books, saved by an author.
+    private func makeStore() async throws -> URL {
+        let url = TemporaryDirectory.make().appending(path: "library.loom")
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema([Book.self, Shelf.self])))
+        try await container.performBackgroundTask { context in
+            context.transactionAuthor = "cataloguer"
+            context.insert(Book(isbn: "1", title: "Dune"))
+            context.insert(Book(isbn: "2", title: "Emma"))
+            try context.save()
+        }
+        try await container.close()
+        return url
+    }
+
+    @Test func inspectPrintsTheSavedSchemaAndCountsAsJSON() async throws {
+        let url = try await makeStore()
+        let output = try LoomExecutable.run(["inspect", "--json", url.path])
+        #expect(output.status == 0, "\(output.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(output.standardOutput.utf8)) as? [String: Any])
+        let entities = try #require(report["entities"] as? [[String: Any]])
+        let book = try #require(entities.first { $0["name"] as? String == "Book" })
+        #expect(book["count"] as? Int == 2)
+        let isbn = try #require((book["attributes"] as? [[String: Any]])?.first { $0["name"] as? String == "isbn" })
+        #expect(isbn["unique"] as? Bool == true)
+        #expect(isbn["type"] as? String == "string")
+        let shelf = try #require(entities.first { $0["name"] as? String == "Shelf" })
+        #expect(shelf["uniqueTogether"] as? [[String]] == [["room", "position"]])
+        #expect(report["modelVersion"] == nil, "a store opened without a versioned schema has no model version")
+
+        let text = try LoomExecutable.run(["inspect", url.path])
+        #expect(text.standardOutput.contains("Book: 2 objects"))
+    }
+
+    @Test func historyPrintsTransactionsAsJSON() async throws {
+        let url = try await makeStore()
+        let output = try LoomExecutable.run(["history", "--json", url.path])
+        #expect(output.status == 0, "\(output.standardError)")
+        let transactions = try #require(try JSONSerialization.jsonObject(with: Data(output.standardOutput.utf8)) as? [[String: Any]])
+        #expect(transactions.count == 1)
+        #expect(transactions.first?["author"] as? String == "cataloguer")
+        #expect((transactions.first?["changes"] as? [[String: Any]])?.count == 2)
+    }
+
+    @Test(arguments: ["inspect", "history"])
+    func helpShowsExamples(_ verb: String) throws {
+        let output = try LoomExecutable.run([verb, "--help"])
+        #expect(output.status == 0)
+        #expect(output.standardOutput.contains("Examples:"))
+        #expect(output.standardOutput.contains("loom \(verb) /tmp/demo.loom"))
+    }
+
+    @Test(arguments: ["inspect", "history"])
+    func aMissingStoreIsAClearErrorAndNothingIsCreated(_ verb: String) throws {
+        let url = TemporaryDirectory.make().appending(path: "missing.loom")
+        let output = try LoomExecutable.run([verb, url.path])
+        #expect(output.status != 0)
+        #expect(output.standardError.contains("missing.loom"))
+        #expect(!FileManager.default.fileExists(atPath: url.path))
+    }
+}
