@@ -34,10 +34,11 @@ struct QueryCommand: ParsableCommand {
             nil null. The store is only read: it may be open in another process.
 
             Examples:
-              loom query Library.loom 'Book where author.name == "Ann" sort title limit 10'
-              loom query Library.loom 'Author where any books.pages > 300 or books.@count == 0' --json
-              loom query Library.loom 'Book where title contains[c] "dune" and not (year < 1970)' --csv
-              loom query Library.loom 'Book sort author.name, year desc limit 20 offset 40' --ndjson
+              loom query lib.loom 'Book where author.name == "Ann" sort title limit 10'
+              loom query lib.loom 'Author where any books.pages > 300' --json
+              loom query lib.loom 'Author where books.@count == 0 or name beginswith "A"'
+              loom query lib.loom 'Book where title contains[c] "dune"' --csv
+              loom query lib.loom 'Book sort author.name, year desc offset 20' --ndjson
             """)
 
     @Argument(help: "The store file, or a PostgreSQL URL (postgres://user@host:port/db?schema=name).")
