@@ -137,6 +137,19 @@ struct QueryCommandTests {
         try store.container.viewContext.save()
     }
 
+    @Test func readsAClosedStoreWithoutChangingTheFile() async throws {
+        let closedURL = TemporaryDirectory.make().appending(path: "closed.loom")
+        let closed = PersistentContainer(store: try SQLiteStore(url: closedURL, schema: try Schema(StoreKind.graphTypes)))
+        closed.viewContext.insert(Tag(name: "solo"))
+        try closed.viewContext.save()
+        try await closed.close()
+        let before = FileManager.default.contents(atPath: closedURL.path)
+        let output = try LoomExecutable.run(["query", closedURL.path, "Tag", "--ndjson"])
+        #expect(output.status == 0, "\(output.standardError)")
+        #expect(output.standardOutput.contains(#""name":"solo""#))
+        #expect(FileManager.default.contents(atPath: closedURL.path) == before)
+    }
+
     @Test func helpShowsTheGrammarAndExamples() throws {
         let output = try LoomExecutable.run(["query", "--help"])
         #expect(output.status == 0)
