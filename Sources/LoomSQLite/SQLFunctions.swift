@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+package import GRDB
 import GRDBSQLite
 @_spi(LoomStore) import LoomCore
 
@@ -8,7 +8,7 @@ import GRDBSQLite
 ///
 /// Registered with SQLite's C API rather than GRDB's `DatabaseFunction`, which reads text
 /// arguments as C strings: a string holding a NUL character must be compared whole.
-enum SQLFunctions {
+package enum SQLFunctions {
     static let operators: [PredicateNode.StringOperator] = [.contains, .hasPrefix, .hasSuffix, .containsIgnoringCaseAndDiacritics]
 
     static func name(of op: PredicateNode.StringOperator) -> String {
@@ -20,7 +20,7 @@ enum SQLFunctions {
         }
     }
 
-    static func register(in db: Database) {
+    package static func register(in db: Database) {
         guard let connection = db.sqliteConnection else { return }
         register(on: connection)
     }

@@ -1,7 +1,7 @@
 public import Foundation
 @_spi(LoomStore) public import LoomCore
 import LoomSQL
-import GRDB
+package import GRDB
 import Synchronization
 
 /// A store in a SQLite file, on GRDB's `DatabasePool`: WAL mode, many concurrent readers and
@@ -295,7 +295,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// its first open, which switches it to WAL) that a killed process left with a hot journal
     /// cannot be read read-only (`SQLITE_READONLY_ROLLBACK`): a read-write connection, which
     /// changes nothing else, first rolls the interrupted transaction back, as any open would.
-    static func readOnlyQueue(path: String) throws -> DatabaseQueue {
+    package static func readOnlyQueue(path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
@@ -669,7 +669,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
 }
 
 extension StoredValue {
-    init(_ storage: DatabaseValue.Storage) {
+    package init(_ storage: DatabaseValue.Storage) {
         switch storage {
         case .null: self = .null
         case .int64(let v): self = .integer(v)
@@ -679,7 +679,7 @@ extension StoredValue {
         }
     }
 
-    var databaseValue: DatabaseValue {
+    package var databaseValue: DatabaseValue {
         switch self {
         case .null: .null
         case .integer(let v): v.databaseValue

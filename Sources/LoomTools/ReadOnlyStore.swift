@@ -1,0 +1,95 @@
+public import Foundation
+@_spi(LoomStore) public import LoomCore
+@_spi(LoomStore) import LoomSQLite
+@_spi(LoomStore) import LoomPostgreSQL
+import LoomSQL
+import GRDB
+
+/// A Loom store opened by a tool, without the application's model, to read: the schema saved in
+/// it, and its objects for a ``TextQuery``.
+///
+/// A SQLite store is read through one read-only connection: nothing in the file changes (not
+/// even a checkpoint), and it reads while another process has the store open and writes (WAL
+/// readers do not block writers). A PostgreSQL store is opened as the store does and read with
+/// its own queries.
+///
+/// ```swift
+/// let store = try ReadOnlyStore(location: "Library.loom")
+/// let query = try TextQuery(parsing: "Book where pages > 300", schema: store.schema)
+/// try store.forEachRow(of: query) { row in print(row.key) }
+/// ```
+///
+/// Use it from one thread at a time.
+public final class ReadOnlyStore {
+    /// The schema saved in the store.
+    public let schema: Schema
+    /// The store's identifier, the host of its object URIs.
+    public let storeIdentifier: UUID
+    private let source: Source
+
+    private enum Source {
+        case sqlite(DatabaseQueue, SQLGenerator)
+        case store(any PersistentStore)
+    }
+
+    /// Opens a SQLite store file, or a PostgreSQL store given as a URL
+    /// (`postgres://user@host:port/db?schema=name`).
+    ///
+    /// - Throws: `LoomError` when there is no store there (``LoomError/Code/storeFailure``), the
+    ///   file is not a Loom store (``LoomError/Code/notADatabase``,
+    ///   ``LoomError/Code/notALoomStore``), or it cannot be read.
+    public init(location: String) throws(LoomError) {
+        if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
+            let configuration = try PostgreSQLStore.Configuration(url: location)
+            let state = try PostgreSQLStore.savedState(configuration: configuration)
+            schema = try Schema(record: state.record)
+            let store = try PostgreSQLStore(configuration: configuration, schema: schema)
+            storeIdentifier = store.identifier
+            source = .store(store)
+            return
+        }
+        let url = URL(filePath: location)
+        let state = try SQLiteStore.savedState(at: url)
+        schema = try Schema(record: state.record)
+        guard let identifier = state.metadata["storeIdentifier"].flatMap(UUID.init(uuidString:)) else {
+            throw LoomError(.notALoomStore, "\(location) has no readable store identifier; the file is damaged or was not made by Loom.", path: url.path)
+        }
+        storeIdentifier = identifier
+        do {
+            let queue = try SQLiteStore.readOnlyQueue(path: url.path)
+            queue.inDatabase { SQLFunctions.register(in: $0) }
+            source = .sqlite(queue, SQLGenerator(schema: schema, dialect: SQLiteDialect()))
+        } catch {
+            throw LoomError(.storeFailure, "The store at \(location) could not be opened for reading.", path: url.path, underlying: error)
+        }
+    }
+
+    deinit {
+        switch source {
+        case .sqlite(let queue, _): try? queue.close()
+        case .store(let store): try? store.close()
+        }
+    }
+
+    /// Runs the query and calls `body` with each matching row, in the query's order. A SQLite
+    /// store streams the rows from one read transaction (constant memory, one snapshot).
+    ///
+    /// - Throws: `LoomError` when the store cannot be read; what `body` throws.
+    public func forEachRow(of query: TextQuery, _ body: (_ key: Int64, _ values: [StoredValue]) throws -> Void) throws {
+        switch source {
+        case .store(let store):
+            for row in try store.fetch(query.storeQuery) { try body(row.key, row.values) }
+        case .sqlite(let queue, let sql):
+            let (text, arguments) = sql.select(query.storeQuery)
+            let width = query.entity.storedValueCount
+            try queue.read { db in
+                let rows = try Row.fetchCursor(db, sql: text, arguments: StatementArguments(arguments.map(\.databaseValue)))
+                while let row = try rows.next() {
+                    // Columns: key, version, then one per slot.
+                    let values = (0..<width).map { StoredValue((row[$0 + 2] as DatabaseValue).storage) }
+                    try body(row[0], values)
+                }
+            }
+        }
+    }
+}
