@@ -92,4 +92,19 @@ public final class ReadOnlyStore {
             }
         }
     }
+
+    /// How many objects of `entity` the store holds.
+    ///
+    /// - Throws: `LoomError` when the store cannot be read.
+    public func count(of entity: EntityDescription) throws -> Int {
+        switch source {
+        case .store(let store):
+            return try store.count(StoreQuery(entity: entity))
+        case .sqlite(let queue, let sql):
+            let (text, arguments) = sql.count(StoreQuery(entity: entity))
+            return try queue.read { db in
+                try Int.fetchOne(db, sql: text, arguments: StatementArguments(arguments.map(\.databaseValue))) ?? 0
+            }
+        }
+    }
 }

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import Loom
-@_spi(LoomStore) import LoomCore   // counts rows through the store, without a model
+@_spi(LoomStore) import LoomCore   // the saved state, without a model
+import LoomTools
 @_spi(LoomStore) import LoomSQLite   // the saved version and migration step
 @_spi(LoomStore) import LoomPostgreSQL
 
@@ -50,21 +51,16 @@ struct InspectCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Read-only: the saved schema and state, then counts through one read-only connection.
         let state: (record: SchemaRecord, metadata: [String: String])
-        let open: (Schema) throws -> any PersistentStore
         if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
-            let configuration = try PostgreSQLStore.Configuration(url: path)
-            state = try PostgreSQLStore.savedState(configuration: configuration)
-            open = { try PostgreSQLStore(configuration: configuration, schema: $0) }
+            state = try PostgreSQLStore.savedState(configuration: try PostgreSQLStore.Configuration(url: path))
         } else {
-            let url = URL(filePath: path)
-            let saved = try SQLiteStore.savedState(at: url)
+            let saved = try SQLiteStore.savedState(at: URL(filePath: path))
             state = (saved.record, saved.metadata)
-            open = { try SQLiteStore(url: url, schema: $0) }
         }
-        let schema = try Schema(record: state.record)
-        let store = try open(schema)
-        defer { try? store.close() }
+        let store = try ReadOnlyStore(location: path)
+        let schema = store.schema
         var report = Report(
             store: path, versionHash: schema.versionHash,
             // Saved when the store was opened with a versioned schema.
@@ -72,7 +68,7 @@ struct InspectCommand: ParsableCommand {
             migrationStep: state.metadata[MigrationPlanRunner.stepKey], entities: [])
         for entity in schema.entities {
             report.entities.append(Report.Entity(
-                name: entity.name, count: try store.count(StoreQuery(entity: entity)),
+                name: entity.name, count: try store.count(of: entity),
                 attributes: entity.attributes.map { Report.Attribute(name: $0.name, type: $0.type.rawValue, optional: $0.isOptional, unique: $0.isUnique) },
                 relationships: schema.relationships(of: entity).map { relationship in
                     let d = relationship.description

@@ -37,6 +37,16 @@ import Testing
         #expect(text.standardOutput.contains("Book: 2 objects"))
     }
 
+    @Test func inspectChangesNothingInTheFile() async throws {
+        let url = try await makeStore()
+        let before = try Data(contentsOf: url)
+        let modified = try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date
+        let output = try LoomExecutable.run(["inspect", url.path])
+        #expect(output.status == 0)
+        #expect(try Data(contentsOf: url) == before)
+        #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date == modified)
+    }
+
     @Test func historyPrintsTransactionsAsJSON() async throws {
         let url = try await makeStore()
         let output = try LoomExecutable.run(["history", "--json", url.path])
