@@ -27,7 +27,9 @@ import GRDB
 ///
 /// The file is opened read-only (`SQLITE_OPEN_READONLY`) and read in one transaction, so the
 /// checks see one snapshot and nothing is written, not even a checkpoint: verifying works on a
-/// store another process has open and is writing to.
+/// store another process has open and is writing to. On a store no process has open, SQLite
+/// leaves its (empty) `-wal` and `-shm` index files beside the store, as any read-only reader
+/// of a WAL file does; the store file's bytes and modification time are unchanged.
 ///
 /// Not isolated: call it from any thread; it blocks that thread while it reads. SQLite files
 /// only; a PostgreSQL store is not verified by this type.

@@ -25,7 +25,9 @@ struct VerifyCommand: ParsableCommand {
             saved orders that are whole keys, each listed once.
 
             The store is opened read-only and never written, not even checkpointed: it may be \
-            open in another process. SQLite stores only (not PostgreSQL).
+            open in another process. On a store no process has open, SQLite leaves its empty \
+            -wal and -shm index files beside it, as any reader does; the store file itself is \
+            unchanged. SQLite stores only (not PostgreSQL).
 
             Exit status: 0 when nothing is found, 1 when something is, 2 when the file cannot \
             be verified (missing, not SQLite, not a Loom store).

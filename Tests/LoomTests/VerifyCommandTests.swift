@@ -111,6 +111,12 @@ struct VerifyCommandTests {
         #expect(try FileSnapshot(url) == before)
     }
 
+    @Test func aPostgreSQLURLIsRefusedAsNotSupported() throws {
+        let output = try LoomExecutable.run(["verify", "postgres://loom@localhost:5432/loom"])
+        #expect(output.status == 2)
+        #expect(output.standardError.contains("SQLite stores only"))
+    }
+
     @Test func helpHasAnExample() throws {
         let output = try LoomExecutable.run(["verify", "--help"])
         #expect(output.status == 0)
