@@ -1,0 +1,228 @@
+public import Foundation
+@_spi(LoomStore) public import LoomCore
+@_spi(LoomStore) import LoomSQLite
+import LoomSQL
+import GRDB
+
+/// Checks a SQLite store file for damage: SQLite's own integrity and foreign-key checks, then
+/// Loom's invariants, read from the schema saved in the store (no application model needed).
+///
+/// ```swift
+/// let report = try StoreVerifier(url: URL(filePath: "Library.loom")).verify()
+/// for finding in report.findings {
+///     print(finding.kind, finding.object ?? "", finding.message)
+/// }
+/// ```
+///
+/// What is checked, each finding's ``VerificationFinding/Kind``:
+/// - SQLite: `PRAGMA integrity_check` (or `quick_check`) and `PRAGMA foreign_key_check`.
+/// - Layout: every entity and join table has its table, with every column, of the type and
+///   nullability the saved schema gives it, no extra `NOT NULL` column without a default, and
+///   a unique index for each uniqueness constraint; the saved version hash matches the schema.
+/// - Objects: versions (`Z_OPT`) are at least 1; keys are between 1 and the key allocator's
+///   high-water mark (`loom_keys.next`, exclusive); foreign keys and join rows point at rows
+///   that exist; both sides of a one-to-one relationship point at each other; an ordered
+///   relationship's saved order is whole keys, each listed once; uniqueness constraints hold
+///   (values are never printed: they can be personal data).
+///
+/// The file is opened read-only (`SQLITE_OPEN_READONLY`) and read in one transaction, so the
+/// checks see one snapshot and nothing is written, not even a checkpoint: verifying works on a
+/// store another process has open and is writing to. On a store no process has open, SQLite
+/// leaves its (empty) `-wal` and `-shm` index files beside the store, as any read-only reader
+/// of a WAL file does; the store file's bytes and modification time are unchanged.
+///
+/// Not isolated: call it from any thread; it blocks that thread while it reads. SQLite files
+/// only; a PostgreSQL store is not verified by this type.
+public struct StoreVerifier: Sendable {
+    /// Which of SQLite's whole-file checks runs.
+    public enum IntegrityCheck: String, Sendable, Codable {
+        /// `PRAGMA integrity_check`: every page, and every index against its table.
+        case full
+        /// `PRAGMA quick_check`: every page, without matching indexes to tables; faster.
+        case quick
+    }
+
+    /// The store file.
+    public let url: URL
+    /// Which SQLite integrity check runs; ``IntegrityCheck/full`` by default.
+    public var integrityCheck: IntegrityCheck = .full
+    /// At most this many findings of one check are reported; the report says when some were
+    /// left out (``VerificationReport/isTruncated``).
+    public var findingLimitPerCheck = 100
+
+    /// A verifier of the store at `url`; nothing is opened until ``verify(progress:)``.
+    public init(url: URL) {
+        self.url = url
+    }
+
+    /// Runs every check and returns what it found.
+    ///
+    /// `progress` is called before each check, on the calling thread.
+    ///
+    /// - Throws: ``LoomError`` when the file cannot be verified at all: code
+    ///   ``LoomError/Code/storeFailure`` when there is no file or it cannot be opened,
+    ///   ``LoomError/Code/notADatabase`` when it is not SQLite, ``LoomError/Code/notALoomStore``
+    ///   when it is a SQLite database without Loom's saved schema. Damage found inside a Loom
+    ///   store is never thrown: it is in the report.
+    /// - Complexity: a few scans of each table and index; about a second per million objects.
+    public func verify(progress: ((VerificationProgress) -> Void)? = nil) throws(LoomError) -> VerificationReport {
+        let path = url.path
+        let state = try SQLiteStore.savedState(at: url)
+        let schema = try Schema(record: state.record)
+        guard let identifier = state.metadata["storeIdentifier"].flatMap(UUID.init(uuidString:)) else {
+            throw LoomError(.notALoomStore, "\(path) has a saved schema but no readable store identifier; the file is damaged or was not made by Loom.", path: path)
+        }
+        let queue: DatabaseQueue
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.foreignKeysEnabled = false
+            // Another process committing or checkpointing: wait for it rather than fail.
+            configuration.busyMode = .timeout(10)
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            throw LoomError(.storeFailure, "The store at \(path) could not be opened read-only.", path: path, underlying: error)
+        }
+        defer { try? queue.close() }
+        var run = VerificationRun(schema: schema, identifier: identifier, state: state, limit: findingLimitPerCheck)
+        do {
+            // One read transaction: every check sees the same snapshot. Ended by a rollback, as
+            // it wrote nothing, which also succeeds on a damaged file (a COMMIT there can fail).
+            try queue.inDatabase { db in
+                try db.execute(sql: "BEGIN DEFERRED TRANSACTION")
+                defer { try? db.execute(sql: "ROLLBACK TRANSACTION") }
+                try run.perform(in: db, integrityCheck: integrityCheck, progress: progress)
+            }
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw LoomError(.storeFailure, "The store at \(path) could not be read to the end of its checks.", path: path, underlying: error)
+        }
+        return VerificationReport(
+            store: path, storeIdentifier: identifier.uuidString, objectCount: run.objectCount, checkCount: run.checkCount,
+            findings: run.findings, isTruncated: run.isTruncated)
+    }
+}
+
+/// How far ``StoreVerifier/verify(progress:)`` is: the check about to run.
+public struct VerificationProgress: Sendable {
+    /// How many checks have finished.
+    public var completed: Int
+    /// How many checks there are.
+    public var total: Int
+    /// What the next check looks at, e.g. `Novel.author` or `integrity_check`.
+    public var step: String
+}
+
+/// What ``StoreVerifier`` found in a store.
+///
+/// Its JSON (``StoreVerifier``'s `--json` output in the `loom` tool) is:
+/// ```json
+/// {
+///   "store": "/path/Library.loom",
+///   "storeIdentifier": "7C0E…",
+///   "healthy": false,
+///   "objectCount": 1200,
+///   "checkCount": 31,
+///   "isTruncated": false,
+///   "findings": [
+///     { "kind": "danglingForeignKey", "entity": "Novel", "property": "author",
+///       "object": "loom://7C0E…/Novel/12", "message": "Novel.author points at Author 99, which does not exist." }
+///   ]
+/// }
+/// ```
+/// `entity`, `property` and `object` are left out when a finding has none (a missing table has
+/// no object; SQLite's integrity check names pages, not objects).
+public struct VerificationReport: Codable, Sendable {
+    /// The store file's path.
+    public var store: String
+    /// The store's UUID, the host of its objects' URIs.
+    public var storeIdentifier: String
+    /// Whether nothing was found.
+    public var healthy: Bool
+    /// How many objects the store holds, over every entity whose table exists.
+    public var objectCount: Int
+    /// How many checks ran.
+    public var checkCount: Int
+    /// Whether some check found more than ``StoreVerifier/findingLimitPerCheck`` problems and
+    /// the rest were left out.
+    public var isTruncated: Bool
+    /// Every problem found, in the order the checks ran.
+    public var findings: [VerificationFinding]
+
+    public init(store: String, storeIdentifier: String, objectCount: Int, checkCount: Int, findings: [VerificationFinding], isTruncated: Bool) {
+        self.store = store
+        self.storeIdentifier = storeIdentifier
+        self.healthy = findings.isEmpty
+        self.objectCount = objectCount
+        self.checkCount = checkCount
+        self.isTruncated = isTruncated
+        self.findings = findings
+    }
+}
+
+/// One problem in a store: what kind, where, and a sentence that says it.
+public struct VerificationFinding: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// The kinds of damage ``StoreVerifier`` recognises.
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        /// `PRAGMA integrity_check` (or `quick_check`) reported a problem, or a page could not be read.
+        case sqliteIntegrity
+        /// `PRAGMA foreign_key_check` reported a row.
+        case sqliteForeignKey
+        /// The version hash saved in `loom_metadata` is not the saved schema's.
+        case schemaHashMismatch
+        /// A table the saved schema needs (an entity's, a join table, `loom_keys`) is missing.
+        case missingTable
+        /// A column the saved schema needs is missing.
+        case missingColumn
+        /// A column has another type than the saved schema gives it.
+        case columnTypeMismatch
+        /// A column is `NOT NULL` where the schema allows nil, or the other way round.
+        case columnNullabilityMismatch
+        /// A column the schema does not know is `NOT NULL` without a default: every insert fails.
+        case extraRequiredColumn
+        /// A uniqueness constraint has no unique index, so the store no longer enforces it.
+        case missingUniqueIndex
+        /// An object's version (`Z_OPT`) is below 1.
+        case invalidVersion
+        /// An object's key is below 1 or not below the key allocator's high-water mark, so a
+        /// later insert may be given the same key.
+        case keyOutOfRange
+        /// A to-one relationship's foreign key points at a row that does not exist.
+        case danglingForeignKey
+        /// The two sides of a one-to-one relationship do not point at each other.
+        case inverseMismatch
+        /// A many-to-many join row names an object that does not exist.
+        case danglingJoinRow
+        /// An ordered relationship's saved order is not a list of whole keys.
+        case malformedOrder
+        /// An ordered relationship's saved order lists an object twice.
+        case duplicateInOrder
+        /// Several objects have the same values for a uniqueness constraint.
+        case uniquenessViolation
+    }
+
+    /// What is wrong.
+    public var kind: Kind
+    /// The entity (or, for a join table, the relationship's entity) concerned.
+    public var entity: String?
+    /// The attribute, relationship, constraint (`title,author`) or column concerned.
+    public var property: String?
+    /// The URI of the object concerned (`loom://<store>/<Entity>/<key>`).
+    public var object: String?
+    /// A sentence that says what is wrong; it never holds attribute values.
+    public var message: String
+
+    public init(kind: Kind, entity: String? = nil, property: String? = nil, object: String? = nil, message: String) {
+        self.kind = kind
+        self.entity = entity
+        self.property = property
+        self.object = object
+        self.message = message
+    }
+
+    /// `kind object: message`, as the `loom verify` text output prints it.
+    public var description: String {
+        "\(kind.rawValue)\(object.map { " " + $0 } ?? ""): \(message)"
+    }
+}

@@ -1,0 +1,332 @@
+import Foundation
+import GRDB
+import Loom
+import LoomTools
+import Testing
+
+/// `loom verify`, run as the built executable on real stores: a sound store, each kind of
+/// damage planted by raw SQL after the store was closed, a store open in another connection,
+/// and files that are not Loom stores.
+@MainActor
+@Suite("loom verify")
+struct VerifyCommandTests {
+    @Test func aSoundStoreVerifiesCleanAsTextAndJSON() async throws {
+        let store = try await VerifyFixture.makeStore()
+        let text = try LoomExecutable.run(["verify", store.url.path])
+        #expect(text.status == 0, "\(text.standardOutput)\(text.standardError)")
+        #expect(text.standardOutput.contains("No problems in \(VerifyFixture.objectCount) objects"))
+        let json = try LoomExecutable.run(["verify", "--json", store.url.path])
+        #expect(json.status == 0)
+        let report = try JSONDecoder().decode(VerificationReport.self, from: Data(json.standardOutput.utf8))
+        #expect(report.healthy && report.findings.isEmpty && !report.isTruncated)
+        #expect(report.objectCount == VerifyFixture.objectCount)
+        #expect(report.storeIdentifier == store.identifier)
+    }
+
+    @Test(arguments: Corruption.allCases)
+    func eachKindOfDamageIsNamedWithItsObject(_ corruption: Corruption) async throws {
+        let store = try await VerifyFixture.makeStore()
+        let expected = try corruption.plant(in: store)
+        let text = try LoomExecutable.run(["verify", store.url.path])
+        #expect(text.status == 1, "\(text.standardOutput)\(text.standardError)")
+        #expect(text.standardOutput.contains(expected.kind.rawValue), "\(text.standardOutput)")
+        let json = try LoomExecutable.run(["verify", "--json", store.url.path])
+        #expect(json.status == 1)
+        let report = try JSONDecoder().decode(VerificationReport.self, from: Data(json.standardOutput.utf8))
+        #expect(!report.healthy)
+        let matching = report.findings.filter { $0.kind == expected.kind }
+        #expect(!matching.isEmpty, "\(report.findings)")
+        if let key = expected.key {
+            let uri = "loom://\(store.identifier)/\(expected.entity ?? "")/\(key)"
+            #expect(matching.contains { $0.object == uri }, "\(matching)")
+            #expect(text.standardOutput.contains(uri))
+        } else if expected.kind != .sqliteIntegrity {
+            #expect(matching.contains { $0.entity == expected.entity }, "\(matching)")
+        }
+    }
+
+    @Test func verifyingLeavesTheStoreFileAsItWas() async throws {
+        let store = try await VerifyFixture.makeStore()
+        _ = try Corruption.danglingForeignKey.plant(in: store)
+        let before = try FileSnapshot(store.url)
+        #expect(try LoomExecutable.run(["verify", store.url.path]).status == 1)
+        #expect(try LoomExecutable.run(["verify", "--json", "--quick", store.url.path]).status == 1)
+        #expect(try FileSnapshot(store.url) == before)
+    }
+
+    @Test func aStoreOpenInAnotherConnectionIsVerifiedWithItsLatestCommits() async throws {
+        let store = try await VerifyFixture.makeStore()
+        let container = try PersistentContainer(name: "Graph", for: Publisher.self, Author.self, Profile.self, Novel.self, Tag.self, Chapter.self, Review.self, location: .file(store.url))
+        container.viewContext.insert(Tag(name: "added while open"))
+        try container.viewContext.save()
+        let output = try LoomExecutable.run(["verify", "--json", store.url.path])
+        #expect(output.status == 0, "\(output.standardOutput)\(output.standardError)")
+        let report = try JSONDecoder().decode(VerificationReport.self, from: Data(output.standardOutput.utf8))
+        #expect(report.objectCount == VerifyFixture.objectCount + 1)
+        // The open container goes on saving: verify took no lock it kept.
+        container.viewContext.insert(Tag(name: "added after verify"))
+        try container.viewContext.save()
+        try await container.close()
+    }
+
+    @Test func theLibraryReportsProgressAndFindings() async throws {
+        let store = try await VerifyFixture.makeStore()
+        _ = try Corruption.versionZero.plant(in: store)
+        var steps: [VerificationProgress] = []
+        var verifier = StoreVerifier(url: store.url)
+        verifier.integrityCheck = .quick
+        let report = try verifier.verify { steps.append($0) }
+        #expect(report.findings.map(\.kind) == [.invalidVersion])
+        #expect(steps.first?.completed == 0 && steps.last?.completed == steps.last?.total)
+        #expect(report.checkCount == steps.last?.total)
+    }
+
+    @Test func aMissingPathIsAClearErrorAndCreatesNothing() throws {
+        let folder = TemporaryDirectory.make()
+        let output = try LoomExecutable.run(["verify", folder.appending(path: "absent.loom").path])
+        #expect(output.status == 2)
+        #expect(output.standardError.contains("There is no store at"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
+    @Test func aFileThatIsNotSQLiteIsAClearErrorAndIsUnchanged() throws {
+        let url = TemporaryDirectory.make().appending(path: "notes.loom")
+        try Data("not a database\n".utf8).write(to: url)
+        let before = try FileSnapshot(url)
+        let output = try LoomExecutable.run(["verify", url.path])
+        #expect(output.status == 2)
+        #expect(output.standardError.contains("is not a SQLite database"))
+        #expect(try FileSnapshot(url) == before)
+    }
+
+    @Test func aSQLiteFileThatIsNotALoomStoreIsAClearErrorAndIsUnchanged() throws {
+        let url = TemporaryDirectory.make().appending(path: "people.sqlite")
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { try $0.execute(sql: "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('Ann')") }
+        try queue.close()
+        let before = try FileSnapshot(url)
+        let output = try LoomExecutable.run(["verify", url.path])
+        #expect(output.status == 2)
+        #expect(output.standardError.contains("is not a Loom store"))
+        #expect(try FileSnapshot(url) == before)
+    }
+
+    @Test func aPostgreSQLURLIsRefusedAsNotSupported() throws {
+        let output = try LoomExecutable.run(["verify", "postgres://loom@localhost:5432/loom"])
+        #expect(output.status == 2)
+        #expect(output.standardError.contains("SQLite stores only"))
+    }
+
+    @Test func helpHasAnExample() throws {
+        let output = try LoomExecutable.run(["verify", "--help"])
+        #expect(output.status == 0)
+        #expect(output.standardOutput.contains("$ loom verify Library.loom"))
+        #expect(output.standardOutput.contains("--json"))
+    }
+}
+
+/// A graph store with every kind of relationship, saved through Loom and closed.
+@MainActor
+enum VerifyFixture {
+    struct Store {
+        var url: URL
+        var identifier: String
+    }
+
+    /// 1 publisher, 4 authors (with profiles and mentors), 8 novels (tags, 3 ordered chapters
+    /// and a review each), 3 tags.
+    static let objectCount = 1 + 4 * 2 + 8 * (1 + 3 + 1) + 3
+
+    static func makeStore() async throws -> Store {
+        let url = TemporaryDirectory.make().appending(path: "graph.loom")
+        let container = try PersistentContainer(name: "Graph", for: Publisher.self, Author.self, Profile.self, Novel.self, Tag.self, Chapter.self, Review.self, location: .file(url))
+        let context = container.viewContext
+        let publisher = Publisher(name: "Pub")
+        context.insert(publisher)
+        let tags = (0..<3).map { Tag(name: "tag \($0)") }
+        tags.forEach(context.insert)
+        var mentor: Author?
+        for i in 0..<4 {
+            let author = Author(name: "Author \(i)")
+            context.insert(author)
+            author.publisher = publisher
+            let profile = Profile(bio: "bio \(i)")
+            context.insert(profile)
+            author.profile = profile
+            author.mentor = mentor
+            mentor = author
+            for n in 0..<2 {
+                let novel = Novel(title: "Novel \(n)", author: author)
+                context.insert(novel)
+                novel.tags = Set(tags.prefix(n + 1))
+                let chapters = ["One", "Two", "Three"].map(Chapter.init(title:))
+                chapters.forEach(context.insert)
+                novel.chapters = chapters
+                context.insert(Review(text: "fine", novel: novel))
+            }
+        }
+        try context.save()
+        try await container.close()
+        let identifier: String = try StoreFileSQL.value(at: url, "SELECT value FROM loom_metadata WHERE key = 'storeIdentifier'")
+        return Store(url: url, identifier: identifier)
+    }
+}
+
+/// Raw SQL on a closed store file.
+enum StoreFileSQL {
+    static func write<T>(at url: URL, _ body: (Database) throws -> T) throws -> T {
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        return try queue.write(body)
+    }
+
+    static func value<T: DatabaseValueConvertible>(at url: URL, _ sql: String) throws -> T {
+        try write(at: url) { db in try T.fetchOne(db, sql: sql)! }
+    }
+}
+
+/// What verify must report for a planted corruption: its kind and the object (or, for damage
+/// to the layout, the entity) concerned.
+struct ExpectedFinding {
+    var kind: VerificationFinding.Kind
+    var entity: String?
+    var key: Int64?
+}
+
+/// One kind of damage, planted by raw SQL (or by overwriting a page) in a closed store.
+enum Corruption: String, CaseIterable, CustomTestStringConvertible {
+    case danglingForeignKey, oneToOneMismatch, danglingJoinRow, duplicateInOrder, malformedOrder
+    case versionZero, keyAboveAllocatorMark, duplicateUniqueValue, droppedUniqueIndex
+    case missingColumn, missingTable, wrongColumnType, versionHashChanged, corruptedPage
+
+    var testDescription: String { rawValue }
+
+    func plant(in store: VerifyFixture.Store) throws -> ExpectedFinding {
+        let url = store.url
+        if self == .corruptedPage { return try corruptPage(at: url) }
+        return try StoreFileSQL.write(at: url) { db throws -> ExpectedFinding in
+            func key(_ sql: String) throws -> Int64 { try Int64.fetchOne(db, sql: sql)! }
+            switch self {
+            case .danglingForeignKey:
+                let novel = try key("SELECT MIN(Z_PK) FROM Novel")
+                try db.execute(sql: "UPDATE Novel SET Z_author = 999999 WHERE Z_PK = ?", arguments: [novel])
+                return ExpectedFinding(kind: .danglingForeignKey, entity: "Novel", key: novel)
+            case .oneToOneMismatch:
+                // The profile forgets its author; the author still names the profile.
+                let author = try key("SELECT MIN(Z_PK) FROM Author WHERE Z_profile IS NOT NULL")
+                try db.execute(sql: "UPDATE Profile SET Z_author = NULL WHERE Z_author = ?", arguments: [author])
+                return ExpectedFinding(kind: .inverseMismatch, entity: "Author", key: author)
+            case .danglingJoinRow:
+                let novel = try key("SELECT MIN(Z_PK) FROM Novel")
+                try db.execute(sql: "INSERT INTO Z_Novel_tags (Z_SOURCE, Z_TARGET) VALUES (?, 999999)", arguments: [novel])
+                return ExpectedFinding(kind: .danglingJoinRow, entity: "Novel", key: novel)
+            case .duplicateInOrder:
+                let novel = try key("SELECT MIN(Z_PK) FROM Novel")
+                var order = try Data.fetchOne(db, sql: "SELECT Z_chapters_ORDER FROM Novel WHERE Z_PK = ?", arguments: [novel])!
+                order += order.prefix(8)
+                try db.execute(sql: "UPDATE Novel SET Z_chapters_ORDER = ? WHERE Z_PK = ?", arguments: [order, novel])
+                return ExpectedFinding(kind: .duplicateInOrder, entity: "Novel", key: novel)
+            case .malformedOrder:
+                let novel = try key("SELECT MAX(Z_PK) FROM Novel")
+                try db.execute(sql: "UPDATE Novel SET Z_chapters_ORDER = x'0102' WHERE Z_PK = ?", arguments: [novel])
+                return ExpectedFinding(kind: .malformedOrder, entity: "Novel", key: novel)
+            case .versionZero:
+                let author = try key("SELECT MAX(Z_PK) FROM Author")
+                try db.execute(sql: "UPDATE Author SET Z_OPT = 0 WHERE Z_PK = ?", arguments: [author])
+                return ExpectedFinding(kind: .invalidVersion, entity: "Author", key: author)
+            case .keyAboveAllocatorMark:
+                let mark = try key("SELECT next FROM loom_keys WHERE entity = 'Tag'")
+                try db.execute(sql: "INSERT INTO Tag (Z_PK, Z_OPT, name) VALUES (?, 1, 'from the future')", arguments: [mark + 10])
+                return ExpectedFinding(kind: .keyOutOfRange, entity: "Tag", key: mark + 10)
+            case .duplicateUniqueValue:
+                let (first, second) = (try key("SELECT MIN(Z_PK) FROM Tag"), try key("SELECT MAX(Z_PK) FROM Tag"))
+                try db.execute(sql: "DROP INDEX loom_unique_Tag_name")
+                try db.execute(sql: "UPDATE Tag SET name = (SELECT name FROM Tag WHERE Z_PK = ?) WHERE Z_PK = ?", arguments: [first, second])
+                return ExpectedFinding(kind: .uniquenessViolation, entity: "Tag", key: second)
+            case .droppedUniqueIndex:
+                try db.execute(sql: "DROP INDEX loom_unique_Publisher_name")
+                return ExpectedFinding(kind: .missingUniqueIndex, entity: "Publisher")
+            case .missingColumn:
+                try db.execute(sql: "ALTER TABLE Author DROP COLUMN rating")
+                return ExpectedFinding(kind: .missingColumn, entity: "Author")
+            case .missingTable:
+                try db.execute(sql: "DROP TABLE Review")
+                return ExpectedFinding(kind: .missingTable, entity: "Review")
+            case .wrongColumnType:
+                try db.execute(sql: "ALTER TABLE Chapter RENAME COLUMN title TO old_title; ALTER TABLE Chapter ADD COLUMN title BLOB")
+                return ExpectedFinding(kind: .columnTypeMismatch, entity: "Chapter")
+            case .versionHashChanged:
+                try db.execute(sql: "UPDATE loom_metadata SET value = '0123456789abcdef' WHERE key = 'versionHash'")
+                return ExpectedFinding(kind: .schemaHashMismatch, entity: nil)
+            case .corruptedPage:
+                fatalError("planted by corruptPage(at:)")
+            }
+        }
+    }
+
+    /// Overwrites the header of the page that holds the Chapter table with garbage.
+    private func corruptPage(at url: URL) throws -> ExpectedFinding {
+        let (root, pageSize): (Int, Int) = try StoreFileSQL.write(at: url) { db in
+            (try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'Chapter'")!,
+             try Int.fetchOne(db, sql: "PRAGMA page_size")!)
+        }
+        let handle = try FileHandle(forUpdating: url)
+        try handle.seek(toOffset: UInt64((root - 1) * pageSize))
+        try handle.write(contentsOf: Data(repeating: 0xEE, count: 64))
+        try handle.close()
+        return ExpectedFinding(kind: .sqliteIntegrity, entity: "Chapter")
+    }
+}
+
+/// A file's bytes and modification time.
+struct FileSnapshot: Equatable {
+    var bytes: Data
+    var modified: Date?
+
+    init(_ url: URL) throws {
+        bytes = try Data(contentsOf: url)
+        modified = try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date
+    }
+}
+
+/// Builds the 1M-object store the verify figure is measured on, at the path in
+/// `LOOM_VERIFY_BENCH_STORE` (skipped without it): the graph models' empty store made by Loom,
+/// then filled by raw SQL, every relationship kind populated and the key allocator moved past
+/// every key.
+///
+///     LOOM_VERIFY_BENCH_STORE=/tmp/million.loom swift test --skip-build --filter VerifyBenchmarkStore
+///     time .build/release/loom verify /tmp/million.loom
+@Suite struct VerifyBenchmarkStore {
+    static let path = ProcessInfo.processInfo.environment["LOOM_VERIFY_BENCH_STORE"]
+
+    @Test(.enabled(if: path != nil)) @MainActor
+    func buildAMillionObjectStore() async throws {
+        let url = URL(filePath: Self.path!)
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        let container = try PersistentContainer(name: "Graph", for: Publisher.self, Author.self, Profile.self, Novel.self, Tag.self, Chapter.self, Review.self, location: .file(url))
+        try await container.close()
+        let counts = ["Publisher": 100, "Author": 100_000, "Profile": 100_000, "Novel": 300_000, "Tag": 1_000, "Chapter": 300_000, "Review": 198_900]
+        #expect(counts.values.reduce(0, +) == 1_000_000)
+        func numbers(_ n: Int) -> String { "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(n)) " }
+        try StoreFileSQL.write(at: url) { db in
+            // An ordered relationship's saved order: the keys as 8-byte little-endian integers.
+            db.add(function: DatabaseFunction("order_of", argumentCount: 1, pure: true) { values in
+                withUnsafeBytes(of: (Int64.fromDatabaseValue(values[0]) ?? 0).littleEndian) { Data($0) }
+            })
+            try db.execute(sql: "INSERT INTO Publisher (Z_PK, Z_OPT, name) \(numbers(100)) SELECT i, 1, 'Publisher ' || i FROM n")
+            try db.execute(sql: "INSERT INTO Author (Z_PK, Z_OPT, name, rating, Z_publisher, Z_profile, Z_mentor) \(numbers(100_000)) SELECT i, 1, 'Author ' || i, i % 5, 1 + i % 100, i, NULLIF(i - 1, 0) FROM n")
+            try db.execute(sql: "INSERT INTO Profile (Z_PK, Z_OPT, bio, Z_author) \(numbers(100_000)) SELECT i, 1, 'Bio', i FROM n")
+            try db.execute(sql: "INSERT INTO Novel (Z_PK, Z_OPT, title, pages, Z_author, Z_chapters_ORDER) \(numbers(300_000)) SELECT i, 1, 'Novel ' || i, 100, 1 + i % 100000, order_of(i) FROM n")
+            try db.execute(sql: "INSERT INTO Tag (Z_PK, Z_OPT, name) \(numbers(1_000)) SELECT i, 1, 'Tag ' || i FROM n")
+            try db.execute(sql: "INSERT INTO Z_Novel_tags (Z_SOURCE, Z_TARGET) \(numbers(300_000)) SELECT i, 1 + i % 1000 FROM n")
+            try db.execute(sql: "INSERT INTO Chapter (Z_PK, Z_OPT, title, Z_novel) \(numbers(300_000)) SELECT i, 1, 'Chapter', i FROM n")
+            try db.execute(sql: "INSERT INTO Review (Z_PK, Z_OPT, text, stars, Z_novel) \(numbers(198_900)) SELECT i, 1, 'Fine', 3, 1 + i % 300000 FROM n")
+            for (entity, count) in counts {
+                try db.execute(sql: "INSERT OR REPLACE INTO loom_keys (entity, next) VALUES (?, ?)", arguments: [entity, count + 1])
+            }
+        }
+        let report = try StoreVerifier(url: url).verify()
+        #expect(report.healthy, "\(report.findings.prefix(5))")
+        #expect(report.objectCount == 1_000_000)
+    }
+}
