@@ -41,9 +41,13 @@ struct DumpLoadTests {
 
     @Test("The tool dumps to standard output and loads from a file and from standard input")
     func commandLineRoundTrip() throws {
-        let (original, _) = try Self.makeSmallStore()
+        let (original, container) = try Self.makeSmallStore()
+        let bytes = try Data(contentsOf: original)
+        // While the store is open here: the dump reads it read-only and changes nothing.
         let dumped = try LoomExecutable.run(["dump", original.path])
         #expect(dumped.status == 0, "\(dumped.standardError)")
+        #expect(try Data(contentsOf: original) == bytes)
+        #expect(try container.viewContext.fetch(FetchRequest<Author>()).count == 2)
         let folder = TemporaryDirectory.make()
         let file = folder.appending(path: "dump.ndjson")
         try Data(dumped.standardOutput.utf8).write(to: file)
