@@ -1,7 +1,7 @@
 import Foundation
-import GRDB
+package import GRDB
 import GRDBSQLite
-@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) package import LoomCore
 
 /// SQLite's "copy the value now" destructor for bound text and blobs.
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -17,9 +17,15 @@ private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.sel
 ///
 /// Use it only inside one GRDB database access, like the `Database` it came from. Every use
 /// starts from a reset statement and leaves it reset.
-struct RawStatement {
-    let handle: OpaquePointer
-    let sql: String
+package struct RawStatement {
+    package let handle: OpaquePointer
+    package let sql: String
+
+    /// Wraps a prepared statement that stays alive (a GRDB `Statement`) for as long as this is used.
+    package init(handle: OpaquePointer, sql: String) {
+        self.handle = handle
+        self.sql = sql
+    }
 
     /// Runs `body` with the cached statement for `sql`, reset and with no bindings, and resets
     /// it afterwards (so no read stays open after the access).
@@ -42,7 +48,7 @@ struct RawStatement {
     // MARK: Binding
 
     /// Binds `value` to the 1-based parameter `index`.
-    func bind(_ value: StoredValue, at index: Int32) throws {
+    package func bind(_ value: StoredValue, at index: Int32) throws {
         let code: Int32
         switch value {
         case .null:
@@ -77,7 +83,7 @@ struct RawStatement {
         }
     }
 
-    func bind(_ value: Int64, at index: Int32) throws {
+    package func bind(_ value: Int64, at index: Int32) throws {
         let code = sqlite3_bind_int64(handle, index, value)
         if code != SQLITE_OK { throw error(code) }
     }
@@ -85,12 +91,12 @@ struct RawStatement {
     // MARK: Stepping
 
     /// Makes the statement ready to run again; bindings are kept until bound anew.
-    func reset() {
+    package func reset() {
         sqlite3_reset(handle)
     }
 
     /// Advances to the next row: `true` when there is one, `false` when the statement is done.
-    func step() throws -> Bool {
+    package func step() throws -> Bool {
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -99,7 +105,7 @@ struct RawStatement {
     }
 
     /// Runs the statement to completion.
-    func execute() throws {
+    package func execute() throws {
         while try step() {}
     }
 
@@ -122,7 +128,7 @@ struct RawStatement {
     }
 
     /// The value of column `index` (0-based) of the current row.
-    func column(_ index: Int32) -> StoredValue {
+    package func column(_ index: Int32) -> StoredValue {
         switch sqlite3_column_type(handle, index) {
         case SQLITE_INTEGER:
             return .integer(sqlite3_column_int64(handle, index))
@@ -140,11 +146,11 @@ struct RawStatement {
         }
     }
 
-    func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+    package func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
 
     /// A GRDB error for a failed call, with SQLite's extended code and message, so that the
     /// store's error translation treats it like any other.
-    func error(_ code: Int32) -> DatabaseError {
+    package func error(_ code: Int32) -> DatabaseError {
         let connection = sqlite3_db_handle(handle)
         let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
         let message = connection.map { String(cString: sqlite3_errmsg($0)) }

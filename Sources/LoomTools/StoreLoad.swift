@@ -1,0 +1,366 @@
+public import Foundation
+import GRDB
+@_spi(LoomStore) import LoomCore
+import LoomSQL
+@_spi(LoomStore) import LoomSQLite
+
+extension LoomTools {
+    /// Makes a new SQLite store at `url` from a dump (see ``dump(storeAt:to:progress:)``) read
+    /// from the file descriptor `input`, and returns how many objects it loaded.
+    ///
+    /// ```swift
+    /// let input = try FileHandle(forReadingFrom: URL(filePath: "library.ndjson"))
+    /// let count = try LoomTools.load(from: input.fileDescriptor, into: URL(filePath: "Copy.loom"))
+    /// ```
+    ///
+    /// The store is made from the schema in the dump's header, without the application's model,
+    /// and keeps the dumped store's identifier and every object's key and version, so that the
+    /// dump's URIs name the same objects in it, and a dump of it is byte for byte the same. The
+    /// key allocator starts above both the loaded keys and the dumped store's own high-water mark.
+    ///
+    /// Each relationship is written from the side that stores it: a to-one from its URI (the
+    /// foreign key), a many-to-many from its owning side (the join table's `Z_SOURCE`), an
+    /// ordered to-many's order from its array. The other side's array is checked for its form
+    /// (URIs of the right entity of this store) and otherwise taken as given; `loom verify`
+    /// checks that both sides agree. A to-one or many-to-many URI of an object the dump does not
+    /// have is an error.
+    ///
+    /// Nothing is written to `url` until the whole dump has loaded: the store is built in a
+    /// temporary file beside it, in one transaction, and renamed to `url` at the end. On any
+    /// error the temporary file is removed and `url` does not exist. The load writes no history
+    /// transaction: the dump is a snapshot of the objects, not of their history, and a history
+    /// entry per object would double the store and the time it takes; the loaded store's history
+    /// starts empty.
+    ///
+    /// Memory grows by 12 bytes per object (the key and input line of each, to name the line of
+    /// a dangling reference found at the end) and is otherwise the same whatever the dump's size.
+    ///
+    /// - Parameters:
+    ///   - progress: Called with the number of objects loaded so far, every 65,536 objects.
+    /// - Throws: ``LoomToolError`` with code ``LoomToolError/Code/destinationExists`` when
+    ///   `url` exists (load makes a new store; remove it or choose another path),
+    ///   ``LoomToolError/Code/badInput`` naming the line and field for a malformed line, an
+    ///   unknown entity or attribute, a value of the wrong type, a duplicate or dangling URI or a
+    ///   broken uniqueness constraint, and ``LoomToolError/Code/storeFailure`` when the store
+    ///   cannot be written.
+    public static func load(from input: Int32, into url: URL, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
+        let path = url.path
+        if FileManager.default.fileExists(atPath: path) {
+            throw LoomToolError(.destinationExists, "\(path) exists; load makes a new store: remove it or choose another path.")
+        }
+        let temporary = url.deletingLastPathComponent().appending(path: ".\(url.lastPathComponent).loading-\(getpid())")
+        removeStoreFiles(temporary)
+        do {
+            let count = try StoreLoader.load(from: input, building: temporary, progress: progress)
+            try FileManager.default.moveItem(at: temporary, to: url)
+            return count
+        } catch {
+            removeStoreFiles(temporary)
+            if let error = error as? LoomToolError { throw error }
+            throw LoomToolError(.storeFailure, "The store at \(path) could not be written: \(error)")
+        }
+    }
+
+    /// Removes a store file and its WAL, shared-memory and journal files.
+    static func removeStoreFiles(_ url: URL) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    }
+}
+
+/// Loads one dump into a new store file.
+final class StoreLoader {
+    private let header: DumpHeader
+    private let schema: Schema
+    private let db: Database
+    private var entities: [String: EntityLoader] = [:]
+    private let prefixes: [String: URIPrefix]
+    private var count = 0
+
+    private init(header: DumpHeader, schema: Schema, db: Database) throws {
+        self.header = header
+        self.schema = schema
+        self.db = db
+        prefixes = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, URIPrefix(storeIdentifier: header.storeIdentifier, entityName: $0.name)) })
+        for entity in schema.entities { entities[entity.name] = try EntityLoader(entity, schema: schema, db: db) }
+    }
+
+    /// Reads the dump from `input` and builds the store in `file`, which must not exist.
+    static func load(from input: Int32, building file: URL, progress: ((Int) -> Void)?) throws -> Int {
+        let reader = LineReader(descriptor: input)
+        guard let read = try reader.withNextLine({ try readHeader($0, 1) }) else {
+            throw LoomToolError(.badInput, "The input is empty; a dump starts with its header line (see loom dump --help).", line: 1)
+        }
+        let (header, schema) = read
+        let queue = try create(file, header: header, schema: schema)
+        defer { try? queue.close() }
+        let count = try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+            do {
+                let loader = try StoreLoader(header: header, schema: schema, db: db)
+                while try reader.withNextLine({ line -> Void in if !line.isEmpty { try loader.loadObject(line, reader.lineNumber) } }) != nil {
+                    if loader.count & 0xFFFF == 0, loader.count > 0 { progress?(loader.count) }
+                }
+                try loader.finish()
+                try db.execute(sql: "COMMIT TRANSACTION")
+                return loader.count
+            } catch {
+                // The file is removed: this only ends the transaction, so that it can be closed.
+                if db.isInsideTransaction { try? db.execute(sql: "ROLLBACK TRANSACTION") }
+                throw error
+            }
+        }
+        // Back to WAL, the store's mode, now that the data is in (see `create`).
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+        try queue.close()
+        let handle = try FileHandle(forUpdating: file)
+        try handle.synchronize()
+        try handle.close()
+        progress?(count)
+        return count
+    }
+
+    private static func readHeader(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws -> (DumpHeader, Schema) {
+        let header: DumpHeader
+        do {
+            header = try JSONDecoder().decode(DumpHeader.self, from: Data(line))
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw LoomToolError(.badInput, "The header lacks \(key.stringValue); is this a loom dump?", line: number,
+                                field: (context.codingPath + [key]).map(\.stringValue).joined(separator: "."))
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context), let DecodingError.dataCorrupted(context) {
+            throw LoomToolError(.badInput, "The header is not a loom dump's header: \(context.debugDescription)", line: number,
+                                field: context.codingPath.map(\.stringValue).joined(separator: "."))
+        }
+        guard header.format == DumpHeader.formatName else {
+            throw LoomToolError(.badInput, "The header's format is not \(DumpHeader.formatName).", line: number, field: "format")
+        }
+        guard header.formatVersion == DumpHeader.currentVersion else {
+            throw LoomToolError(.badInput, "This loom reads dump format \(DumpHeader.currentVersion), not \(header.formatVersion).", line: number, field: "formatVersion")
+        }
+        let schema: Schema
+        do {
+            schema = try Schema(record: header.schema)
+        } catch {
+            throw LoomToolError(.badInput, "The header's schema is not valid: \(error)", line: number, field: "schema")
+        }
+        guard schema.versionHash == header.versionHash else {
+            throw LoomToolError(.badInput, "The header's version hash is not its schema's (\(schema.versionHash)); the header was edited.", line: number, field: "versionHash")
+        }
+        for name in header.nextKeys.keys where schema.entity(named: name) == nil {
+            throw LoomToolError(.badInput, "The key allocator names \(name), which is not an entity of the schema.", line: number, field: "nextKeys.\(name)")
+        }
+        return (header, schema)
+    }
+
+    /// Creates the store's tables (through ``SQLiteStore``, so that the layout is exactly a
+    /// store's) and opens it for the load: without a journal and without syncs, since on
+    /// failure the whole file is removed and on success it is synced once at the end.
+    private static func create(_ file: URL, header: DumpHeader, schema: Schema) throws -> DatabaseQueue {
+        let store = try SQLiteStore(url: file, schema: schema, options: SQLiteStore.Options(recordsHistory: false),
+                                    metadata: header.metadata.mapValues { $0 as String? })
+        try store.close()
+        let queue = try DatabaseQueue(path: file.path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA journal_mode = OFF")
+            try db.execute(sql: "PRAGMA synchronous = OFF")
+            try db.execute(sql: "PRAGMA cache_size = -65536")
+            try db.execute(sql: "UPDATE loom_metadata SET value = ? WHERE key = 'storeIdentifier'", arguments: [header.storeIdentifier.uuidString])
+        }
+        return queue
+    }
+
+    // MARK: Objects
+
+    private func loadObject(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse(line)
+        } catch {
+            throw LoomToolError(.badInput, "Not JSON at column \(error.column): \(error.message).", line: number)
+        }
+        func bad(_ field: String, _ message: String) -> LoomToolError { LoomToolError(.badInput, message, line: number, field: field) }
+        guard case .object(let members) = json else { throw bad("", "A dump line is a JSON object, not \(json.kind).") }
+        for member in members where !["uri", "entity", "version", "attributes", "relationships"].contains(member.name) {
+            throw bad(member.name, "Unknown field \(member.name); an object's line has uri, entity, version, attributes and relationships.")
+        }
+        guard case .string(let entityName) = json.member("entity") else { throw bad("entity", "The entity's name is missing or not a string.") }
+        guard let loader = entities[entityName] else { throw bad("entity", "Unknown entity \(entityName); the header's schema has \(schema.entities.map(\.name).joined(separator: ", ")).") }
+        guard case .string(let uri) = json.member("uri") else { throw bad("uri", "The object's URI is missing or not a string.") }
+        let key = try self.key(of: uri, entity: loader.entity, field: "uri", bad)
+        guard case .number(let versionText) = json.member("version"), let version = Int64(versionText), version >= 1 else {
+            throw bad("version", "The version is missing or not an integer of at least 1.")
+        }
+        var values = [StoredValue](repeating: .null, count: loader.entity.storedValueCount)
+        guard case .object(let attributes) = json.member("attributes") else { throw bad("attributes", "The attributes are missing or not an object.") }
+        for (name, value) in attributes.lazy.map({ ($0.name, $0.value) }) {
+            guard let i = loader.entity.attributeIndex(named: name) else { throw bad("attributes.\(name)", "\(entityName) has no attribute \(name).") }
+            switch DumpValueCodec.read(value, of: loader.entity.attributes[i].type) {
+            case .success(let stored): values[i] = stored
+            case .failure(let mismatch):
+                throw bad("attributes.\(name)", "Expected \(mismatch.expected) for a \(loader.entity.attributes[i].type.rawValue) attribute, found \(mismatch.found).")
+            }
+        }
+        if let missing = loader.entity.attributes.first(where: { a in !attributes.contains { $0.name == a.name } }) {
+            throw bad("attributes.\(missing.name)", "The attribute \(missing.name) is missing (write null for nil).")
+        }
+        guard case .object(let relationships) = json.member("relationships") else { throw bad("relationships", "The relationships are missing or not an object.") }
+        var links: [(JoinTableInsert, [Int64])] = []
+        for (name, value) in relationships.lazy.map({ ($0.name, $0.value) }) {
+            guard let j = loader.entity.relationshipIndex(named: name) else { throw bad("relationships.\(name)", "\(entityName) has no relationship \(name).") }
+            let r = schema.relationship(j, of: loader.entity)
+            let field = "relationships.\(name)"
+            if case .foreignKey(let slot) = r.storage {
+                switch value {
+                case .null: break
+                case .string(let target): values[slot] = .integer(try self.key(of: target, entity: r.destination, field: field, bad))
+                default: throw bad(field, "A to-one relationship is a URI or null, not \(value.kind).")
+                }
+                continue
+            }
+            guard case .array(let elements) = value else { throw bad(field, "A to-many relationship is an array of URIs, not \(value.kind).") }
+            var targets: [Int64] = []
+            targets.reserveCapacity(elements.count)
+            for (n, element) in elements.enumerated() {
+                guard case .string(let target) = element else { throw bad("\(field)[\(n)]", "Expected a URI, found \(element.kind).") }
+                targets.append(try self.key(of: target, entity: r.destination, field: "\(field)[\(n)]", bad))
+            }
+            if let slot = loader.entity.storedValueIndex(ofRelationship: j) { values[slot] = Self.order(targets) }
+            if let insert = loader.links[j] { links.append((insert, targets)) }
+        }
+        if let missing = loader.entity.relationships.first(where: { r in !relationships.contains { $0.name == r.name } }) {
+            throw bad("relationships.\(missing.name)", "The relationship \(missing.name) is missing (write null or [] when empty).")
+        }
+        do {
+            try loader.insert(key: key, version: version, values: values, line: number)
+        } catch let error as DatabaseError {
+            let duplicate = error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
+            throw bad(duplicate ? "uri" : "", duplicate ? "A second object with the URI \(uri)." : "\(entityName)/\(key) cannot be stored: \(error.message ?? "\(error.resultCode)").")
+        }
+        for (insert, targets) in links {
+            for (n, target) in targets.enumerated() {
+                do {
+                    try insert.insert(key, target)
+                } catch let error as DatabaseError {
+                    throw bad("relationships.\(insert.name)[\(n)]", "The link cannot be stored (listed twice?): \(error.message ?? "\(error.resultCode)").")
+                }
+            }
+        }
+        count += 1
+    }
+
+    /// An ordered relationship's keys as its order slot keeps them: 8 bytes each, little-endian.
+    private static func order(_ keys: [Int64]) -> StoredValue {
+        var data = Data(capacity: keys.count * 8)
+        for key in keys { withUnsafeBytes(of: key.littleEndian) { data.append(contentsOf: $0) } }
+        return .blob(data)
+    }
+
+    /// The key of an object URI of `entity` in the dumped store, or an error naming what is wrong.
+    private func key(of uri: String, entity: EntityDescription, field: String, _ bad: (String, String) -> LoomToolError) throws -> Int64 {
+        if let key = prefixes[entity.name]!.key(of: uri) { return key }
+        guard let url = URL(string: uri), let id = try? AnyObjectID(uriRepresentation: url) else {
+            throw bad(field, "\(uri) is not a Loom object URI (loom://<store>/<Entity>/<key>).")
+        }
+        if id.storeIdentifier != header.storeIdentifier {
+            throw bad(field, "\(uri) is a URI of store \(id.storeIdentifier), not of the dumped store \(header.storeIdentifier).")
+        }
+        throw bad(field, "\(uri) is a URI of a \(id.entityName), where a \(entity.name) is expected.")
+    }
+
+    // MARK: Finishing
+
+    /// Checks that every stored reference leads to a loaded object, and sets the key allocator
+    /// and the store identifier.
+    private func finish() throws {
+        for entity in schema.entities {
+            let table = SQLGenerator.quote(entity.name)
+            for r in schema.relationships(of: entity) {
+                let destination = SQLGenerator.quote(r.destination.name)
+                let sql: String
+                switch r.storage {
+                case .foreignKey(let slot):
+                    let fk = SQLGenerator.quote(entity.columnName(at: slot))
+                    sql = "SELECT s.\"Z_PK\", s.\(fk) FROM \(table) AS s WHERE s.\(fk) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(destination) WHERE \"Z_PK\" = s.\(fk)) LIMIT 1"
+                case .joinTable(let join, let own, let other) where own == JoinTable.sourceColumn:
+                    let (own, other) = (SQLGenerator.quote(own), SQLGenerator.quote(other))
+                    sql = "SELECT j.\(own), j.\(other) FROM \(SQLGenerator.quote(join.name)) AS j WHERE NOT EXISTS (SELECT 1 FROM \(destination) WHERE \"Z_PK\" = j.\(other)) LIMIT 1"
+                default:
+                    continue
+                }
+                if let row = try Row.fetchOne(db, sql: sql) {
+                    let (owner, target): (Int64, Int64) = (row[0], row[1])
+                    let uri = prefixes[r.destination.name]!.text + String(target)
+                    throw LoomToolError(.badInput, "\(entity.name)/\(owner)'s \(r.description.name) names \(uri), which is not in the dump.",
+                                        line: entities[entity.name]!.line(of: owner), field: "relationships.\(r.description.name)")
+                }
+            }
+            let highest = try Int64.fetchOne(db, sql: "SELECT MAX(\"Z_PK\") FROM \(table)")
+            let saved = header.nextKeys[entity.name]
+            if highest != nil || saved != nil {
+                let next = max(saved ?? 1, (highest ?? 0) + 1)
+                try db.execute(sql: "INSERT OR REPLACE INTO loom_keys (entity, next) VALUES (?, ?)", arguments: [entity.name, next])
+            }
+        }
+    }
+}
+
+/// One entity's prepared inserts, and the input line of each object loaded.
+private final class EntityLoader {
+    let entity: EntityDescription
+    private let statement: Statement
+    private let raw: RawStatement
+    /// The join-table inserts of the many-to-many relationships this entity owns, by index.
+    let links: [Int: JoinTableInsert]
+    private var keys: [Int64] = []
+    private var lines: [Int32] = []
+
+    init(_ entity: EntityDescription, schema: Schema, db: Database) throws {
+        self.entity = entity
+        let columns = (["Z_PK", "Z_OPT"] + (0..<entity.storedValueCount).map(entity.columnName(at:))).map(SQLGenerator.quote)
+        let sql = "INSERT INTO \(SQLGenerator.quote(entity.name)) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+        statement = try db.makeStatement(sql: sql)
+        raw = RawStatement(handle: statement.sqliteStatement, sql: sql)
+        var links: [Int: JoinTableInsert] = [:]
+        for r in schema.relationships(of: entity) {
+            if case .joinTable(let table, let own, _) = r.storage, own == JoinTable.sourceColumn {
+                links[r.index] = try JoinTableInsert(table, name: r.description.name, db: db)
+            }
+        }
+        self.links = links
+    }
+
+    func insert(key: Int64, version: Int64, values: [StoredValue], line: Int) throws {
+        raw.reset()
+        try raw.bind(key, at: 1)
+        try raw.bind(version, at: 2)
+        for (i, value) in values.enumerated() { try raw.bind(value, at: Int32(3 + i)) }
+        try raw.execute()
+        keys.append(key)
+        lines.append(Int32(clamping: line))
+    }
+
+    /// The input line of the object with `key`.
+    func line(of key: Int64) -> Int? {
+        keys.firstIndex(of: key).map { Int(lines[$0]) }
+    }
+}
+
+/// The prepared insert of one join table's rows.
+private final class JoinTableInsert {
+    let name: String
+    private let statement: Statement
+    private let raw: RawStatement
+
+    init(_ table: JoinTable, name: String, db: Database) throws {
+        self.name = name
+        let sql = "INSERT INTO \(SQLGenerator.quote(table.name)) (\"Z_SOURCE\", \"Z_TARGET\") VALUES (?, ?)"
+        statement = try db.makeStatement(sql: sql)
+        raw = RawStatement(handle: statement.sqliteStatement, sql: sql)
+    }
+
+    func insert(_ source: Int64, _ target: Int64) throws {
+        raw.reset()
+        try raw.bind(source, at: 1)
+        try raw.bind(target, at: 2)
+        try raw.execute()
+    }
+}
