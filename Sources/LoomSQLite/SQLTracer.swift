@@ -11,7 +11,7 @@ import GRDBSQLite
 ///
 /// `@unchecked Sendable`: `trace` and `log` are constants; the row counts and the plan
 /// connection are only touched with `state` locked.
-final class SQLTracer: @unchecked Sendable {
+package final class SQLTracer: @unchecked Sendable {
     let trace: (@Sendable (String) -> Void)?
     let log: SQLStatementLog?
     /// The store's file, which slow statements' plans are explained on.
@@ -26,7 +26,7 @@ final class SQLTracer: @unchecked Sendable {
     private var planConnection: OpaquePointer?
 
     /// A tracer for a store at `path`, or `nil` when there is nothing to watch.
-    static func make(path: String, trace: (@Sendable (String) -> Void)?) -> SQLTracer? {
+    package static func make(path: String, trace: (@Sendable (String) -> Void)?) -> SQLTracer? {
         let log = LoomLogging.sqlLog(store: path)
         if trace == nil && log == nil { return nil }
         return SQLTracer(path: path, trace: trace, log: log)
@@ -43,7 +43,7 @@ final class SQLTracer: @unchecked Sendable {
     }
 
     /// Hooks `connection`. The connection must not outlive the tracer (its owner keeps both).
-    func install(on connection: OpaquePointer) {
+    package func install(on connection: OpaquePointer) {
         var mask: UInt32 = 0
         if trace != nil { mask |= UInt32(SQLITE_TRACE_STMT) }
         if let log {

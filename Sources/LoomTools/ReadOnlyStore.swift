@@ -26,6 +26,8 @@ public final class ReadOnlyStore {
     /// The store's identifier, the host of its object URIs.
     public let storeIdentifier: UUID
     private let source: Source
+    /// SQL logging of the SQLite connection (``LoomLogging``), kept as long as the connection.
+    private let tracer: SQLTracer?
 
     private enum Source {
         case sqlite(DatabaseQueue, SQLGenerator)
@@ -46,6 +48,7 @@ public final class ReadOnlyStore {
             let store = try PostgreSQLStore(configuration: configuration, schema: schema)
             storeIdentifier = store.identifier
             source = .store(store)
+            tracer = nil
             return
         }
         let url = URL(filePath: location)
@@ -57,7 +60,12 @@ public final class ReadOnlyStore {
         storeIdentifier = identifier
         do {
             let queue = try SQLiteStore.readOnlyQueue(path: url.path)
-            queue.inDatabase { SQLFunctions.register(in: $0) }
+            let tracer = SQLTracer.make(path: url.path, trace: nil)
+            queue.inDatabase { db in
+                SQLFunctions.register(in: db)
+                if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
+            }
+            self.tracer = tracer
             source = .sqlite(queue, SQLGenerator(schema: schema, dialect: SQLiteDialect()))
         } catch {
             throw LoomError(.storeFailure, "The store at \(location) could not be opened for reading.", path: url.path, underlying: error)
