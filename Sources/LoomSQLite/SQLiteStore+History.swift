@@ -1,5 +1,5 @@
-import Foundation
-import GRDB
+package import Foundation
+package import GRDB
 import LoomSQL
 @_spi(LoomStore) public import LoomCore
 
@@ -56,35 +56,39 @@ extension SQLiteStore {
         if isClosed { throw closedError() }
         try HistoryErrors.check(descriptor, store: identifier)
         do {
-            return try pool.read { db -> [HistoryTransaction] in
-                let after = descriptor.after?.transactionNumber ?? 0
-                let deleted = try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM loom_metadata WHERE key = ?", arguments: [Self.historyDeletedKey]) ?? 0
-                if descriptor.after != nil, after < deleted {
-                    let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
-                    throw HistoryErrors.expired(descriptor.after!, oldest: oldest.map { HistoryToken(storeIdentifier: identifier, transactionNumber: $0) })
-                }
-                var sql = "SELECT \(Self.historyColumns) FROM loom_history WHERE number > ? AND changes IS NOT NULL"
-                var arguments: [any DatabaseValueConvertible] = [after]
-                if let authors = descriptor.authors {
-                    sql += " AND author IN (\(authors.map { _ in "?" }.joined(separator: ", ")))"
-                    arguments += authors
-                }
-                if let entities = descriptor.entityNames {
-                    sql += " AND (" + (entities.isEmpty ? "0" : entities.map { _ in "instr(entities, ?) > 0" }.joined(separator: " OR ")) + ")"
-                    arguments += entities.map { ",\($0)," }
-                }
-                sql += " ORDER BY number"
-                if let limit = descriptor.fetchLimit {
-                    sql += " LIMIT ?"
-                    arguments.append(limit)
-                }
-                return try Self.historyTransactions(db, sql: sql, arguments: StatementArguments(arguments)!, entityNames: descriptor.entityNames, store: identifier, path: url.path)
-            }
+            return try pool.read { db in try Self.fetchHistory(descriptor, in: db, store: identifier, path: url.path) }
         } catch let error as LoomError {
             throw error
         } catch {
             throw translate(error, entity: nil)
         }
+    }
+
+    /// The history transactions `descriptor` selects, read on `db` (a connection of the store at
+    /// `path`, whose identifier is `store`): the store's own reads, and tools' read-only ones.
+    package static func fetchHistory(_ descriptor: HistoryDescriptor, in db: Database, store: UUID, path: String) throws -> [HistoryTransaction] {
+        let after = descriptor.after?.transactionNumber ?? 0
+        let deleted = try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM loom_metadata WHERE key = ?", arguments: [Self.historyDeletedKey]) ?? 0
+        if descriptor.after != nil, after < deleted {
+            let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
+            throw HistoryErrors.expired(descriptor.after!, oldest: oldest.map { HistoryToken(storeIdentifier: store, transactionNumber: $0) })
+        }
+        var sql = "SELECT \(Self.historyColumns) FROM loom_history WHERE number > ? AND changes IS NOT NULL"
+        var arguments: [any DatabaseValueConvertible] = [after]
+        if let authors = descriptor.authors {
+            sql += " AND author IN (\(authors.map { _ in "?" }.joined(separator: ", ")))"
+            arguments += authors
+        }
+        if let entities = descriptor.entityNames {
+            sql += " AND (" + (entities.isEmpty ? "0" : entities.map { _ in "instr(entities, ?) > 0" }.joined(separator: " OR ")) + ")"
+            arguments += entities.map { ",\($0)," }
+        }
+        sql += " ORDER BY number"
+        if let limit = descriptor.fetchLimit {
+            sql += " LIMIT ?"
+            arguments.append(limit)
+        }
+        return try Self.historyTransactions(db, sql: sql, arguments: StatementArguments(arguments)!, entityNames: descriptor.entityNames, store: store, path: path)
     }
 
     /// The columns ``historyTransactions(_:sql:arguments:entityNames:store:path:)`` reads, in its order.

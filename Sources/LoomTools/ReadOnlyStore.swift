@@ -115,4 +115,18 @@ public final class ReadOnlyStore {
             }
         }
     }
+
+    /// The history transactions `descriptor` selects, oldest first (``HistoryTransaction``).
+    ///
+    /// - Throws: `LoomError` when the store cannot be read, or a token of the descriptor was
+    ///   purged (``LoomError/Code/historyTokenExpired``) or is another store's.
+    public func fetchHistory(_ descriptor: HistoryDescriptor) throws -> [HistoryTransaction] {
+        switch source {
+        case .store(let store):
+            return try store.fetchHistory(descriptor)
+        case .sqlite(let queue, _):
+            try HistoryErrors.check(descriptor, store: storeIdentifier)
+            return try queue.read { db in try SQLiteStore.fetchHistory(descriptor, in: db, store: storeIdentifier, path: queue.path) }
+        }
+    }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore   // reads the history through the store, without a model
-@_spi(LoomStore) import LoomSQLite
+import LoomTools
 
 /// `loom history PATH`: prints a store's history transactions, oldest first, as text or JSON,
 /// without the model the store was made with.
@@ -27,7 +27,7 @@ struct HistoryCommand: ParsableCommand {
             "tombstone"}]}; a key without a value is absent.
             """)
 
-    @Argument(help: "The store file.")
+    @Argument(help: "The store file, or a PostgreSQL URL (postgres://user@host:port/db?schema=name).")
     var path: String
 
     @Option(help: "Only transactions after this transaction number.")
@@ -46,12 +46,10 @@ struct HistoryCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let url = URL(filePath: path)
-        let state = try SQLiteStore.savedState(at: url)
-        let store = try SQLiteStore(url: url, schema: try Schema(record: state.record))
-        defer { try? store.close() }
+        // Read-only: one read-only connection, the file left as it is.
+        let store = try ReadOnlyStore(location: path)
         var descriptor = HistoryDescriptor(fetchLimit: limit)
-        descriptor.after = after.map { HistoryToken(storeIdentifier: store.identifier, transactionNumber: $0) }
+        descriptor.after = after.map { HistoryToken(storeIdentifier: store.storeIdentifier, transactionNumber: $0) }
         if !author.isEmpty { descriptor.authors = author }
         if !entity.isEmpty { descriptor.entityNames = entity }
         let transactions = try store.fetchHistory(descriptor)

@@ -37,11 +37,12 @@ import Testing
         #expect(text.standardOutput.contains("Book: 2 objects"))
     }
 
-    @Test func inspectChangesNothingInTheFile() async throws {
+    @Test(arguments: ["inspect", "history"])
+    func readingChangesNothingInTheFile(_ verb: String) async throws {
         let url = try await makeStore()
         let before = try Data(contentsOf: url)
         let modified = try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date
-        let output = try LoomExecutable.run(["inspect", url.path])
+        let output = try LoomExecutable.run([verb, url.path])
         #expect(output.status == 0)
         #expect(try Data(contentsOf: url) == before)
         #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date == modified)
