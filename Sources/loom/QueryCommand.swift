@@ -70,7 +70,16 @@ struct QueryCommand: ParsableCommand {
             let output = StandardOutput()
             var printer = QueryPrinter(format: format, entity: parsed.entity, schema: store.schema,
                                        storeIdentifier: store.storeIdentifier, write: output.write)
-            try store.forEachRow(of: parsed) { key, values in printer.add(key: key, values: values) }
+            // A progress line on standard error every 10,000 objects, when it is a terminal and
+            // the objects go elsewhere (a file, a pipe).
+            let progress = isatty(STDOUT_FILENO) == 0 ? ProgressLine(verb: "read") : nil
+            var count = 0
+            try store.forEachRow(of: parsed) { key, values in
+                printer.add(key: key, values: values)
+                count += 1
+                if count % 10_000 == 0 { progress?.report(count) }
+            }
+            if count >= 10_000 { progress?.finish(count) }
             printer.finish()
             output.flush()
         } catch let error as TextQueryError {
