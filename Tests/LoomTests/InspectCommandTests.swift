@@ -1,5 +1,6 @@
 import Foundation
 import Loom
+import LoomPostgreSQL
 import Testing
 
 /// `loom inspect` and `loom history`, run as the built executable on real stores.
@@ -73,5 +74,36 @@ import Testing
         #expect(output.status != 0)
         #expect(output.standardError.contains("missing.loom"))
         #expect(!FileManager.default.fileExists(atPath: url.path))
+    }
+}
+
+/// The reading verbs on a PostgreSQL store, given as a URL (when a test server is there).
+@Suite(.enabled(if: PostgresServer.isEnabled)) struct PostgreSQLCommandTests {
+    @Test func inspectQueryAndHistoryReadAPostgreSQLStore() async throws {
+        let configuration = try PostgresServer.configuration()
+        let container = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema([Book.self])))
+        try await container.performBackgroundTask { context in
+            context.transactionAuthor = "cataloguer"
+            context.insert(Book(isbn: "1", title: "Dune", pages: 412))
+            context.insert(Book(isbn: "2", title: "Emma", pages: 300))
+            try context.save()
+        }
+        try await container.close()
+        let base = try #require(PostgresServer.url)
+        let url = base + (base.contains("?") ? "&" : "?") + "schema=" + configuration.schemaName
+
+        let inspect = try LoomExecutable.run(["inspect", url])
+        #expect(inspect.status == 0, "\(inspect.standardError)")
+        #expect(inspect.standardOutput.contains("Book: 2 objects"))
+
+        let query = try LoomExecutable.run(["query", url, #"Book where pages > 400 or title beginswith "E" sort title"#, "--csv"])
+        #expect(query.status == 0, "\(query.standardError)")
+        let lines = query.standardOutput.split(whereSeparator: \.isNewline)   // CSV ends lines with CRLF
+        #expect(lines.count == 3)
+        #expect(lines.dropFirst().first?.contains("Dune") == true && lines.last?.contains("Emma") == true)
+
+        let history = try LoomExecutable.run(["history", url, "--author", "cataloguer"])
+        #expect(history.status == 0, "\(history.standardError)")
+        #expect(history.standardOutput.contains("+ Book/"))
     }
 }
