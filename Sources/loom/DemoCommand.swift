@@ -41,13 +41,14 @@ struct DemoCommand: AsyncParsableCommand {
         let view = container.viewContext
         let existing = try view.count(for: FetchRequest<InstalledPackage>())
         if existing > 0 {
-            print("The store already holds \(existing) packages; replacing them.")
-            try await container.performBackgroundTask { context in
-                // Deleting a package cascades to its dependencies (and nullifies the others' targets).
-                for package in try context.fetch(FetchRequest<InstalledPackage>()) { context.delete(package) }
-                for maintainer in try context.fetch(FetchRequest<Maintainer>()) { context.delete(maintainer) }
-                try context.save()
-            }
+            // A store an earlier run made: updated in place, then queried as on a first run.
+            print("The store already holds \(existing) packages; updating it.")
+            try await Self.updateImport(packages, into: container)
+            try printQueries(view)
+            try await Self.showBatchRequests(of: packages, in: container)
+            try await container.close()
+            print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL)")
+            return
         }
 
         // Import on several background contexts at once. The view context merges each of their
@@ -303,7 +304,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// Sets every dependency's target to the installed package its first alternative names
     /// (of the same architecture when there are several). Returns how many it linked.
-    private static func linkTargets(in context: ManagedObjectContext) throws -> Int {
+    static func linkTargets(in context: ManagedObjectContext) throws -> Int {
         var byName: [String: [InstalledPackage]] = [:]
         for package in try context.fetch(FetchRequest<InstalledPackage>()) { byName[package.name, default: []].append(package) }
         var request = FetchRequest<PackageDependency>(predicate: #Predicate { $0.target == nil })
