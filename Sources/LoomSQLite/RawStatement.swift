@@ -29,7 +29,7 @@ package struct RawStatement {
 
     /// Runs `body` with the cached statement for `sql`, reset and with no bindings, and resets
     /// it afterwards (so no read stays open after the access).
-    static func with<T>(_ db: Database, _ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
+    package static func with<T>(_ db: Database, _ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
         try with(try db.cachedStatement(sql: sql).sqliteStatement, sql, body)
     }
 
@@ -75,7 +75,7 @@ package struct RawStatement {
     }
 
     /// Binds `values` to consecutive parameters, the first at `index`.
-    func bind<C: Collection<StoredValue>>(_ values: C, from index: Int32 = 1) throws {
+    package func bind<C: Collection<StoredValue>>(_ values: C, from index: Int32 = 1) throws {
         var i = index
         for value in values {
             try bind(value, at: i)
@@ -119,7 +119,7 @@ package struct RawStatement {
     }
 
     /// The current row as a ``StoreRow`` read from column `offset` on.
-    func row(width: Int, offset: Int32 = 0) -> StoreRow {
+    package func row(width: Int, offset: Int32 = 0) -> StoreRow {
         let values = [StoredValue](unsafeUninitializedCapacity: width) { buffer, count in
             for i in 0..<width { (buffer.baseAddress! + i).initialize(to: column(offset + 2 + Int32(i))) }
             count = width

@@ -91,11 +91,14 @@ public final class ReadOnlyStore {
             let (text, arguments) = sql.select(query.storeQuery)
             let width = query.entity.storedValueCount
             try queue.read { db in
-                let rows = try Row.fetchCursor(db, sql: text, arguments: StatementArguments(arguments.map(\.databaseValue)))
-                while let row = try rows.next() {
-                    // Columns: key, version, then one per slot.
-                    let values = (0..<width).map { StoredValue((row[$0 + 2] as DatabaseValue).storage) }
-                    try body(row[0], values)
+                // Loom's own statement reading: text is read with its length, so a string holding
+                // a NUL character comes out whole (GRDB's rows read C strings).
+                try RawStatement.with(db, text) { statement in
+                    try statement.bind(arguments)
+                    while try statement.step() {
+                        let row = statement.row(width: width)
+                        try body(row.key, row.values)
+                    }
                 }
             }
         }
@@ -111,7 +114,10 @@ public final class ReadOnlyStore {
         case .sqlite(let queue, let sql):
             let (text, arguments) = sql.count(StoreQuery(entity: entity))
             return try queue.read { db in
-                try Int.fetchOne(db, sql: text, arguments: StatementArguments(arguments.map(\.databaseValue))) ?? 0
+                try RawStatement.with(db, text) { statement in
+                    try statement.bind(arguments)
+                    return try statement.step() ? Int(statement.int64(0)) : 0
+                }
             }
         }
     }

@@ -84,6 +84,18 @@ struct QueryCommandTests {
         #expect(object["optionalString"] is NSNull)
     }
 
+    @Test func printsTextHoldingANULCharacterWhole() throws {
+        let sampleURL = TemporaryDirectory.make().appending(path: "nul.loom")
+        let samples = PersistentContainer(store: try SQLiteStore(url: sampleURL, schema: try Schema(Sample.self)))
+        let sample = Sample()
+        sample.string = "before\u{0}after"
+        samples.viewContext.insert(sample)
+        try samples.viewContext.save()
+        let output = try LoomExecutable.run(["query", sampleURL.path, "Sample", "--json"])
+        #expect(output.status == 0, "\(output.standardError)")
+        #expect(try objects(output.standardOutput).first?["string"] as? String == "before\u{0}after")
+    }
+
     @Test func printsOneJSONObjectPerLineWithNDJSON() throws {
         let output = try query("Novel sort pages", "--ndjson")
         #expect(output.status == 0, "\(output.standardError)")
