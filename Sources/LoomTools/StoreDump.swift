@@ -64,11 +64,8 @@ extension LoomTools {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw LoomToolError(.storeFailure, "There is no store at \(url.path).")
         }
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.busyMode = .timeout(10)
         do {
-            return try DatabaseQueue(path: url.path, configuration: configuration)
+            return try SQLiteStore.readOnlyQueue(path: url.path)
         } catch {
             throw LoomToolError(.storeFailure, "The store at \(url.path) could not be opened: \(error)")
         }

@@ -74,12 +74,9 @@ public struct StoreVerifier: Sendable {
         }
         let queue: DatabaseQueue
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.foreignKeysEnabled = false
-            // Another process committing or checkpointing: wait for it rather than fail.
-            configuration.busyMode = .timeout(10)
-            queue = try DatabaseQueue(path: path, configuration: configuration)
+            // The store's own read-only opening: it waits for another process committing or
+            // checkpointing rather than failing.
+            queue = try SQLiteStore.readOnlyQueue(path: path)
         } catch {
             throw LoomError(.storeFailure, "The store at \(path) could not be opened read-only.", path: path, underlying: error)
         }
