@@ -26,7 +26,8 @@ struct DumpHeader: Codable {
     static let ownMetadataKeys: Set<String> = ["schema", "storeIdentifier", "versionHash", "formatVersion"]
 }
 
-/// Bytes for standard output or a file, written through a 256 KiB buffer.
+/// Bytes for standard output or a file, written through a 256 KiB buffer (a dump, a query's
+/// result).
 struct BufferedOutput {
     private let descriptor: Int32
     private var buffer: [UInt8] = []
@@ -91,7 +92,7 @@ struct BufferedOutput {
             }
             if result < 0 {
                 if errno == EINTR { continue }
-                throw LoomToolError(.storeFailure, "Writing the dump failed: \(String(cString: strerror(errno))).")
+                throw LoomToolError(.storeFailure, "Writing the output failed: \(String(cString: strerror(errno))).")
             }
             written += result
         }

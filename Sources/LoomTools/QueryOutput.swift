@@ -44,23 +44,24 @@ public struct QueryPrinter {
     private let entity: EntityDescription
     private let relationships: [ResolvedRelationship]
     private let storeIdentifier: UUID
-    private let write: (String) -> Void
+    /// Where the text goes, through a buffer (the dump's: the same buffering and JSON escaping).
+    private var out: BufferedOutput
     private let dates = ISO8601DateFormatter()
     private var tableRows: [[String]] = []
     private var count = 0
 
-    /// A printer for objects of `entity`, handing each piece of text to `write` (which adds no
-    /// line ends).
-    public init(format: QueryOutputFormat, entity: EntityDescription, schema: Schema, storeIdentifier: UUID, write: @escaping (String) -> Void) {
+    /// A printer for objects of `entity`, writing to the file descriptor `output` (standard
+    /// output by default) through a buffer; ``finish()`` writes what is left.
+    public init(format: QueryOutputFormat, entity: EntityDescription, schema: Schema, storeIdentifier: UUID, output: Int32 = 1) {
         self.format = format
         self.entity = entity
         self.relationships = schema.relationships(of: entity).filter { $0.description.kind == .toOne }
         self.storeIdentifier = storeIdentifier
-        self.write = write
+        self.out = BufferedOutput(descriptor: output)
         self.columns = ["uri"] + entity.attributes.map(\.name) + relationships.map(\.description.name)
         dates.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if format == .csv { write(columns.map(Self.csvField).joined(separator: ",") + "\r\n") }
-        if format == .json { write("[") }
+        if format == .csv { out.append(raw: columns.map(Self.csvField).joined(separator: ",") + "\r\n") }
+        if format == .json { out.append("[") }
     }
 
     /// One value of an object, typed for JSON.
@@ -72,7 +73,9 @@ public struct QueryPrinter {
     }
 
     /// Writes one object: its key and its stored values (one per slot).
-    public mutating func add(key: Int64, values: [StoredValue]) {
+    ///
+    /// - Throws: ``LoomToolError`` when the output cannot be written.
+    public mutating func add(key: Int64, values: [StoredValue]) throws(LoomToolError) {
         let cells = [Cell.text(uri(entity, key))] + entity.attributes.indices.map { cell(values[$0], entity.attributes[$0].type) }
             + relationships.map { r -> Cell in
                 guard let slot = entity.storedValueIndex(ofRelationship: r.index), case .integer(let target) = values[slot] else { return .null }
@@ -82,17 +85,22 @@ public struct QueryPrinter {
         case .table:
             tableRows.append(cells.map { Self.plain($0, null: "nil").replacingOccurrences(of: "\n", with: "\\n") })
         case .csv:
-            write(cells.map { Self.csvField(Self.plain($0, null: "")) }.joined(separator: ",") + "\r\n")
+            out.append(raw: cells.map { Self.csvField(Self.plain($0, null: "")) }.joined(separator: ",") + "\r\n")
         case .json:
-            write((count == 0 ? "\n  " : ",\n  ") + jsonObject(cells))
+            out.append(count == 0 ? "\n  " : ",\n  ")
+            writeJSONObject(cells)
         case .ndjson:
-            write(jsonObject(cells) + "\n")
+            writeJSONObject(cells)
+            out.append(UInt8(ascii: "\n"))
         }
         count += 1
+        try out.flushIfFull()
     }
 
-    /// Ends the output: the table is written now, the JSON array closed.
-    public mutating func finish() {
+    /// Ends the output: the table is written now, the JSON array closed, the buffer written out.
+    ///
+    /// - Throws: ``LoomToolError`` when the output cannot be written.
+    public mutating func finish() throws(LoomToolError) {
         switch format {
         case .table:
             let all = [columns] + tableRows
@@ -102,15 +110,19 @@ public struct QueryPrinter {
                 while text.last == " " { text.removeLast() }
                 return text + "\n"
             }
-            write(line(columns))
-            write(line(widths.map { String(repeating: "-", count: $0) }))
-            for row in tableRows { write(line(row)) }
-            write("(\(count) \(count == 1 ? "object" : "objects"))\n")
+            out.append(raw: line(columns))
+            out.append(raw: line(widths.map { String(repeating: "-", count: $0) }))
+            for row in tableRows {
+                out.append(raw: line(row))
+                try out.flushIfFull()
+            }
+            out.append(raw: "(\(count) \(count == 1 ? "object" : "objects"))\n")
         case .json:
-            write(count == 0 ? "]\n" : "\n]\n")
+            out.append(count == 0 ? "]\n" : "\n]\n")
         case .csv, .ndjson:
             break
         }
+        try out.flush()
     }
 
     func uri(_ entity: EntityDescription, _ key: Int64) -> String {
@@ -150,32 +162,20 @@ public struct QueryPrinter {
         }
     }
 
-    func jsonObject(_ cells: [Cell]) -> String {
-        "{" + zip(columns, cells).map { name, cell in
-            let value = switch cell {
-            case .null: "null"
-            case .raw(let s): s
-            case .text(let s): Self.jsonString(s)
-            }
-            return Self.jsonString(name) + ":" + value
-        }.joined(separator: ",") + "}"
-    }
-
-    /// A JSON string literal (RFC 8259 escapes).
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
+    /// Writes one object as JSON: `{"<column>": value, …}`.
+    private mutating func writeJSONObject(_ cells: [Cell]) {
+        out.append("{")
+        for (i, (name, cell)) in zip(columns, cells).enumerated() {
+            if i > 0 { out.append(",") }
+            out.appendJSONString(name)
+            out.append(":")
+            switch cell {
+            case .null: out.append("null")
+            case .raw(let s): out.append(raw: s)
+            case .text(let s): out.appendJSONString(s)
             }
         }
-        return out + "\""
+        out.append("}")
     }
 
     /// A CSV field, quoted when it holds a comma, a quote or a line end (RFC 4180).

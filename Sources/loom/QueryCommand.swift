@@ -67,21 +67,19 @@ struct QueryCommand: ParsableCommand {
         do {
             let store = try ReadOnlyStore(location: store)
             let parsed = try TextQuery(parsing: query, schema: store.schema)
-            let output = StandardOutput()
             var printer = QueryPrinter(format: format, entity: parsed.entity, schema: store.schema,
-                                       storeIdentifier: store.storeIdentifier, write: output.write)
+                                       storeIdentifier: store.storeIdentifier, output: STDOUT_FILENO)
             // A progress line on standard error every 10,000 objects, when it is a terminal and
             // the objects go elsewhere (a file, a pipe).
             let progress = isatty(STDOUT_FILENO) == 0 ? ProgressLine(verb: "read") : nil
             var count = 0
             try store.forEachRow(of: parsed) { key, values in
-                printer.add(key: key, values: values)
+                try printer.add(key: key, values: values)
                 count += 1
                 if count % 10_000 == 0 { progress?.report(count) }
             }
             if count >= 10_000 { progress?.finish(count) }
-            printer.finish()
-            output.flush()
+            try printer.finish()
         } catch let error as TextQueryError {
             FileHandle.standardError.write(Data((error.description + "\n").utf8))
             throw ExitCode.failure
@@ -89,22 +87,5 @@ struct QueryCommand: ParsableCommand {
             FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
             throw ExitCode.failure
         }
-    }
-}
-
-/// Standard output with a buffer, so that a large result is written in a few system calls.
-///
-/// Not `Sendable`: one command writes through it.
-final class StandardOutput {
-    private var buffer = Data()
-
-    func write(_ text: String) {
-        buffer.append(contentsOf: text.utf8)
-        if buffer.count >= 1 << 16 { flush() }
-    }
-
-    func flush() {
-        FileHandle.standardOutput.write(buffer)
-        buffer.removeAll(keepingCapacity: true)
     }
 }
