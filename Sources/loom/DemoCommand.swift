@@ -160,6 +160,7 @@ struct DemoCommand: AsyncParsableCommand {
         try await observer.close()
         let byAuthor = seen.authors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         print("A second coordinator on the store saw \(seen.transactions) transactions of the others (\(byAuthor)) inserting \(seen.packages) packages, merged as they committed (the first \(seen.first.map { $0.formatted(.units(allowed: [.milliseconds])) } ?? "-") after it started listening)")
+        try Self.showTools(at: storeURL)
         try await Self.showMigration(of: Array(packages.prefix(500)), beside: storeURL)
         print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL)")
     }
