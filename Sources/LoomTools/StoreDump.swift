@@ -35,6 +35,9 @@ extension LoomTools {
     /// other processes keep using it); the rows are read with cursors in key order and written
     /// through a buffer, so memory stays the same whatever the store's size.
     ///
+    /// Not isolated: call it from any thread; it blocks that thread until it is done, and calls
+    /// `progress` on it.
+    ///
     /// - Parameters:
     ///   - progress: Called with the number of objects written so far, every 65,536 objects and
     ///     at the end.

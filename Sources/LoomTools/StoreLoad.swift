@@ -35,6 +35,9 @@ extension LoomTools {
     /// Memory grows by 12 bytes per object (the key and input line of each, to name the line of
     /// a dangling reference found at the end) and is otherwise the same whatever the dump's size.
     ///
+    /// Not isolated: call it from any thread; it blocks that thread until it is done, and calls
+    /// `progress` on it.
+    ///
     /// - Parameters:
     ///   - progress: Called with the number of objects loaded so far, every 65,536 objects.
     /// - Throws: ``LoomToolError`` with code ``LoomToolError/Code/destinationExists`` when
