@@ -356,9 +356,13 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Whether any context other than the one owning `inbox` may receive saves.
+    /// Whether any context other than the one owning `inbox` merges saves automatically: only
+    /// then is a save's event (its IDs and rows) worth collecting. Every context has an inbox,
+    /// the container's own writer context included, but a disabled inbox drops what it is given
+    /// (``MergeInbox/deliver(_:)``); a context that turns merging on later merges the saves
+    /// made from then on, as in Core Data.
     func hasInboxes(besides inbox: MergeInbox) -> Bool {
-        inboxes.withLock { $0.count > ($0[ObjectIdentifier(inbox)] == nil ? 0 : 1) }
+        inboxes.withLock { inboxes in inboxes.values.contains { $0 !== inbox && $0.isEnabled } }
     }
 
     func unregister(_ inbox: MergeInbox) {

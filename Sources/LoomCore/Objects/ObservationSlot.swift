@@ -46,19 +46,23 @@ public struct ObservationSlot {
 
     /// Runs `mutation`, which changes `object`'s property at `keyPath`, telling its observers
     /// before and after. Generated setters call this.
+    ///
+    /// `keyPath` is evaluated only when something may observe the object: making a key path
+    /// from its literal is a runtime call, which setting a property of an object never read
+    /// (every object an import or a save makes) does not need.
     @inlinable
     public func withMutation<Model: Observable, Value, Result>(
-        of object: Model, keyPath: KeyPath<Model, Value>, _ mutation: () throws -> Result
+        of object: Model, keyPath: @autoclosure () -> KeyPath<Model, Value>, _ mutation: () throws -> Result
     ) rethrows -> Result {
         guard let box else { return try mutation() }
-        return try box.registrar.withMutation(of: object, keyPath: keyPath, mutation)
+        return try box.registrar.withMutation(of: object, keyPath: keyPath(), mutation)
     }
 
     /// Tells the observers of `object`'s property at `keyPath` that it changed: a change that did
     /// not go through its setter (a merge, a refresh, a rollback, an inverse relationship).
     @inlinable
-    public func didChange<Model: Observable, Value>(_ object: Model, keyPath: KeyPath<Model, Value>) {
-        box?.registrar.withMutation(of: object, keyPath: keyPath) {}
+    public func didChange<Model: Observable, Value>(_ object: Model, keyPath: @autoclosure () -> KeyPath<Model, Value>) {
+        box?.registrar.withMutation(of: object, keyPath: keyPath()) {}
     }
 }
 
