@@ -40,9 +40,14 @@ package enum SQLHistory {
 
     /// The entities a change set's history row lists, `,A,B,` (each name once, in order).
     package static func entityList(_ groups: [HistoryChangeGroup]) -> String {
-        var entities: [String] = []
-        for group in groups where !entities.contains(group.entityName) { entities.append(group.entityName) }
-        return "," + entities.joined(separator: ",") + ","
+        var list = ","
+        var listed: [String] = []
+        for group in groups where !listed.contains(group.entityName) {
+            listed.append(group.entityName)
+            list += group.entityName
+            list += ","
+        }
+        return listed.isEmpty ? ",," : list
     }
 }
 
