@@ -39,6 +39,23 @@ final class KeyAllocator: Sendable {
             }
         }
 
+        /// The next key of the block, and the size of the block to reserve ahead if it is time
+        /// to (half of this one used, none reserved or under way); `nil` when both blocks are
+        /// used up.
+        mutating func takeKey() -> (key: Int64, ahead: Int?)? {
+            advanceIfNeeded()
+            guard next < end else { return nil }
+            let key = next
+            next += 1
+            var ahead: Int?
+            if spare == nil, !isReserving, end - next <= Int64(size / 2) {
+                isReserving = true
+                size = min(size * 2, 8192)
+                ahead = size
+            }
+            return (key, ahead)
+        }
+
         /// Takes in a range reserved from the store: as the current block if this one is used
         /// up, else as the spare. A range not needed (a reservation ahead and a synchronous one
         /// that crossed) is left unused: keys are never reused, gaps are harmless.
@@ -71,18 +88,8 @@ final class KeyAllocator: Sendable {
     func allocateKey(for entity: EntityDescription) throws(LoomError) -> Int64 {
         let id = ObjectIdentifier(entity)
         let (key, ahead) = keys.withLock { keys -> (Int64?, Int?) in
-            guard var block = keys.blocks[id] else { return (nil, nil) }
-            block.advanceIfNeeded()
-            guard block.next < block.end else { return (nil, nil) }
-            let key = block.next
-            block.next += 1
-            var ahead: Int?
-            if block.spare == nil, !block.isReserving, block.end - block.next <= Int64(block.size / 2) {
-                block.isReserving = true
-                block.size = min(block.size * 2, 8192)
-                ahead = block.size
-            }
-            keys.blocks[id] = block
+            // Taken in place: one lookup of the entity's block, not a copy written back.
+            guard let (key, ahead) = keys.blocks[id]?.takeKey() else { return (nil, nil) }
             keys.unsaved.insert(RowCacheKey(entity: id, key: key))
             return (key, ahead)
         }

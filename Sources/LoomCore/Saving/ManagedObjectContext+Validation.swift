@@ -11,7 +11,7 @@ extension ManagedObjectContext {
         loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
         try reportStoreFailures()   // a deny rule's relationships that could not be loaded
         for object in doomed { try validateDeletion(object._loomBacking) }
-        try validateUniqueness(among: Array(pending.inserted.values) + pending.updated.filter { pending.deleted[$0.key] == nil }.map(\.value))
+        try validateUniqueness()
     }
 
     private func validateValues(_ backing: ObjectBacking) throws(LoomError) {
@@ -53,9 +53,17 @@ extension ManagedObjectContext {
 
     /// Finds two objects being saved that share values for a uniqueness constraint, before any
     /// SQL is sent. NULLs never conflict, as in SQL.
-    private func validateUniqueness(among objects: [any BackedObject]) throws(LoomError) {
+    /// Checks the uniqueness constraints among the inserted and updated objects (the store checks
+    /// them against saved rows). Only objects of entities with constraints are gathered: most
+    /// saves have none to check, and a save of one object cannot break one by itself.
+    private func validateUniqueness() throws(LoomError) {
         var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
-        for object in objects { byEntity[ObjectIdentifier(object._loomBacking.entity), default: []].append(object._loomBacking) }
+        func gather(_ backing: ObjectBacking) {
+            guard !backing.entity.uniquenessConstraints.isEmpty else { return }
+            byEntity[ObjectIdentifier(backing.entity), default: []].append(backing)
+        }
+        for object in pending.inserted.values { gather(object._loomBacking) }
+        for (key, object) in pending.updated where pending.deleted[key] == nil { gather(object._loomBacking) }
         for backings in byEntity.values where backings.count > 1 {
             let entity = backings[0].entity
             for constraint in entity.uniquenessConstraints {
