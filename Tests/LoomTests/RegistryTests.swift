@@ -367,6 +367,39 @@ struct RegistryTests {
             for try await leftOver in group { #expect(leftOver == 0) }
         }
     }
+
+    @Test("Row keys and model objects hash consistently with equality, and spread over a table's buckets")
+    func identityHashesAreConsistentAndSpread() {
+        for seed in [0, 1, -7, Int.max] {
+            for key: Int64 in [0, 1, -1, 42, .max, .min] {
+                #expect(RowKey(key)._rawHashValue(seed: seed) == RowKey(key)._rawHashValue(seed: seed))
+            }
+        }
+        // Consecutive and strided keys (as primary keys come) fill the low bits a table uses.
+        for stride: Int64 in [1, 8, 1_024] {
+            let buckets = Set((0..<1_024).map { RowKey(Int64($0) * stride)._rawHashValue(seed: 0) & 1_023 })
+            #expect(buckets.count > 550, "stride \(stride) filled \(buckets.count) of 1,024 buckets")
+        }
+        var table: [RowKey: Int] = [:]
+        for key in 0..<10_000 { table[RowKey(Int64(key) * 3)] = key }
+        #expect(table.count == 10_000 && (0..<10_000).allSatisfy { table[RowKey(Int64($0) * 3)] == $0 })
+        let books = (0..<100).map { Book(isbn: "isbn-\($0)", title: "Book", pages: $0) }
+        let set = Set(books + books)
+        #expect(set.count == 100 && books.allSatisfy { set.contains($0) })
+    }
+
+    @Test("A member list keeps each key once, in the order given, sorted or not")
+    func memberListsKeepEachKeyOnce() {
+        #expect(MemberList([1, 2, 3]).keys == [1, 2, 3])
+        #expect(MemberList([3, 1, 3, 2, 1]).keys == [3, 1, 2])
+        #expect(MemberList([1, 1, 2]).keys == [1, 2])
+        let long = MemberList(Array(0..<40))
+        #expect(long.count == 40 && long.contains(39) && !long.contains(40))
+        var grown = MemberList([5])
+        grown.append(5)
+        grown.append(4)
+        #expect(grown.keys == [5, 4])
+    }
 }
 
 /// A store that answers every skipping fetch with rows without values (a broken store).

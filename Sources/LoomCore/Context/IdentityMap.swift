@@ -10,7 +10,8 @@
 /// every object are also held strongly, in `held`.
 ///
 /// Entries are kept per entity, by the row's 8-byte key: one small table per entity found by
-/// pointer comparison, then a dictionary keyed by an `Int64` (cheaper to hash and 8 bytes a
+/// pointer comparison, then a dictionary keyed by the `Int64` key (a ``RowKey``, hashed by
+/// ``IdentityHash`` rather than SipHash: cheaper to hash, and 8 bytes a
 /// bucket smaller than a key that also names the entity).
 ///
 /// Releasing an object can run its slot's `deinit`, which removes its entry from this map: so
@@ -34,7 +35,7 @@ struct IdentityMap {
     /// The entities that have a table, in the order their first object was registered.
     private var entities: [ObjectIdentifier] = []
     /// Each entity's entries by key, in the order of `entities`.
-    private var tables: [[Int64: Entry]] = []
+    private var tables: [[RowKey: Entry]] = []
     /// Objects held strongly: hand-written conformances always, every object when `retainsAll`.
     private var held: [RowCacheKey: any BackedObject] = [:]
     /// The number of entries.
@@ -61,7 +62,7 @@ struct IdentityMap {
     /// The entry for a row, if an object for it is registered.
     subscript(key: RowCacheKey) -> Entry? {
         guard let index = table(of: key.entity) else { return nil }
-        return tables[index][key.key]
+        return tables[index][RowKey(key.key)]
     }
 
     /// The registered object for a row.
@@ -90,7 +91,7 @@ struct IdentityMap {
     @discardableResult
     mutating func insert(_ object: any BackedObject, _ backing: ObjectBacking, at key: RowCacheKey) -> (any BackedObject)? {
         let index = makeTable(of: key.entity)
-        if tables[index].updateValue(Entry(object, backing), forKey: key.key) == nil { count += 1 }
+        if tables[index].updateValue(Entry(object, backing), forKey: RowKey(key.key)) == nil { count += 1 }
         if retainsAll || !backing.hasOwnerSlot { return held.updateValue(object, forKey: key) }
         return held.isEmpty ? nil : held.removeValue(forKey: key)
     }
@@ -100,15 +101,18 @@ struct IdentityMap {
     /// - Returns: the object the map held strongly for it, to be released by the caller.
     @discardableResult
     mutating func remove(_ key: RowCacheKey) -> (any BackedObject)? {
-        if let index = table(of: key.entity), tables[index].removeValue(forKey: key.key) != nil { count -= 1 }
+        if let index = table(of: key.entity), tables[index].removeValue(forKey: RowKey(key.key)) != nil { count -= 1 }
         return held.isEmpty ? nil : held.removeValue(forKey: key)
     }
 
     /// Takes out the entry of a destroyed object, unless its row's entry now belongs to another
     /// object. A destroyed object was not held, so nothing is released.
     mutating func removeEntry(of backing: ObjectBacking, at key: RowCacheKey) {
-        guard let index = table(of: key.entity), tables[index][key.key]?.backing === backing else { return }
-        tables[index].removeValue(forKey: key.key)
+        // One hash: the entry is found once, then removed at its position.
+        guard let index = table(of: key.entity), let position = tables[index].index(forKey: RowKey(key.key)),
+              tables[index].values[position].backing === backing
+        else { return }
+        tables[index].remove(at: position)
         count -= 1
     }
 
@@ -131,7 +135,7 @@ struct IdentityMap {
         retainsAll = on
         if on {
             for (entity, table) in zip(entities, tables) {
-                for (key, entry) in table { held[RowCacheKey(entity: entity, key: key)] = entry.object }
+                for (key, entry) in table { held[RowCacheKey(entity: entity, key: key.value)] = entry.object }
             }
             return []
         }
@@ -157,7 +161,8 @@ struct IdentityMap {
         var total = 0
         for (entity, table) in zip(entities, tables) {
             total += table.count
-            for (key, entry) in table {
+            for (rowKey, entry) in table {
+                let key = rowKey.value
                 let backing = entry.backing
                 if ObjectIdentifier(backing.entity) != entity || backing.key != key {
                     problems.append("an entry filed under key \(key) belongs to \(backing.entity.name) \(backing.key)")

@@ -172,8 +172,18 @@ extension ManagedObjectContext {
                 let holdsRows = membersHoldRows
                 if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
                 let pairs = try currentRelated(r, keys: owners.map(\.key))
+                // Grouped run by run (the store returns them by owner): one lookup and one
+                // allocation per owner, rather than per row.
                 var byOwner: [Int64: [StoreRow]] = [:]
-                for pair in pairs { byOwner[pair.owner, default: []].append(pair.row) }
+                byOwner.reserveCapacity(owners.count)
+                var start = pairs.startIndex
+                while start < pairs.endIndex {
+                    let owner = pairs[start].owner
+                    var end = start + 1
+                    while end < pairs.endIndex && pairs[end].owner == owner { end += 1 }
+                    byOwner[owner, default: []].append(contentsOf: pairs[start..<end].lazy.map(\.row))
+                    start = end
+                }
                 for owner in owners {
                     let rows = byOwner[owner.key] ?? []
                     var list = memberList(of: owner, r, rows.map(\.key))

@@ -147,9 +147,12 @@ extension ManagedObjectContext {
     func currentRelated(_ r: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [(owner: Int64, row: StoreRow)] {
         let sourceID = ObjectIdentifier(r.source)
         // Objects inserted here have nothing related in the store or the parent.
-        let saved = keys.filter { pending.inserted[RowCacheKey(entity: sourceID, key: $0)] == nil && pending.insertedDeleted[RowCacheKey(entity: sourceID, key: $0)] == nil }
+        let saved = pending.inserted.isEmpty && pending.insertedDeleted.isEmpty ? keys : keys.filter {
+            pending.inserted[RowCacheKey(entity: sourceID, key: $0)] == nil && pending.insertedDeleted[RowCacheKey(entity: sourceID, key: $0)] == nil
+        }
         var pairs = saved.isEmpty ? [] : try baseRelated(r, keys: saved)
-        let wanted = Set(keys)
+        // Needed only where this context changed something: not built for every fault.
+        var wanted: Set<Int64> { Set(keys) }
         let destinationID = ObjectIdentifier(r.destination)
         switch r.storage {
         case .foreignKey:
@@ -162,6 +165,7 @@ extension ManagedObjectContext {
             for (k, o) in pending.deleted where k.entity == destinationID { changed[k.key] = o._loomBacking }
             for (k, o) in pending.insertedDeleted where k.entity == destinationID { changed[k.key] = o._loomBacking }
             if !changed.isEmpty {
+                let wanted = wanted
                 pairs.removeAll { changed[$0.row.key] != nil }
                 // A deleted object leaves relationships when the delete rules run, at the end of
                 // the event, as in Core Data.
@@ -175,6 +179,7 @@ extension ManagedObjectContext {
             let ownIsSource = ownColumn == JoinTable.sourceColumn
             var removed: Set<[Int64]> = []
             var added: [(Int64, Int64)] = []
+            let wanted = pending.links.isEmpty ? [] : wanted
             for (link, isAdded) in pending.links where link.table == table {
                 let (owner, destination) = ownIsSource ? (link.source, link.target) : (link.target, link.source)
                 guard wanted.contains(owner) else { continue }

@@ -70,6 +70,14 @@ extension PersistentModel {
     /// Hashes the instance's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
+    /// What `Set` and `Dictionary` call: the instance's address mixed by ``IdentityHash``
+    /// instead of SipHash (a to-many relationship's `Set` hashes every member). Consistent
+    /// with `==`, which compares identities.
+    @inlinable
+    public func _rawHashValue(seed: Int) -> Int {
+        IdentityHash.mix(UInt64(UInt(bitPattern: ObjectIdentifier(self))), seed: seed)
+    }
+
     /// Which collection property a key path on `Set<Self>` or `[Self]` reads, for predicates
     /// over to-many relationships.
     static func _loomCollectionProperty(_ keyPath: AnyKeyPath) -> CollectionProperty? {
