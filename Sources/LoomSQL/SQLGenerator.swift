@@ -10,7 +10,9 @@ package struct SQLGenerator: Sendable {
     package let dialect: any SQLDialect
     /// The statements of each entity that do not depend on a query, built once: a save or a
     /// lookup reuses the same text (and so the same cached prepared statement) for every row.
-    private var texts: [ObjectIdentifier: EntityTexts]
+    private(set) var texts: [ObjectIdentifier: EntityTexts]
+    /// The texts of queries by shape (see ``QueryTexts``), shared by the generator's copies.
+    let queryTexts = QueryTexts()
 
     /// One entity's fixed statements.
     package struct EntityTexts: Sendable {
@@ -207,14 +209,22 @@ package struct SQLGenerator: Sendable {
 
         /// Appends ` LIMIT … OFFSET …` and its two values when the query has a window.
         mutating func appendWindow(to text: inout String, limit: Int?, offset: Int) {
-            guard limit != nil || offset > 0 else { return }
-            let limit = bind(limit.map { .integer(Int64($0)) } ?? dialect.unlimited)
-            text += " LIMIT \(limit) OFFSET \(bind(.integer(Int64(offset))))"
+            guard let window = Self.window(limit: limit, offset: offset, dialect) else { return }
+            let limit = bind(window[0])
+            text += " LIMIT \(limit) OFFSET \(bind(window[1]))"
+        }
+
+        /// The values of ` LIMIT … OFFSET …`, or `nil` when the query has no window.
+        static func window(limit: Int?, offset: Int, _ dialect: any SQLDialect) -> [StoredValue]? {
+            guard limit != nil || offset > 0 else { return nil }
+            return [limit.map { .integer(Int64($0)) } ?? dialect.unlimited, .integer(Int64(offset))]
         }
     }
 
+    /// A query's statement returning every column of each match: the same text for queries
+    /// that differ only in their constants (see ``QueryTexts``).
     package func select(_ query: StoreQuery) -> (String, [StoredValue]) {
-        select(query, resultColumns: columns(query.entity, alias: "t0"))
+        cachedSelect(query)
     }
 
     /// A query's statement returning `resultColumns` (of the row aliased `t0`) for each match.

@@ -66,6 +66,35 @@ struct SQLDialectTests {
         #expect(SQLGenerator(schema: try Self.graphSchema(), dialect: SQLiteDialect()).createStatements().contains { $0.hasSuffix("WITHOUT ROWID") })
     }
 
+    @Test("Queries that differ only in their constants share a text, each with its own arguments, as if written anew", arguments: [false, true])
+    func queryTextsByShape(numbered: Bool) throws {
+        let dialect: any SQLDialect = numbered ? NumberedDialect() : SQLiteDialect()
+        let sql = SQLGenerator(schema: schema, dialect: dialect)
+        let pages = try index("pages"), title = try index("title")
+        func query(_ low: StoredValue, _ name: StoredValue, _ list: [StoredValue], limit: Int? = nil, offset: Int = 0) -> StoreQuery {
+            let predicate = PredicateNode.and(
+                .compare(.greaterOrEqual, .coalesce(.attribute(pages), .constant(.integer(0))), .constant(low)),
+                .or(.compare(.equal, .attribute(title), .constant(name)), .isIn(.arithmetic(.add, .attribute(pages), .constant(.integer(1))), list)))
+            return StoreQuery(entity: book, predicate: predicate, sortKeys: [SortKey(attributeIndex: title, ascending: false)], fetchOffset: offset, fetchLimit: limit)
+        }
+        let queries = [
+            query(.integer(1), .text("A"), [.integer(1)]),
+            query(.integer(2), .text("B"), [.integer(3)]),
+            query(.integer(2), .null, [.integer(3)]),                         // NULL: another shape
+            query(.real(2.5), .text("C"), [.integer(1), .null], limit: 5),    // a window, a longer list
+            query(.real(3.5), .text("D"), [.integer(7), .text("x")], limit: nil, offset: 4),
+            StoreQuery(entity: book, predicate: nil, sortKeys: [], fetchOffset: 0, fetchLimit: nil),
+        ]
+        for query in queries + queries {
+            let (text, arguments) = sql.select(query)
+            let (written, bound) = SQLGenerator(schema: schema, dialect: dialect).select(query)
+            #expect(text == written)
+            #expect(arguments == bound)
+        }
+        #expect(sql.select(queries[0]).0 == sql.select(queries[1]).0)
+        #expect(sql.select(queries[1]).1 == [.integer(0), .integer(2), .text("B"), .integer(1), .integer(3)])
+    }
+
     @Test("A numbered dialect: every parameter, comparison, key list, window and type goes through it")
     func numbered() throws {
         let sql = SQLGenerator(schema: schema, dialect: NumberedDialect())

@@ -14,7 +14,17 @@ extension ManagedObjectContext {
         let prefetched = try request.prefetchedRelationships(in: entity)
         let objects = try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: request.returnsObjectsAsFaults)
         if !prefetched.isEmpty { try prefetch(prefetched, of: entity, for: objects) }
-        return objects.map { $0 as! Model }
+        return Self.models(objects)
+    }
+
+    /// The objects of a fetch as `Model`s. A loop rather than `map`: this generic code runs
+    /// unspecialized, where `map` goes through `Collection`'s witnesses for every element
+    /// (about 500 instructions per object, 2.5% of W3).
+    static func models<Model: PersistentModel>(_ objects: [any BackedObject]) -> [Model] {
+        var models: [Model] = []
+        models.reserveCapacity(objects.count)
+        for object in objects { models.append(object as! Model) }
+        return models
     }
 
     /// The IDs of the objects matching a request, in order (Core Data's

@@ -114,7 +114,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         if let predicate {
             var translator = PredicateTranslator(schema: schema, entity: entity, propertyName: Model.loomPropertyName(for:))
             translator.bindings[predicate.variable.key] = .object
-            node = try translator.translate(any: predicate.expression)
+            node = try translator.translate(predicate: predicate.expression)
         }
         var keys: [SortKey] = []
         for descriptor in sortBy {

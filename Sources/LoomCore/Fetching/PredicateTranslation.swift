@@ -245,10 +245,16 @@ extension PredicateExpressions.NotEqual: LoomTranslatableExpression {
 
 extension PredicateExpressions.Comparison: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
-        let l = try t.translate(lhs), r = try t.translate(rhs)
-        try t.checkOrderable(l)
-        try t.checkOrderable(r)
-        let op: PredicateNode.ComparisonOperator = switch self.op {
+        try t.comparison(op, try t.translate(lhs), try t.translate(rhs))
+    }
+}
+
+extension PredicateTranslator {
+    /// An ordering comparison of two translated operands.
+    func comparison(_ op: PredicateExpressions.ComparisonOperator, _ l: PredicateNode, _ r: PredicateNode) throws(LoomError) -> PredicateNode {
+        try checkOrderable(l)
+        try checkOrderable(r)
+        let op: PredicateNode.ComparisonOperator = switch op {
         case .lessThan: .less
         case .lessThanOrEqual: .lessOrEqual
         case .greaterThan: .greater
