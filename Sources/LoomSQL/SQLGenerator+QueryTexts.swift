@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @_spi(LoomStore) import LoomCore
 
 extension SQLGenerator {
@@ -24,7 +23,8 @@ extension SQLGenerator {
         /// Beyond this many shapes the texts are forgotten, so that an app making queries of
         /// ever new shapes does not grow the cache without bound.
         static let capacity = 256
-        private let texts = Mutex<[Shape: String]>([:])
+        /// Behind Loom's `Locked` (an `NSLock`), not `Mutex`, which ThreadSanitizer cannot see on Linux.
+        private let texts = Locked<[Shape: String]>([:])
 
         func text(for shape: Shape) -> String? {
             texts.withLock { $0[shape] }

@@ -7,13 +7,13 @@ import Foundation
 /// `NSLock` is a pthread mutex, which TSan understands. The cost is the same order.
 ///
 /// `@unchecked Sendable`: `state` is only read or written inside `withLock`, while `lock` is held.
-final class Locked<State>: @unchecked Sendable {
+package final class Locked<State>: @unchecked Sendable {
     private let lock = NSLock()
     private var state: State
 
-    init(_ state: State) { self.state = state }
+    package init(_ state: State) { self.state = state }
 
-    func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&state)
