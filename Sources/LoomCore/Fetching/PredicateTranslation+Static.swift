@@ -68,15 +68,7 @@ extension PredicateExpressions.NilCoalesce: LoomStaticExpression where LHS: Loom
     }
 }
 
-extension PredicateExpressions.Value: LoomStaticExpression {
-    func loomStaticNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
-        // What `constant` makes of a `PersistentValue` (which no `Optional` is), with one cast
-        // instead of three.
-        if let persistent = value as? any PersistentValue { return .constant(persistent.storedValue) }
-        return try t.constant(value)
-    }
-}
-
+extension PredicateExpressions.Value: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.Variable: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.KeyPath: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.NilLiteral: LoomDelegatingStaticExpression {}
