@@ -63,6 +63,11 @@ extension PredicateNode {
     /// `constants` in the order ``SQLGenerator`` binds them: depth first, left to right.
     func shape(collecting constants: inout [StoredValue]) -> PredicateNode {
         func inner(_ node: PredicateNode) -> PredicateNode { node.shape(collecting: &constants) }
+        // Both operands, the left one's constants first.
+        func pair(_ l: PredicateNode, _ r: PredicateNode) -> (PredicateNode, PredicateNode) {
+            let a = inner(l)
+            return (a, inner(r))
+        }
         switch self {
         case .constant(let value):
             constants.append(value)
@@ -70,39 +75,39 @@ extension PredicateNode {
         case .attribute, .primaryKey, .relatedCount:
             return self
         case .compare(let op, let l, let r):
-            let a = inner(l)
-            return .compare(op, a, inner(r))
+            let (a, b) = pair(l, r)
+            return .compare(op, a, b)
         case .and(let l, let r):
-            let a = inner(l)
-            return .and(a, inner(r))
+            let (a, b) = pair(l, r)
+            return .and(a, b)
         case .or(let l, let r):
-            let a = inner(l)
-            return .or(a, inner(r))
-        case .not(let n):
-            return .not(inner(n))
+            let (a, b) = pair(l, r)
+            return .or(a, b)
         case .coalesce(let l, let r):
-            let a = inner(l)
-            return .coalesce(a, inner(r))
+            let (a, b) = pair(l, r)
+            return .coalesce(a, b)
         case .nullPropagating(let test, let then):
-            let a = inner(test)
-            return .nullPropagating(a, inner(then))
-        case .conditional(let test, let a, let b):
-            let t = inner(test), x = inner(a)
-            return .conditional(t, x, inner(b))
+            let (a, b) = pair(test, then)
+            return .nullPropagating(a, b)
         case .string(let op, let l, let r):
-            let a = inner(l)
-            return .string(op, a, inner(r))
-        case .lowercase(let n):
-            return .lowercase(inner(n))
-        case .length(let n):
-            return .length(inner(n))
+            let (a, b) = pair(l, r)
+            return .string(op, a, b)
+        case .arithmetic(let op, let l, let r):
+            let (a, b) = pair(l, r)
+            return .arithmetic(op, a, b)
+        case .conditional(let test, let a, let b):
+            let (t, x) = pair(test, a)
+            return .conditional(t, x, inner(b))
         case .isIn(let n, let list):
             let a = inner(n)
             constants += list
             return .isIn(a, list.map(\.placeholder))
-        case .arithmetic(let op, let l, let r):
-            let a = inner(l)
-            return .arithmetic(op, a, inner(r))
+        case .not(let n):
+            return .not(inner(n))
+        case .lowercase(let n):
+            return .lowercase(inner(n))
+        case .length(let n):
+            return .length(inner(n))
         case .negate(let n):
             return .negate(inner(n))
         case .toOne(let reference, let n):
