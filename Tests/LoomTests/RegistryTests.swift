@@ -225,6 +225,35 @@ struct RegistryTests {
         }
     }
 
+    @Test("A row read before a save changed or deleted it does not enter the shared cache after that save", arguments: StoreKind.allCases)
+    func rowsReadBeforeASaveStayOutOfTheCache(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        try Self.seed(container, count: 3)
+        let coordinator = container.coordinator
+        let entity = try coordinator.schema.requireEntity(named: "Book")
+        let keys = try coordinator.store.fetchKeys(StoreQuery(entity: entity)).sorted()
+        // Read, as a fetch does, before two saves: one changes a row, one deletes another.
+        let generation = coordinator.currentGeneration
+        let stale = try coordinator.store.rows(of: entity, keys: keys)
+        try container.newBackgroundContext().performAndWait { context in
+            var request = FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)])
+            request.returnsObjectsAsFaults = false   // loaded at once: the shared cache stays empty
+            let books = try context.fetch(request)
+            #expect(coordinator.cachedRow(of: entity, key: keys[0]) == nil)
+            books[0].title = "Changed"
+            context.delete(books[1])
+            try context.save()
+        }
+        coordinator.cache(stale, of: entity, readAt: generation)
+        #expect(coordinator.cachedRow(of: entity, key: keys[0]) == nil)
+        #expect(coordinator.cachedRow(of: entity, key: keys[1]) == nil)
+        // The row no save touched is cached; so is one read after the saves.
+        #expect(coordinator.cachedRow(of: entity, key: keys[2])?.values == stale[2].values)
+        let fresh = try coordinator.store.rows(of: entity, keys: [keys[0]])
+        coordinator.cache(fresh, of: entity, readAt: coordinator.currentGeneration)
+        #expect(coordinator.cachedRow(of: entity, key: keys[0])?.values == fresh[0].values)
+    }
+
     @Test("The SQLite store leaves out the values of rows the caller already has")
     func storeSkipsKnownRows() throws {
         let container = try StoreKind.sqlite.makeContainer()

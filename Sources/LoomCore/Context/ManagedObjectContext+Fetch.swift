@@ -65,6 +65,7 @@ extension ManagedObjectContext {
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
         // Read before the query: rows the query returns are at least this recent.
+        let generation = coordinator.currentGeneration
         if asFaults && parent == nil && faultsHoldFetchedRows && fetchedRowsGeneration == nil {
             fetchedRowsGeneration = coordinator.currentGeneration
         }
@@ -74,7 +75,7 @@ extension ManagedObjectContext {
                 return try fetchReusingRegistered(query, asFaults: asFaults)
             }
             let rows = try baseFetch(query)
-            if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(rows, of: entity) }
+            if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(rows, of: entity, readAt: generation) }
             // A child's objects are filled at once: its faults would have to ask the parent again.
             let asFault = asFaults && parent == nil
             if registeredBefore == 0 {
@@ -85,7 +86,7 @@ extension ManagedObjectContext {
             return rows.map { materialize($0, of: entity, asFault: asFault) }
         }
         let matches = try matchingRows(query)
-        if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity) }
+        if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity, readAt: generation) }
         return matches.map { match in
             match.object ?? materialize(match.row, of: entity, asFault: asFaults && parent == nil)
         }
@@ -170,9 +171,10 @@ extension ManagedObjectContext {
                     keys.append(key)
                 }
                 guard !keys.isEmpty else { continue }
+                let generation = coordinator.currentGeneration
                 let rows = try baseRows(of: r.destination, keys: keys)
                 if parent == nil && readsLatestData {
-                    coordinator.cache(rows, of: r.destination)
+                    coordinator.cache(rows, of: r.destination, readAt: generation)
                 } else {
                     for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
                 }
@@ -181,6 +183,7 @@ extension ManagedObjectContext {
                 guard !owners.isEmpty else { continue }
                 let holdsRows = membersHoldRows
                 if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
+                let generation = coordinator.currentGeneration
                 let pairs = try currentRelated(r, keys: owners.map(\.key))
                 // Grouped run by run (the store returns them by owner): one lookup and one
                 // allocation per owner, rather than per row.
@@ -201,7 +204,7 @@ extension ManagedObjectContext {
                     if holdsRows { list.rows = savedRows(rows, of: r.destination) }
                     owner.toMany[j] = list
                 }
-                if !holdsRows { cacheMemberRows(pairs.map(\.row), of: r.destination) }
+                if !holdsRows { cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation) }
             }
         }
     }

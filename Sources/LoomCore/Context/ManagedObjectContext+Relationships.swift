@@ -80,6 +80,7 @@ extension ManagedObjectContext {
         let holdsRows = membersHoldRows
         // Read before the query: the rows it returns are at least this recent.
         if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
+        let generation = coordinator.currentGeneration
         let pairs: [(owner: Int64, row: StoreRow)]
         do {
             pairs = try currentRelated(r, keys: [backing.key])
@@ -93,7 +94,7 @@ extension ManagedObjectContext {
         if holdsRows {
             list.rows = savedRows(pairs.map(\.row), of: r.destination)
         } else {
-            cacheMemberRows(pairs.map(\.row), of: r.destination)
+            cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation)
         }
         backing.toMany[r.index] = list
         return list
@@ -119,9 +120,10 @@ extension ManagedObjectContext {
     /// Puts loaded members' rows where their faults will look: the shared row cache, or, in a
     /// child context or one pinned to a query generation, straight into its objects (their
     /// faults would ask the parent again; the cache holds the latest rows).
-    func cacheMemberRows(_ rows: [StoreRow], of entity: EntityDescription) {
+    /// `generation`: the coordinator's, read before the rows were.
+    func cacheMemberRows(_ rows: [StoreRow], of entity: EntityDescription, readAt generation: UInt64) {
         if parent == nil && readsLatestData {
-            coordinator.cache(rows.filter { registeredBacking(of: entity, key: $0.key) == nil }, of: entity)
+            coordinator.cache(rows.filter { registeredBacking(of: entity, key: $0.key) == nil }, of: entity, readAt: generation)
         } else {
             for row in rows { _ = materialize(row, of: entity, asFault: false) }
         }
@@ -508,6 +510,7 @@ extension ManagedObjectContext {
             for r in coordinator.schema.relationships(of: entity) where r.description.isToMany && rule(r.description.deleteRule) {
                 let unloaded = owners.filter { $0.toMany[r.index] == nil }
                 guard unloaded.count > 1 else { continue }
+                let generation = coordinator.currentGeneration
                 let pairs: [(owner: Int64, row: StoreRow)]
                 do { pairs = try currentRelated(r, keys: unloaded.map(\.key)) } catch {
                     // Left unloaded (each loads on its own when used); the save reports it.
@@ -519,7 +522,7 @@ extension ManagedObjectContext {
                 for owner in unloaded { owner.toMany[r.index] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
                 let rows = pairs.map(\.row).filter { registeredBacking(of: r.destination, key: $0.key) == nil }
                 if parent == nil && readsLatestData {
-                    coordinator.cache(rows, of: r.destination)
+                    coordinator.cache(rows, of: r.destination, readAt: generation)
                 } else {
                     for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
                 }

@@ -112,16 +112,13 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         let cacheKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         if !bypassingCache, let cached = rowCache.withLock({ $0.row(for: cacheKey, maximumAge: maximumAge) }) { return cached }
+        let generation = currentGeneration
         let rows = try store.rows(of: entity, keys: [key])
         try validate(rows, of: entity)
         guard let row = rows.first else { return nil }
         // A fresh read (an ID lookup) loads its object at once: no fault needs the row later.
         if bypassingCache { return row }
-        let evicted = rowCache.withLock { cache in
-            cache.insert(row, for: cacheKey)
-            return cache.takeEvicted()
-        }
-        withExtendedLifetime(evicted) {}   // freed here, after the lock is released
+        cache(rows, of: entity, readAt: generation)
         return row
     }
 
@@ -133,9 +130,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The rows with these keys, read from the store in one query and put in the shared cache.
     func rows(of entity: EntityDescription, keys: [Int64], pinned: (any StoreSnapshot)? = nil) throws(LoomError) -> [StoreRow] {
         if keys.isEmpty { return [] }
+        let generation = currentGeneration
         let rows = try (pinned ?? store as any StoreReading).rows(of: entity, keys: keys)
         try validate(rows, of: entity)
-        if pinned == nil { cache(rows, of: entity) }
+        if pinned == nil { cache(rows, of: entity, readAt: generation) }
         return rows
     }
 
@@ -148,11 +146,28 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Puts fetched rows in the shared cache, so that faults over them fire without I/O.
-    func cache(_ rows: [StoreRow], of entity: EntityDescription) {
+    ///
+    /// `generation` is ``currentGeneration`` read before the store read that returned the rows.
+    /// A row that a save changed or deleted since then is left out: the save may have updated
+    /// the cache already, and the older row must not come back. The change log is read under
+    /// the cache's lock (the one nesting of the two locks), so a save either has logged its
+    /// changes by then or forgets the row from the cache after this.
+    func cache(_ rows: [StoreRow], of entity: EntityDescription, readAt generation: UInt64) {
+        guard !rows.isEmpty else { return }
         let id = ObjectIdentifier(entity)
         let now = DispatchTime.now().uptimeNanoseconds
         let evicted = rowCache.withLock { cache in
-            for row in rows { cache.insert(row, for: RowCacheKey(entity: id, key: row.key), at: now) }
+            if currentGeneration == generation {
+                for row in rows { cache.insert(row, for: RowCacheKey(entity: id, key: row.key), at: now) }
+            } else {
+                changeLog.withLock { log in
+                    guard generation >= log.forgottenBefore else { return }
+                    for row in rows {
+                        let key = RowCacheKey(entity: id, key: row.key)
+                        if (log.changedAt[key] ?? 0) <= generation { cache.insert(row, for: key, at: now) }
+                    }
+                }
+            }
             return cache.takeEvicted()
         }
         withExtendedLifetime(evicted) {}   // freed here, after the lock is released
@@ -312,8 +327,11 @@ public final class PersistentStoreCoordinator: Sendable {
                 let generation = changeGeneration.load(ordering: .relaxed) + 1
                 defer { changeGeneration.store(generation, ordering: .releasing) }
                 if log.changedAt.count + changes.updates.count + changes.deletes.count > ChangeLog.limit {
+                    // Too many to log: everything read before this generation may have changed,
+                    // which says all the entries of this save would say (a batch's thousands).
                     log.changedAt.removeAll()
                     log.forgottenBefore = generation
+                    return
                 }
                 for update in changes.updates { log.changedAt[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)] = generation }
                 for delete in changes.deletes { log.changedAt[RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)] = generation }
@@ -476,6 +494,7 @@ public final class PersistentStoreCoordinator: Sendable {
             if log.changedAt.count + changed.count + deleted.count > ChangeLog.limit {
                 log.changedAt.removeAll()
                 log.forgottenBefore = generation
+                return
             }
             for key in changed { log.changedAt[key] = generation }
             for key in deleted { log.changedAt[key] = generation }

@@ -8,15 +8,13 @@ struct RowCacheKey: Hashable {
 
 struct RowCache {
     var rows: [RowCacheKey: (row: StoreRow, loadedAt: UInt64)] = [:]
-    /// Keys of rows deleted by a save through this coordinator (keys are never reused).
-    var deleted: Set<RowCacheKey> = []
     let limit: Int
 
     init(limit: Int) { self.limit = limit }
 
-    /// Caches a row, unless the cache already has a newer version of it or knows it was
-    /// deleted: a fetch that read the store before another context's save may hand its rows in
-    /// after that save updated the cache, and must not put the older row back.
+    /// Caches a row, unless the cache already has a newer version of it. (A row that a save
+    /// changed or deleted after the read that returned it never gets here: the coordinator
+    /// checks its change log first, see `PersistentStoreCoordinator.cache(_:of:readAt:)`.)
     ///
     /// A full cache evicts an eighth of its rows (whichever come first in the table: random
     /// ones) rather than all of them, and hands them to ``takeEvicted()``, so that freeing them
@@ -24,12 +22,10 @@ struct RowCache {
     /// waits for thousands of rows to be freed.
     mutating func insert(_ row: StoreRow, for key: RowCacheKey, at now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
         if let cached = rows[key]?.row, cached.version > row.version { return }
-        if deleted.contains(key) { return }
         if rows.count >= limit, rows[key] == nil {
             for victim in Array(rows.keys.prefix(max(1, limit / 8))) {
                 if let entry = rows.removeValue(forKey: victim) { evicted.append(entry.row) }
             }
-            if deleted.count >= limit { deleted.removeAll() }
         }
         rows[key] = (row, now)
     }
@@ -43,9 +39,9 @@ struct RowCache {
         return evicted
     }
 
+    /// Forgets the row of an object that was deleted.
     mutating func remove(deleted key: RowCacheKey) {
-        rows[key] = nil
-        deleted.insert(key)
+        if !rows.isEmpty { rows[key] = nil }
     }
 
     func row(for key: RowCacheKey, maximumAge: Double) -> StoreRow? {
