@@ -216,6 +216,44 @@ struct BatchRequestTests {
         #expect(try batch.viewContext.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "1" })).first?.title == "Old 1")
     }
 
+    @Test("With resultType .counts a request changes the store exactly as with IDs, and its result holds the same counts and no IDs", arguments: StoreKind.allCases)
+    @MainActor
+    func countsOnly(kind: StoreKind) throws {
+        let withIDs = try Self.library(kind, seed: 5)
+        let counted = try Self.library(kind, seed: 5)
+        var delete = BatchDeleteRequest<Author>(predicate: #Predicate { $0.rating < 5 })
+        let listed = try withIDs.viewContext.execute(delete)
+        delete.resultType = .counts
+        let counts = try counted.viewContext.execute(delete)
+        #expect(try Self.dump(withIDs) == Self.dump(counted))
+        #expect(counts.deletedCount == listed.deleted.count && counts.updatedCount == listed.updated.count)
+        #expect(listed.deletedCount == listed.deleted.count && listed.updatedCount == listed.updated.count && listed.deletedCount > 0)
+        #expect(counts.deleted.isEmpty && counts.updated.isEmpty)
+
+        let rows: [[BatchValue<Book>]] = (0..<20).map { i in
+            [.set(\.isbn, to: "c\(i % 15)"), .set(\.title, to: "T\(i)"), .set(\.rating, to: i.isMultiple(of: 2) ? nil : Double(i)),
+             .set(\.published, to: Date(timeIntervalSince1970: Double(i))), .set(\.genre, to: .history)]
+        }
+        let booksWithIDs = try kind.makeContainer()
+        let booksCounted = try kind.makeContainer()
+        var insert = BatchInsertRequest(rows: rows, uniquing: .update)
+        let insertedWithIDs = try booksWithIDs.viewContext.execute(insert)
+        insert.resultType = .counts
+        let insertedCounted = try booksCounted.viewContext.execute(insert)
+        #expect(try Self.dump(booksWithIDs) == Self.dump(booksCounted))
+        #expect(insertedCounted.insertedCount == 15 && insertedWithIDs.inserted.count == 15 && insertedWithIDs.insertedCount == 15)
+        #expect(insertedCounted.updatedCount == insertedWithIDs.updated.count)
+        #expect(insertedCounted.inserted.isEmpty && insertedCounted.objectIDs.isEmpty && insertedWithIDs.objectIDs.count == 20)
+        // Values converted when the request was made (an optional's nil, a Date) and by the
+        // attribute's codec (an enum) read back as a context saved them.
+        let books = try booksCounted.viewContext.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+        #expect(books.count == 15)
+        let c0 = try #require(books.first { $0.isbn == "c0" })
+        #expect(c0.title == "T15" && c0.rating == 15 && c0.published == Date(timeIntervalSince1970: 15) && c0.genre == .history)
+        let c6 = try #require(books.first { $0.isbn == "c6" })
+        #expect(c6.title == "T6" && c6.rating == nil && c6.genre == .history)
+    }
+
     @Test("Contexts stay true: a batch run on a background context reaches the view context with no user code — new values, deleted objects, inserted ones, one objectsDidChange each", arguments: StoreKind.allCases)
     @MainActor
     func contextsStayTrue(kind: StoreKind) async throws {

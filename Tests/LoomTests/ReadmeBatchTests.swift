@@ -19,8 +19,11 @@ func importMenu(_ feed: [(chef: String, dish: String, minutes: Int)], into conta
         try context.execute(BatchInsertRequest<Dish>(rows: feed.map { item in
             [.set(\.title, to: item.dish), .set(\.minutes, to: item.minutes), .relate(\.chef, to: chefIDs[item.chef])]
         }))
-        // In the store: no dish takes more than two hours…
-        try context.execute(BatchUpdateRequest<Dish>(predicate: #Predicate { $0.minutes > 120 }, set: [.set(\.minutes, to: 120)]))
+        // In the store: no dish takes more than two hours… (the changed dishes counted, not
+        // listed: a request over millions of objects need not hold their IDs)
+        var cap = BatchUpdateRequest<Dish>(predicate: #Predicate { $0.minutes > 120 }, set: [.set(\.minutes, to: 120)])
+        cap.resultType = .counts
+        try context.execute(cap)
         // …and chefs without a dish leave, their delete rules applied in the store.
         return try context.execute(BatchDeleteRequest<Chef>(predicate: #Predicate { $0.dishes.isEmpty }))
     }

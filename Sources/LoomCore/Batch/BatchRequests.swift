@@ -8,10 +8,40 @@ public import Foundation
 public struct BatchValue<Model: PersistentModel>: Sendable {
     let keyPath: any PartialKeyPath<Model> & Sendable
     let value: any Sendable
+    /// The value as the store keeps it, when its type alone says so (a ``PersistentValue`` or an
+    /// optional of one: the attribute's codec would give the same); else the codec encodes
+    /// `value` when the request runs.
+    let stored: StoredValue?
+    /// The destination of a to-one relationship, for ``relate(_:to:)``.
+    let related: RelatedKey?
+
+    init(keyPath: any PartialKeyPath<Model> & Sendable, value: any Sendable, stored: StoredValue? = nil) {
+        self.keyPath = keyPath
+        self.value = value
+        self.stored = stored
+        self.related = nil
+    }
+
+    init(keyPath: any PartialKeyPath<Model> & Sendable, related: RelatedKey) {
+        self.keyPath = keyPath
+        self.value = related
+        self.stored = nil
+        self.related = related
+    }
 
     /// Writes `value` to the attribute at `keyPath`.
     public static func set<Value: Sendable>(_ keyPath: any KeyPath<Model, Value> & Sendable, to value: Value) -> Self {
         BatchValue(keyPath: keyPath, value: value)
+    }
+
+    /// Writes `value` to the attribute at `keyPath`: a ``PersistentValue``, converted now.
+    public static func set<Value: PersistentValue>(_ keyPath: any KeyPath<Model, Value> & Sendable, to value: Value) -> Self {
+        BatchValue(keyPath: keyPath, value: value, stored: value.storedValue)
+    }
+
+    /// Writes `value` (or `nil`) to the optional attribute at `keyPath`, converted now.
+    public static func set<Value: PersistentValue>(_ keyPath: any KeyPath<Model, Value?> & Sendable, to value: Value?) -> Self {
+        BatchValue(keyPath: keyPath, value: value, stored: value?.storedValue ?? .null)
     }
 
     /// Relates the object to the one with ID `id` (or to none) through the to-one relationship
@@ -19,7 +49,7 @@ public struct BatchValue<Model: PersistentModel>: Sendable {
     /// field) without loading either object. The object must exist when the request runs.
     /// The inverse may be a to-one or an unordered to-many.
     public static func relate<Destination: PersistentModel>(_ keyPath: any KeyPath<Model, Destination?> & Sendable, to id: ObjectID<Destination>?) -> Self {
-        BatchValue(keyPath: keyPath, value: RelatedKey(entityName: Destination.entity.name, key: id?.erased.primaryKey))
+        BatchValue(keyPath: keyPath, related: RelatedKey(entityName: Destination.entity.name, key: id?.erased.primaryKey))
     }
 }
 
@@ -40,6 +70,8 @@ struct RelatedKey: Sendable {
 public struct BatchDeleteRequest<Model: PersistentModel>: Sendable {
     /// The objects to delete; all of them when `nil`.
     public var predicate: Predicate<Model>?
+    /// Whether the result lists the deleted objects' IDs or only counts them.
+    public var resultType: BatchResultType = .objectIDs
     let keys: [Int64]?
 
     /// Deletes the objects `predicate` matches (every object of `Model` when `nil`).
@@ -70,6 +102,8 @@ public struct BatchUpdateRequest<Model: PersistentModel>: Sendable {
     public var predicate: Predicate<Model>?
     /// The attributes to set and their values.
     public var values: [BatchValue<Model>]
+    /// Whether the result lists the changed objects' IDs or only counts them.
+    public var resultType: BatchResultType = .objectIDs
 
     public init(predicate: Predicate<Model>? = nil, set values: [BatchValue<Model>]) {
         self.predicate = predicate
@@ -107,6 +141,9 @@ public struct BatchInsertRequest<Model: PersistentModel>: Sendable {
     /// The attributes whose values identify an object: by default the entity's first
     /// uniqueness constraint (`#Unique`, or one `@Attribute(.unique)`).
     public var uniquingBy: [any PartialKeyPath<Model> & Sendable]?
+    /// Whether the result lists the objects' IDs (each row's, and the inserted and updated
+    /// ones) or only counts them.
+    public var resultType: BatchResultType = .objectIDs
 
     public init(rows: [[BatchValue<Model>]], uniquing: Uniquing = .fail, uniquingBy: [any PartialKeyPath<Model> & Sendable]? = nil) {
         self.rows = rows
@@ -115,9 +152,20 @@ public struct BatchInsertRequest<Model: PersistentModel>: Sendable {
     }
 }
 
+/// What a batch request's result holds, as Core Data's `resultType` says.
+public enum BatchResultType: Sendable, Hashable {
+    /// The IDs of every object inserted, updated and deleted (and, for an insert, each row's
+    /// object), with their counts. A request over a million objects holds a million IDs.
+    case objectIDs
+    /// Only the counts: the request holds no more than one chunk's IDs at a time, whatever
+    /// its size.
+    case counts
+}
+
 /// What a batch request changed: the IDs of the objects it inserted, updated and deleted
 /// (deletions include those cascaded to, of any entity), and how many matched objects it left
-/// as they were.
+/// as they were. With ``BatchResultType/counts``, the ID lists are empty and only the counts
+/// are filled.
 public struct BatchResult: Sendable, Equatable {
     /// For a batch insert, the object each row inserted, updated or matched, in row order: what
     /// a later request relates to by ID (``BatchValue/relate(_:to:)``).
@@ -126,6 +174,10 @@ public struct BatchResult: Sendable, Equatable {
     public internal(set) var updated: [AnyObjectID] = []
     public internal(set) var deleted: [AnyObjectID] = []
     public internal(set) var unchanged = 0
+    /// How many objects the request inserted, updated and deleted (with either result type).
+    public internal(set) var insertedCount = 0
+    public internal(set) var updatedCount = 0
+    public internal(set) var deletedCount = 0
 
     public init() {}
 }

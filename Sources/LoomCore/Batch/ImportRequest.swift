@@ -120,13 +120,15 @@ extension ManagedObjectContext {
                         throw LoomError(.objectNotFound, "Source \(start + i) of an import of \(Model.entity.name) links to a \(destination.name) by its \(attribute.name), and no saved \(destination.name) has that \(attribute.name); nothing of its chunk (from source \(start)) was written.",
                                         entity: destination.name, attributes: [attribute.name])
                     }
-                    rows[i].append(BatchValue(keyPath: link.relationship, value: RelatedKey(entityName: destination.name, key: target)))
+                    rows[i].append(BatchValue(keyPath: link.relationship, related: RelatedKey(entityName: destination.name, key: target)))
                 }
             }
-            let result = try execute(BatchInsertRequest(rows: rows, uniquing: .update, uniquingBy: request.uniquingBy))
+            var insert = BatchInsertRequest(rows: rows, uniquing: .update, uniquingBy: request.uniquingBy)
+            insert.resultType = .counts
+            let result = try execute(insert)
             state.completed = end
-            state.inserted += result.inserted.count
-            state.updated += result.updated.count
+            state.inserted += result.insertedCount
+            state.updated += result.updatedCount
             state.unchanged += result.unchanged
             progress?(state)
             start = end

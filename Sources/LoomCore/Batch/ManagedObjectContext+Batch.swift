@@ -26,7 +26,7 @@ extension ManagedObjectContext {
         } else {
             query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
         }
-        return try runBatch { writer throws(LoomError) in
+        return try runBatch(request.resultType) { writer throws(LoomError) in
             let matched = try coordinator.store.fetchKeys(StoreQuery(entity: entity, predicate: query.predicate))
             let all = Set(matched)
             for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.delete(Array(chunk), of: entity, requestKeys: all) }
@@ -45,14 +45,14 @@ extension ManagedObjectContext {
         ConcurrencyDebugging.check(self, "execute(_:)")
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
         let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
-        var names = KeyPathNameCache()
-        let values = try BatchWriter.resolve(request.values, of: entity, row: nil, names: &names)
+        var targets = KeyPathTargets()
+        let values = try BatchWriter.resolve(request.values, of: entity, row: nil, targets: &targets)
         try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
         for (slot, value) in values where value.isNull && !BatchWriter.isOptional(slot, of: entity) {
             throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.storedValueName(at: slot)) to nil: it is required.",
                             entity: entity.name, attributes: [entity.storedValueName(at: slot)])
         }
-        return try runBatch { writer throws(LoomError) in
+        return try runBatch(request.resultType) { writer throws(LoomError) in
             guard !values.isEmpty else { return }
             let matched = try coordinator.store.fetchKeys(query)
             for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.update(Array(chunk), of: entity, setting: values) }
@@ -86,12 +86,12 @@ extension ManagedObjectContext {
             throw LoomError(.invalidRequest, "A batch insert of \(entity.name) that updates or ignores matching objects needs a uniqueness constraint on attributes, or uniquingBy key paths.", entity: entity.name)
         }
         let rows = request.rows
-        var names = KeyPathNameCache()
-        return try runBatch { writer throws(LoomError) in
+        var targets = KeyPathTargets()
+        return try runBatch(request.resultType) { writer throws(LoomError) in
             for indexes in Array(rows.indices).chunked(by: BatchWriter.chunkSize) {
                 var chunk: [(row: Int, values: [(slot: Int, value: StoredValue)])] = []
                 for i in indexes {
-                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i, names: &names)
+                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i, targets: &targets)
                     try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
                     chunk.append((i, values))
                 }
@@ -104,9 +104,11 @@ extension ManagedObjectContext {
     /// changed into this context. Inside ``PersistentContainer/performExclusiveWrite(_:)`` the
     /// request joins that transaction, and this context merges it before the transaction
     /// commits: if the exclusive write then throws, reset or refresh the context.
-    private func runBatch(_ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
+    private func runBatch(_ resultType: BatchResultType, _ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
         try reportStoreFailures()
-        let writer = BatchWriter(context: self)
+        // A context holding no objects, with no one listening, has nothing to merge: its
+        // chunks' changes are not kept (a request's heap stays one chunk's).
+        let writer = BatchWriter(context: self, listsIDs: resultType == .objectIDs, keepsChanges: !identityMap.isEmpty || hasEventListeners)
         do {
             try coordinator.performBatchWrite { () throws -> Void in try body(writer) }
         } catch let error as LoomError {
@@ -114,7 +116,7 @@ extension ManagedObjectContext {
         } catch {
             throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
         }
-        if !writer.changes.isEmpty { mergeBatchChanges(writer.changes) }
+        if writer.committed { mergeBatchChanges(writer.changes) }
         return writer.result
     }
 }
@@ -129,11 +131,34 @@ final class BatchWriter {
     var result = BatchResult()
     /// Each committed chunk's changes, merged chunk by chunk (no union of them all is built).
     var changes: [ObjectChanges] = []
+    /// Whether a chunk changed the store.
+    var committed = false
+    /// Whether the result lists IDs (``BatchResultType/objectIDs``) or only counts.
+    let listsIDs: Bool
+    /// Whether the executing context merges the chunks' changes (see `runBatch`).
+    let keepsChanges: Bool
     private var coordinator: PersistentStoreCoordinator { context.coordinator }
     private var store: any PersistentStore { context.coordinator.store }
 
-    init(context: ManagedObjectContext) {
+    init(context: ManagedObjectContext, listsIDs: Bool, keepsChanges: Bool) {
         self.context = context
+        self.listsIDs = listsIDs
+        self.keepsChanges = keepsChanges
+    }
+
+    private func noteInserted(_ id: AnyObjectID) {
+        result.insertedCount += 1
+        if listsIDs { result.inserted.append(id) }
+    }
+
+    private func noteUpdated(_ id: AnyObjectID) {
+        result.updatedCount += 1
+        if listsIDs { result.updated.append(id) }
+    }
+
+    private func noteDeleted(_ id: AnyObjectID) {
+        result.deletedCount += 1
+        if listsIDs { result.deleted.append(id) }
     }
 
     private func id(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
@@ -141,38 +166,44 @@ final class BatchWriter {
     }
 
     /// Encodes a request's values as stored values by slot, checking their types.
-    static func resolve<Model: PersistentModel>(_ values: [BatchValue<Model>], of entity: EntityDescription, row: Int?, names: inout KeyPathNameCache) throws(LoomError) -> [(slot: Int, value: StoredValue)] {
-        let place = row.map { " (row \($0))" } ?? ""
+    static func resolve<Model: PersistentModel>(_ values: [BatchValue<Model>], of entity: EntityDescription, row: Int?, targets: inout KeyPathTargets) throws(LoomError) -> [(slot: Int, value: StoredValue)] {
         var resolved: [(slot: Int, value: StoredValue)] = []
+        resolved.reserveCapacity(values.count)
         for value in values {
-            let name = names.name(for: value.keyPath, in: Model.self)
             let slot: Int
             let stored: StoredValue
-            if let related = value.value as? RelatedKey {
-                guard let name, let j = entity.relationshipIndex(named: name), entity.relationships[j].kind == .toOne,
-                      let fk = entity.storedValueIndex(ofRelationship: j) else {
-                    throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place) relates through a key path that is not one of its to-one relationships.", entity: entity.name)
-                }
+            switch targets.target(for: value.keyPath, of: entity, in: Model.self) {
+            case .toOne(let fk) where value.related != nil:
                 slot = fk
-                stored = related.key.map { .integer($0) } ?? .null
-            } else {
-                guard let name, let index = entity.attributeIndex(named: name) else {
-                    throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place) names a key path that is not one of its attributes (\(entity.attributes.map(\.name).joined(separator: ", "))); set a to-one relationship with relate(_:to:).", entity: entity.name)
+                stored = value.related!.key.map { .integer($0) } ?? .null
+            case .attribute(let index, let type, let isOptional) where value.related == nil:
+                if let known = value.stored {
+                    stored = known
+                } else {
+                    do { stored = try entity.attributes[index].codec.encode(value.value) } catch {
+                        let name = entity.attributes[index].name
+                        throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place(row)) gives \(name) a value that cannot be stored as \(entity.attributes[index].valueTypeName): \(error.message)", entity: entity.name, attributes: [name])
+                    }
                 }
-                let attribute = entity.attributes[index]
-                do { stored = try attribute.codec.encode(value.value) } catch {
-                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a value that cannot be stored as \(attribute.valueTypeName): \(error.message)", entity: entity.name, attributes: [name])
-                }
-                guard attribute.type.accepts(stored) || (stored.isNull && attribute.isOptional) else {
-                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place) gives \(name) a \(stored.kindName), which is not a valid \(attribute.type.rawValue).", entity: entity.name, attributes: [name])
+                guard type.accepts(stored) || (stored.isNull && isOptional) else {
+                    let name = entity.attributes[index].name
+                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place(row)) gives \(name) a \(stored.kindName), which is not a valid \(type.rawValue).", entity: entity.name, attributes: [name])
                 }
                 slot = index
+            default:
+                if value.related != nil {
+                    throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place(row)) relates through a key path that is not one of its to-one relationships.", entity: entity.name)
+                }
+                throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place(row)) names a key path that is not one of its attributes (\(entity.attributes.map(\.name).joined(separator: ", "))); set a to-one relationship with relate(_:to:).", entity: entity.name)
             }
-            resolved.removeAll { $0.slot == slot }
+            // A later value for the same slot wins.
+            if let earlier = resolved.firstIndex(where: { $0.slot == slot }) { resolved.remove(at: earlier) }
             resolved.append((slot, stored))
         }
         return resolved
     }
+
+    private static func place(_ row: Int?) -> String { row.map { " (row \($0))" } ?? "" }
 
     /// Whether slot `slot` of `entity` may hold NULL.
     static func isOptional(_ slot: Int, of entity: EntityDescription) -> Bool {
@@ -218,7 +249,8 @@ final class BatchWriter {
     /// Refuses relating through a to-one whose inverse a batch request cannot keep in step: a
     /// to-one (the other object's own foreign key) or an ordered to-many (its order).
     static func checkRelatable(_ values: [(slot: Int, value: StoredValue)], of entity: EntityDescription, in schema: Schema) throws(LoomError) {
-        for (slot, _) in values {
+        let attributeCount = entity.attributes.count
+        for (slot, _) in values where slot >= attributeCount {
             guard case .foreignKey(let relationship) = entity.storedValue(at: slot), let j = entity.relationshipIndex(named: relationship.name) else { continue }
             let inverse = schema.relationship(j, of: entity).inverse
             if inverse.kind != .toMany {
@@ -241,7 +273,8 @@ final class BatchWriter {
             event!.isRemote = true   // carries IDs, not rows: merging contexts read the rows they need
         }
         coordinator.publish(event, for: receipt)
-        changes.append(chunk)
+        committed = true
+        if keepsChanges { changes.append(chunk) }
     }
 
     // MARK: Update
@@ -257,7 +290,7 @@ final class BatchWriter {
             let id = id(entity, row.key)
             chunk.updated.insert(id)
             chunk.changedProperties[id] = Set(changed.map { entity.storedValueName(at: $0.slot) })
-            result.updated.append(id)
+            noteUpdated(id)
             for (slot, value) in changed where slot >= entity.attributes.count { related.append((nil, row.key, slot, row.values[slot], value)) }
         }
         try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
@@ -346,23 +379,29 @@ final class BatchWriter {
             let id = id(entity, key)
             chunk.updated.insert(id)
             chunk.changedProperties[id] = Set(slots.map { entity.storedValueName(at: $0) })
-            result.updated.append(id)
+            noteUpdated(id)
             for slot in slots where slot >= entity.attributes.count { related.append((nil, key, slot, entry.saved[slot], entry.values[slot])) }
         }
         var newKeys: [Int64] = []
         if !newRows.isEmpty {
-            for (row, values) in newRows { try checkRequired(values, of: entity, row: row) }
+            // The slots that must hold a value, found once: the rows are only looked at there.
+            var required: [Int] = []
+            for (i, attribute) in entity.attributes.enumerated() where !attribute.isOptional { required.append(i) }
+            for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
+                if let slot = entity.storedValueIndex(ofRelationship: j) { required.append(slot) }
+            }
+            for (row, values) in newRows where required.contains(where: { values[$0].isNull }) { try checkRequired(values, of: entity, row: row) }
             newKeys = Array(try store.allocateKeys(for: entity, count: newRows.count))
             for ((row, values), key) in zip(newRows, newKeys) {
                 set.inserts.append(.init(entity: entity, key: key, values: values))
                 let id = id(entity, key)
                 chunk.inserted.insert(id)
-                result.inserted.append(id)
+                noteInserted(id)
                 for slot in entity.attributes.count..<entity.storedValueCount where !values[slot].isNull { related.append((row, nil, slot, .null, values[slot])) }
             }
         }
         try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
-        for end in ends { result.objectIDs.append(id(entity, end >= 0 ? end : newKeys[Int(-end - 1)])) }
+        if listsIDs { for end in ends { result.objectIDs.append(id(entity, end >= 0 ? end : newKeys[Int(-end - 1)])) } }
         try commit(set, chunk)
     }
 
@@ -397,7 +436,7 @@ final class BatchWriter {
         let schema = coordinator.schema
         // The objects to delete: the chunk, then what its cascade rules reach, in waves, with
         // one query per relationship per wave.
-        var doomed: [ObjectIdentifier: (entity: EntityDescription, rows: [Int64: StoreRow])] = [:]
+        var doomed: [ObjectIdentifier: DoomedRows] = [:]
         func isDoomed(_ e: EntityDescription, _ key: Int64) -> Bool {
             doomed[ObjectIdentifier(e)]?.rows[key] != nil || (e === entity && requestKeys.contains(key))
         }
@@ -408,14 +447,17 @@ final class BatchWriter {
         var wave: [(EntityDescription, rows: [StoreRow]?, keys: [Int64])] = [(entity, nil, keys)]
         while let (e, given, keys) = wave.popLast() {
             var rows: [StoreRow]
-            if let given { rows = given } else { rows = try store.rows(of: e, keys: keys.filter { doomed[ObjectIdentifier(e)]?.rows[$0] == nil }) }
-            rows.removeAll { doomed[ObjectIdentifier(e)]?.rows[$0.key] != nil }
+            let found = doomed[ObjectIdentifier(e)]
+            if let given { rows = given } else { rows = try store.rows(of: e, keys: found.map { found in keys.filter { found.rows[$0] == nil } } ?? keys) }
+            if let found { rows.removeAll { found.rows[$0.key] != nil } }
             guard !rows.isEmpty else { continue }
-            if doomed[ObjectIdentifier(e)] == nil { doomed[ObjectIdentifier(e)] = (e, [:]) }
-            doomed[ObjectIdentifier(e)]!.rows.reserveCapacity(doomed[ObjectIdentifier(e)]!.rows.count + rows.count)
-            for row in rows { doomed[ObjectIdentifier(e)]!.rows[row.key] = row }
+            let entry = found ?? DoomedRows(e)
+            doomed[ObjectIdentifier(e)] = entry
+            entry.rows.reserveCapacity(entry.rows.count + rows.count)
+            for row in rows { entry.rows[row.key] = row }
             for r in schema.relationships(of: e) where r.description.deleteRule == .cascade {
-                let isNew = { (key: Int64) in doomed[ObjectIdentifier(r.destination)]?.rows[key] == nil }
+                let destination = doomed[ObjectIdentifier(r.destination)]
+                let isNew = { (key: Int64) in destination?.rows[key] == nil }
                 if case .foreignKey = r.storage {
                     let related = try relatedKeys(r, rows)
                     known[RelationshipKey(r), default: []].append(contentsOf: related)
@@ -424,7 +466,7 @@ final class BatchWriter {
                 } else {
                     let related = try store.fetchRelated(r, keys: rows.map(\.key))
                     known[RelationshipKey(r), default: []].append(contentsOf: related.map { ($0.owner, $0.row.key) })
-                    var seen = Set<Int64>()
+                    var seen = Set<Int64>(minimumCapacity: related.count)
                     let next = related.map(\.row).filter { isNew($0.key) && seen.insert($0.key).inserted }
                     if !next.isEmpty { wave.append((r.destination, next, [])) }
                 }
@@ -440,8 +482,9 @@ final class BatchWriter {
             if owners[ObjectIdentifier(e)] == nil { owners[ObjectIdentifier(e)] = (e, [:]) }
             owners[ObjectIdentifier(e)]!.names[key, default: []].insert(name)
         }
-        for (e, rowsByKey) in doomed.values.sorted(by: { $0.entity.name < $1.entity.name }) {
-            let rows = rowsByKey.values.sorted { $0.key < $1.key }
+        // Each entity's rows by key, in key order: for the rules, then for the deletes.
+        let doomedInOrder = doomed.values.sorted { $0.entity.name < $1.entity.name }.map { ($0.entity, $0.rows.values.sorted { $0.key < $1.key }) }
+        for (e, rows) in doomedInOrder {
             for r in schema.relationships(of: e) {
                 let rule = r.description.deleteRule
                 let inverse = schema.relationship(r.inverseIndex, of: r.destination)
@@ -492,7 +535,7 @@ final class BatchWriter {
                 let id = id(e, row.key)
                 chunk.updated.insert(id)
                 chunk.changedProperties[id, default: []].formUnion(names)
-                result.updated.append(id)
+                noteUpdated(id)
             }
         }
         for (e, byKey) in owners.values.sorted(by: { $0.entity.name < $1.entity.name }) {
@@ -501,19 +544,31 @@ final class BatchWriter {
                 let names = byKey[row.key] ?? []
                 set.relationshipOwners.append((e, row.key, names.sorted()))
                 let id = id(e, row.key)
-                if chunk.updated.insert(id).inserted { result.updated.append(id) }
+                if chunk.updated.insert(id).inserted { noteUpdated(id) }
                 chunk.changedProperties[id, default: []].formUnion(names)
             }
         }
-        for (e, rowsByKey) in doomed.values.sorted(by: { $0.entity.name < $1.entity.name }) {
-            for row in rowsByKey.values.sorted(by: { $0.key < $1.key }) {
+        let doomedCount = doomedInOrder.reduce(0) { $0 + $1.1.count }
+        chunk.deleted.reserveCapacity(doomedCount)
+        if listsIDs { result.deleted.reserveCapacity(result.deleted.count + doomedCount) }
+        set.deletes.reserveCapacity(doomedCount)
+        for (e, rows) in doomedInOrder {
+            for row in rows {
                 set.deletes.append(.init(entity: e, key: row.key, expectedVersion: row.version, tombstone: e.preservedOnDeletion.map { ($0, row.values[$0]) }))
                 let id = id(e, row.key)
                 chunk.deleted.insert(id)
-                result.deleted.append(id)
+                noteDeleted(id)
             }
         }
         try commit(set, chunk)
+    }
+
+    /// The rows of one entity a batch delete deletes, by key: a class, so that looking one up
+    /// copies no dictionary.
+    private final class DoomedRows {
+        let entity: EntityDescription
+        var rows: [Int64: StoreRow] = [:]
+        init(_ entity: EntityDescription) { self.entity = entity }
     }
 
     /// The objects relationship `r` of `rows` leads to, as (owner, other) key pairs.
@@ -531,16 +586,34 @@ final class BatchWriter {
     }
 }
 
-/// The property names of the key paths a request's rows use: rows made by one closure use the
-/// same key-path instances, found here by identity before any hashing.
-struct KeyPathNameCache {
-    private var entries: [(keyPath: AnyKeyPath, name: String?)] = []
+/// What the key paths of a request's rows lead to: rows made by one closure use the same
+/// key-path instances, found here by identity before any hashing or name lookup.
+struct KeyPathTargets {
+    /// A key path's place in an entity's row.
+    enum Target {
+        /// An attribute: its index (its slot), its type, and whether it may be nil.
+        case attribute(Int, AttributeType, isOptional: Bool)
+        /// A to-one relationship: the slot of its foreign key.
+        case toOne(Int)
+        /// Neither (or a to-many).
+        case none
+    }
 
-    mutating func name<Model: PersistentModel>(for keyPath: AnyKeyPath, in model: Model.Type) -> String? {
-        for entry in entries where entry.keyPath === keyPath { return entry.name }
-        let name = Model.loomPropertyName(for: keyPath)
-        if entries.count < 64 { entries.append((keyPath, name)) }
-        return name
+    private var entries: [(keyPath: AnyKeyPath, target: Target)] = []
+
+    mutating func target<Model: PersistentModel>(for keyPath: AnyKeyPath, of entity: EntityDescription, in model: Model.Type) -> Target {
+        for entry in entries where entry.keyPath === keyPath { return entry.target }
+        var target = Target.none
+        if let name = Model.loomPropertyName(for: keyPath) {
+            if let index = entity.attributeIndex(named: name) {
+                let attribute = entity.attributes[index]
+                target = .attribute(index, attribute.type, isOptional: attribute.isOptional)
+            } else if let j = entity.relationshipIndex(named: name), entity.relationships[j].kind == .toOne, let fk = entity.storedValueIndex(ofRelationship: j) {
+                target = .toOne(fk)
+            }
+        }
+        if entries.count < 64 { entries.append((keyPath, target)) }
+        return target
     }
 }
 

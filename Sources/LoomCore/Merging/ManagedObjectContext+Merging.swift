@@ -68,6 +68,10 @@ extension ManagedObjectContext {
     }
 
     private func merge(_ changes: ObjectChanges, rows: [AnyObjectID: StoreRow], into merged: inout ObjectChanges) {
+        // Nothing registered and nobody listening (a batch request's or an importer's context):
+        // `merged` would only be posted to no one, and a batch's union of a million IDs costs
+        // as much as its SQL.
+        if identityMap.isEmpty && !hasEventListeners { return }
         if merged.inserted.isEmpty { merged.inserted = changes.inserted } else { merged.inserted.formUnion(changes.inserted) }
         if identityMap.isEmpty {
             // Nothing registered here to update or delete (a background importer, a batch

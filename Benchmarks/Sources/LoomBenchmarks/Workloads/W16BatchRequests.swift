@@ -165,12 +165,18 @@ final class BatchRequests: SynchronousWorkload {
                  .set(\.score, to: item.score), .set(\.price, to: item.price), .set(\.title, to: item.title),
                  .set(\.notes, to: item.notes), .set(\.createdAt, to: item.createdAt), .set(\.rating, to: item.rating)]
             }
-            let (inserted, insert) = try timed { try context.performAndWait { try $0.execute(BatchInsertRequest(rows: rows)).inserted.count } }
+            // Counts only (`.counts`), as an ingesting app asks: a request then holds one chunk's
+            // IDs at a time, and its heap stays bounded by the chunk.
+            var insertRequest = BatchInsertRequest(rows: rows)
+            insertRequest.resultType = .counts
+            let (inserted, insert) = try timed { try context.performAndWait { [insertRequest] in try $0.execute(insertRequest).insertedCount } }
             guard inserted == m else { throw BenchError("W16: the batch insert inserted \(inserted) of \(m)") }
             result["insert"] = Double(m) / insert
             let parcels = Self.parcels(0..<m, weight: 2)
-            let (upserted, upsert) = try timed { try context.performAndWait { try $0.execute(BatchInsertRequest(rows: parcels, uniquing: .update)) } }
-            guard upserted.inserted.count == m - m / 2, upserted.updated.count + upserted.unchanged == m / 2 else { throw BenchError("W16: the upsert inserted \(upserted.inserted.count) and updated \(upserted.updated.count)") }
+            var upsertRequest = BatchInsertRequest(rows: parcels, uniquing: .update)
+            upsertRequest.resultType = .counts
+            let (upserted, upsert) = try timed { try context.performAndWait { [upsertRequest] in try $0.execute(upsertRequest) } }
+            guard upserted.insertedCount == m - m / 2, upserted.updatedCount + upserted.unchanged == m / 2 else { throw BenchError("W16: the upsert inserted \(upserted.insertedCount) and updated \(upserted.updatedCount)") }
             result["upsert"] = Double(m) / upsert
             let crates = try context.performAndWait { context in
                 try context.execute(BatchInsertRequest(rows: (1...m).map { [BatchValue<Crate>.set(\.label, to: "crate \($0)")] })).objectIDs
@@ -179,9 +185,13 @@ final class BatchRequests: SynchronousWorkload {
                 let id = ObjectID<Crate>(crate)!
                 return (0..<bottlesPerCrate).map { b in [.set(\.wine, to: "wine \(b)"), .set(\.volume, to: 0.75), .relate(\.crate, to: id)] }
             }
-            let (_, link) = try timed { try context.performAndWait { _ = try $0.execute(BatchInsertRequest(rows: bottles)) } }
+            var linkRequest = BatchInsertRequest(rows: bottles)
+            linkRequest.resultType = .counts
+            let (_, link) = try timed { try context.performAndWait { [linkRequest] in _ = try $0.execute(linkRequest) } }
             result["link"] = Double(m * bottlesPerCrate) / link
-            let (deleted, cascade) = try timed { try context.performAndWait { try $0.execute(BatchDeleteRequest<Crate>()).deleted.count } }
+            var cascadeRequest = BatchDeleteRequest<Crate>()
+            cascadeRequest.resultType = .counts
+            let (deleted, cascade) = try timed { try context.performAndWait { [cascadeRequest] in try $0.execute(cascadeRequest).deletedCount } }
             meter?.end()
             guard deleted == m * (bottlesPerCrate + 1) else { throw BenchError("W16: the cascade deleted \(deleted)") }
             result["cascade"] = cascade
