@@ -254,31 +254,35 @@ public struct HistoryDescriptor: Sendable {
                 groups.append(HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: [key]))
             }
         }
-        // Inserts come in runs per entity: grouped by the entity's identity, without building keys,
-        // found among the few entities by pointer comparison (no dictionary for a save of one).
-        var insertGroups: [(entity: ObjectIdentifier, group: Int)] = []
-        for insert in changes.inserts {
-            let id = ObjectIdentifier(insert.entity)
-            if let found = insertGroups.last(where: { $0.entity == id }) {
-                groups[found.group].keys.append(insert.key)
+        // Inserts (and deletes without tombstones, below) come in runs per entity: grouped by the
+        // entity's identity, without building keys, found among the few entities by pointer
+        // comparison (no dictionary for a save of one).
+        func addByEntity(_ runs: inout [(entity: ObjectIdentifier, group: Int)], _ entity: EntityDescription, _ kind: Kind, _ key: Int64) {
+            let id = ObjectIdentifier(entity)
+            if let found = runs.last(where: { $0.entity == id }) {
+                groups[found.group].keys.append(key)
             } else {
-                insertGroups.append((id, groups.count))
-                groups.append(HistoryChangeGroup(entityName: insert.entity.name, kind: .insert, properties: "", keys: [insert.key]))
+                runs.append((id, groups.count))
+                groups.append(HistoryChangeGroup(entityName: entity.name, kind: kind, properties: "", keys: [key]))
             }
         }
+        var insertGroups: [(entity: ObjectIdentifier, group: Int)] = []
+        for insert in changes.inserts { addByEntity(&insertGroups, insert.entity, .insert, insert.key) }
         // Updates, and the many-to-many links added or removed (a change of both sides'
         // relationship), for objects neither inserted nor deleted by this save.
-        var updated: [String: (entity: EntityDescription, key: Int64, names: Set<String>)] = [:]
+        // By entity identity and key: a batch updates thousands of objects, and a text key per
+        // object cost each one an interpolation and its hashing.
+        var updated: [RowCacheKey: (entity: EntityDescription, key: Int64, names: Set<String>)] = [:]
         for update in changes.updates {
             let names = Set(update.changes.map { update.entity.storedValueName(at: $0.index) })
-            updated["\(update.entity.name)/\(update.key)", default: (update.entity, update.key, [])].names.formUnion(names)
+            updated[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key), default: (update.entity, update.key, [])].names.formUnion(names)
         }
         for owner in changes.relationshipOwners {
-            updated["\(owner.entity.name)/\(owner.key)", default: (owner.entity, owner.key, [])].names.formUnion(owner.relationships)
+            updated[RowCacheKey(entity: ObjectIdentifier(owner.entity), key: owner.key), default: (owner.entity, owner.key, [])].names.formUnion(owner.relationships)
         }
         let hasLinks = !changes.linkInserts.isEmpty || !changes.linkDeletes.isEmpty
-        let inserted = hasLinks ? Set(changes.inserts.map { "\($0.entity.name)/\($0.key)" }) : []
-        let deleted = hasLinks ? Set(changes.deletes.map { "\($0.entity.name)/\($0.key)" }) : []
+        let inserted = hasLinks ? Set(changes.inserts.map { RowCacheKey(entity: ObjectIdentifier($0.entity), key: $0.key) }) : []
+        let deleted = hasLinks ? Set(changes.deletes.map { RowCacheKey(entity: ObjectIdentifier($0.entity), key: $0.key) }) : []
         var sides: [String: [(entity: EntityDescription, relationship: String, ownsSource: Bool)]] = [:]
         func sidesOf(_ table: JoinTable) -> [(entity: EntityDescription, relationship: String, ownsSource: Bool)] {
             if let known = sides[table.name] { return known }
@@ -297,7 +301,7 @@ public struct HistoryDescriptor: Sendable {
         for link in changes.linkInserts + changes.linkDeletes {
             for side in sidesOf(link.table) {
                 let key = side.ownsSource ? link.source : link.target
-                let id = "\(side.entity.name)/\(key)"
+                let id = RowCacheKey(entity: ObjectIdentifier(side.entity), key: key)
                 if inserted.contains(id) || deleted.contains(id) { continue }
                 updated[id, default: (side.entity, key, [])].names.insert(side.relationship)
             }
@@ -305,9 +309,11 @@ public struct HistoryDescriptor: Sendable {
         for (_, update) in updated.sorted(by: { ($0.value.entity.name, $0.value.key) < ($1.value.entity.name, $1.value.key) }) {
             add(update.entity.name, .update, update.names.sorted().joined(separator: ","), update.key)
         }
+        // A batch's cascade deletes a million rows of a few entities.
+        var deleteGroups: [(entity: ObjectIdentifier, group: Int)] = []
         for delete in changes.deletes {
             if delete.tombstone.isEmpty {
-                add(delete.entity.name, .delete, "", delete.key)
+                addByEntity(&deleteGroups, delete.entity, .delete, delete.key)
                 continue
             }
             let names = delete.tombstone.map { delete.entity.attributes[$0.index].name }.joined(separator: ",")
