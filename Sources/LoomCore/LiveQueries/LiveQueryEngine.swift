@@ -76,10 +76,10 @@ struct LiveChangeDigest {
                 run!.changes.structural.insert(id.primaryKey)
                 continue
             }
-            if let earlier = run!.changes.properties[id.primaryKey] {
+            if run!.changes.properties.isEmpty { run!.changes.properties.reserveCapacity(changes.updated.count) }
+            // One lookup for a key seen once (the common case), two for one seen again.
+            if let earlier = run!.changes.properties.updateValue(properties, forKey: id.primaryKey) {
                 run!.changes.properties[id.primaryKey] = earlier.union(properties)
-            } else {
-                run!.changes.properties[id.primaryKey] = properties
             }
             if properties != lastProperties {
                 run!.changes.propertyUnion.formUnion(properties)
@@ -199,7 +199,13 @@ final class LiveQueryEngine {
             return .replaced
         }
         var affected = own!.structural
-        for (key, properties) in own!.properties where !properties.isDisjoint(with: ownReads) { affected.insert(key) }
+        affected.reserveCapacity(affected.count + own!.properties.count)
+        // When the query reads every property that changed (all of them scores, say), an
+        // object is affected if any of its properties changed: no set comparison per object.
+        let readsAllChanged = own!.propertyUnion.isSubset(of: ownReads)
+        for (key, properties) in own!.properties where readsAllChanged ? !properties.isEmpty : !properties.isDisjoint(with: ownReads) {
+            affected.insert(key)
+        }
         // Judging most of the result one object at a time costs more than one query.
         if affected.count > max(64, entries.count / 4) {
             replace(with: try evaluateAll())
@@ -217,6 +223,9 @@ final class LiveQueryEngine {
     /// The properties that changed of the objects in the result, by key.
     private func updatedMembers(_ digest: LiveChangeDigest) -> [Int64: Set<String>] {
         guard let own = digest.entities[query.entity.name], !own.properties.isEmpty else { return [:] }
+        // Often every updated object is in the result: then the digest's own dictionary is
+        // handed on, not copied key by key.
+        if own.properties.count <= members.count && own.properties.keys.allSatisfy(members.contains) { return own.properties }
         var updated: [Int64: Set<String>] = [:]
         if own.properties.count <= members.count {
             for (key, properties) in own.properties where members.contains(key) { updated[key] = properties }
