@@ -121,8 +121,17 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         let keys = sectionKeys.withLock { $0.keys(of: result, in: context) }
         state.withLock { state in
             state.latest = result
-            for (key, properties) in updated { state.updated[key, default: []].formUnion(properties) }
-            if let touched, state.touched != nil { state.touched!.formUnion(touched) } else { state.touched = nil }
+            // Nothing waiting (the reader took the last result): taken as they are, not rehashed.
+            if state.updated.isEmpty {
+                state.updated = updated
+            } else {
+                for (key, properties) in updated { state.updated[key, default: []].formUnion(properties) }
+            }
+            if let touched, state.touched != nil {
+                if state.touched!.isEmpty { state.touched = touched } else { state.touched!.formUnion(touched) }
+            } else {
+                state.touched = nil
+            }
             state.keys = keys
         }
         WakeUp.wake(wakeUp)

@@ -76,10 +76,10 @@ struct LiveChangeDigest {
                 run!.changes.structural.insert(id.primaryKey)
                 continue
             }
-            if let earlier = run!.changes.properties[id.primaryKey] {
+            if run!.changes.properties.isEmpty { run!.changes.properties.reserveCapacity(changes.updated.count) }
+            // One lookup for a key seen once (the common case), two for one seen again.
+            if let earlier = run!.changes.properties.updateValue(properties, forKey: id.primaryKey) {
                 run!.changes.properties[id.primaryKey] = earlier.union(properties)
-            } else {
-                run!.changes.properties[id.primaryKey] = properties
             }
             if properties != lastProperties {
                 run!.changes.propertyUnion.formUnion(properties)
@@ -199,7 +199,13 @@ final class LiveQueryEngine {
             return .replaced
         }
         var affected = own!.structural
-        for (key, properties) in own!.properties where !properties.isDisjoint(with: ownReads) { affected.insert(key) }
+        affected.reserveCapacity(affected.count + own!.properties.count)
+        // When the query reads every property that changed (all of them scores, say), an
+        // object is affected if any of its properties changed: no set comparison per object.
+        let readsAllChanged = own!.propertyUnion.isSubset(of: ownReads)
+        for (key, properties) in own!.properties where readsAllChanged ? !properties.isEmpty : !properties.isDisjoint(with: ownReads) {
+            affected.insert(key)
+        }
         // Judging most of the result one object at a time costs more than one query.
         if affected.count > max(64, entries.count / 4) {
             replace(with: try evaluateAll())
@@ -217,6 +223,9 @@ final class LiveQueryEngine {
     /// The properties that changed of the objects in the result, by key.
     private func updatedMembers(_ digest: LiveChangeDigest) -> [Int64: Set<String>] {
         guard let own = digest.entities[query.entity.name], !own.properties.isEmpty else { return [:] }
+        // Often every updated object is in the result: then the digest's own dictionary is
+        // handed on, not copied key by key.
+        if own.properties.count <= members.count && own.properties.keys.allSatisfy(members.contains) { return own.properties }
         var updated: [Int64: Set<String>] = [:]
         if own.properties.count <= members.count {
             for (key, properties) in own.properties where members.contains(key) { updated[key] = properties }
@@ -280,6 +289,8 @@ final class LiveQueryEngine {
         let rows: [StoreRow]
         if includesPendingChanges && context.hasPendingChanges(affecting: query) {
             rows = try context.matchingRows(query).map(\.row)
+        } else if context.parent == nil && !SortKey.usesRelationships(query.sortKeys) {
+            return try storeEntries()
         } else {
             rows = try context.baseFetch(query)
         }
@@ -294,6 +305,42 @@ final class LiveQueryEngine {
         let result = graphRows.map { row in Entry(key: row.key, values: sortNodes.map { $0.evaluate(row, in: graph) }) }
         if let failure = graph.failure { throw failure }
         return result
+    }
+
+    /// The whole result as the store has it (what ``ManagedObjectContext/baseFetch(_:)`` reads
+    /// for a root context), reading only the keys and sort values: one values query with the
+    /// fetch's predicate, order (the sort keys, then the primary key) and window, which an
+    /// index on the sort keys answers without the rows. A value the attribute cannot hold is
+    /// reported as a fetch reports it.
+    private func storeEntries() throws(LoomError) -> [Entry] {
+        let entity = query.entity
+        let columns: [AggregateQuery.Column] = [.value(.primaryKey)] + query.sortKeys.map { .value(.attribute($0.attributeIndex)) }
+        let sortKeys = query.sortKeys.indices.map { AggregateQuery.SortKey(column: $0 + 1, ascending: query.sortKeys[$0].ascending) }
+        let values = AggregateQuery(entity: entity, predicate: query.predicate, columns: columns, sortKeys: sortKeys,
+                                    fetchOffset: query.fetchOffset, fetchLimit: query.fetchLimit)
+        var rows = try (context.pinnedSnapshot() ?? context.coordinator.store as any StoreReading).aggregate(values)
+        let kinds = query.sortKeys.map { entity.attributeKinds[$0.attributeIndex] }
+        var entries: [Entry] = []
+        entries.reserveCapacity(rows.count)
+        for r in rows.indices {
+            // Taken out of `rows`, the row's array is unique: the key is removed from it in
+            // place, and the rest becomes the entry's values.
+            var row: [StoredValue] = []
+            swap(&row, &rows[r])
+            guard row.count == kinds.count + 1, case .integer(let key) = row.removeFirst() else {
+                throw LoomError(.corruptValue, "The store returned a malformed row for a live query of \(entity.name).", entity: entity.name)
+            }
+            for (i, kind) in kinds.enumerated() where !kind.type.accepts(row[i]) || (row[i].isNull && !kind.isOptional) {
+                let attribute = entity.attributes[query.sortKeys[i].attributeIndex]
+                throw LoomError(
+                    .corruptValue,
+                    "\(entity.name)/\(key).\(attribute.name) holds a stored \(row[i].kindName), which is not a valid \(attribute.isOptional ? "optional " : "")\(attribute.type.rawValue); the row was changed outside Loom.",
+                    entity: entity.name, attributes: [attribute.name],
+                    objectID: AnyObjectID(storeIdentifier: context.coordinator.storeIdentifier, entityName: entity.name, primaryKey: key))
+            }
+            entries.append(Entry(key: key, values: row))
+        }
+        return entries
     }
 
     /// Loads, one query per relationship, what the predicate (unless `predicate` is false) and

@@ -78,7 +78,11 @@ extension ManagedObjectContext {
             // request's context): the changes are passed on as they are, with no per-ID work.
             if merged.updated.isEmpty { merged.updated = changes.updated } else { merged.updated.formUnion(changes.updated) }
             if merged.deleted.isEmpty { merged.deleted = changes.deleted } else { merged.deleted.formUnion(changes.deleted) }
-            merged.changedProperties.merge(changes.changedProperties) { $0.union($1) }
+            if merged.changedProperties.isEmpty {
+                merged.changedProperties = changes.changedProperties
+            } else {
+                merged.changedProperties.merge(changes.changedProperties) { $0.union($1) }
+            }
             return
         }
         for id in changes.deleted {
