@@ -327,7 +327,13 @@ public struct HistoryDescriptor: Sendable {
     /// one of these, and appending to `Data` piece by piece cost a save about 5,000 instructions.
     public static func encode(_ groups: [HistoryChangeGroup]) -> Data {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(groups.reduce(0) { $0 + 13 + $1.entityName.utf8.count + $1.properties.utf8.count + 8 * $1.keys.count })
+        encode(groups, into: &bytes)
+        return Data(bytes)
+    }
+
+    /// Appends what ``encode(_:)`` returns to `bytes`.
+    public static func encode(_ groups: [HistoryChangeGroup], into bytes: inout [UInt8]) {
+        bytes.reserveCapacity(bytes.count + groups.reduce(0) { $0 + 13 + $1.entityName.utf8.count + $1.properties.utf8.count + 8 * $1.keys.count })
         for group in groups {
             bytes.append(UInt8(group.tombstones.isEmpty ? group.kind.rawValue : 3))
             appendText(group.entityName, to: &bytes)
@@ -338,7 +344,6 @@ public struct HistoryDescriptor: Sendable {
                 for value in values { encodeValue(value, into: &bytes) }
             }
         }
-        return Data(bytes)
     }
 
     /// A value as a tag byte (0 null, 1 integer, 2 real, 3 text, 4 blob) and its bytes: 8 for
