@@ -40,10 +40,18 @@ package enum SQLHistory {
 
     /// A save's `entities` and `changes` values, as UTF-8 and bytes, written into buffers a
     /// store keeps from one save to the next (emptied first): what ``entityList(_:)`` and
-    /// ``HistoryChangeGroup/encode(_:)`` make of the save's groups.
+    /// ``HistoryChangeGroup/encode(_:)`` make of the save's groups, without making the groups
+    /// when the save only inserts objects of one entity (most saves).
     package static func rowValues(of changes: StoreChangeSet, in schema: Schema, entities: inout [UInt8], packed: inout [UInt8]) {
         entities.removeAll(keepingCapacity: true)
         packed.removeAll(keepingCapacity: true)
+        if let entity = HistoryChangeGroup.onlyInsertedEntity(of: changes) {
+            entities.append(UInt8(ascii: ","))
+            entities.append(contentsOf: entity.name.utf8)
+            entities.append(UInt8(ascii: ","))
+            HistoryChangeGroup.encodeInserts(of: changes, entity: entity, into: &packed)
+            return
+        }
         let groups = HistoryChangeGroup.groups(of: changes, in: schema)
         entities.append(contentsOf: entityList(groups).utf8)
         HistoryChangeGroup.encode(groups, into: &packed)
