@@ -38,6 +38,25 @@ package enum SQLHistory {
             processIdentifier: Int32(truncatingIfNeeded: process), processName: processName, changes: list)
     }
 
+    /// A save's `entities` and `changes` values, as UTF-8 and bytes, written into buffers a
+    /// store keeps from one save to the next (emptied first): what ``entityList(_:)`` and
+    /// ``HistoryChangeGroup/encode(_:)`` make of the save's groups, without making the groups
+    /// when the save only inserts objects of one entity (most saves).
+    package static func rowValues(of changes: StoreChangeSet, in schema: Schema, entities: inout [UInt8], packed: inout [UInt8]) {
+        entities.removeAll(keepingCapacity: true)
+        packed.removeAll(keepingCapacity: true)
+        if let entity = HistoryChangeGroup.onlyInsertedEntity(of: changes) {
+            entities.append(UInt8(ascii: ","))
+            entities.append(contentsOf: entity.name.utf8)
+            entities.append(UInt8(ascii: ","))
+            HistoryChangeGroup.encodeInserts(of: changes, entity: entity, into: &packed)
+            return
+        }
+        let groups = HistoryChangeGroup.groups(of: changes, in: schema)
+        entities.append(contentsOf: entityList(groups).utf8)
+        HistoryChangeGroup.encode(groups, into: &packed)
+    }
+
     /// The entities a change set's history row lists, `,A,B,` (each name once, in order).
     package static func entityList(_ groups: [HistoryChangeGroup]) -> String {
         var list = ","

@@ -1,5 +1,6 @@
 package import Foundation
 package import GRDB
+import GRDBSQLite
 import LoomSQL
 @_spi(LoomStore) public import LoomCore
 
@@ -29,27 +30,9 @@ extension SQLiteStore {
     /// The metadata key of the last transaction number deleted from the history.
     static let historyDeletedKey = "historyDeletedThrough"
 
-    private static let processName = ProcessInfo.processInfo.processName
-    private static let processIdentifier = ProcessInfo.processInfo.processIdentifier
-
     /// Records `changes` in the history, inside the transaction that applies them.
     func writeHistory(_ changes: StoreChangeSet, _ db: Database) throws {
-        let groups = HistoryChangeGroup.groups(of: changes, in: schema)
-        let sql = "INSERT INTO loom_history (timestamp, origin, originCommit, author, context, process, processName, entities, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        try RawStatement.with(db, sql) { statement in
-            try statement.bind(.real(Date().timeIntervalSince1970), at: 1)
-            // Which store instance committed it, and as which of its commits: its own watcher
-            // skips it, and orders the others' commits between its own.
-            try statement.bind(origin, at: 2)
-            try statement.bind(Int64(lastCommitSequence + 1), at: 3)
-            try statement.bind(changes.author.map(StoredValue.text) ?? .null, at: 4)
-            try statement.bind(changes.contextName.map(StoredValue.text) ?? .null, at: 5)
-            try statement.bind(Int64(Self.processIdentifier), at: 6)
-            try statement.bind(.text(Self.processName), at: 7)
-            try statement.bind(.text(SQLHistory.entityList(groups)), at: 8)
-            try statement.bind(.blob(HistoryChangeGroup.encode(groups)), at: 9)
-            try statement.execute()
-        }
+        try historyWriter.write(changes, schema: schema, origin: origin, commit: lastCommitSequence + 1, db)
     }
 
     @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
@@ -186,5 +169,102 @@ extension SQLiteStore {
         } catch {
             throw translate(error, entity: nil)
         }
+    }
+}
+
+/// What the store's writer keeps for the history rows it writes: the INSERT, prepared once, and
+/// the buffers of a row's values.
+///
+/// A save of one object spends more on its history row than on the object's own row, so the
+/// row's statement is reached directly rather than by its text in GRDB's statement cache; the
+/// parameters that never change (which store instance, which process) are bound once, the
+/// author and context when they change, and the others anew for every row, so the statement is
+/// never cleared; the entity list and the packed changes are written into buffers kept from one
+/// save to the next, and bound from them without a copy.
+///
+/// `@unchecked Sendable`: used only on the writer connection with the store's `writeGate` held.
+final class HistoryWriter: @unchecked Sendable {
+    static let insertSQL = "INSERT INTO loom_history (timestamp, origin, originCommit, author, context, process, processName, entities, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+    private static let processName = ProcessInfo.processInfo.processName
+    private static let processIdentifier = ProcessInfo.processInfo.processIdentifier
+
+    /// The INSERT, once prepared on the writer connection (GRDB finalizes it when it is let go).
+    @exclusivity(unchecked) private var insert: Statement?
+    @exclusivity(unchecked) private var entities: [UInt8] = []
+    @exclusivity(unchecked) private var packed: [UInt8] = []
+    /// The author and context bound now (`nil` inside: bound as NULL; `nil`: not bound yet):
+    /// a context's saves all have the same, and bound text is copied.
+    @exclusivity(unchecked) private var boundAuthor: String??
+    @exclusivity(unchecked) private var boundContext: String??
+
+    /// Writes the history row of `changes`, committed by this store instance (`origin`) as its
+    /// commit `commit`, inside the open transaction.
+    func write(_ changes: StoreChangeSet, schema: Schema, origin: Int64, commit: UInt64, _ db: Database) throws {
+        let handle = try statement(db, origin: origin)
+        SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
+        let statement = RawStatement(handle: handle, sql: Self.insertSQL)
+        try check(sqlite3_bind_double(handle, 1, Date().timeIntervalSince1970), statement)
+        // Which of this instance's commits it is: its own watcher skips the row, and orders
+        // other instances' commits between its own.
+        try check(sqlite3_bind_int64(handle, 3, Int64(commit)), statement)
+        if boundAuthor != .some(changes.author) {
+            boundAuthor = nil
+            try statement.bind(changes.author.map(StoredValue.text) ?? .null, at: 4)
+            boundAuthor = .some(changes.author)
+        }
+        if boundContext != .some(changes.contextName) {
+            boundContext = nil
+            try statement.bind(changes.contextName.map(StoredValue.text) ?? .null, at: 5)
+            boundContext = .some(changes.contextName)
+        }
+        try entities.withUnsafeBufferPointer { entities in
+            try packed.withUnsafeBufferPointer { packed in
+                // Bound without a copy (SQLITE_STATIC): the buffers stay as they are until the
+                // statement is reset, and then the parameters are unbound.
+                defer {
+                    sqlite3_reset(handle)
+                    sqlite3_bind_null(handle, 8)
+                    sqlite3_bind_null(handle, 9)
+                }
+                try check(Self.bindText(entities, at: 8, handle), statement)
+                try check(Self.bindBlob(packed, at: 9, handle), statement)
+                try statement.execute()
+            }
+        }
+    }
+
+    private static func bindText(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32, _ handle: OpaquePointer) -> Int32 {
+        // An empty buffer may have no address, which SQLite would bind as NULL.
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, nil) }
+        return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+            sqlite3_bind_text64(handle, index, $0, sqlite3_uint64(bytes.count), nil, UInt8(SQLITE_UTF8))
+        }
+    }
+
+    private static func bindBlob(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32, _ handle: OpaquePointer) -> Int32 {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, index, 0) }
+        return sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(bytes.count), nil)
+    }
+
+    /// The prepared INSERT, with its constant parameters bound.
+    private func statement(_ db: Database, origin: Int64) throws -> OpaquePointer {
+        if let insert { return insert.sqliteStatement }
+        let made = try db.makeStatement(sql: Self.insertSQL)
+        let statement = RawStatement(handle: made.sqliteStatement, sql: Self.insertSQL)
+        try statement.bind(origin, at: 2)
+        try statement.bind(Int64(Self.processIdentifier), at: 6)
+        try statement.bind(.text(Self.processName), at: 7)
+        insert = made
+        return made.sqliteStatement
+    }
+
+    private func check(_ code: Int32, _ statement: RawStatement) throws {
+        if code != SQLITE_OK { throw statement.error(code) }
+    }
+
+    /// Lets the statement go (finalized), before the writer connection closes.
+    func close() {
+        insert = nil
     }
 }

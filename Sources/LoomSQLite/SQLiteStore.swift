@@ -77,6 +77,8 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     private let closedFlag = Atomic<Bool>(false)
     /// What this instance's history rows carry in `origin`: its watcher skips them.
     let origin = Int64.random(in: 1...Int64.max)
+    /// The history rows' INSERT and buffers, used with `writeGate` held.
+    let historyWriter = HistoryWriter()
     /// The thread that finds other instances' commits, once ``observeRemoteCommits(_:)`` started it.
     let watcher = Mutex<RemoteCommitWatcher?>(nil)
     /// The query-generation snapshots taken on this store (``openSnapshot()``), closed with it.
@@ -659,6 +661,8 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         snapshots.closeAll()
         readers.close()
+        // A statement left unfinalized would keep the writer connection from closing.
+        historyWriter.close()
         // Everything into the file itself, so that the file alone is the whole store once
         // closed. SQLite does it when the last connection closes, except after another
         // connection (the watcher's) shared the WAL index, and when another process has the

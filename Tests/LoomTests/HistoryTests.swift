@@ -1,6 +1,7 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
+import LoomSQL
 @_spi(LoomStore) import LoomSQLite
 import Testing
 
@@ -169,6 +170,34 @@ struct HistoryTests {
         let changes = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()).first?.changes.count }
         #expect(changes == 1_000)
         try await container.close()
+    }
+
+    @Test("A save that only inserts objects of one entity gets the same history row values through its short path as through the groups")
+    func insertOnlyRowValues() throws {
+        let schema = try LibraryRelsV2.schema()
+        let book = try #require(schema.entity(named: "Book"))
+        let author = try #require(schema.entity(named: "Author"))
+        func changes(_ inserts: [(EntityDescription, Int64)], update: Bool = false) -> StoreChangeSet {
+            var changes = StoreChangeSet()
+            changes.inserts = inserts.map { StoreChangeSet.Insert(entity: $0.0, key: $0.1, values: []) }
+            if update { changes.updates = [StoreChangeSet.Update(entity: author, key: 9, expectedVersion: 1, changes: [(0, .text("Ann"))])] }
+            return changes
+        }
+        // Buffers kept from one save to the next, as the store keeps them.
+        var entities = Array("left over".utf8), packed: [UInt8] = [1, 2, 3]
+        for (save, short) in [
+            (changes([(book, 7)]), true),
+            (changes([(book, 3), (book, 1), (book, 2)]), true),
+            (changes([(book, 3), (author, 1), (book, 2)]), false),
+            (changes([(book, 4)], update: true), false),
+        ] {
+            #expect((HistoryChangeGroup.onlyInsertedEntity(of: save) != nil) == short)
+            SQLHistory.rowValues(of: save, in: schema, entities: &entities, packed: &packed)
+            let groups = HistoryChangeGroup.groups(of: save, in: schema)
+            #expect(String(decoding: entities, as: UTF8.self) == SQLHistory.entityList(groups))
+            #expect(packed == [UInt8](HistoryChangeGroup.encode(groups)))
+            #expect(HistoryChangeGroup.decode(Data(packed)) == groups)
+        }
     }
 
     @Test("Deleted history: an older token is historyTokenExpired naming the oldest kept, never a skip; numbers are never reused")

@@ -333,7 +333,13 @@ public struct HistoryDescriptor: Sendable {
     /// one of these, and appending to `Data` piece by piece cost a save about 5,000 instructions.
     public static func encode(_ groups: [HistoryChangeGroup]) -> Data {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(groups.reduce(0) { $0 + 13 + $1.entityName.utf8.count + $1.properties.utf8.count + 8 * $1.keys.count })
+        encode(groups, into: &bytes)
+        return Data(bytes)
+    }
+
+    /// Appends what ``encode(_:)`` returns to `bytes`.
+    public static func encode(_ groups: [HistoryChangeGroup], into bytes: inout [UInt8]) {
+        bytes.reserveCapacity(bytes.count + groups.reduce(0) { $0 + 13 + $1.entityName.utf8.count + $1.properties.utf8.count + 8 * $1.keys.count })
         for group in groups {
             bytes.append(UInt8(group.tombstones.isEmpty ? group.kind.rawValue : 3))
             appendText(group.entityName, to: &bytes)
@@ -344,7 +350,28 @@ public struct HistoryDescriptor: Sendable {
                 for value in values { encodeValue(value, into: &bytes) }
             }
         }
-        return Data(bytes)
+    }
+
+    /// The one entity of a change set that only inserts objects, all of one entity (a save of
+    /// new objects of one model: the most common save), or `nil`.
+    public static func onlyInsertedEntity(of changes: StoreChangeSet) -> EntityDescription? {
+        guard let entity = changes.inserts.first?.entity, changes.updates.isEmpty, changes.deletes.isEmpty,
+              changes.linkInserts.isEmpty, changes.linkDeletes.isEmpty, changes.relationshipOwners.isEmpty,
+              changes.inserts.allSatisfy({ $0.entity === entity }) else { return nil }
+        return entity
+    }
+
+    /// Appends what `encode(groups(of: changes, in: schema))` returns to `bytes`, for a change
+    /// set whose ``onlyInsertedEntity(of:)`` is `entity`, without making the groups: one
+    /// insert group of every key, in order.
+    public static func encodeInserts(of changes: StoreChangeSet, entity: EntityDescription, into bytes: inout [UInt8]) {
+        let name = entity.name
+        bytes.reserveCapacity(bytes.count + 13 + name.utf8.count + 8 * changes.inserts.count)
+        bytes.append(UInt8(Kind.insert.rawValue))
+        appendText(name, to: &bytes)
+        append32(0, to: &bytes)
+        append32(changes.inserts.count, to: &bytes)
+        for insert in changes.inserts { append64(UInt64(bitPattern: insert.key), to: &bytes) }
     }
 
     /// A value as a tag byte (0 null, 1 integer, 2 real, 3 text, 4 blob) and its bytes: 8 for
