@@ -147,7 +147,7 @@ extension SQLiteStore {
         }
         let started: RemoteCommitWatcher
         do {
-            started = try RemoteCommitWatcher(path: url.path, store: identifier, origin: origin, after: after, handler: handler)
+            started = try RemoteCommitWatcher(path: url.path, store: identifier, origin: origin, own: historyWriter.own, after: after, handler: handler)
         } catch {
             handler(.unavailable(LoomError(.storeFailure, "Other coordinators' commits to the store at \(url.path) cannot be watched: the watcher's connection could not be opened.", path: url.path, underlying: error)))
             return
@@ -198,6 +198,45 @@ final class HistoryWriter: @unchecked Sendable {
     @exclusivity(unchecked) private var boundAuthor: String??
     @exclusivity(unchecked) private var boundContext: String??
 
+    /// What the store tells its watcher of its commits (see ``OwnCommits``).
+    let own = OwnCommits()
+    /// The last history row written in the open transaction (`nil`: none yet).
+    @exclusivity(unchecked) var lastNumber: Int64?
+    /// The writer connection's data version after the store's last commit (`nil`: unknown).
+    @exclusivity(unchecked) private var versionAfterCommit: UInt32?
+    /// Whether the open transaction began with nothing committed by another connection since
+    /// the store's last commit.
+    @exclusivity(unchecked) private var beganInRun = false
+    /// The sequence of the first commit of the current run (`nil`: no run).
+    @exclusivity(unchecked) private var runStart: UInt64?
+
+    /// Call after every `BEGIN` of a transaction that may write history, on the writer.
+    func began(_ db: Database) {
+        let version = Self.dataVersion(db)
+        beganInRun = runStart != nil && version != nil && version == versionAfterCommit
+        lastNumber = nil
+    }
+
+    /// Call after the `COMMIT` of a transaction ``began(_:)`` saw begin, with its commit
+    /// sequence: publishes it to the watcher if it wrote history.
+    func committed(_ db: Database, sequence: UInt64) {
+        versionAfterCommit = Self.dataVersion(db)
+        if !beganInRun { runStart = nil }
+        guard let number = lastNumber else { return }
+        lastNumber = nil
+        let start = runStart ?? sequence
+        runStart = start
+        own.publish(OwnCommits.Last(sequence: sequence, number: number, runStart: start))
+    }
+
+    /// The connection's data version: it moves with each of its own commits and when a
+    /// transaction starts on a database another connection changed.
+    private static func dataVersion(_ db: Database) -> UInt32? {
+        guard let connection = db.sqliteConnection else { return nil }
+        var version: UInt32 = 0
+        return sqlite3_file_control(connection, nil, SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK ? version : nil
+    }
+
     /// Writes the history row of `changes`, committed by this store instance (`origin`) as its
     /// commit `commit`, inside the open transaction.
     func write(_ changes: StoreChangeSet, schema: Schema, origin: Int64, commit: UInt64, _ db: Database) throws {
@@ -232,6 +271,7 @@ final class HistoryWriter: @unchecked Sendable {
                 try statement.execute()
             }
         }
+        lastNumber = sqlite3_last_insert_rowid(sqlite3_db_handle(handle))
     }
 
     private static func bindText(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32, _ handle: OpaquePointer) -> Int32 {

@@ -77,7 +77,8 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     private let closedFlag = Atomic<Bool>(false)
     /// What this instance's history rows carry in `origin`: its watcher skips them.
     let origin = Int64.random(in: 1...Int64.max)
-    /// The history rows' INSERT and buffers, used with `writeGate` held.
+    /// The history rows' INSERT and buffers, and what the writer tells the watcher of its
+    /// commits; used with `writeGate` held.
     let historyWriter = HistoryWriter()
     /// The thread that finds other instances' commits, once ``observeRemoteCommits(_:)`` started it.
     let watcher = Mutex<RemoteCommitWatcher?>(nil)
@@ -389,13 +390,19 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         writeGate.lock()
         defer { writeGate.unlock() }
         if inTransaction { fatalError("SQLiteStore: a write transaction was opened inside another on the same thread.") }
-        try onWriter { db in try Self.control(db, "BEGIN IMMEDIATE TRANSACTION") }
+        try onWriter { db in
+            try Self.control(db, "BEGIN IMMEDIATE TRANSACTION")
+            if recordsHistory { historyWriter.began(db) }
+        }
         transactionOwner.store(ThreadID.current, ordering: .relaxed)
         let value: T
         do {
             value = try body()
             transactionOwner.store(0, ordering: .relaxed)
-            try onWriter { db in try Self.control(db, "COMMIT TRANSACTION") }
+            try onWriter { db in
+                try Self.control(db, "COMMIT TRANSACTION")
+                if recordsHistory { historyWriter.committed(db, sequence: lastCommitSequence + 1) }
+            }
         } catch {
             transactionOwner.store(0, ordering: .relaxed)
             rollBack()
@@ -450,6 +457,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     private func applyAlone(_ changes: StoreChangeSet, underSavepoint: Bool) throws(LoomError) -> LoomError? {
         try onWriter { db in
             try Self.control(db, "BEGIN IMMEDIATE TRANSACTION")
+            if recordsHistory { historyWriter.began(db) }
             do {
                 if underSavepoint {
                     try applyUnderSavepoint(changes, db)
@@ -457,6 +465,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
                     try applyStatements(changes, db)
                 }
                 try Self.control(db, "COMMIT TRANSACTION")
+                if recordsHistory { historyWriter.committed(db, sequence: lastCommitSequence + 1) }
                 return nil
             } catch let error as LoomError where error.code == .versionConflict || error.code == .uniquenessViolation {
                 if !underSavepoint { try Self.control(db, "ROLLBACK TRANSACTION") }
@@ -485,10 +494,13 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// are read in it).
     private func applyUnderSavepoint(_ changes: StoreChangeSet, _ db: Database) throws {
         try Self.control(db, "SAVEPOINT loom_apply")
+        let historyRow = historyWriter.lastNumber
         do {
             try applyStatements(changes, db)
             try Self.control(db, "RELEASE SAVEPOINT loom_apply")
         } catch {
+            // A history row written under the savepoint is gone with it.
+            historyWriter.lastNumber = historyRow
             // If the statements' effects cannot be undone, that failure is what the caller gets:
             // it ends the whole transaction instead of reading conflicts from a half-applied one.
             try Self.control(db, "ROLLBACK TO SAVEPOINT loom_apply")
