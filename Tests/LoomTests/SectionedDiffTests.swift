@@ -108,6 +108,69 @@ struct SectionedDiffTests {
         }
     }
 
+    @Test("Live query keys, numbered by a bitmap when dense: told which keys moved, the change is the one found by indexing every item, with dense, spread, sparse, negative and extreme keys")
+    func touchedKeys() {
+        var generator = SeededGenerator(seed: 13)
+        let keys = ["a", "b", "c", "d"]
+        let spreads: [(Int64) -> Int64] = [{ $0 + 1 }, { $0 * 100 }, { $0 * 1_000_003 }, { $0 - 20 }, { $0 == 0 ? .min : $0 == 1 ? .max : $0 }]
+        for round in 0..<5_000 {
+            let spread = spreads[round % spreads.count]
+            let universe = (0..<Int64.random(in: 0...40, using: &generator)).map(spread)
+            var sections: [String: [Int64]] = [:]
+            for item in universe.shuffled(using: &generator) where Int.random(in: 0..<5, using: &generator) > 0 {
+                sections[keys.randomElement(using: &generator)!, default: []].append(item)
+            }
+            let old = SectionedResult<String, Int64>(keys.compactMap { key in sections[key].map { .init(key: key, items: $0) } })
+            let touched = Set(universe.filter { _ in Int.random(in: 0..<3, using: &generator) == 0 })
+            for key in keys { sections[key]?.removeAll { touched.contains($0) } }
+            for item in touched where Int.random(in: 0..<4, using: &generator) > 0 {
+                let key = keys.randomElement(using: &generator)!
+                let at = Int.random(in: 0...(sections[key]?.count ?? 0), using: &generator)
+                sections[key, default: []].insert(item, at: at)
+            }
+            let new = SectionedResult<String, Int64>(keys.compactMap { key in sections[key].flatMap { $0.isEmpty ? nil : .init(key: key, items: $0) } })
+            var updated: [Int64: Set<String>] = [:]
+            for item in universe where Int.random(in: 0..<3, using: &generator) == 0 { updated[item] = Bool.random(using: &generator) ? ["value"] : [] }
+            let told = SectionedDiff.changes(from: old, to: new, updated: updated, touchedKeys: touched)
+            #expect(told == SectionedDiff.changes(from: old, to: new, updated: updated))
+            #expect(told == SectionedDiff.changes(from: old, to: new, updated: updated, touched: touched))
+            #expect(SectionedDiff.apply(told, to: old, itemsFrom: new) == new)
+            let misled = SectionedDiff.changes(from: new, to: old, updated: updated, touchedKeys: [])
+            #expect(SectionedDiff.apply(misled, to: new, itemsFrom: old) == old)
+        }
+    }
+
+    @Test("A key index numbers the touched and updated keys 0..<count, tells the touched ones, and knows no other key")
+    func keyIndex() {
+        var generator = SeededGenerator(seed: 17)
+        let cases: [Set<Int64>] = [
+            [], [7], Set((1...10_000).filter { $0 % 97 == 0 }), [1, 1 << 40, -5], [.min, .max, 0], Set((0..<200).map { _ in Int64.random(in: -300...300, using: &generator) }),
+            Set(1...10_000),
+        ]
+        for keys in cases {
+            let touched = Set(keys.filter { _ in Bool.random(using: &generator) })
+            var updated: [Int64: Set<String>] = [:]
+            for key in keys where !touched.contains(key) { updated[key] = ["value"] }
+            for key in touched where Bool.random(using: &generator) { updated[key] = Bool.random(using: &generator) ? ["value"] : [] }
+            updated[123_456_789] = []   // no property changed: not tracked
+            let index = KeyIndex(touched: touched, updated: updated)
+            #expect(index.count == keys.count)
+            var numbers: Set<Int> = []
+            for key in keys {
+                guard let found = index.index(of: key) else {
+                    Issue.record("\(key) of \(keys.count) keys has no number")
+                    continue
+                }
+                #expect(found.touched == touched.contains(key))
+                numbers.insert(found.index)
+            }
+            #expect(numbers == Set(0..<keys.count))
+            for probe: Int64 in [0, 1, -1, 96, 98, 10_001, .min, .max, 1 << 40, 123_456_789] where !keys.contains(probe) {
+                #expect(index.index(of: probe) == nil, "\(probe) in \(keys.count) keys")
+            }
+        }
+    }
+
     @Test("A key set answers like a Set: dense, sparse, negative and extreme keys")
     func keySet() {
         var generator = SeededGenerator(seed: 5)

@@ -98,29 +98,28 @@ enum SectionedDiff {
     /// others are in both results, in the same section and the same order. The change is then
     /// found without indexing every item (a live query knows which objects it judged again).
     ///
-    /// - Complexity: O(n log n) in the number of items; with `touched`, O(n) set lookups in
-    ///   `touched` plus O(n log n) comparisons of indexes, with no index of every item.
+    /// - Complexity: O(n log n) in the number of items; with `touched`, O(n) lookups of the
+    ///   touched and updated items' numbers (a bit test for a live query's keys) plus
+    ///   O(n log n) comparisons of indexes, with no index of every item.
     static func changes<Key: Hashable, Item: Hashable>(
         from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>] = [:], touched: Set<Item>? = nil
     ) -> ResultChanges {
         if let touched {
-            var tracked = touched
-            for (item, properties) in updated where !properties.isEmpty { tracked.insert(item) }
-            if let change = changes(from: old, to: new, updated: updated, isTouched: touched.contains, isTracked: tracked.contains) { return change }
+            let tracked = HashedItems(touched: touched, updated: updated)
+            if let change = changes(from: old, to: new, tracked: tracked, updated: tracked.properties(updated)) { return change }
         }
         return changes(from: old, to: new, updated: updated)
     }
 
     /// ``changes(from:to:updated:touched:)`` for a live query's results, whose items are primary
-    /// keys: membership in `touched` is a bit test, not a hash.
+    /// keys: the touched and updated keys are numbered by a bit test and a population count,
+    /// not by hashing.
     static func changes<Key: Hashable>(
         from old: SectionedResult<Key, Int64>, to new: SectionedResult<Key, Int64>, updated: [Int64: Set<String>], touchedKeys touched: Set<Int64>?
     ) -> ResultChanges {
         if let touched {
-            var tracked = touched
-            for (item, properties) in updated where !properties.isEmpty { tracked.insert(item) }
-            let isTouched = KeySet(touched), isTracked = KeySet(tracked)
-            if let change = changes(from: old, to: new, updated: updated, isTouched: isTouched.contains, isTracked: isTracked.contains) { return change }
+            let tracked = KeyIndex(touched: touched, updated: updated)
+            if let change = changes(from: old, to: new, tracked: tracked, updated: tracked.properties(updated)) { return change }
         }
         return changes(from: old, to: new, updated: updated)
     }
@@ -169,41 +168,62 @@ enum SectionedDiff {
 
     /// The change when only touched items may have entered, left or moved; nil if the results
     /// break that promise (then the caller indexes every item). Tracked items are the touched
-    /// and the updated ones.
-    private static func changes<Key: Hashable, Item: Hashable>(
-        from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, updated: [Item: Set<String>],
-        isTouched: (Item) -> Bool, isTracked: (Item) -> Bool
-    ) -> ResultChanges? {
+    /// and the updated ones; `updated` holds the changed properties by tracked index.
+    ///
+    /// Every list comes out in ascending order as it is made (the deleted items excepted,
+    /// sorted at the end): items are visited section by section in the new order, and a
+    /// section's moves are the merge of those from other sections and those outside its
+    /// longest increasing run, both ascending.
+    private static func changes<Key: Hashable, Item: Hashable, Tracked: TrackedItems>(
+        from old: SectionedResult<Key, Item>, to new: SectionedResult<Key, Item>, tracked: Tracked, updated: [Set<String>?]
+    ) -> ResultChanges? where Tracked.Item == Item {
         var change = ResultChanges()
         let (oldSection, newSection) = change.compareSections(old, new)
-        // Where the touched and the updated items were, and are.
-        var oldTracked: [Item: ResultPosition] = [:], newTracked: [Item: ResultPosition] = [:]
+        // Where the tracked items were, and are, by tracked index; section -1: not there.
+        let nowhere = ResultPosition(section: -1, item: 0)
+        var oldTracked = [ResultPosition](repeating: nowhere, count: tracked.count)
+        var newTracked = oldTracked
+        var wasTouched = [Bool](repeating: false, count: tracked.count)
         // Per old section, the indexes of its touched items, ascending.
         var oldTouched = [[Int]](repeating: [], count: old.sections.count)
         for (s, section) in old.sections.enumerated() {
-            for (i, item) in section.items.enumerated() where isTracked(item) {
-                oldTracked[item] = ResultPosition(section: s, item: i)
-                if isTouched(item) { oldTouched[s].append(i) }
+            for (i, item) in section.items.enumerated() {
+                guard let found = tracked.index(of: item) else { continue }
+                let t = found.index
+                oldTracked[t] = ResultPosition(section: s, item: i)
+                if found.touched {
+                    wasTouched[t] = true
+                    oldTouched[s].append(i)
+                }
             }
         }
+        var stayed: [(oldIndex: Int, newIndex: Int)] = []
+        var movedIn: [ResultChanges.Move] = []
         for (s, section) in new.sections.enumerated() {
             let before = oldSection[section.key]
             let oldItems = before.map { old.sections[$0].items } ?? []
             let skipped = before.map { oldTouched[$0] } ?? []
             var cursor = 0, next = 0   // next: the first of `skipped` not passed yet
             // Items that stay in this section, by old and new index: those outside the longest
-            // increasing run moved.
-            var stayed: [(oldIndex: Int, newIndex: Int)] = []
+            // increasing run moved. Items from other sections, ascending by new index.
+            stayed.removeAll(keepingCapacity: true)
+            movedIn.removeAll(keepingCapacity: true)
             for (i, item) in section.items.enumerated() {
                 let position = ResultPosition(section: s, item: i)
-                let tracked = isTracked(item)
-                if tracked { newTracked[item] = position }
-                if tracked && isTouched(item) {
-                    guard let was = oldTracked[item] else {
+                let found = tracked.index(of: item)
+                if let t = found?.index {
+                    newTracked[t] = position
+                    if oldTracked[t].section >= 0, let properties = updated[t] {
+                        change.updatedItems.append(.init(at: position, properties: properties))
+                    }
+                }
+                if let found, found.touched {
+                    let was = oldTracked[found.index]
+                    guard was.section >= 0 else {
                         change.insertedItems.append(position)
                         continue
                     }
-                    if was.section == before { stayed.append((was.item, i)) } else { change.movedItems.append(.init(from: was, to: position)) }
+                    if was.section == before { stayed.append((was.item, i)) } else { movedIn.append(.init(from: was, to: position)) }
                 } else {
                     // An untouched item is the next untouched one of the same section before.
                     while next < skipped.count && skipped[next] == cursor { cursor += 1; next += 1 }
@@ -215,19 +235,25 @@ enum SectionedDiff {
             while next < skipped.count && skipped[next] == cursor { cursor += 1; next += 1 }
             guard cursor == oldItems.count else { return nil }
             let kept = longestIncreasingRun(stayed.map(\.oldIndex))
+            var m = 0
             for (k, entry) in stayed.enumerated() where !kept[k] {
+                while m < movedIn.count && movedIn[m].to.item < entry.newIndex {
+                    change.movedItems.append(movedIn[m])
+                    m += 1
+                }
                 change.movedItems.append(.init(from: ResultPosition(section: before!, item: entry.oldIndex), to: ResultPosition(section: s, item: entry.newIndex)))
             }
+            change.movedItems.append(contentsOf: movedIn[m...])
         }
         for (s, section) in old.sections.enumerated() where newSection[section.key] == nil {
             // A section that went held only touched items.
             guard oldTouched[s].count == section.items.count else { return nil }
         }
-        for (item, was) in oldTracked where newTracked[item] == nil {
-            guard isTouched(item) else { return nil }   // an untouched item cannot leave
-            change.deletedItems.append(was)
+        for t in 0..<tracked.count where oldTracked[t].section >= 0 && newTracked[t].section < 0 {
+            guard wasTouched[t] else { return nil }   // an untouched item cannot leave
+            change.deletedItems.append(oldTracked[t])
         }
-        change.finish(updated: updated, old: oldTracked, new: newTracked)
+        change.deletedItems.sort()
         return change
     }
 
@@ -348,5 +374,111 @@ struct KeySet {
         let (offset, overflow) = key.subtractingReportingOverflow(low)
         guard !overflow, offset >= 0, offset >> 6 < Int64(bits.count) else { return false }
         return bits[Int(offset >> 6)] & (1 << UInt64(offset & 63)) != 0
+    }
+}
+
+/// The items a change is computed for when only some may have moved (see
+/// ``SectionedDiff/changes(from:to:updated:touched:)``): the touched ones and the updated
+/// ones, each numbered in `0..<count`.
+protocol TrackedItems {
+    associatedtype Item: Hashable
+    var count: Int { get }
+    /// The item's number, and whether it is touched; nil for an item not tracked.
+    func index(of item: Item) -> (index: Int, touched: Bool)?
+}
+
+extension TrackedItems {
+    /// The changed properties by number (nil: none changed), from `updated`, by item.
+    func properties(_ updated: [Item: Set<String>]) -> [Set<String>?] {
+        var properties = [Set<String>?](repeating: nil, count: count)
+        for (item, changed) in updated where !changed.isEmpty {
+            if let t = index(of: item)?.index { properties[t] = changed }
+        }
+        return properties
+    }
+}
+
+/// Tracked items of any hashable type, numbered through a dictionary.
+struct HashedItems<Item: Hashable>: TrackedItems {
+    private var numbers: [Item: (index: Int, touched: Bool)] = [:]
+
+    init(touched: Set<Item>, updated: [Item: Set<String>]) {
+        numbers.reserveCapacity(touched.count + updated.count)
+        for item in touched {
+            let number = numbers.count
+            numbers[item] = (number, true)
+        }
+        for (item, properties) in updated where !properties.isEmpty && numbers[item] == nil {
+            let number = numbers.count
+            numbers[item] = (number, false)
+        }
+    }
+
+    var count: Int { numbers.count }
+
+    func index(of item: Item) -> (index: Int, touched: Bool)? { numbers[item] }
+}
+
+/// Tracked primary keys, numbered in key order without hashing when they are dense enough (a
+/// live query's changed keys among its results'): a bitmap over their range, with the number
+/// of keys before each word; else through a dictionary.
+struct KeyIndex: TrackedItems {
+    private var low: Int64 = 0
+    private var tracked: [UInt64] = []
+    private var touched: [UInt64] = []
+    /// How many tracked keys come before each word of `tracked`.
+    private var before: [Int32] = []
+    private var fallback: HashedItems<Int64>?
+    private(set) var count = 0
+
+    init(touched touchedKeys: Set<Int64>, updated: [Int64: Set<String>]) {
+        var min = Int64.max, max = Int64.min, keys = 0
+        for key in touchedKeys {
+            if key < min { min = key }
+            if key > max { max = key }
+        }
+        keys += touchedKeys.count
+        for (key, properties) in updated where !properties.isEmpty {
+            if key < min { min = key }
+            if key > max { max = key }
+            keys += 1
+        }
+        guard keys > 0 else { return }
+        let (span, overflow) = max.subtractingReportingOverflow(min)
+        // At most about four words a key (beyond a floor): else hashing costs less memory.
+        guard !overflow, span / 64 <= Int64(keys) * 4 + 1_024 else {
+            fallback = HashedItems(touched: touchedKeys, updated: updated)
+            count = fallback!.count
+            return
+        }
+        low = min
+        let words = Int(span / 64) + 1
+        tracked = [UInt64](repeating: 0, count: words)
+        for key in touchedKeys {
+            let offset = key &- min
+            tracked[Int(offset >> 6)] |= 1 << UInt64(offset & 63)
+        }
+        touched = tracked
+        for (key, properties) in updated where !properties.isEmpty {
+            let offset = key &- min
+            tracked[Int(offset >> 6)] |= 1 << UInt64(offset & 63)
+        }
+        before = [Int32](repeating: 0, count: words)
+        var total = 0
+        for w in 0..<words {
+            before[w] = Int32(total)
+            total += tracked[w].nonzeroBitCount
+        }
+        count = total
+    }
+
+    func index(of key: Int64) -> (index: Int, touched: Bool)? {
+        if let fallback { return fallback.index(of: key) }
+        let (offset, overflow) = key.subtractingReportingOverflow(low)
+        guard !overflow, offset >= 0, offset >> 6 < Int64(tracked.count) else { return nil }
+        let w = Int(offset >> 6), bit = UInt64(1) << UInt64(offset & 63)
+        let word = tracked[w]
+        guard word & bit != 0 else { return nil }
+        return (Int(before[w]) + (word & (bit &- 1)).nonzeroBitCount, touched[w] & bit != 0)
     }
 }
