@@ -46,6 +46,8 @@ final class RemoteCommitWatcher: Sendable {
     static let settleWindow: Duration = .milliseconds(32)
     /// How long a wake-up waits for more writes before it looks (seconds).
     static let coalescing: TimeInterval = 0.001
+    /// While its store's own commits follow each other (writes unwatched): how often it looks.
+    static let ownBurstInterval: Duration = .milliseconds(1)
     /// Tests only: milliseconds a new watcher's thread waits before it starts, as a thread of a
     /// loaded machine may.
     static let startDelayForTesting = Atomic<Int>(0)
@@ -152,9 +154,16 @@ final class RemoteCommitWatcher: Sendable {
             try? readHistory()
             // After the file was written: when to look again if nothing more is written.
             var recheck: Duration?
+            // While the store's own commits follow each other: writes are not watched (see
+            // ``INotify/reportWrites(_:)``), and it looks once per `ownBurstInterval`.
+            var inOwnBurst = false
             while !stop.load(ordering: .acquiring) {
-                if !inotify.isWatching { inotify.watch(path + "-wal") }
-                let timeout = recheck ?? (inotify.isWatching ? RemoteCommitWatcher.safetyInterval : RemoteCommitWatcher.pollInterval)
+                if !inotify.isWatching {
+                    inotify.watch(path + "-wal")
+                    inOwnBurst = false
+                }
+                let timeout = inOwnBurst ? RemoteCommitWatcher.ownBurstInterval
+                    : recheck ?? (inotify.isWatching ? RemoteCommitWatcher.safetyInterval : RemoteCommitWatcher.pollInterval)
                 let written = inotify.wait(timeout: timeout, alsoOn: wake)
                 if stop.load(ordering: .acquiring) { break }
                 if written {
@@ -163,10 +172,26 @@ final class RemoteCommitWatcher: Sendable {
                     Thread.sleep(forTimeInterval: RemoteCommitWatcher.coalescing)
                     inotify.discardPending()
                     recheck = .milliseconds(1)
-                } else if let current = recheck {
+                } else if !inOwnBurst, let current = recheck {
                     recheck = current >= RemoteCommitWatcher.settleWindow ? nil : current * 2
                 }
-                if skipOwnCommits() { continue }
+                if skipOwnCommits() {
+                    // The store is committing: its commits tell whether another connection's
+                    // came between (a broken run), so writes need not wake the watcher, and
+                    // watching them cost each of the store's writes to the file.
+                    if !inOwnBurst, inotify.isWatching {
+                        inotify.reportWrites(false)
+                        inOwnBurst = true
+                    }
+                    continue
+                }
+                if inOwnBurst {
+                    // No newer commit of the store's own, or another connection's came between:
+                    // writes are watched again before it looks, so none after the look is missed.
+                    inotify.reportWrites(true)
+                    inOwnBurst = false
+                    recheck = .milliseconds(1)
+                }
                 guard let version = try? currentDataVersion(), version != dataVersion else { continue }
                 dataVersion = version
                 // A failed read (the file busy or going away) is tried again at the next wake-up:
@@ -303,6 +328,7 @@ private struct INotify {
     #if os(Linux)
     private var fd: Int32 = -1
     private var wd: Int32 = -1
+    private var path = ""
     /// Where events are read, kept: a new one for every wake-up was most of a skipped look's
     /// work (zeroing 4 KB).
     private var buffer = [UInt8](repeating: 0, count: 4096)
@@ -320,7 +346,30 @@ private struct INotify {
         #if os(Linux)
         if fd < 0 { fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }
         guard fd >= 0 else { return }
-        wd = inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF))
+        self.path = path
+        wd = inotify_add_watch(fd, path, Self.mask(writes: true))
+        #endif
+    }
+
+    #if os(Linux)
+    private static func mask(writes: Bool) -> UInt32 {
+        UInt32((writes ? IN_MODIFY : 0) | IN_DELETE_SELF | IN_MOVE_SELF)
+    }
+    #endif
+
+    /// Whether writes to the file are reported (they are once it is watched); its deletion or
+    /// move always is. A watched write costs the writing process about half a microsecond in
+    /// the kernel (an event made and merged into the queue): four per single-object save.
+    mutating func reportWrites(_ writes: Bool) {
+        #if os(Linux)
+        guard wd >= 0 else { return }
+        // Without IN_MASK_ADD: the watch's mask is replaced, and the same watch comes back,
+        // unless the path now names another file.
+        let changed = inotify_add_watch(fd, path, Self.mask(writes: writes))
+        if changed != wd {
+            _ = inotify_rm_watch(fd, wd)
+            wd = changed
+        }
         #endif
     }
 
@@ -360,7 +409,8 @@ private struct INotify {
             while at + MemoryLayout<inotify_event>.size <= count {
                 let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: inotify_event.self) }
                 if event.mask & UInt32(IN_MODIFY) != 0 { written = true }
-                if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                // Only the current watch's end counts (an earlier one's, replaced, may follow).
+                if event.wd == wd, event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
                     if wd >= 0 { _ = inotify_rm_watch(fd, wd) }
                     wd = -1
                     written = true

@@ -2,6 +2,7 @@ import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
 @_spi(LoomStore) @testable import LoomSQLite
+import Synchronization
 import Testing
 
 /// Two containers on one file: each learns what the other commits, from the store's history,
@@ -160,18 +161,27 @@ struct RemoteChangeTests {
         return await collector.value
     }
 
-    /// `count` saves of one new book each, one after the other on a background context of
-    /// `container`, by `author`, on a thread of their own (not one of the cooperative pool's
-    /// few, which the wait would hold).
-    static func burst(_ container: PersistentContainer, author: String, count: Int) async throws {
+    /// Tells a ``burst(_:author:count:until:)`` to end.
+    final class StopFlag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func stop() { value.store(true, ordering: .releasing) }
+        var isStopped: Bool { value.load(ordering: .acquiring) }
+    }
+
+    /// `count` saves (or saves until `flag` stops them) of one new book each, one after the
+    /// other on a background context of `container`, by `author`, on a thread of their own (not
+    /// one of the cooperative pool's few, which the wait would hold).
+    static func burst(_ container: PersistentContainer, author: String, count: Int = .max, until flag: StopFlag? = nil) async throws {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
             Thread {
                 do {
                     try container.newBackgroundContext().performAndWait { context in
                         context.transactionAuthor = author
-                        for i in 0..<count {
+                        var i = 0
+                        while i < count, !(flag?.isStopped ?? false) {
                             context.insert(Book(title: "\(author)\(i)"))
                             try context.save()
+                            i += 1
                         }
                     }
                     done.resume()
@@ -225,6 +235,36 @@ struct RemoteChangeTests {
         }
         let heard = await Self.collect(fromB, count: 1)
         #expect(heard.map(\.author) == ["b"])
+        try await a.close()
+        try await b.close()
+    }
+
+    @Test("Another container's save made while this container's own burst of saves goes on (its watcher not watching writes) arrives during the burst")
+    func remoteSaveDuringOwnBurst() async throws {
+        let url = TemporaryDirectory.make().appending(path: "shared.loom")
+        let store = try SQLiteStore(url: url, schema: try LibraryRelsV2.schema())
+        let a = PersistentContainer(store: store)
+        let b = try Self.open(url)
+        let fromB = a.remoteChanges()
+        let flag = StopFlag()
+        async let saving: Void = Self.burst(a, author: "a", until: flag)
+        // Until a's watcher has moved past its own commits, so that it no longer watches writes.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while store.watcher.withLock({ $0?.skippedWakeUps ?? 0 }) == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        for i in 0..<3 {
+            try await b.save { context in
+                context.transactionAuthor = "b"
+                context.insert(Book(title: "from b \(i)"))
+            }
+        }
+        let heard = await Self.collect(fromB, count: 3)
+        let stillSaving = !flag.isStopped
+        flag.stop()
+        try await saving
+        #expect(stillSaving)
+        #expect(heard.map(\.author) == ["b", "b", "b"])
         try await a.close()
         try await b.close()
     }
