@@ -13,6 +13,13 @@ extension SQLGenerator {
         case delete(Int)
         /// The join-table rows of `deletes[i]`'s object in one table: binds its key.
         case deleteLinks(Int)
+        /// `deletes[range]`, all of one entity and at most ``SQLGenerator/keysPerDelete``, by key
+        /// alone (the set's versions were read in the transaction it is applied in,
+        /// ``StoreChangeSet/versionsReadInTransaction``): binds ``SQLGenerator/keysPerDelete``
+        /// keys, the range's, then its last key again. Must delete `range.count` rows.
+        case deleteKeys(Range<Int>)
+        /// The join-table rows of `deletes[range]`'s objects in one table, bound as `deleteKeys`.
+        case deleteLinksOfKeys(Range<Int>)
         /// `updates[i]`: binds the changed values in order, then the key, then the version
         /// expected. Must update one row.
         case update(Int)
@@ -30,8 +37,15 @@ extension SQLGenerator {
             switch self {
             case .delete(let i): (changes.deletes[i].entity, changes.deletes[i].key)
             case .update(let i): (changes.updates[i].entity, changes.updates[i].key)
-            case .deleteLinks, .insert, .deleteLink, .insertLink: nil
+            case .deleteLinks, .deleteKeys, .deleteLinksOfKeys, .insert, .deleteLink, .insertLink: nil
             }
+        }
+
+        /// The number of rows a delete by keys must delete: fewer means one of its rows was
+        /// deleted since it was read (a conflict, or a key given twice). `nil` for other steps.
+        package var rowsThatMustChange: Int? {
+            if case .deleteKeys(let range) = self { return range.count }
+            return nil
         }
     }
 
@@ -53,17 +67,10 @@ extension SQLGenerator {
     /// Calls `body` with each statement that applies `changes`, in order, without collecting
     /// them (a one-object save stays free of the extra allocation); stops at its first error.
     package func forEachStatement<E: Error>(of changes: StoreChangeSet, _ body: (ChangeStatement) throws(E) -> Void) throws(E) {
-        // A batch deletes many rows of few entities: their texts are looked up once per run.
-        var deleteTexts: (entity: ObjectIdentifier, delete: String, links: [String])?
-        for (i, delete) in changes.deletes.enumerated() {
-            if deleteTexts?.entity != ObjectIdentifier(delete.entity) {
-                deleteTexts = (ObjectIdentifier(delete.entity), self.delete(delete.entity),
-                               schema.joinTables(involving: delete.entity).map { deleteLinks($0.table, column: $0.column) })
-            }
-            try body(ChangeStatement(sql: deleteTexts!.delete, step: .delete(i)))
-            for text in deleteTexts!.links {
-                try body(ChangeStatement(sql: text, step: .deleteLinks(i)))
-            }
+        if changes.versionsReadInTransaction {
+            try forEachDeleteByKeys(of: changes, body)
+        } else {
+            try forEachDelete(of: changes, body)
         }
         // Most saves change the same few columns of an entity: one text per shape.
         var updateTexts: [UpdateShape: String] = [:]
@@ -92,6 +99,42 @@ extension SQLGenerator {
         }
         for (i, link) in changes.linkInserts.enumerated() {
             try body(ChangeStatement(sql: insertLink(link.table), step: .insertLink(i)))
+        }
+    }
+
+    /// One DELETE per row, each checking the version the row was read at.
+    private func forEachDelete<E: Error>(of changes: StoreChangeSet, _ body: (ChangeStatement) throws(E) -> Void) throws(E) {
+        // A batch deletes many rows of few entities: their texts are looked up once per run.
+        var deleteTexts: (entity: ObjectIdentifier, delete: String, links: [String])?
+        for (i, delete) in changes.deletes.enumerated() {
+            if deleteTexts?.entity != ObjectIdentifier(delete.entity) {
+                deleteTexts = (ObjectIdentifier(delete.entity), self.delete(delete.entity),
+                               schema.joinTables(involving: delete.entity).map { deleteLinks($0.table, column: $0.column) })
+            }
+            try body(ChangeStatement(sql: deleteTexts!.delete, step: .delete(i)))
+            for text in deleteTexts!.links {
+                try body(ChangeStatement(sql: text, step: .deleteLinks(i)))
+            }
+        }
+    }
+
+    /// Deletes by key sets, ``keysPerDelete`` rows a statement: for a set whose versions were
+    /// read in the transaction that applies it, where no other writer can have changed them.
+    /// A batch delete's rows cost about half as much as one statement a row.
+    private func forEachDeleteByKeys<E: Error>(of changes: StoreChangeSet, _ body: (ChangeStatement) throws(E) -> Void) throws(E) {
+        var start = 0
+        while start < changes.deletes.count {
+            let entity = changes.deletes[start].entity
+            var end = start + 1
+            while end < changes.deletes.count, changes.deletes[end].entity === entity { end += 1 }
+            let delete = deleteKeys(entity)
+            let links = schema.joinTables(involving: entity).map { deleteLinksByKeys($0.table, column: $0.column) }
+            for first in stride(from: start, to: end, by: Self.keysPerDelete) {
+                let range = first..<min(first + Self.keysPerDelete, end)
+                try body(ChangeStatement(sql: delete, step: .deleteKeys(range)))
+                for text in links { try body(ChangeStatement(sql: text, step: .deleteLinksOfKeys(range))) }
+            }
+            start = end
         }
     }
 

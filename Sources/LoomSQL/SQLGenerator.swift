@@ -186,6 +186,25 @@ package struct SQLGenerator: Sendable {
 
     package func delete(_ entity: EntityDescription) -> String { texts(entity).delete }
 
+    /// Keys one delete by keys binds (``deleteKeys(_:)``): a change set's run of deletes of one
+    /// entity is cut into groups of this many, the last one padded with its own last key, so
+    /// that every group runs the same prepared text.
+    package static let keysPerDelete = 256
+
+    /// A delete of ``keysPerDelete`` rows of `entity` by key alone (no version check).
+    package func deleteKeys(_ entity: EntityDescription) -> String {
+        "DELETE FROM \(Self.quote(entity.name)) WHERE \"Z_PK\" IN (\(keyList()))"
+    }
+
+    /// A delete of the join-table rows of ``keysPerDelete`` objects whose key is in `column`.
+    package func deleteLinksByKeys(_ table: JoinTable, column: String) -> String {
+        "DELETE FROM \(Self.quote(table.name)) WHERE \(Self.quote(column)) IN (\(keyList()))"
+    }
+
+    private func keyList() -> String {
+        (1...Self.keysPerDelete).map { dialect.placeholder($0) }.joined(separator: ", ")
+    }
+
     // MARK: Queries
 
     /// The text and arguments of one statement being built; makes table aliases.

@@ -540,6 +540,11 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
                 case .deleteLinks(let i):
                     try statement.bind(changes.deletes[i].key, at: 1)
                     try statement.execute()
+                case .deleteKeys(let range), .deleteLinksOfKeys(let range):
+                    for j in 0..<SQLGenerator.keysPerDelete {
+                        try statement.bind(changes.deletes[min(range.lowerBound + j, range.upperBound - 1)].key, at: Int32(j + 1))
+                    }
+                    try statement.execute()
                 case .update(let i):
                     let update = changes.updates[i]
                     try statement.bind(update.changes.lazy.map(\.value))
@@ -574,6 +579,11 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             }
             if let row = planned.step.rowThatMustChange(in: changes), db.changesCount != 1 {
                 throw conflict(row.entity, row.key)
+            }
+            if let count = planned.step.rowsThatMustChange, db.changesCount != count, case .deleteKeys(let range) = planned.step {
+                // Which rows are gone is read after the rollback (the refusal's conflicts).
+                let entity = changes.deletes[range.lowerBound].entity
+                throw LoomError(.versionConflict, "\(count - db.changesCount) of \(count) \(entity.name) rows were deleted in the store since they were read.", entity: entity.name)
             }
         }
         if recordsHistory, !changes.isEmpty { try writeHistory(changes, db) }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @_spi(LoomStore) import LoomCore
 import Loom
+import LoomSQL
 
 /// Batch requests: the store changed as the same changes made object by object would change it
 /// (differential, on a random graph with every kind of relationship and delete rule), a refusal
@@ -97,6 +98,33 @@ struct BatchRequestTests {
         try batch.viewContext.execute(BatchDeleteRequest<Tag>(objectIDs: Array(tags)))
         for tag in try byHand.viewContext.fetch(FetchRequest<Tag>(sortBy: [SortDescriptor(\.name)])).prefix(2) { byHand.viewContext.delete(tag) }
         try byHand.viewContext.save()
+        #expect(try Self.dump(batch) == Self.dump(byHand))
+    }
+
+    @Test("A batch delete of more rows than one statement deletes (novels with tags, chapters and reviews, in several groups of keys) matches a context", arguments: StoreKind.allCases)
+    @MainActor
+    func largeDeleteMatchesObjectByObject(kind: StoreKind) throws {
+        func make() throws -> PersistentContainer {
+            let container = try kind.makeGraphContainer()
+            let context = container.viewContext
+            let tags = (0..<4).map { Tag(name: "T\($0)") }
+            let author = Author(name: "Prolific", rating: 5)
+            context.insert(author)
+            for i in 0..<(2 * SQLGenerator.keysPerDelete + 40) {
+                let novel = Novel(title: "N\(i)", pages: i % 3 == 0 ? 100 : 300, author: author)
+                context.insert(novel)
+                novel.tags.insert(tags[i % tags.count])
+                if i % 2 == 0 { novel.chapters.append(Chapter(title: "C\(i)")) }
+                if i % 5 == 0 { _ = Review(text: "R\(i)", novel: novel) }
+            }
+            try context.save()
+            return container
+        }
+        let batch = try make(), byHand = try make()
+        let result = try batch.viewContext.execute(BatchDeleteRequest<Novel>(predicate: #Predicate { $0.pages > 200 }))
+        for novel in try byHand.viewContext.fetch(FetchRequest<Novel>(predicate: #Predicate { $0.pages > 200 })) { byHand.viewContext.delete(novel) }
+        try byHand.viewContext.save()
+        #expect(result.deleted.count > 2 * SQLGenerator.keysPerDelete)
         #expect(try Self.dump(batch) == Self.dump(byHand))
     }
 

@@ -183,6 +183,7 @@ struct SQLDialectTests {
             switch statement.step {
             case .delete(let i): #expect(statement.sql == sql.delete(changes.deletes[i].entity))
             case .deleteLinks: #expect(statement.sql.hasPrefix("DELETE FROM"))
+            case .deleteKeys, .deleteLinksOfKeys: Issue.record("A set read outside its transaction is deleted row by row, with versions")
             case .update(let i): #expect(statement.sql == sql.update(novel, columns: changes.updates[i].changes.map(\.index)))
             case .insert(let rows): #expect(statement.sql == sql.insert(changes.inserts[rows.lowerBound].entity))
             case .deleteLink: #expect(statement.sql == sql.deleteLink(table))
@@ -196,5 +197,39 @@ struct SQLDialectTests {
         #expect(SQLGenerator.ChangeStep.update(2).rowThatMustChange(in: changes)?.key == 3)
         #expect(SQLGenerator.ChangeStep.insert(0..<2).rowThatMustChange(in: changes) == nil)
         #expect(SQLGenerator.ChangeStep.deleteLinks(0).rowThatMustChange(in: changes) == nil)
+    }
+
+    @Test("A change set whose versions were read in its transaction deletes by key sets: each entity's run in groups of keysPerDelete, each group with its join rows", arguments: [false, true])
+    func changeSetDeletesByKeys(numbered: Bool) throws {
+        let schema = try Self.graphSchema()
+        let sql = SQLGenerator(schema: schema, dialect: numbered ? NumberedDialect() : SQLiteDialect())
+        let novel = try schema.requireEntity(named: "Novel"), author = try schema.requireEntity(named: "Author")
+        let group = SQLGenerator.keysPerDelete
+        var changes = StoreChangeSet()
+        changes.versionsReadInTransaction = true
+        changes.deletes = (0..<(2 * group + 5)).map { .init(entity: novel, key: Int64($0 + 1), expectedVersion: 1) } + [.init(entity: author, key: 9, expectedVersion: 3)]
+        changes.updates = [.init(entity: author, key: 1, expectedVersion: 1, changes: [(0, .integer(1))])]
+
+        let planned = sql.statements(for: changes)
+        let novelLinks = schema.joinTables(involving: novel), authorLinks = schema.joinTables(involving: author)
+        #expect(!novelLinks.isEmpty)
+        let runs = [0..<group, group..<(2 * group), (2 * group)..<(2 * group + 5)]
+        let last = 2 * group + 5
+        var expected: [SQLGenerator.ChangeStep] = []
+        for range in runs { expected += [.deleteKeys(range)] + novelLinks.map { _ in .deleteLinksOfKeys(range) } }
+        expected += [.deleteKeys(last..<(last + 1))] + authorLinks.map { _ in .deleteLinksOfKeys(last..<(last + 1)) }
+        expected += [.update(0)]
+        #expect(planned.map(\.step) == expected)
+        for statement in planned {
+            switch statement.step {
+            case .deleteKeys(let range):
+                #expect(statement.sql == sql.deleteKeys(changes.deletes[range.lowerBound].entity))
+                #expect(statement.step.rowsThatMustChange == range.count)
+                #expect(statement.sql.contains(numbered ? "$\(group))" : "?)") && !statement.sql.contains(numbered ? "$\(group + 1)" : "Z_OPT"))
+            case .deleteLinksOfKeys: #expect(statement.sql.hasPrefix("DELETE FROM") && statement.step.rowsThatMustChange == nil)
+            case .update: #expect(statement.step.rowsThatMustChange == nil)
+            default: Issue.record("unexpected \(statement.step)")
+            }
+        }
     }
 }

@@ -474,6 +474,8 @@ final class BatchWriter {
         }
 
         var set = StoreChangeSet()
+        // Every row was read above, in the request's write transaction.
+        set.versionsReadInTransaction = true
         var chunk = ObjectChanges()
         // Foreign keys to clear on objects that stay, by entity and key.
         var clears: [ObjectIdentifier: (entity: EntityDescription, slots: [Int64: [(slot: Int, name: String, to: Int64)]])] = [:]

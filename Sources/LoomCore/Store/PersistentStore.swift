@@ -345,6 +345,11 @@ public protocol PersistentStore: StoreReading, Sendable {
     /// and name.
     public var author: String?
     public var contextName: String?
+    /// Whether every delete's expected version was read inside the write transaction this set
+    /// is applied in (a batch request's reads): no other writer can have changed those rows
+    /// since, so a store may delete them by key alone, many to a statement, and check only how
+    /// many went. Updates keep their version checks.
+    public var versionsReadInTransaction = false
 
     public init() {}
 
