@@ -213,12 +213,24 @@ struct RemoteChangeTests {
         try await b.close()
     }
 
-    @Test("A burst of a container's own saves is moved past without reading it; another container's save after it still arrives")
-    func ownBurstIsSkipped() async throws {
+    /// Two containers on one new file; the first on a store whose watcher the test looks into.
+    static func watchedPair() throws -> (store: SQLiteStore, a: PersistentContainer, b: PersistentContainer) {
         let url = TemporaryDirectory.make().appending(path: "shared.loom")
         let store = try SQLiteStore(url: url, schema: try LibraryRelsV2.schema())
-        let a = PersistentContainer(store: store)
-        let b = try Self.open(url)
+        return (store, PersistentContainer(store: store), try Self.open(url))
+    }
+
+    /// Saves one new book in `b`, by author "b".
+    static func saveAsB(_ b: PersistentContainer, title: String) async throws {
+        try await b.save { context in
+            context.transactionAuthor = "b"
+            context.insert(Book(title: title))
+        }
+    }
+
+    @Test("A burst of a container's own saves is moved past without reading it; another container's save after it still arrives")
+    func ownBurstIsSkipped() async throws {
+        let (store, a, b) = try Self.watchedPair()
         let fromB = a.remoteChanges()
         // Saves until the watcher has woken up during the burst and skipped (a loaded machine
         // may take long to run its thread).
@@ -229,10 +241,7 @@ struct RemoteChangeTests {
             skipped = store.watcher.withLock { $0?.skippedWakeUps ?? 0 }
         }
         #expect(skipped > 0)
-        try await b.save { context in
-            context.transactionAuthor = "b"
-            context.insert(Book(title: "from b"))
-        }
+        try await Self.saveAsB(b, title: "from b")
         let heard = await Self.collect(fromB, count: 1)
         #expect(heard.map(\.author) == ["b"])
         try await a.close()
@@ -241,10 +250,7 @@ struct RemoteChangeTests {
 
     @Test("Another container's save made while this container's own burst of saves goes on (its watcher not watching writes) arrives during the burst")
     func remoteSaveDuringOwnBurst() async throws {
-        let url = TemporaryDirectory.make().appending(path: "shared.loom")
-        let store = try SQLiteStore(url: url, schema: try LibraryRelsV2.schema())
-        let a = PersistentContainer(store: store)
-        let b = try Self.open(url)
+        let (store, a, b) = try Self.watchedPair()
         let fromB = a.remoteChanges()
         let flag = StopFlag()
         async let saving: Void = Self.burst(a, author: "a", until: flag)
@@ -253,12 +259,7 @@ struct RemoteChangeTests {
         while store.watcher.withLock({ $0?.skippedWakeUps ?? 0 }) == 0, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(2))
         }
-        for i in 0..<3 {
-            try await b.save { context in
-                context.transactionAuthor = "b"
-                context.insert(Book(title: "from b \(i)"))
-            }
-        }
+        for i in 0..<3 { try await Self.saveAsB(b, title: "from b \(i)") }
         let heard = await Self.collect(fromB, count: 3)
         let stillSaving = !flag.isStopped
         flag.stop()
