@@ -162,4 +162,27 @@ struct SQLiteStoreTests {
         #expect(error.code == .corruptValue)
         #expect(error.attributeNames == ["pages"])
     }
+
+    @Test("Each kind of value a column cannot hold, set outside Loom, fails the fetch naming its attribute; the others' rows still read",
+          arguments: [("int", "'seven'"), ("int", "2.5"), ("double", "'x'"), ("string", "x'41'"), ("data", "3.5"),
+                      ("uuid", "x'0011'"), ("uuid", "'not a uuid'"), ("optionalUUID", "x'00112233'"), ("optionalDate", "'today'"),
+                      ("optionalString", "x'00'")])
+    func corruptValueOfEachKind(column: String, value: String) throws {
+        let url = TemporaryDirectory.make().appending(path: "samples.loom")
+        let container = try PersistentContainer(name: "Samples", for: Sample.self, location: .file(url))
+        let sample = Sample()
+        sample.optionalUUID = UUID()
+        sample.optionalString = "fine"
+        container.viewContext.insert(sample)
+        try container.viewContext.save()
+        // Values of the right kind in every column, NULL where optional: the row reads.
+        try ForeignDatabase.execute("UPDATE \"Sample\" SET \"optionalUUID\" = NULL, \"int\" = 7, \"double\" = 2", at: url)
+        #expect(try container.newBackgroundContext().performAndWait { try $0.fetch(FetchRequest<Sample>()).count } == 1)
+        try ForeignDatabase.execute("UPDATE \"Sample\" SET \"\(column)\" = \(value)", at: url)
+        let error = try container.newBackgroundContext().performAndWait { context in
+            try #require(throws: LoomError.self) { try context.fetch(FetchRequest<Sample>()) }
+        }
+        #expect(error.code == .corruptValue)
+        #expect(error.attributeNames == [column])
+    }
 }

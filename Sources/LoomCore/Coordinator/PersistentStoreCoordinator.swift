@@ -176,11 +176,20 @@ public final class PersistentStoreCoordinator: Sendable {
     private func validate(_ rows: [StoreRow], of entity: EntityDescription, allowingValuesLeftOut: Bool = false) throws(LoomError) {
         let attributes = entity.attributes
         let kinds = entity.attributeKinds
+        let accepted = entity.acceptedKinds
+        let checkedInFull = entity.slotsCheckedInFull
         for row in rows {
             if allowingValuesLeftOut && row.values.isEmpty { continue }
             guard row.values.count == entity.storedValueCount else {
                 throw LoomError(.corruptValue, "The store returned \(row.values.count) values for \(entity.name)/\(row.key), which has \(entity.storedValueCount).", entity: entity.name)
             }
+            // Every value of the right kind (the rule for almost every row): only UUIDs' sizes
+            // are left to check. Otherwise the checks below find the value and name it.
+            var kindsMatch = true
+            row.values.withUnsafeBufferPointer { values in
+                for slot in values.indices where accepted[slot] & values[slot].kindBit == 0 { kindsMatch = false; break }
+            }
+            if kindsMatch && checkedInFull.allSatisfy({ kinds[$0].type.accepts(row.values[$0]) }) { continue }
             for slot in attributes.count..<entity.storedValueCount where !entity.slotAccepts(slot, row.values[slot]) {
                 throw LoomError(
                     .corruptValue,

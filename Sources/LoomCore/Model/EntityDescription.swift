@@ -56,6 +56,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let nullValues: [StoredValue]
     /// Each attribute's type and optionality, for checking rows without copying descriptions.
     let attributeKinds: [(type: AttributeType, isOptional: Bool)]
+    /// For each stored slot, the ``StoredValue/kindBit``s of the values it accepts (NULL only
+    /// where the slot may be empty): a fetched row is checked with one AND a value. A UUID
+    /// slot accepts blobs here and is checked in full by ``slotsCheckedInFull``.
+    let acceptedKinds: [UInt8]
+    /// The slots whose values must also pass ``AttributeType/accepts(_:)`` (a UUID's 16 bytes).
+    let slotsCheckedInFull: [Int]
     /// The attributes whose values a deletion's history tombstone keeps.
     let preservedOnDeletion: [Int]
     /// The attributes with a default value (evaluated per object: a default may be `Date()`).
@@ -125,6 +131,17 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.storedValueCount = next
         self.nullValues = Array(repeating: .null, count: next)
         self.attributeKinds = attributes.map { ($0.type, $0.isOptional) }
+        self.acceptedKinds = attributes.map { attribute in
+            let null: UInt8 = attribute.isOptional ? 1 : 0
+            return switch attribute.type {
+            case .bool, .integer16, .integer32, .integer64: null | 2
+            case .double, .float, .date: null | 2 | 4
+            case .string, .url, .decimal: null | 8
+            case .binary, .codable, .uuid: null | 16
+            }
+        } + Array(repeating: 1 | 2, count: slotRelationships.count { relationships[$0].kind == .toOne })
+          + Array(repeating: 1 | 16, count: slotRelationships.count { relationships[$0].kind == .orderedToMany })
+        self.slotsCheckedInFull = attributes.indices.filter { attributes[$0].type == .uuid }
         self.preservedOnDeletion = attributes.indices.filter { attributes[$0].preservesValueOnDeletion }
         self.defaultMakers = attributes.enumerated().compactMap { i, a in a.makeDefault.map { (i, $0) } }
 

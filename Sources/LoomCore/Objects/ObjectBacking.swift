@@ -681,6 +681,18 @@ struct MemberList: Equatable {
 }
 
 extension StoredValue {
+    /// One bit per case, for checking a value against a slot's ``EntityDescription/acceptedKinds``
+    /// with one AND.
+    var kindBit: UInt8 {
+        switch self {
+        case .null: 1
+        case .integer: 2
+        case .real: 4
+        case .text: 8
+        case .blob: 16
+        }
+    }
+
     var kindName: String {
         switch self {
         case .null: "NULL"
