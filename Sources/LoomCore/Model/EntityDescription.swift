@@ -1,3 +1,5 @@
+import Foundation
+
 /// The description of one kind of object: its name, attributes, relationships, uniqueness
 /// constraints and indexes. An entity is stored as one table.
 ///
@@ -131,16 +133,16 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.storedValueCount = next
         self.nullValues = Array(repeating: .null, count: next)
         self.attributeKinds = attributes.map { ($0.type, $0.isOptional) }
+        // Read off `AttributeType.accepts` (one value of each kind; a 16-byte blob, which a
+        // UUID accepts too), so that the rules are stated once. Foreign keys and orders as in
+        // `slotAccepts`: NULL or an integer, NULL or a blob.
+        let samples: [StoredValue] = [.null, .integer(0), .real(0), .text(""), .blob(Data(count: 16))]
         self.acceptedKinds = attributes.map { attribute in
-            let null: UInt8 = attribute.isOptional ? 1 : 0
-            return switch attribute.type {
-            case .bool, .integer16, .integer32, .integer64: null | 2
-            case .double, .float, .date: null | 2 | 4
-            case .string, .url, .decimal: null | 8
-            case .binary, .codable, .uuid: null | 16
+            samples.reduce(0) { mask, sample in
+                attribute.type.accepts(sample) && (attribute.isOptional || !sample.isNull) ? mask | sample.kindBit : mask
             }
-        } + Array(repeating: 1 | 2, count: slotRelationships.count { relationships[$0].kind == .toOne })
-          + Array(repeating: 1 | 16, count: slotRelationships.count { relationships[$0].kind == .orderedToMany })
+        } + Array(repeating: StoredValue.null.kindBit | StoredValue.integer(0).kindBit, count: slotRelationships.count { relationships[$0].kind == .toOne })
+          + Array(repeating: StoredValue.null.kindBit | StoredValue.blob(Data()).kindBit, count: slotRelationships.count { relationships[$0].kind == .orderedToMany })
         self.slotsCheckedInFull = attributes.indices.filter { attributes[$0].type == .uuid }
         self.preservedOnDeletion = attributes.indices.filter { attributes[$0].preservesValueOnDeletion }
         self.defaultMakers = attributes.enumerated().compactMap { i, a in a.makeDefault.map { (i, $0) } }
