@@ -429,6 +429,53 @@ struct RegistryTests {
         grown.append(4)
         #expect(grown.keys == [5, 4])
     }
+
+    @Test("Unsaved keys: noted and cleared in any order across chunks, against a Set doing the same")
+    func unsavedKeysMatchASet() {
+        var unsaved = UnsavedKeys()
+        var model: Set<Int64> = []
+        var random = SeededGenerator(seed: 11)
+        let span = 3 * UnsavedKeys.chunkSize
+        for step in 0..<20_000 {
+            let key = Int64.random(in: 1...span, using: &random)
+            if step % 3 == 2 {
+                unsaved.remove(key)
+                model.remove(key)
+            } else {
+                unsaved.insert(key)
+                model.insert(key)
+            }
+            if step % 1_000 == 0 {
+                #expect(unsaved.count == model.count)
+                #expect((0...span + 1).allSatisfy { unsaved.contains($0) == model.contains($0) })
+            }
+        }
+        // Emptied: every chunk but one goes; keys far apart still work.
+        for key in model { unsaved.remove(key) }
+        #expect(unsaved.count == 0 && !(1...span).contains { unsaved.contains($0) })
+        unsaved.insert(1 << 40)
+        #expect(unsaved.contains(1 << 40) && !unsaved.contains((1 << 40) + 1) && unsaved.count == 1)
+    }
+
+    @Test("A save's inserted objects go to the store in key order, whether their keys are dense, sparse or extreme")
+    func insertedObjectsAreOrderedByKey() {
+        var random = SeededGenerator(seed: 5)
+        let entity = Book.entity
+        for keys: [Int64] in [
+            Array(1...1_000).shuffled(using: &random),                       // one block, as inserts make
+            (0..<500).map { _ in Int64.random(in: 1...1_000_000, using: &random) },   // sparse
+            [Int64.max, 1, Int64.min + 1, 0, 7],                              // a span that overflows
+            [42],
+        ] {
+            let distinct = Array(Set(keys))
+            let backings = distinct.map { key in
+                let b = ObjectBacking(entity: entity)
+                b.key = key
+                return b
+            }
+            #expect(ManagedObjectContext.sortedByKey(backings).map(\.key) == distinct.sorted())
+        }
+    }
 }
 
 /// A store that answers every skipping fetch with rows without values (a broken store).

@@ -167,7 +167,12 @@ public final class ObjectBacking {
     @inline(__always)
     func applyDefaultsIfNeeded() {
         guard state == .detached || isInserted, values.count != entity.storedValueCount else { return }
-        var fresh = entity.nullValues
+        // A new array of its own, filled in place: a copy of the shared `entity.nullValues`
+        // would be copied again by the first set (about 800 instructions an object, W1).
+        let count = entity.storedValueCount
+        var fresh: [StoredValue] = []
+        fresh.reserveCapacity(count)
+        for _ in 0..<count { fresh.append(.null) }
         for (index, make) in entity.defaultMakers {
             if let value = make() { fresh[index] = value }
         }

@@ -165,24 +165,56 @@ extension ManagedObjectContext {
     /// The inserted objects' storage, entity by entity in schema order, each entity's by key
     /// (the order they were inserted in): a store writes each entity's rows with one statement.
     func insertedBackingsInOrder() -> [ObjectBacking] {
-        var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
+        // Gathered by entity in a short list (a save inserts objects of few entities), not a
+        // dictionary of arrays updated per object.
+        var groups: [(entity: EntityDescription, backings: [ObjectBacking])] = []
+        var last = -1
         for object in pending.inserted.values {
             let b = object._loomBacking
-            byEntity[ObjectIdentifier(b.entity), default: []].append(b)
+            if last < 0 || groups[last].entity !== b.entity {
+                if let i = groups.firstIndex(where: { $0.entity === b.entity }) {
+                    last = i
+                } else {
+                    groups.append((b.entity, []))
+                    last = groups.count - 1
+                }
+            }
+            groups[last].backings.append(b)
         }
         var ordered: [ObjectBacking] = []
         ordered.reserveCapacity(pending.inserted.count)
-        for entity in coordinator.schema.entities {
-            guard var backings = byEntity.removeValue(forKey: ObjectIdentifier(entity)) else { continue }
-            backings.sort { $0.key < $1.key }
-            ordered += backings
+        var rank: [ObjectIdentifier: Int] = [:]
+        for (i, entity) in coordinator.schema.entities.enumerated() { rank[ObjectIdentifier(entity)] = i }
+        // Entities outside the schema cannot be inserted; any left go last, by name.
+        groups.sort { a, b in
+            let ra = rank[ObjectIdentifier(a.entity)] ?? Int.max, rb = rank[ObjectIdentifier(b.entity)] ?? Int.max
+            return ra != rb ? ra < rb : a.entity.name < b.entity.name
         }
-        // Entities outside the schema cannot be inserted; keep any left, in a stable order.
-        for (_, var backings) in byEntity.sorted(by: { $0.value[0].entity.name < $1.value[0].entity.name }) {
-            backings.sort { $0.key < $1.key }
-            ordered += backings
-        }
+        for group in groups { ordered += Self.sortedByKey(group.backings) }
         return ordered
+    }
+
+    /// `backings` in key order. Keys handed out together are dense: then each goes straight to
+    /// its place in a table as long as the keys' range (linear), else they are sorted.
+    static func sortedByKey(_ backings: [ObjectBacking]) -> [ObjectBacking] {
+        guard backings.count > 1 else { return backings }
+        var low = Int64.max, high = Int64.min
+        for b in backings {
+            low = min(low, b.key)
+            high = max(high, b.key)
+        }
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        guard !overflow, span < 4 * Int64(backings.count) else { return backings.sorted { $0.key < $1.key } }
+        var table = [ObjectBacking?](repeating: nil, count: Int(span) + 1)
+        for b in backings {
+            // Two objects with one key cannot both be inserted; sort rather than lose one.
+            if table[Int(b.key - low)] != nil { return backings.sorted { $0.key < $1.key } }
+            table[Int(b.key - low)] = b
+        }
+        var sorted: [ObjectBacking] = []
+        sorted.reserveCapacity(backings.count)
+        for case let b? in table { sorted.append(b) }
+        return sorted
     }
 
     private func isDeletedHere(_ entityName: String, _ key: Int64) -> Bool {

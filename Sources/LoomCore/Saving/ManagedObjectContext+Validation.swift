@@ -16,6 +16,10 @@ extension ManagedObjectContext {
 
     private func validateValues(_ backing: ObjectBacking) throws(LoomError) {
         let entity = backing.entity
+        if attributesAreValid(backing) {
+            try validateRequiredRelationships(backing)
+            return
+        }
         for (i, attribute) in entity.attributes.enumerated() {
             let value = backing.values[i]
             if value.isNull && !attribute.isOptional {
@@ -31,6 +35,25 @@ extension ManagedObjectContext {
                     entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
             }
         }
+        try validateRequiredRelationships(backing)
+    }
+
+    /// Whether every attribute of `backing` holds a value its type accepts, NULL only where
+    /// optional: one AND per attribute against the entity's kind masks (the fetch check's), and
+    /// the full rule only for the types that need it (a UUID's 16 bytes). The loop above finds
+    /// which attribute fails and says so.
+    private func attributesAreValid(_ backing: ObjectBacking) -> Bool {
+        let entity = backing.entity
+        let values = backing.values
+        let accepted = entity.acceptedKinds
+        guard values.count == entity.storedValueCount else { return false }
+        for slot in 0..<entity.attributes.count where accepted[slot] & values[slot].kindBit == 0 { return false }
+        for slot in entity.slotsCheckedInFull where !entity.attributes[slot].type.accepts(values[slot]) { return false }
+        return true
+    }
+
+    private func validateRequiredRelationships(_ backing: ObjectBacking) throws(LoomError) {
+        let entity = backing.entity
         for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
             guard let slot = entity.storedValueIndex(ofRelationship: j) else { continue }
             if (backing.values[slot]).isNull {
@@ -57,6 +80,7 @@ extension ManagedObjectContext {
     /// them against saved rows). Only objects of entities with constraints are gathered: most
     /// saves have none to check, and a save of one object cannot break one by itself.
     private func validateUniqueness() throws(LoomError) {
+        guard coordinator.schema.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return }
         var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
         func gather(_ backing: ObjectBacking) {
             guard !backing.entity.uniquenessConstraints.isEmpty else { return }
