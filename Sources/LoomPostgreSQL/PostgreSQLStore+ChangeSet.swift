@@ -25,14 +25,23 @@ extension PostgreSQLStore {
 
     /// Groups items by entity, in the order each entity first appears.
     private func grouped<T>(_ items: [T], _ entity: (T) -> EntityDescription) -> [(EntityDescription, [T])] {
-        var order: [ObjectIdentifier] = []
-        var groups: [ObjectIdentifier: (EntityDescription, [T])] = [:]
+        // A short list searched from the group used last: a change set's items come in runs of
+        // one entity, and there are few entities (a dictionary cost two lookups an item).
+        var groups: [(EntityDescription, [T])] = []
+        var last = -1
         for item in items {
-            let e = entity(item), id = ObjectIdentifier(e)
-            if groups[id] == nil { order.append(id); groups[id] = (e, []) }
-            groups[id]!.1.append(item)
+            let e = entity(item)
+            if last < 0 || groups[last].0 !== e {
+                if let i = groups.firstIndex(where: { $0.0 === e }) {
+                    last = i
+                } else {
+                    groups.append((e, []))
+                    last = groups.count - 1
+                }
+            }
+            groups[last].1.append(item)
         }
-        return order.map { groups[$0]! }
+        return groups
     }
 
     /// Runs a statement that returns the keys it changed, and throws a version conflict naming
@@ -90,7 +99,7 @@ extension PostgreSQLStore {
             var arrays = ["$1::int8[]", "$2::int8[]"], names = ["k", "v"], sets: [String] = []
             for (position, slot) in shape.columns.enumerated() {
                 let kind = ColumnKind.of(entity, slot)
-                try bindColumn(updates.lazy.map { $0.changes[position].value }, kind: kind, entity: entity, slot: slot, keys: updates.map(\.key), to: &bindings)
+                try bindColumn(updates.map { $0.changes[position].value }, kind: kind, entity: entity, slot: slot, keys: updates.map(\.key), to: &bindings)
                 arrays.append("$\(position + 3)::\(kind.arrayName)")
                 names.append("c\(position)")
                 sets.append("\(sql.column(entity, slot)) = u.c\(position)")
@@ -109,7 +118,7 @@ extension PostgreSQLStore {
             var arrays = ["$1::int8[]"], names = ["k"], columns = ["\"Z_PK\""]
             for slot in 0..<entity.storedValueCount {
                 let kind = ColumnKind.of(entity, slot)
-                try bindColumn(inserts.lazy.map { $0.values[slot] }, kind: kind, entity: entity, slot: slot, keys: inserts.map(\.key), to: &bindings)
+                try bindColumn(inserts.map { $0.values[slot] }, kind: kind, entity: entity, slot: slot, keys: inserts.map(\.key), to: &bindings)
                 arrays.append("$\(slot + 2)::\(kind.arrayName)")
                 names.append("c\(slot)")
                 columns.append(sql.column(entity, slot))
@@ -124,8 +133,8 @@ extension PostgreSQLStore {
     }
 
     /// Binds one column's values as an array, naming the attribute and the object of a value
-    /// PostgreSQL cannot store.
-    private func bindColumn<S: Sequence>(_ values: S, kind: ColumnKind, entity: EntityDescription, slot: Int, keys: [Int64], to bindings: inout PostgresBindings) throws(LoomError) where S.Element == StoredValue {
+    /// PostgreSQL cannot store (`keys` is made only then).
+    private func bindColumn<C: Collection>(_ values: C, kind: ColumnKind, entity: EntityDescription, slot: Int, keys: @autoclosure () -> [Int64], to bindings: inout PostgresBindings) throws(LoomError) where C.Element == StoredValue {
         do {
             try PostgreSQLValues.bindArray(values, as: kind, to: &bindings)
         } catch {
@@ -134,7 +143,7 @@ extension PostgreSQLStore {
                 var scratch = PostgresBindings()
                 return (try? PostgreSQLValues.bind(value, as: kind, to: &scratch)) == nil
             }
-            let key = index.map { keys[$0] }
+            let key = index.map { keys()[$0] }
             throw LoomError(
                 .invalidRequest,
                 "\(entity.name).\(name)\(key.map { " of \(entity.name)/\($0)" } ?? "") cannot be saved in PostgreSQL: \(error.reason). Nothing was saved.",

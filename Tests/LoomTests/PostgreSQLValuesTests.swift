@@ -1,0 +1,53 @@
+import Foundation
+@testable import LoomPostgreSQL
+@_spi(LoomStore) import LoomCore
+import NIOCore
+import Testing
+
+/// Arrays bound as one parameter (`unnest`, `= ANY`): the one-pass writer gives exactly the
+/// bytes of the value-by-value one, and refuses what PostgreSQL cannot store. No server needed.
+@Suite("PostgreSQL array parameters")
+struct PostgreSQLValuesTests {
+    private static func randomValue(for kind: ColumnKind, _ random: inout SeededGenerator) -> StoredValue {
+        if Int.random(in: 0..<6, using: &random) == 0 { return .null }
+        switch kind {
+        case .integer:
+            return .integer([0, 1, -1, .max, .min, Int64.random(in: -1_000_000...1_000_000, using: &random)].randomElement(using: &random)!)
+        case .real:
+            // Integers in a real column are written as reals, as SQLite's REAL affinity keeps them.
+            return Bool.random(using: &random) ? .real(Double.random(in: -1e9...1e9, using: &random)) : .integer(Int64.random(in: -99...99, using: &random))
+        case .text:
+            return .text(["", "a", "é 字 🧵", String(repeating: "long text ", count: Int.random(in: 1...40, using: &random))].randomElement(using: &random)!)
+        case .bytes:
+            return Bool.random(using: &random)
+                ? .blob(Data((0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }))
+                : .text("as bytes \u{0}")   // text in a bytea column keeps every byte, NUL included
+        }
+    }
+
+    @Test("Every kind, NULLs, empty and multi-byte values: the same bytes as writing value by value", arguments: [ColumnKind.integer, .real, .text, .bytes])
+    func oneInOnePassEqualsValueByValue(kind: ColumnKind) throws {
+        var random = SeededGenerator(seed: 3)
+        for length in [0, 1, 2, 17, 500] {
+            let values = (0..<length).map { _ in Self.randomValue(for: kind, &random) }
+            #expect(try PostgreSQLValues.arrayBytes(values, as: kind) == PostgreSQLValues.arrayBytesValueByValue(values, as: kind))
+        }
+    }
+
+    @Test("Key arrays: the bytes of an integer array without NULLs")
+    func keyArrays() throws {
+        for keys: [Int64] in [[], [1], [.max, .min, 0, -1, 42]] {
+            #expect(try PostgreSQLValues.keyBytes(keys) == PostgreSQLValues.arrayBytesValueByValue(keys.map(StoredValue.integer), as: .integer))
+        }
+    }
+
+    @Test("A value of another kind goes value by value: converted when exact, refused when not; NUL in text is refused")
+    func otherKindsAndNUL() throws {
+        let exact: [StoredValue] = [.integer(1), .real(2), .null]
+        #expect(try PostgreSQLValues.arrayBytes(exact, as: .integer) == PostgreSQLValues.arrayBytesValueByValue([.integer(1), .integer(2), .null], as: .integer))
+        #expect(throws: UnstorableValue.self) { try PostgreSQLValues.arrayBytes([.integer(1), .real(2.5)], as: .integer) }
+        let error = #expect(throws: UnstorableValue.self) { try PostgreSQLValues.arrayBytes([.text("fine"), .text("not\u{0}fine")], as: .text) }
+        #expect(error?.reason.contains("NUL") == true)
+        #expect(throws: UnstorableValue.self) { try PostgreSQLValues.arrayBytes([.text("a")], as: .integer) }
+    }
+}
