@@ -57,16 +57,9 @@ struct CompileFailTests {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 do {
-                    let process = Process()
-                    process.executableURL = URL(filePath: "/usr/bin/env")
-                    process.arguments = ["swiftc"] + arguments
-                    let errors = Pipe()
-                    process.standardError = errors
-                    process.standardOutput = FileHandle.nullDevice
-                    try process.run()
-                    let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                    process.waitUntilExit()
-                    continuation.resume(returning: (process.terminationStatus, output))
+                    // `ChildProcess`, not Foundation's `Process` (see there why).
+                    let output = try ChildProcess.run("/usr/bin/env", ["swiftc"] + arguments, environment: ProcessInfo.processInfo.environment)
+                    continuation.resume(returning: (output.status, String(decoding: output.standardError, as: UTF8.self)))
                 } catch {
                     continuation.resume(throwing: error)
                 }

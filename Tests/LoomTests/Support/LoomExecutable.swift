@@ -18,30 +18,13 @@ enum LoomExecutable {
         URL(filePath: CommandLine.arguments[0]).deletingLastPathComponent().appending(path: "loom")
     }
 
-    /// Runs `loom arguments…`, feeding `input` to its standard input, and waits for it to end.
+    /// Runs `loom arguments…`, feeding `input` to its standard input, and waits for it to end
+    /// (through ``ChildProcess``, not Foundation's `Process`: see there why).
     static func run(_ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) throws -> Output {
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let stdout = Pipe(), stderr = Pipe(), stdin = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = stdin
-        try process.run()
-        // Read both pipes while the child runs, so that a large output cannot fill a pipe and
-        // block it.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var out = Data(), err = Data()
-        DispatchQueue.global().async(group: group) { out = stdout.fileHandleForReading.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: group) { err = stderr.fileHandleForReading.readDataToEndOfFile() }
-        if let input { stdin.fileHandleForWriting.write(input) }
-        try stdin.fileHandleForWriting.close()
-        process.waitUntilExit()
-        group.wait()
-        return Output(status: process.terminationStatus,
-                      standardOutput: String(decoding: out, as: UTF8.self),
-                      standardError: String(decoding: err, as: UTF8.self))
+        let output = try ChildProcess.run(url.path, arguments, input: input, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        return Output(status: output.status,
+                      standardOutput: String(decoding: output.standardOutput, as: UTF8.self),
+                      standardError: String(decoding: output.standardError, as: UTF8.self))
     }
 }
 
