@@ -23,27 +23,6 @@ extension PostgreSQLStore {
         if configuration.recordsHistory, !changes.isEmpty { try writeHistory(changes) }
     }
 
-    /// Groups items by entity, in the order each entity first appears.
-    private func grouped<T>(_ items: [T], _ entity: (T) -> EntityDescription) -> [(EntityDescription, [T])] {
-        // A short list searched from the group used last: a change set's items come in runs of
-        // one entity, and there are few entities (a dictionary cost two lookups an item).
-        var groups: [(EntityDescription, [T])] = []
-        var last = -1
-        for item in items {
-            let e = entity(item)
-            if last < 0 || groups[last].0 !== e {
-                if let i = groups.firstIndex(where: { $0.0 === e }) {
-                    last = i
-                } else {
-                    groups.append((e, []))
-                    last = groups.count - 1
-                }
-            }
-            groups[last].1.append(item)
-        }
-        return groups
-    }
-
     /// Runs a statement that returns the keys it changed, and throws a version conflict naming
     /// the first of `expected` it did not change.
     private func runChecked(_ text: String, _ bindings: PostgresBindings, entity: EntityDescription, expected: [Int64]) throws(LoomError) {
@@ -60,7 +39,7 @@ extension PostgreSQLStore {
     }
 
     private func applyDeletes(_ changes: StoreChangeSet) throws(LoomError) {
-        for (entity, deletes) in grouped(changes.deletes, \.entity) {
+        for (entity, deletes) in groupedByEntity(changes.deletes, \.entity) {
             var bindings = PostgresBindings()
             PostgreSQLValues.bindKeys(deletes.lazy.map(\.key), to: &bindings)
             PostgreSQLValues.bindKeys(deletes.lazy.map(\.expectedVersion), to: &bindings)
@@ -112,7 +91,7 @@ extension PostgreSQLStore {
     }
 
     private func applyInserts(_ changes: StoreChangeSet) throws(LoomError) {
-        for (entity, inserts) in grouped(changes.inserts, \.entity) {
+        for (entity, inserts) in groupedByEntity(changes.inserts, \.entity) {
             var bindings = PostgresBindings()
             PostgreSQLValues.bindKeys(inserts.lazy.map(\.key), to: &bindings)
             var arrays = ["$1::int8[]"], names = ["k"], columns = ["\"Z_PK\""]

@@ -165,22 +165,7 @@ extension ManagedObjectContext {
     /// The inserted objects' storage, entity by entity in schema order, each entity's by key
     /// (the order they were inserted in): a store writes each entity's rows with one statement.
     func insertedBackingsInOrder() -> [ObjectBacking] {
-        // Gathered by entity in a short list (a save inserts objects of few entities), not a
-        // dictionary of arrays updated per object.
-        var groups: [(entity: EntityDescription, backings: [ObjectBacking])] = []
-        var last = -1
-        for object in pending.inserted.values {
-            let b = object._loomBacking
-            if last < 0 || groups[last].entity !== b.entity {
-                if let i = groups.firstIndex(where: { $0.entity === b.entity }) {
-                    last = i
-                } else {
-                    groups.append((b.entity, []))
-                    last = groups.count - 1
-                }
-            }
-            groups[last].backings.append(b)
-        }
+        var groups = groupedByEntity(pending.inserted.values.lazy.map(\._loomBacking)) { $0.entity }
         var ordered: [ObjectBacking] = []
         ordered.reserveCapacity(pending.inserted.count)
         var rank: [ObjectIdentifier: Int] = [:]
@@ -190,7 +175,7 @@ extension ManagedObjectContext {
             let ra = rank[ObjectIdentifier(a.entity)] ?? Int.max, rb = rank[ObjectIdentifier(b.entity)] ?? Int.max
             return ra != rb ? ra < rb : a.entity.name < b.entity.name
         }
-        for group in groups { ordered += Self.sortedByKey(group.backings) }
+        for group in groups { ordered += Self.sortedByKey(group.items) }
         return ordered
     }
 
