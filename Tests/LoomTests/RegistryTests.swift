@@ -153,6 +153,66 @@ struct RegistryTests {
         }
     }
 
+    @Test("An entity's objects of two classes are found, replaced and removed alike; each leaves with its object")
+    func objectsOfTwoClassesInOneEntity() throws {
+        let container = try StoreKind.sqlite.makeContainer()
+        try container.newBackgroundContext().performAndWait { context in
+            let entity = try context.coordinator.schema.requireEntity(named: "Book")
+            do {
+                let model = Book(isbn: "1", title: "Model")
+                context.insert(model)
+                // A DynamicObject of the same entity goes to the table's second dictionary.
+                let dynamic = try DynamicObject(entity: entity, context: context)
+                dynamic["isbn"] = .text("2")
+                dynamic["title"] = .text("Dynamic")
+                let modelKey = RowCacheKey(entity: ObjectIdentifier(entity), key: model._loomBacking.key)
+                let dynamicKey = RowCacheKey(entity: ObjectIdentifier(entity), key: dynamic._loomBacking.key)
+                #expect(context.identityMap.count == 2)
+                #expect(context.identityMap.object(for: modelKey) === model)
+                #expect(context.identityMap.object(for: dynamicKey) === dynamic)
+                #expect(context.identityMap.backing(for: dynamicKey) === dynamic._loomBacking)
+                #expect(context.identityMap.entries.count == 2)
+                #expect(context.identityMap.problems(in: context).isEmpty)
+                try context.save()
+                #expect(context.identityMap.problems(in: context).isEmpty)
+                // Held to here, then released: both entries leave with their objects.
+                withExtendedLifetime((model, dynamic)) {}
+            }
+            #expect(context.identityMap.isEmpty)
+            // Fetched again, both rows come back as Books, filed in the table's first dictionary.
+            let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+            #expect(books.map(\.title) == ["Model", "Dynamic"])
+            #expect(context.identityMap.count == 2)
+            #expect(context.identityMap.problems(in: context).isEmpty)
+        }
+    }
+
+    @Test("Replacing an entry of one class by one of another keeps one entry per key")
+    func replacingAcrossClasses() throws {
+        let entity = Book.entity
+        let key = RowCacheKey(entity: ObjectIdentifier(entity), key: 7)
+        var map = IdentityMap()
+        let first = ObjectBacking(entity: entity), second = ObjectBacking(entity: entity), third = ObjectBacking(entity: entity)
+        first.key = 7; second.key = 7; third.key = 7
+        let model = Book(backing: first), dynamic = DynamicObject(backing: second), again = Book(backing: third)
+        withExtendedLifetime((model, dynamic, again)) {
+            map.insert(model, first, at: key)
+            map.insert(dynamic, second, at: key)
+            #expect(map.count == 1)
+            #expect(map.object(for: key) === dynamic)
+            // A destroyed object's entry leaves only if it is still that object's.
+            map.removeEntry(of: first, at: key)
+            #expect(map.count == 1)
+            map.insert(again, third, at: key)
+            #expect(map.count == 1)
+            #expect(map.object(for: key) === again)
+            map.removeEntry(of: second, at: key)
+            #expect(map.count == 1)
+            map.removeEntry(of: third, at: key)
+            #expect(map.isEmpty && map.entries.isEmpty)
+        }
+    }
+
     @Test("A class conforming by hand stays registered, held by its context, until reset")
     func handWrittenConformanceIsHeld() throws {
         let container = try StoreKind.sqlite.makeContainer(HandWrittenNote.self)

@@ -12,7 +12,12 @@
 /// Entries are kept per entity, by the row's 8-byte key: one small table per entity found by
 /// pointer comparison, then a dictionary keyed by the `Int64` key (a ``RowKey``, hashed by
 /// ``IdentityHash`` rather than SipHash: cheaper to hash, and 8 bytes a
-/// bucket smaller than a key that also names the entity).
+/// bucket smaller than a key that also names the entity). An entity's objects are all of one
+/// class (its model class, or ``DynamicObject``), so a bucket holds the object's address and
+/// its backing, 16 bytes, and the table makes the object again from its address with the
+/// class it knows: an `any BackedObject` would add its conformance to every bucket (24 bytes, and
+/// at 100,000 objects a table has 262,144 buckets). An object of another class filed under the
+/// entity (a hand-written conformance, say) goes to a second dictionary of whole entries.
 ///
 /// Releasing an object can run its slot's `deinit`, which removes its entry from this map: so
 /// no mutating method releases an object while it runs. Those that drop a strong reference
@@ -32,10 +37,101 @@ struct IdentityMap {
         }
     }
 
+    /// What a table keeps of an object of its class: the object's address and its backing,
+    /// neither retained (like ``Entry``'s references: valid while the entry is, since the
+    /// object's slot takes the entry out when the object is destroyed).
+    private struct Filed {
+        let address: UnsafeRawPointer
+        unowned(unsafe) let backing: ObjectBacking
+    }
+
+    /// One entity's entries.
+    private struct Table {
+        /// Objects of `objectClass`, by key.
+        var filed: [RowKey: Filed] = [:]
+        /// Objects of any other class, by key (rarely any).
+        var others: [RowKey: Entry] = [:]
+        /// The class of the objects in `filed`: the class of the first object registered.
+        private(set) var objectClass: ObjectIdentifier?
+        /// Makes an object of `objectClass` from its address (a strong reference to it).
+        private var object: ((UnsafeRawPointer) -> any BackedObject)?
+
+        var count: Int { filed.count + others.count }
+
+        /// Whether `object` is filed in `filed` (else in `others`); the first object decides.
+        mutating func files(_ object: any BackedObject) -> Bool {
+            let objectClass = ObjectIdentifier(type(of: object))
+            if let known = self.objectClass { return known == objectClass }
+            self.objectClass = objectClass
+            self.object = Self.maker(like: object)
+            return true
+        }
+
+        private static func maker<Object: BackedObject>(like _: Object) -> (UnsafeRawPointer) -> any BackedObject {
+            { Unmanaged<Object>.fromOpaque($0).takeUnretainedValue() }
+        }
+
+        func entry(_ filed: Filed) -> Entry {
+            Entry(object!(filed.address), filed.backing)
+        }
+
+        subscript(key: RowKey) -> Entry? {
+            if let filed = filed[key] { return entry(filed) }
+            return others.isEmpty ? nil : others[key]
+        }
+
+        /// The backing filed under `key`, without making its object.
+        func backing(_ key: RowKey) -> ObjectBacking? {
+            if let filed = filed[key] { return filed.backing }
+            return others.isEmpty ? nil : others[key]?.backing
+        }
+
+        var entries: [Entry] {
+            var entries = filed.values.map(entry)
+            entries.append(contentsOf: others.values)
+            return entries
+        }
+
+        /// Every entry with the key it is filed under.
+        var keyedEntries: [(key: RowKey, entry: Entry)] {
+            filed.map { ($0.key, entry($0.value)) } + others.map { ($0.key, $0.value) }
+        }
+
+        /// Files `object`, in place of any earlier entry for the key; whether the key was new.
+        mutating func insert(_ object: any BackedObject, _ backing: ObjectBacking, at key: RowKey) -> Bool {
+            if files(object) {
+                let address = UnsafeRawPointer(Unmanaged<AnyObject>.passUnretained(object).toOpaque())
+                let earlier = filed.updateValue(Filed(address: address, backing: backing), forKey: key)
+                return earlier == nil && (others.isEmpty || others.removeValue(forKey: key) == nil)
+            }
+            let earlier = others.updateValue(Entry(object, backing), forKey: key)
+            return earlier == nil && filed.removeValue(forKey: key) == nil
+        }
+
+        /// Takes the key's entry out; whether there was one.
+        mutating func remove(_ key: RowKey) -> Bool {
+            if filed.removeValue(forKey: key) != nil { return true }
+            return !others.isEmpty && others.removeValue(forKey: key) != nil
+        }
+
+        /// Takes the key's entry out if it is `backing`'s; whether it was.
+        mutating func remove(_ key: RowKey, ifOf backing: ObjectBacking) -> Bool {
+            // One hash: the entry is found once, then removed at its position.
+            if let position = filed.index(forKey: key) {
+                guard filed.values[position].backing === backing else { return false }
+                filed.remove(at: position)
+                return true
+            }
+            guard !others.isEmpty, let position = others.index(forKey: key), others.values[position].backing === backing else { return false }
+            others.remove(at: position)
+            return true
+        }
+    }
+
     /// The entities that have a table, in the order their first object was registered.
     private var entities: [ObjectIdentifier] = []
-    /// Each entity's entries by key, in the order of `entities`.
-    private var tables: [[RowKey: Entry]] = []
+    /// Each entity's entries, in the order of `entities`.
+    private var tables: [Table] = []
     /// Objects held strongly: hand-written conformances always, every object when `retainsAll`.
     private var held: [RowCacheKey: any BackedObject] = [:]
     /// The number of entries.
@@ -55,7 +151,7 @@ struct IdentityMap {
     private mutating func makeTable(of entity: ObjectIdentifier) -> Int {
         if let index = table(of: entity) { return index }
         entities.append(entity)
-        tables.append([:])
+        tables.append(Table())
         return tables.count - 1
     }
 
@@ -63,6 +159,13 @@ struct IdentityMap {
     subscript(key: RowCacheKey) -> Entry? {
         guard let index = table(of: key.entity) else { return nil }
         return tables[index][RowKey(key.key)]
+    }
+
+    /// The backing of the object registered for a row, if any (without making a reference to
+    /// the object).
+    func backing(for key: RowCacheKey) -> ObjectBacking? {
+        guard let index = table(of: key.entity) else { return nil }
+        return tables[index].backing(RowKey(key.key))
     }
 
     /// The registered object for a row.
@@ -77,12 +180,12 @@ struct IdentityMap {
 
     /// Every entry, entity by entity.
     var entries: [Entry] {
-        tables.flatMap(\.values)
+        tables.flatMap(\.entries)
     }
 
     /// Every registered object, held strongly by the array.
     var objects: [any BackedObject] {
-        tables.flatMap { $0.values.map(\.object) }
+        tables.flatMap { $0.entries.map(\.object) }
     }
 
     /// Registers an object for its row, in place of any earlier one.
@@ -91,7 +194,7 @@ struct IdentityMap {
     @discardableResult
     mutating func insert(_ object: any BackedObject, _ backing: ObjectBacking, at key: RowCacheKey) -> (any BackedObject)? {
         let index = makeTable(of: key.entity)
-        if tables[index].updateValue(Entry(object, backing), forKey: RowKey(key.key)) == nil { count += 1 }
+        if tables[index].insert(object, backing, at: RowKey(key.key)) { count += 1 }
         if retainsAll || !backing.hasOwnerSlot { return held.updateValue(object, forKey: key) }
         return held.isEmpty ? nil : held.removeValue(forKey: key)
     }
@@ -101,18 +204,14 @@ struct IdentityMap {
     /// - Returns: the object the map held strongly for it, to be released by the caller.
     @discardableResult
     mutating func remove(_ key: RowCacheKey) -> (any BackedObject)? {
-        if let index = table(of: key.entity), tables[index].removeValue(forKey: RowKey(key.key)) != nil { count -= 1 }
+        if let index = table(of: key.entity), tables[index].remove(RowKey(key.key)) { count -= 1 }
         return held.isEmpty ? nil : held.removeValue(forKey: key)
     }
 
     /// Takes out the entry of a destroyed object, unless its row's entry now belongs to another
     /// object. A destroyed object was not held, so nothing is released.
     mutating func removeEntry(of backing: ObjectBacking, at key: RowCacheKey) {
-        // One hash: the entry is found once, then removed at its position.
-        guard let index = table(of: key.entity), let position = tables[index].index(forKey: RowKey(key.key)),
-              tables[index].values[position].backing === backing
-        else { return }
-        tables[index].remove(at: position)
+        guard let index = table(of: key.entity), tables[index].remove(RowKey(key.key), ifOf: backing) else { return }
         count -= 1
     }
 
@@ -135,7 +234,7 @@ struct IdentityMap {
         retainsAll = on
         if on {
             for (entity, table) in zip(entities, tables) {
-                for (key, entry) in table { held[RowCacheKey(entity: entity, key: key.value)] = entry.object }
+                for (key, entry) in table.keyedEntries { held[RowCacheKey(entity: entity, key: key.value)] = entry.object }
             }
             return []
         }
@@ -149,7 +248,7 @@ struct IdentityMap {
     mutating func reserveCapacity(forNew count: Int, of entity: ObjectIdentifier) {
         guard count > 64 else { return }
         let index = makeTable(of: entity)
-        tables[index].reserveCapacity(tables[index].count + count)
+        tables[index].filed.reserveCapacity(tables[index].filed.count + count)
     }
 
     /// What is wrong with the map, if anything: every entry's backing must belong to `context`
@@ -161,7 +260,7 @@ struct IdentityMap {
         var total = 0
         for (entity, table) in zip(entities, tables) {
             total += table.count
-            for (rowKey, entry) in table {
+            for (rowKey, entry) in table.keyedEntries {
                 let key = rowKey.value
                 let backing = entry.backing
                 if ObjectIdentifier(backing.entity) != entity || backing.key != key {
@@ -172,6 +271,9 @@ struct IdentityMap {
                 }
                 if entry.object._loomBacking !== backing {
                     problems.append("\(backing.entity.name) \(key) is registered with another object's backing")
+                }
+                if table.others[rowKey] != nil, table.filed[rowKey] != nil {
+                    problems.append("\(backing.entity.name) \(key) is filed twice")
                 }
             }
         }

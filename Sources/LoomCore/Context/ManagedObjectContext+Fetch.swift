@@ -222,8 +222,8 @@ extension ManagedObjectContext {
             var rows: [StoreRow] = []
             var missing: [Int64] = []
             for key in keys {
-                if let object = context.identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)), object._loomBacking.state == .loaded {
-                    if !object._loomBacking.isDeleted { rows.append(try context.currentRow(of: entity, key: key, fresh: false)!) }
+                if let backing = context.identityMap.backing(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)), backing.state == .loaded {
+                    if !backing.isDeleted { rows.append(try context.currentRow(of: entity, key: key, fresh: false)!) }
                 } else {
                     missing.append(key)
                 }
@@ -276,12 +276,12 @@ extension ManagedObjectContext {
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
     func materialize(_ row: StoreRow, of entity: EntityDescription, asFault: Bool) -> any BackedObject {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
-        if let registered = identityMap.object(for: key) {
-            let backing = registered._loomBacking
+        if let registered = identityMap[key] {
+            let backing = registered.backing
             if backing.state == .fault, row.values.count == entity.storedValueCount {
                 if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }
             }
-            return registered
+            return registered.object
         }
         return materializeNew(row, of: entity, asFault: asFault)
     }

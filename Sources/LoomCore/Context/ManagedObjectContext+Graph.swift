@@ -28,7 +28,7 @@ final class ContextGraph: PredicateGraph {
         let k = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         if let known = rows[k] { return known }
         var found: Row?
-        if let backing = context.identityMap[k]?.backing, backing.state == .loaded {
+        if let backing = context.identityMap.backing(for: k), backing.state == .loaded {
             found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values, version: backing.version)
         } else {
             do {
@@ -79,7 +79,7 @@ final class ContextGraph: PredicateGraph {
             var byOwner: [Int64: [Row]] = [:]
             for pair in try context.currentRelated(r, keys: missing) {
                 let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: pair.row.key)
-                if let backing = context.identityMap[k]?.backing, backing.isDeleted { continue }
+                if let backing = context.identityMap.backing(for: k), backing.isDeleted { continue }
                 byOwner[pair.owner, default: []].append(Row(entity: r.destination, key: pair.row.key, values: pair.row.values, version: pair.row.version))
             }
             for owner in missing { related[r.reference, default: [:]][owner] = byOwner[owner] ?? [] }

@@ -29,7 +29,7 @@ extension ManagedObjectContext {
 
     /// The registered object for a key, if any.
     func registeredBacking(of entity: EntityDescription, key: Int64) -> ObjectBacking? {
-        identityMap[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]?.backing
+        identityMap.backing(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key))
     }
 
     /// Runs `body` with the backing of an object, registering a fault when needed, and keeps the

@@ -244,7 +244,7 @@ final class LiveQueryEngine {
         var candidates: [ContextGraph.Row] = []
         var unloaded: [Int64] = []
         for key in affected {
-            if let backing = context.identityMap[RowCacheKey(entity: entityID, key: key)]?.backing, backing.state == .loaded {
+            if let backing = context.identityMap.backing(for: RowCacheKey(entity: entityID, key: key)), backing.state == .loaded {
                 if let row = graph.row(entity, key) { candidates.append(row) }
             } else {
                 unloaded.append(key)
@@ -254,7 +254,7 @@ final class LiveQueryEngine {
             // One query for the objects not loaded here; a key it does not return is deleted.
             for row in try context.baseRows(of: entity, keys: unloaded) {
                 // A registered fault deleted here reads as gone.
-                if let backing = context.identityMap[RowCacheKey(entity: entityID, key: row.key)]?.backing, backing.isDeleted { continue }
+                if let backing = context.identityMap.backing(for: RowCacheKey(entity: entityID, key: row.key)), backing.isDeleted { continue }
                 candidates.append(graph.remember(entity, row))
             }
         }
