@@ -10,7 +10,7 @@ import Testing
 @MainActor
 @Suite("Observation tracking probe")
 struct ObservationTrackingProbeTests {
-    #if os(Linux)
+    #if os(Linux) && (arch(x86_64) || arch(arm64))
     @Test("On Linux the probe finds the Observation runtime's tracking state")
     func probeIsAvailableOnLinux() {
         // If a toolchain changes the runtime so that the probe no longer finds or trusts it,

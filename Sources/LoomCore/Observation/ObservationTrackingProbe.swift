@@ -12,11 +12,13 @@ import Observation
 /// can ever lead to an observer. The Observation library keeps "a tracking scope is open" in a
 /// thread-local value that only its own registrar reads, through `_swift_observation_tls_get`,
 /// which Linux's `libswiftObservation.so` keeps out of its exported symbols. The library file
-/// still lists it in its ELF symbol table, so the probe finds it there once: it locates the
-/// loaded library through an exported symbol (`dladdr`), reads the file's `.symtab`, checks the
-/// address it computes for an exported function against the loader's, and then checks the
-/// function itself: nil-or-unchanged outside a new `withObservationTracking` scope, a new value
-/// inside it. Anything unexpected (another platform, a stripped or statically linked library, a
+/// still lists it in its ELF symbol table, so the probe finds it there once: it finds the file
+/// the loader mapped at an exported function's address (`/proc/self/maps`), reads the file's
+/// `.symtab`, checks the address it computes for a second exported function against the
+/// loader's, and then checks the function itself: nil-or-unchanged outside a new
+/// `withObservationTracking` scope, a new value inside it. (The runtime declares it with Swift's
+/// calling convention; for a function without parameters that cannot throw, returning a
+/// pointer, that is C's on x86-64 and ARM64, the only architectures the probe runs on.) Anything unexpected (another platform, a stripped or statically linked library, a
 /// future runtime that works differently) leaves the probe unavailable, and objects then do what
 /// they did without it: make their registrar on their first read.
 ///
@@ -48,7 +50,7 @@ enum ObservationTrackingProbe {
     }
 
     private static func locate() -> TrackingState? {
-        #if os(Linux) && canImport(Glibc)
+        #if os(Linux) && canImport(Glibc) && (arch(x86_64) || arch(arm64))
         // Exported functions of the Observation library: where the loader put them tells which
         // file it mapped and where (the load base is an exported function's address less its
         // value in the file's symbol table).
