@@ -6,7 +6,7 @@ import Testing
 /// actor by its queue, not by its thread, and accepts a parent lent to its child while the
 /// parent's owner waits for that child. Each test turns the checks on in a child process, so the
 /// setting does not leak into other tests.
-@Suite("Concurrency checking accepts correct code")
+@Suite("Concurrency checking accepts correct code", .ownThreads)
 struct ConcurrencyCheckingTests {
     @Test("The view context used on the main actor passes the checks: fetch, insert, save, accessors, merges, the save helper")
     func viewContextOnTheMainActor() async {
@@ -56,7 +56,7 @@ struct ConcurrencyCheckingTests {
 }
 
 /// A wait that could never end traps at once, naming both contexts.
-@Suite("Deadlock traps")
+@Suite("Deadlock traps", .ownThreads)
 struct DeadlockTrapTests {
     @Test("A background parent waiting synchronously for its child, while the child waits for it, traps")
     func backgroundParentWaitsForBusyChild() async throws {

@@ -3,7 +3,7 @@ import GRDB
 import Testing
 
 /// `loom demo`, run as the built executable: a second run on the same store updates it in place.
-@Suite struct DemoCommandTests {
+@Suite(.ownThreads) struct DemoCommandTests {
     @Test func aSecondRunUpdatesTheStoreInsteadOfReplacingIt() throws {
         let store = TemporaryDirectory.make().appending(path: "demo.loom").path
         let first = try LoomExecutable.run(["demo", "--store", store])

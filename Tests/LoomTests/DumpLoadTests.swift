@@ -7,7 +7,7 @@ import LoomTools
 /// byte the same, the loaded store reads back through the application's model, and bad input
 /// leaves no store behind.
 @MainActor
-@Suite("Dump and load", .timeLimit(.minutes(5)))
+@Suite("Dump and load", .ownThreads, .timeLimit(.minutes(5)))
 struct DumpLoadTests {
     static let types: [any PersistentModel.Type] = StoreKind.graphTypes + [Sample.self, Playlist.self, Song.self]
 

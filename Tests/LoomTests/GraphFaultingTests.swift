@@ -318,7 +318,7 @@ struct GraphFaultingTests {
         #expect(code == "objectNotFound")
     }
 
-    @Test("With deletesInaccessibleFaults off, touching such a fault traps with its ID")
+    @Test("With deletesInaccessibleFaults off, touching such a fault traps with its ID", .ownThreads)
     func inaccessibleTraps() async throws {
         let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try StoreKind.inMemory.makeGraphContainer()

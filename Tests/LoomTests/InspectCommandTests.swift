@@ -4,7 +4,7 @@ import LoomPostgreSQL
 import Testing
 
 /// `loom inspect` and `loom history`, run as the built executable on real stores.
-@Suite struct InspectCommandTests {
+@Suite(.ownThreads) struct InspectCommandTests {
     /// A store with two books, saved by an author.
     private func makeStore() async throws -> URL {
         let url = TemporaryDirectory.make().appending(path: "library.loom")

@@ -12,7 +12,7 @@ import Testing
 ///
 /// Serialized: the settings are process-wide. A store reads them when it opens, and each test
 /// reads back only its own store's messages (other suites' stores opened meanwhile may log too).
-@Suite(.serialized) struct LoggingTests {
+@Suite(.serialized, .ownThreads) struct LoggingTests {
     /// Opens a store at `level`, saves a book and fetches it back with a predicate; returns the
     /// messages logged for that store.
     private func run(_ kind: StoreKind, level: Int, values: Bool = false, slow: Duration = .seconds(60)) async throws -> [String] {

@@ -7,7 +7,7 @@ import Testing
 /// Migrations killed at random instants, and migrations started by several processes at once:
 /// each in child processes (Swift Testing exit tests), as the trap tests do. Serialized: the kill
 /// tests' children read one job file.
-@Suite("Migrations under kill -9 and concurrent start-up", .serialized)
+@Suite("Migrations under kill -9 and concurrent start-up", .serialized, .ownThreads)
 struct MigrationCrashTests {
     /// Where a child finds its store and when to kill itself: a file named after the test
     /// process (the parent of the child).

@@ -357,7 +357,7 @@ struct MigrationTests {
         FileManager.default.temporaryDirectory.appending(path: "loom-migrate-\(parent).loom")
     }
 
-    @Test("Eight processes opening an outdated store at once: one migrates, the others open the migrated store")
+    @Test("Eight processes opening an outdated store at once: one migrates, the others open the migrated store", .ownThreads)
     func concurrentStartUp() async throws {
         let url = Self.sharedStore(parent: getpid())
         defer {

@@ -153,7 +153,7 @@ struct PostgreSQLMigrationTests {
     /// The schema the start-up test's processes share: named after the test process.
     static func sharedSchema(parent: Int32) -> String { "loom_migrate_\(parent)" }
 
-    @Test("Eight processes opening an outdated store at once: one migrates, the others open the migrated store")
+    @Test("Eight processes opening an outdated store at once: one migrates, the others open the migrated store", .ownThreads)
     func concurrentStartUp() async throws {
         var configuration = try PostgresServer.configuration()
         configuration.schemaName = Self.sharedSchema(parent: getpid())
@@ -240,7 +240,7 @@ struct PostgreSQLMigrationPlanTests {
 
     static func sharedSchema(parent: Int32) -> String { "loom_plan_\(parent)" }
 
-    @Test("Eight processes opening a V1 store with the plan at once: one migrates, each step runs once, the others open the result")
+    @Test("Eight processes opening a V1 store with the plan at once: one migrates, each step runs once, the others open the result", .ownThreads)
     func concurrentStartUp() async throws {
         var configuration = try PostgresServer.configuration()
         configuration.schemaName = Self.sharedSchema(parent: getpid())

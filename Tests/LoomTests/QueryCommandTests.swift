@@ -4,7 +4,7 @@ import Testing
 
 /// `loom query`, run as the built executable on real stores that this test process keeps open.
 @MainActor
-@Suite("loom query")
+@Suite("loom query", .ownThreads)
 struct QueryCommandTests {
     let store: FilledGraphStore
 

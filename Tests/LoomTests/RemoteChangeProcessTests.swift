@@ -9,7 +9,7 @@ import Testing
 /// Several processes on one store (Swift Testing exit tests, as the trap tests do): two write
 /// from four contexts each, a third reads the history with tokens, and this process watches
 /// the remote changes and purges old history meanwhile.
-@Suite("Remote changes between processes", .serialized, .timeLimit(.minutes(3)))
+@Suite("Remote changes between processes", .serialized, .ownThreads, .timeLimit(.minutes(3)))
 struct RemoteChangeProcessTests {
     typealias Book = LibraryRelsV2.Book
 
@@ -34,6 +34,13 @@ struct RemoteChangeProcessTests {
         return PersistentContainer(store: try SQLiteStore(url: URL(filePath: job), schema: schema))
     }
 
+    /// Created by the parent after its first purge of the history: writers wait for it before
+    /// they end, so that the purge runs while they work, however slowly a loaded machine lets
+    /// the parent's remote-change stream (which the purge waits for) follow them.
+    static func purgedFile(parent: Int32) -> URL {
+        FileManager.default.temporaryDirectory.appending(path: "loom-remote-\(parent).purged")
+    }
+
     static func storePath() throws -> String {
         try String(contentsOf: jobFile(parent: getppid()), encoding: .utf8)
     }
@@ -49,7 +56,8 @@ struct RemoteChangeProcessTests {
     /// A writer process: four contexts save `savesPerContext` times each (an insert, and every
     /// third save a change to a book another context or process saved); meanwhile its view
     /// context holds the books it fetched. When every writer is done, the held books must show
-    /// the store's values without being fetched again. Exit 4 if they do not within 20 s.
+    /// the store's values without being fetched again. Exit 4 if they do not within 20 s; 7 if
+    /// the parent has not purged the history within 60 s of the saves.
     @MainActor
     static func write(process: Int) async throws {
         let container = try open(try storePath())
@@ -78,6 +86,11 @@ struct RemoteChangeProcessTests {
                 }
             }
             try await group.waitForAll()
+        }
+        let purgeDeadline = ContinuousClock.now + .seconds(60)
+        while !FileManager.default.fileExists(atPath: purgedFile(parent: getppid()).path) {
+            if ContinuousClock.now > purgeDeadline { exit(7) }
+            try await Task.sleep(for: .milliseconds(20))
         }
         // Every writer done: the store holds all their transactions.
         let total = transactions
@@ -140,9 +153,13 @@ struct RemoteChangeProcessTests {
         let location = kind == .postgres
             ? "postgres:" + (try PostgresServer.configuration().schemaName)
             : TemporaryDirectory.make().appending(path: "shared.loom").path
-        let job = Self.jobFile(parent: getpid())
+        let job = Self.jobFile(parent: getpid()), purgedMarker = Self.purgedFile(parent: getpid())
+        try? FileManager.default.removeItem(at: purgedMarker)
         try location.write(to: job, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: job) }
+        defer {
+            try? FileManager.default.removeItem(at: job)
+            try? FileManager.default.removeItem(at: purgedMarker)
+        }
         let container = try Self.open(location)
         try await container.save { context in
             for i in 0..<10 { context.insert(Book(title: "seed \(i)")) }
@@ -182,6 +199,7 @@ struct RemoteChangeProcessTests {
                                 try context.deleteHistory(through: HistoryToken(storeIdentifier: current.storeIdentifier, transactionNumber: through))
                             }
                             purges += 1
+                            if purges == 1 { try Data().write(to: purgedMarker) }
                         }
                     }
                 } catch {

@@ -3,7 +3,7 @@ import Loom
 import Testing
 
 /// Programmer errors trap with one specific sentence; these exit tests prove that they do.
-@Suite("Traps")
+@Suite("Traps", .ownThreads)
 struct TrapTests {
     @Test("Using an object after its context was reset traps")
     func useAfterReset() async {

@@ -8,7 +8,7 @@ import Testing
 /// damage planted by raw SQL after the store was closed, a store open in another connection,
 /// and files that are not Loom stores.
 @MainActor
-@Suite("loom verify")
+@Suite("loom verify", .ownThreads)
 struct VerifyCommandTests {
     @Test func aSoundStoreVerifiesCleanAsTextAndJSON() async throws {
         let store = try await VerifyFixture.makeStore()

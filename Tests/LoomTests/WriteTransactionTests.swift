@@ -115,7 +115,7 @@ struct WriteTransactionTests {
         #expect(count == 50)
     }
 
-    @Test("Exclusive writes of two processes on one file never lose an increment")
+    @Test("Exclusive writes of two processes on one file never lose an increment", .ownThreads)
     func twoProcessesIncrement() async throws {
         let url = Self.counterStore(parent: getpid())
         defer {

@@ -19,7 +19,8 @@ enum LoomExecutable {
     }
 
     /// Runs `loom arguments…`, feeding `input` to its standard input, and waits for it to end
-    /// (through ``ChildProcess``, not Foundation's `Process`: see there why).
+    /// (through ``ChildProcess``, not Foundation's `Process`: see there why). It blocks its thread
+    /// meanwhile: suites that call it carry the `.ownThreads` trait (see ``OwnThreadsTrait``).
     static func run(_ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) throws -> Output {
         let output = try ChildProcess.run(url.path, arguments, input: input, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
         return Output(status: output.status,
@@ -28,7 +29,7 @@ enum LoomExecutable {
     }
 }
 
-@Suite struct LoomExecutableTests {
+@Suite(.ownThreads) struct LoomExecutableTests {
     @Test func helpListsTheVerbs() throws {
         let output = try LoomExecutable.run(["--help"])
         #expect(output.status == 0)
