@@ -107,9 +107,10 @@ extension ModelDeclaration {
     }
 
     /// `_loomObservation`, which holds the object's `ObservationRegistrar` once a property was
-    /// read. `@exclusivity(unchecked)` like `_loomSlot`: its only write is the first read's making
-    /// of the registrar, and whatever runs meanwhile (an observer's `onChange` reading the object
-    /// during a change) has already read the registrar, or its absence, and never reads it again.
+    /// read inside a tracking scope. `@exclusivity(unchecked)` like `_loomSlot`: its only write is
+    /// the first tracked read's making of the registrar, and whatever runs meanwhile (an
+    /// observer's `onChange` reading the object during a change) has already read the registrar,
+    /// or its absence, and never reads it again.
     fileprivate var observationDeclaration: DeclSyntax {
         """
         @exclusivity(unchecked) private var \(raw: Self.observationName) = ObservationSlot()

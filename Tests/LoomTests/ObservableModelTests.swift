@@ -165,7 +165,7 @@ struct ObservableModelTests {
         view.reset()
         let fetched = try view.fetch(FetchRequest<Book>())
         #expect(fetched.allSatisfy { !$0._loomMayBeObserved })
-        _ = fetched[0].title
+        withObservationTracking { _ = fetched[0].title } onChange: {}
         #expect(fetched[0]._loomMayBeObserved)
     }
 }

@@ -3,11 +3,14 @@ public import Observation
 /// Where a `@Model` object keeps the `ObservationRegistrar` through which its persistent
 /// properties report reads and changes to the Observation framework (`withObservationTracking`).
 ///
-/// The registrar is made the first time one of the object's persistent properties is read, not
-/// with the object: a registrar and its box cost three allocations (about 150 bytes and 250 ns here), which
-/// every object a fetch makes would pay, faults that are never read included. Until then nothing
-/// can observe the object (observing a property means reading it inside
-/// `withObservationTracking`), so a change tells no one and costs one comparison.
+/// The registrar is made the first time one of the object's persistent properties is read
+/// inside a tracking scope (`withObservationTracking`, `Observations`), not with the object and
+/// not on a plain read: a registrar and its box cost three allocations (about 160 bytes) and
+/// about 2,000 instructions made and freed, which every object an app reads would pay. Until
+/// then nothing observes the object (observing a property means reading it inside a tracking
+/// scope), so a change tells no one and costs one comparison. ``ObservationTrackingProbe``
+/// tells a tracked read from a plain one; where it cannot (it is unavailable on a platform),
+/// the registrar is made on the first read of any kind.
 ///
 /// `@Model` generates the slot and the accessors that use it; user code never needs this type.
 /// Like its object, it is used only on the isolation of the object's context.
@@ -18,29 +21,39 @@ public struct ObservationSlot {
     /// the rest of the read); an optional reference to a final class is one pointer test.
     @usableFromInline
     var box: RegistrarBox?
+    /// The Observation runtime's reader of its tracking state (``ObservationTrackingProbe``),
+    /// or `nil` where the probe could not find it. A copy per object: it fits in the padding
+    /// malloc gives the object anyway, and a read then needs no lazy global's check and no
+    /// retain of anything to reach it.
+    @usableFromInline
+    let tracking: ObservationTrackingProbe.TrackingState?
 
-    /// An empty slot: the registrar is made on the first read.
+    /// An empty slot: the registrar is made on the first tracked read.
     @inlinable
-    public init() { box = nil }
+    public init() {
+        box = nil
+        tracking = ObservationTrackingProbe.tracking
+    }
 
-    /// Whether a property of the object was read since it was made: only then can anything
-    /// observe it.
+    /// Whether a property of the object was read inside a tracking scope since it was made:
+    /// only then can anything observe it.
     @inlinable
     public var mayBeObserved: Bool { box != nil }
 
     /// Reports that `object`'s property at `keyPath` is being read, for the observation tracking
     /// in progress, if any. Generated getters call this.
     ///
-    /// Costs a pointer test and a call that finds no tracking in progress, and allocates
-    /// nothing after the first read.
+    /// Outside a tracking scope it costs a call and a thread-local load: no registrar is made,
+    /// and `keyPath` is not evaluated (making a key path from its literal is a runtime call).
     @inlinable
-    public mutating func access<Model: Observable, Value>(_ object: Model, keyPath: KeyPath<Model, Value>) {
+    public mutating func access<Model: Observable, Value>(_ object: Model, keyPath: @autoclosure () -> KeyPath<Model, Value>) {
+        guard ObservationTrackingProbe.mayBeTracking(tracking) else { return }
         if let box {
-            box.registrar.access(object, keyPath: keyPath)
+            box.registrar.access(object, keyPath: keyPath())
         } else {
             let box = RegistrarBox()
             self.box = box
-            box.registrar.access(object, keyPath: keyPath)
+            box.registrar.access(object, keyPath: keyPath())
         }
     }
 
