@@ -8,7 +8,7 @@ public import Observation
 /// not on a plain read: a registrar and its box cost three allocations (about 160 bytes) and
 /// about 2,000 instructions made and freed, which every object an app reads would pay. Until
 /// then nothing observes the object (observing a property means reading it inside a tracking
-/// scope), so a change tells no one and costs one comparison. ``ObservationTrackingProbe``
+/// scope), so a change tells no one and costs one comparison. `ObservationTrackingProbe`
 /// tells a tracked read from a plain one; where it cannot (it is unavailable on a platform),
 /// the registrar is made on the first read of any kind.
 ///
@@ -21,7 +21,7 @@ public struct ObservationSlot {
     /// the rest of the read); an optional reference to a final class is one pointer test.
     @usableFromInline
     var box: RegistrarBox?
-    /// The Observation runtime's reader of its tracking state (``ObservationTrackingProbe``),
+    /// The Observation runtime's reader of its tracking state (`ObservationTrackingProbe`),
     /// or `nil` where the probe could not find it. A copy per object: it fits in the padding
     /// malloc gives the object anyway, and a read then needs no lazy global's check and no
     /// retain of anything to reach it.
