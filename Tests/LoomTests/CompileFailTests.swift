@@ -7,7 +7,7 @@ import Testing
 ///
 /// Snippets are compiled to SIL (`-emit-sil`), not just type-checked: region-based isolation
 /// (`sending`) is diagnosed on SIL, so `-typecheck` would let the very races we look for pass.
-@Suite("Compile-time confinement")
+@Suite("Compile-time confinement", .ownThreads)
 struct CompileFailTests {
     static let folder = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appending(path: "CompileFail")
 
@@ -37,7 +37,7 @@ struct CompileFailTests {
             .appending(path: "checkouts/GRDB.swift/Sources/GRDBSQLite/module.modulemap")
         #expect(FileManager.default.fileExists(atPath: modules.appending(path: "Loom.swiftmodule").path), "built Loom module not found in \(modules.path)")
 
-        let (status, output) = try await Self.swiftc(["-emit-sil", "-o", "/dev/null", "-swift-version", "6",
+        let (status, output) = try Self.swiftc(["-emit-sil", "-o", "/dev/null", "-swift-version", "6",
                                                       "-I", modules.path, "-Xcc", "-fmodule-map-file=\(moduleMap.path)", file.path])
 
         if expectation == "compiles" {
@@ -51,19 +51,11 @@ struct CompileFailTests {
         }
     }
 
-    /// Runs swiftc and waits for it on a thread of its own: blocking a thread of Swift's
-    /// cooperative pool (two on two cores) for seconds would stall every other test meanwhile.
-    static func swiftc(_ arguments: [String]) async throws -> (status: Int32, errors: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                do {
-                    // `ChildProcess`, not Foundation's `Process` (see there why).
-                    let output = try ChildProcess.run("/usr/bin/env", ["swiftc"] + arguments, environment: ProcessInfo.processInfo.environment)
-                    continuation.resume(returning: (output.status, String(decoding: output.standardError, as: UTF8.self)))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-        }
+    /// Runs swiftc and waits for it, blocking its thread: the suite runs on threads of its own
+    /// (`.ownThreads`), so the wait stalls no other test. `ChildProcess`, not Foundation's
+    /// `Process` (see there why).
+    static func swiftc(_ arguments: [String]) throws -> (status: Int32, errors: String) {
+        let output = try ChildProcess.run("/usr/bin/env", ["swiftc"] + arguments, environment: ProcessInfo.processInfo.environment)
+        return (output.status, String(decoding: output.standardError, as: UTF8.self))
     }
 }

@@ -161,7 +161,7 @@ struct RegistryTests {
             do {
                 let model = Book(isbn: "1", title: "Model")
                 context.insert(model)
-                // A DynamicObject of the same entity: another class in the entity's table.
+                // A DynamicObject of the same entity goes to the table's second dictionary.
                 let dynamic = try DynamicObject(entity: entity, context: context)
                 dynamic["isbn"] = .text("2")
                 dynamic["title"] = .text("Dynamic")
@@ -179,7 +179,7 @@ struct RegistryTests {
                 withExtendedLifetime((model, dynamic)) {}
             }
             #expect(context.identityMap.isEmpty)
-            // Fetched again, both rows come back as Books (the entity's model class).
+            // Fetched again, both rows come back as Books, filed in the table's first dictionary.
             let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
             #expect(books.map(\.title) == ["Model", "Dynamic"])
             // Held while counted: an optimized build releases `books` after its last use.

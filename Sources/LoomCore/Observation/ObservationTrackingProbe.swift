@@ -18,9 +18,10 @@ import Observation
 /// loader's, and then checks the function itself: nil-or-unchanged outside a new
 /// `withObservationTracking` scope, a new value inside it. (The runtime declares it with Swift's
 /// calling convention; for a function without parameters that cannot throw, returning a
-/// pointer, that is C's on x86-64 and ARM64, the only architectures the probe runs on.) Anything unexpected (another platform, a stripped or statically linked library, a
-/// future runtime that works differently) leaves the probe unavailable, and objects then do what
-/// they did without it: make their registrar on their first read.
+/// pointer, that is C's on x86-64 and ARM64, the only architectures the probe runs on.)
+/// Anything unexpected (another platform, a stripped or statically linked library, a future
+/// runtime that works differently) leaves the probe unavailable, and objects then do what they
+/// did without it: make their registrar on their first read.
 ///
 /// Used by the accessors `@Model` generates (through ``ObservationSlot``); thread-safe.
 @usableFromInline

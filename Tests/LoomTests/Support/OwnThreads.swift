@@ -6,8 +6,8 @@ import Testing
 ///
 /// Why: on Linux the cooperative pool has one thread per core, two here. An exit test's parent
 /// reads the child's back channel with a blocking `read` on a thread of that pool for the whole
-/// life of the child (Swift Testing's `ExitTest`), and ``LoomExecutable`` waits for the `loom`
-/// tool the same way. Two such waits at once stopped every other test of the process: tests
+/// life of the child (Swift Testing's `ExitTest`), and ``LoomExecutable`` and the compile-fail
+/// tests wait for the `loom` tool and `swiftc` the same way. Two such waits at once stopped every other test of the process: tests
 /// that start three or eight children in a task group also deadlocked with themselves until a
 /// child's own timeout (a reader child waiting for a writer child not yet started), and in CI
 /// about twenty unrelated tests then exceeded their three-minute limits. With this trait the
