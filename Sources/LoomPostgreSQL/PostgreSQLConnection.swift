@@ -49,6 +49,32 @@ final class PGConnection: @unchecked Sendable {
         return result
     }
 
+    /// Sends one statement without waiting for it: the caller goes on (preparing the next one)
+    /// while the server runs it, and waits with ``PendingStatement/wait()``. postgres-nio runs a
+    /// connection's statements one after the other, in the order they were sent. With SQL
+    /// logging on, the statement runs at once (its duration is logged) and the result is ready.
+    func send(_ sql: String, _ bindings: PostgresBindings) -> PendingStatement {
+        guard log == nil else { return PendingStatement(result: Result { try query(sql, bindings) }) }
+        trace?(sql)
+        return PendingStatement(future: connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger))
+    }
+
+    /// A statement sent by ``send(_:_:)``.
+    struct PendingStatement {
+        fileprivate var future: EventLoopFuture<PostgresQueryResult>?
+        fileprivate var result: Result<PostgresQueryResult, any Error>?
+
+        fileprivate init(future: EventLoopFuture<PostgresQueryResult>) { self.future = future }
+        fileprivate init(result: Result<PostgresQueryResult, any Error>) { self.result = result }
+
+        /// Waits, on the calling thread, for the statement's rows.
+        @discardableResult
+        func wait() throws -> PostgresQueryResult {
+            if let future { return try future.wait() }
+            return try result!.get()
+        }
+    }
+
     /// Runs one statement, handing each row to `body` on the event loop as it arrives (no array
     /// of every row is kept).
     func query(_ sql: String, _ bindings: PostgresBindings, eachRow body: @escaping @Sendable (PostgresRow) throws -> Void) throws {

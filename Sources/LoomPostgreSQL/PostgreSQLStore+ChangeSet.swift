@@ -6,9 +6,9 @@ import PostgresNIO
 /// How a change set becomes statements on PostgreSQL: set-based, because postgres-nio does not
 /// pipeline and every statement is a round trip. Each entity's deletes are one `DELETE … USING
 /// unnest(keys, versions)`, each shape of update (an entity and the columns it sets) one
-/// `UPDATE … FROM unnest(…)`, each entity's inserts one `INSERT … SELECT … FROM unnest(…)`, each
-/// join table's removed and added links one statement each: a save of 1,000 changed objects of
-/// one entity is one statement, whatever their number.
+/// `UPDATE … FROM unnest(…)`, each entity's inserts one `INSERT … SELECT … FROM unnest(…)` per
+/// 10,000 rows (``insertChunk``), each join table's removed and added links one statement each:
+/// a save of 1,000 changed objects of one entity is one statement.
 ///
 /// The order is the shared plan's (``SQLGenerator/statements(for:)``): deletes with their join
 /// rows, updates, inserts, removed links, added links. Deletes and updates return the keys they
@@ -90,25 +90,68 @@ extension PostgreSQLStore {
         }
     }
 
+    /// Rows of one entity per `INSERT`: a statement's arrays stay a few megabytes, and the
+    /// server runs one while the next is encoded.
+    static let insertChunk = 10_000
+
+    /// Each entity's inserts as `INSERT … SELECT … FROM unnest(…)` statements of at most
+    /// ``insertChunk`` rows, sent without waiting: the next chunk is encoded while the server
+    /// inserts the previous one (postgres-nio runs them in order on the writer). Every statement
+    /// sent is waited for before this returns or throws, so the caller's `ROLLBACK` comes after
+    /// them; the first failure is the one reported.
     private func applyInserts(_ changes: StoreChangeSet) throws(LoomError) {
-        for (entity, inserts) in groupedByEntity(changes.inserts, \.entity) {
-            var bindings = PostgresBindings()
-            PostgreSQLValues.bindKeys(inserts.lazy.map(\.key), to: &bindings)
-            var arrays = ["$1::int8[]"], names = ["k"], columns = ["\"Z_PK\""]
-            for slot in 0..<entity.storedValueCount {
-                let kind = ColumnKind.of(entity, slot)
-                try bindColumn(inserts.map { $0.values[slot] }, kind: kind, entity: entity, slot: slot, keys: inserts.map(\.key), to: &bindings)
-                arrays.append("$\(slot + 2)::\(kind.arrayName)")
-                names.append("c\(slot)")
-                columns.append(sql.column(entity, slot))
-            }
-            let text = "INSERT INTO \(SQLGenerator.quote(entity.name)) (\(columns.joined(separator: ", ")), \"Z_OPT\") SELECT \(names.joined(separator: ", ")), 1 FROM unnest(\(arrays.joined(separator: ", "))) AS u(\(names.joined(separator: ", ")))"
-            do {
-                try writer.query(text, bindings)
-            } catch {
-                throw translate(error, entity: entity, key: inserts.count == 1 ? inserts[0].key : nil)
+        guard !changes.inserts.isEmpty else { return }
+        var sent: [(statement: PGConnection.PendingStatement, entity: EntityDescription, key: Int64?)] = []
+        var failure: LoomError?
+        func send(_ inserts: ArraySlice<StoreChangeSet.Insert>, of entity: EntityDescription) throws(LoomError) {
+            let text = insertStatement(entity)
+            var start = inserts.startIndex
+            while start < inserts.endIndex {
+                let chunk = inserts[start..<min(start + Self.insertChunk, inserts.endIndex)]
+                start = chunk.endIndex
+                sent.append((writer.send(text, try insertBindings(chunk, of: entity)), entity, chunk.count == 1 ? chunk.first!.key : nil))
             }
         }
+        do throws(LoomError) {
+            // Most saves insert objects of one entity: no grouping (which copies every insert).
+            let first = changes.inserts[0].entity
+            if changes.inserts.allSatisfy({ $0.entity === first }) {
+                try send(changes.inserts[...], of: first)
+            } else {
+                for (entity, inserts) in groupedByEntity(changes.inserts, \.entity) { try send(inserts[...], of: entity) }
+            }
+        } catch {
+            failure = error
+        }
+        for (statement, entity, key) in sent {
+            do {
+                try statement.wait()
+            } catch {
+                if failure == nil { failure = translate(error, entity: entity, key: key) }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// An entity's `INSERT` of rows bound as arrays (``insertBindings(_:of:)``).
+    private func insertStatement(_ entity: EntityDescription) -> String {
+        var arrays = ["$1::int8[]"], names = ["k"], columns = ["\"Z_PK\""]
+        for slot in 0..<entity.storedValueCount {
+            arrays.append("$\(slot + 2)::\(ColumnKind.of(entity, slot).arrayName)")
+            names.append("c\(slot)")
+            columns.append(sql.column(entity, slot))
+        }
+        return "INSERT INTO \(SQLGenerator.quote(entity.name)) (\(columns.joined(separator: ", ")), \"Z_OPT\") SELECT \(names.joined(separator: ", ")), 1 FROM unnest(\(arrays.joined(separator: ", "))) AS u(\(names.joined(separator: ", ")))"
+    }
+
+    /// The keys and each column's values of `inserts`, as arrays.
+    private func insertBindings(_ inserts: ArraySlice<StoreChangeSet.Insert>, of entity: EntityDescription) throws(LoomError) -> PostgresBindings {
+        var bindings = PostgresBindings()
+        PostgreSQLValues.bindKeys(inserts.lazy.map(\.key), to: &bindings)
+        for slot in 0..<entity.storedValueCount {
+            try bindColumn(inserts.map { $0.values[slot] }, kind: ColumnKind.of(entity, slot), entity: entity, slot: slot, keys: inserts.map(\.key), to: &bindings)
+        }
+        return bindings
     }
 
     /// Binds one column's values as an array, naming the attribute and the object of a value

@@ -32,7 +32,8 @@ extension PostgreSQLStore {
     /// Records `changes` in the history, inside the transaction that applies them (the write
     /// lock is held: the number is the next one in commit order).
     func writeHistory(_ changes: StoreChangeSet) throws(LoomError) {
-        let groups = HistoryChangeGroup.groups(of: changes, in: schema)
+        var entities: [UInt8] = [], packed: [UInt8] = []
+        SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
         var bindings = PostgresBindings()
         bindings.append(Date().timeIntervalSince1970)
         bindings.append(origin)
@@ -41,8 +42,8 @@ extension PostgreSQLStore {
         bindings.append(changes.contextName)
         bindings.append(Int64(Self.processIdentifier))
         bindings.append(Self.processName)
-        bindings.append(SQLHistory.entityList(groups))
-        bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: HistoryChangeGroup.encode(groups))))
+        bindings.append(String(decoding: entities, as: UTF8.self))
+        bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: packed)))
         try onWriter(
             "INSERT INTO loom_history (number, timestamp, origin, origincommit, author, context, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM loom_history",
             bindings)

@@ -1,6 +1,6 @@
 import Foundation
 import Loom
-@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) @testable import LoomCore
 import LoomSQL
 @_spi(LoomStore) import LoomSQLite
 import Testing
@@ -198,6 +198,54 @@ struct HistoryTests {
             #expect(packed == [UInt8](HistoryChangeGroup.encode(groups)))
             #expect(HistoryChangeGroup.decode(Data(packed)) == groups)
         }
+    }
+
+    @Test("Keys in runs are recorded as runs (a few bytes for 100,000 new objects), read back key by key; the one-by-one form still reads; damaged runs are refused")
+    func keysAsRuns() throws {
+        func group(_ kind: HistoryChangeGroup.Kind, _ keys: [Int64], _ properties: String = "") -> HistoryChangeGroup {
+            HistoryChangeGroup(entityName: "Book", kind: kind, properties: properties, keys: keys)
+        }
+        let blocks = Array(Int64(1)...64) + Array(Int64(129)...100_064)
+        let cases: [[HistoryChangeGroup]] = [
+            [group(.insert, blocks)],
+            [group(.insert, [5, 9, 2, 7])],                                   // no runs: one by one
+            [group(.update, [1, 2, 3, 10, 11, 12, 13], "title"), group(.delete, Array(Int64(40)...80))],
+            [group(.insert, [.max - 2, .max - 1, .max, 1, 2, 3])],            // a run ends at Int64.max
+            [group(.insert, [3, 4, 5, 4, 5, 6, 7])],                          // runs that repeat keys
+        ]
+        for groups in cases {
+            let packed = HistoryChangeGroup.encode(groups)
+            #expect(HistoryChangeGroup.decode(packed) == groups)
+        }
+        let large = HistoryChangeGroup.encode([group(.insert, blocks)])
+        #expect(large.count < 64, "100,000 keys in two runs took \(large.count) bytes")
+        #expect(large.first == 4)   // an insert group in runs
+        #expect(HistoryChangeGroup.encode([group(.insert, [5, 9, 2, 7])]).first == 0)
+
+        // A row written one key at a time (every store before runs) reads as before.
+        var oneByOne: [UInt8] = [0, 4, 0, 0, 0] + Array("Book".utf8) + [0, 0, 0, 0, 3, 0, 0, 0]
+        for key: Int64 in [1, 2, 3] { withUnsafeBytes(of: key.littleEndian) { oneByOne += $0 } }
+        #expect(HistoryChangeGroup.decode(Data(oneByOne)) == [group(.insert, [1, 2, 3])])
+
+        // Damaged runs: cut short, a zero-length run, lengths that do not add up to the count,
+        // a run past Int64.max.
+        func runs(count: UInt32, _ runs: [(Int64, UInt32)]) -> Data {
+            var bytes: [UInt8] = [4, 4, 0, 0, 0] + Array("Book".utf8) + [0, 0, 0, 0]
+            withUnsafeBytes(of: count.littleEndian) { bytes += $0 }
+            withUnsafeBytes(of: UInt32(runs.count).littleEndian) { bytes += $0 }
+            for (first, length) in runs {
+                withUnsafeBytes(of: first.littleEndian) { bytes += $0 }
+                withUnsafeBytes(of: length.littleEndian) { bytes += $0 }
+            }
+            return Data(bytes)
+        }
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 10)])) == [group(.insert, Array(1...10))])
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 10)]).dropLast(3)) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 0), (1, 10)])) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 4), (9, 4)])) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 11)])) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 3, [(.max - 1, 3)])) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 2, [(1, 1), (5, 1), (7, 1)])) == nil)
     }
 
     @Test("Deleted history: an older token is historyTokenExpired naming the oldest kept, never a skip; numbers are never reused")

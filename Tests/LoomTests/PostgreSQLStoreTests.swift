@@ -56,6 +56,46 @@ struct PostgreSQLStoreTests {
         #expect(reservations <= 2)
     }
 
+    @Test("A save of 20,001 new objects is three INSERTs of at most 10,000 rows, sent one after the other without waiting; a duplicate in the last fails the save, saves nothing, and the save after it works")
+    func chunkedInserts() throws {
+        let log = Statements()
+        let container = PersistentContainer(store: try PostgresServer.makeStore(try Schema(Book.self), trace: log.hook))
+        let context = container.newBackgroundContext()
+        try context.performAndWait { context in
+            context.insert(Book(isbn: "taken", title: "First"))
+            try context.save()
+            var books: [Book] = []
+            for i in 0..<20_001 { books.append(Book(isbn: "\(i)", title: "Title \(i)", pages: i)) }
+            let duplicate = Book(isbn: "taken", title: "Again")
+            books.append(duplicate)
+            for book in books { context.insert(book) }
+            log.reset()
+            let error = try #require(throws: LoomError.self) { try context.save() }
+            #expect(error.code == .uniquenessViolation)
+            #expect(error.attributeNames == ["isbn"])
+            #expect(context.inserted.count == 20_002)
+            #expect(try container.newBackgroundContext().performAndWait { try $0.count(for: FetchRequest<Book>()) } == 1)
+
+            context.delete(duplicate)
+            log.reset()
+            try context.save()
+            let inserts = log.saving.filter { $0.hasPrefix("INSERT INTO \"Book\"") }
+            #expect(inserts.count == 3, "\(log.saving)")
+            // BEGIN, the write lock, three INSERTs, the history row, COMMIT.
+            #expect(log.saving.count == 7, "\(log.saving)")
+        }
+        let other = container.newBackgroundContext()
+        try other.performAndWait { context in
+            #expect(try context.count(for: FetchRequest<Book>()) == 20_002)
+            let pages = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "20000" })).first?.pages
+            #expect(pages == 20_000)
+            // The history row records every key (as runs), read back one by one.
+            let history = try context.fetchHistory(HistoryDescriptor())
+            #expect(history.last?.changes.count == 20_001)
+            #expect(Set(history.last?.changes.map(\.objectID) ?? []).count == 20_001)
+        }
+    }
+
     @Test("A to-many fault is one query, and prefetching a relationship for a whole fetch is one more")
     func relationshipRoundTrips() throws {
         let log = Statements()

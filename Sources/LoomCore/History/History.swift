@@ -329,6 +329,13 @@ public struct HistoryDescriptor: Sendable {
     /// (4 bytes) and keys (8 bytes each), then for deletes with tombstones each key's values
     /// (``encodeValue(_:into:)``); little-endian.
     ///
+    /// Keys that come in runs of consecutive numbers (a save of new objects: keys are handed out
+    /// in blocks) are written as runs instead, when that is shorter: the kind plus 4 (4 inserts,
+    /// 5 updates, 6 deletes), the key count, the run count (4 bytes) and each run's first key
+    /// (8 bytes) and length (4 bytes). A save of 100,000 new objects then records a few hundred
+    /// bytes instead of 800 KB, which the store writes (and its log) in the saving transaction.
+    /// ``decode(_:)`` reads both forms.
+    ///
     /// Written into a byte array sized up front and copied into `Data` once: every save writes
     /// one of these, and appending to `Data` piece by piece cost a save about 5,000 instructions.
     public static func encode(_ groups: [HistoryChangeGroup]) -> Data {
@@ -341,7 +348,11 @@ public struct HistoryDescriptor: Sendable {
     public static func encode(_ groups: [HistoryChangeGroup], into bytes: inout [UInt8]) {
         bytes.reserveCapacity(bytes.count + groups.reduce(0) { $0 + 13 + $1.entityName.utf8.count + $1.properties.utf8.count + 8 * $1.keys.count })
         for group in groups {
-            bytes.append(UInt8(group.tombstones.isEmpty ? group.kind.rawValue : 3))
+            if group.tombstones.isEmpty {
+                appendGroup(group.kind, entity: group.entityName, properties: group.properties, keys: group.keys, to: &bytes)
+                continue
+            }
+            bytes.append(3)
             appendText(group.entityName, to: &bytes)
             appendText(group.properties, to: &bytes)
             append32(group.keys.count, to: &bytes)
@@ -365,13 +376,43 @@ public struct HistoryDescriptor: Sendable {
     /// set whose ``onlyInsertedEntity(of:)`` is `entity`, without making the groups: one
     /// insert group of every key, in order.
     public static func encodeInserts(of changes: StoreChangeSet, entity: EntityDescription, into bytes: inout [UInt8]) {
-        let name = entity.name
-        bytes.reserveCapacity(bytes.count + 13 + name.utf8.count + 8 * changes.inserts.count)
-        bytes.append(UInt8(Kind.insert.rawValue))
-        appendText(name, to: &bytes)
-        append32(0, to: &bytes)
-        append32(changes.inserts.count, to: &bytes)
-        for insert in changes.inserts { append64(UInt64(bitPattern: insert.key), to: &bytes) }
+        appendGroup(.insert, entity: entity.name, properties: "", keys: changes.inserts.lazy.map(\.key), to: &bytes)
+    }
+
+    /// A group without tombstones: its keys one by one, or as runs when that is shorter (see
+    /// ``encode(_:)``).
+    private static func appendGroup(_ kind: Kind, entity: String, properties: String, keys: some Collection<Int64>, to bytes: inout [UInt8]) {
+        var runs = 0, previous: Int64?
+        for key in keys {
+            if previous == nil || previous! == .max || key != previous! + 1 { runs += 1 }
+            previous = key
+        }
+        let asRuns = runs * 12 + 4 < keys.count * 8
+        bytes.reserveCapacity(bytes.count + 17 + entity.utf8.count + properties.utf8.count + (asRuns ? 12 * runs : 8 * keys.count))
+        bytes.append(UInt8(kind.rawValue + (asRuns ? 4 : 0)))
+        appendText(entity, to: &bytes)
+        appendText(properties, to: &bytes)
+        append32(keys.count, to: &bytes)
+        guard asRuns else {
+            for key in keys { append64(UInt64(bitPattern: key), to: &bytes) }
+            return
+        }
+        append32(runs, to: &bytes)
+        var first: Int64 = 0, length = 0
+        for key in keys {
+            if length > 0, first != .max - Int64(length - 1), key == first + Int64(length) {
+                length += 1
+                continue
+            }
+            if length > 0 {
+                append64(UInt64(bitPattern: first), to: &bytes)
+                append32(length, to: &bytes)
+            }
+            first = key
+            length = 1
+        }
+        append64(UInt64(bitPattern: first), to: &bytes)
+        append32(length, to: &bytes)
     }
 
     /// A value as a tag byte (0 null, 1 integer, 2 real, 3 text, 4 blob) and its bytes: 8 for
@@ -446,12 +487,28 @@ public struct HistoryDescriptor: Sendable {
             }
         }
         while at < bytes.count {
-            let tombstoned = bytes[at] == 3
-            guard let kind = tombstoned ? .delete : Kind(rawValue: Int(bytes[at])) else { return nil }
+            let tag = bytes[at]
+            let tombstoned = tag == 3, inRuns = (4...6).contains(tag)
+            guard let kind = tombstoned ? .delete : Kind(rawValue: Int(inRuns ? tag - 4 : tag)) else { return nil }
             at += 1
-            guard let entity = readText(), let properties = readText(), let count = read32(), at + count * 8 <= bytes.count else { return nil }
-            let keys = unpack(Data(bytes[at..<at + count * 8]))
-            at += count * 8
+            guard let entity = readText(), let properties = readText(), let count = read32() else { return nil }
+            let keys: [Int64]
+            if inRuns {
+                guard let runs = read32(), runs <= count, at + runs * 12 <= bytes.count else { return nil }
+                var expanded: [Int64] = []
+                expanded.reserveCapacity(min(count, 1 << 20))
+                for _ in 0..<runs {
+                    guard let first = read64().map({ Int64(bitPattern: $0) }), let length = read32(), length > 0,
+                          expanded.count + length <= count, first <= .max - Int64(length - 1) else { return nil }
+                    for offset in 0..<Int64(length) { expanded.append(first + offset) }
+                }
+                guard expanded.count == count else { return nil }
+                keys = expanded
+            } else {
+                guard at + count * 8 <= bytes.count else { return nil }
+                keys = unpack(Data(bytes[at..<at + count * 8]))
+                at += count * 8
+            }
             var group = HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: keys)
             if tombstoned {
                 let width = properties.split(separator: ",").count
