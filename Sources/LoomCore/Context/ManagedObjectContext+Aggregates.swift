@@ -52,7 +52,7 @@ extension ManagedObjectContext {
         for path in query.valueRelationshipPaths {
             for reference in path {
                 guard let r = coordinator.schema.relationship(reference) else { continue }
-                if pending.changedEntities[ObjectIdentifier(r.destination)] != nil { return true }
+                if pending.changedEntities.contains(ObjectIdentifier(r.destination)) { return true }
             }
         }
         return false

@@ -106,12 +106,12 @@ extension ManagedObjectContext {
     /// Whether this context has unsaved changes that can change the answer to `query`: to its
     /// entity, or to an entity its predicate or sort reaches through relationships.
     func hasPendingChanges(affecting query: StoreQuery) -> Bool {
-        if pending.changedEntities[ObjectIdentifier(query.entity)] != nil { return true }
+        if pending.changedEntities.contains(ObjectIdentifier(query.entity)) { return true }
         let schema = coordinator.schema
         for path in query.relationshipPaths {
             for reference in path {
                 guard let r = schema.relationship(reference) else { continue }
-                if pending.changedEntities[ObjectIdentifier(r.destination)] != nil { return true }
+                if pending.changedEntities.contains(ObjectIdentifier(r.destination)) { return true }
             }
         }
         return false

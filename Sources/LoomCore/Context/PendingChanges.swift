@@ -14,8 +14,8 @@ struct PendingChanges {
     /// Objects inserted and then deleted before a save, kept until the delete rules have run
     /// (and, for a deny rule that still holds objects, until the save reports it).
     var insertedDeleted: [RowCacheKey: any BackedObject] = [:]
-    /// How many changes each entity has, for fetches that must reflect them.
-    var changedEntities: [ObjectIdentifier: Int] = [:]
+    /// The entities with changes, for fetches that must reflect them.
+    var changedEntities = ChangedEntities()
     /// Changes to join tables: `true` to add the row, `false` to remove it.
     var links: [LinkKey: Bool] = [:]
     /// To-many relationships whose members changed, by owner.
@@ -39,7 +39,21 @@ struct PendingChanges {
 
     /// Notes a change to an object of `entity` (see ``changedEntities``).
     mutating func noteChange(of entity: ObjectIdentifier) {
-        changedEntities[entity, default: 0] += 1
+        changedEntities.insert(entity)
+    }
+
+    /// A set of the few entities a context changed: a short list whose last entry a run of
+    /// changes to one entity finds first (a dictionary's hashing cost an insert about 300
+    /// instructions, W1).
+    struct ChangedEntities {
+        private var entities: [ObjectIdentifier] = []
+
+        mutating func insert(_ entity: ObjectIdentifier) {
+            if entities.last == entity || entities.contains(entity) { return }
+            entities.append(entity)
+        }
+
+        func contains(_ entity: ObjectIdentifier) -> Bool { entities.contains(entity) }
     }
 
     /// The pending changes and the state of every changed object, to put back if a save fails.
