@@ -376,12 +376,12 @@ public struct HistoryDescriptor: Sendable {
     /// set whose ``onlyInsertedEntity(of:)`` is `entity`, without making the groups: one
     /// insert group of every key, in order.
     public static func encodeInserts(of changes: StoreChangeSet, entity: EntityDescription, into bytes: inout [UInt8]) {
-        appendGroup(.insert, entity: entity.name, properties: "", keys: changes.inserts.lazy.map(\.key), to: &bytes)
+        appendGroup(.insert, entity: entity.name, properties: "", keys: changes.inserts.map { $0.key }, to: &bytes)
     }
 
     /// A group without tombstones: its keys one by one, or as runs when that is shorter (see
     /// ``encode(_:)``).
-    private static func appendGroup(_ kind: Kind, entity: String, properties: String, keys: some Collection<Int64>, to bytes: inout [UInt8]) {
+    private static func appendGroup(_ kind: Kind, entity: String, properties: String, keys: [Int64], to bytes: inout [UInt8]) {
         var runs = 0, previous: Int64?
         for key in keys {
             if previous == nil || previous! == .max || key != previous! + 1 { runs += 1 }
