@@ -165,7 +165,17 @@ extension ManagedObjectContext {
     /// The inserted objects' storage, entity by entity in schema order, each entity's by key
     /// (the order they were inserted in): a store writes each entity's rows with one statement.
     func insertedBackingsInOrder() -> [ObjectBacking] {
-        var groups = groupedByEntity(pending.inserted.values.lazy.map(\._loomBacking)) { $0.entity }
+        // Most saves insert objects of one entity: then there is nothing to group.
+        var backings: [ObjectBacking] = []
+        backings.reserveCapacity(pending.inserted.count)
+        var mixed = false
+        for object in pending.inserted.values {
+            let b = object._loomBacking
+            if let first = backings.first, first.entity !== b.entity { mixed = true }
+            backings.append(b)
+        }
+        guard mixed else { return Self.sortedByKey(backings) }
+        var groups = groupedByEntity(backings) { $0.entity }
         var ordered: [ObjectBacking] = []
         ordered.reserveCapacity(pending.inserted.count)
         var rank: [ObjectIdentifier: Int] = [:]
