@@ -54,24 +54,23 @@ final class PGConnection: @unchecked Sendable {
     /// connection's statements one after the other, in the order they were sent. With SQL
     /// logging on, the statement runs at once (its duration is logged) and the result is ready.
     func send(_ sql: String, _ bindings: PostgresBindings) -> PendingStatement {
-        guard log == nil else { return PendingStatement(result: Result { try query(sql, bindings) }) }
+        guard log == nil else { return .ran(Result { try query(sql, bindings) }) }
         trace?(sql)
-        return PendingStatement(future: connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger))
+        return .sent(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger))
     }
 
-    /// A statement sent by ``send(_:_:)``.
-    struct PendingStatement {
-        fileprivate var future: EventLoopFuture<PostgresQueryResult>?
-        fileprivate var result: Result<PostgresQueryResult, any Error>?
-
-        fileprivate init(future: EventLoopFuture<PostgresQueryResult>) { self.future = future }
-        fileprivate init(result: Result<PostgresQueryResult, any Error>) { self.result = result }
+    /// A statement sent by ``send(_:_:)``: under way, or already run (SQL logging on).
+    enum PendingStatement {
+        case sent(EventLoopFuture<PostgresQueryResult>)
+        case ran(Result<PostgresQueryResult, any Error>)
 
         /// Waits, on the calling thread, for the statement's rows.
         @discardableResult
         func wait() throws -> PostgresQueryResult {
-            if let future { return try future.wait() }
-            return try result!.get()
+            switch self {
+            case .sent(let future): try future.wait()
+            case .ran(let result): try result.get()
+            }
         }
     }
 

@@ -382,11 +382,10 @@ public struct HistoryDescriptor: Sendable {
     /// A group without tombstones: its keys one by one, or as runs when that is shorter (see
     /// ``encode(_:)``).
     private static func appendGroup(_ kind: Kind, entity: String, properties: String, keys: [Int64], to bytes: inout [UInt8]) {
-        var runs = 0, previous: Int64?
-        for key in keys {
-            if previous == nil || previous! == .max || key != previous! + 1 { runs += 1 }
-            previous = key
-        }
+        /// Whether `key` continues the run that `previous` ends (one rule for counting and writing).
+        func continues(_ previous: Int64, _ key: Int64) -> Bool { previous != .max && key == previous + 1 }
+        var runs = 0
+        for (i, key) in keys.enumerated() where i == 0 || !continues(keys[i - 1], key) { runs += 1 }
         let asRuns = runs * 12 + 4 < keys.count * 8
         bytes.reserveCapacity(bytes.count + 17 + entity.utf8.count + properties.utf8.count + (asRuns ? 12 * runs : 8 * keys.count))
         bytes.append(UInt8(kind.rawValue + (asRuns ? 4 : 0)))
@@ -398,21 +397,12 @@ public struct HistoryDescriptor: Sendable {
             return
         }
         append32(runs, to: &bytes)
-        var first: Int64 = 0, length = 0
-        for key in keys {
-            if length > 0, first != .max - Int64(length - 1), key == first + Int64(length) {
-                length += 1
-                continue
-            }
-            if length > 0 {
-                append64(UInt64(bitPattern: first), to: &bytes)
-                append32(length, to: &bytes)
-            }
-            first = key
-            length = 1
+        var start = 0
+        for i in 1...keys.count where i == keys.count || !continues(keys[i - 1], keys[i]) {
+            append64(UInt64(bitPattern: keys[start]), to: &bytes)
+            append32(i - start, to: &bytes)
+            start = i
         }
-        append64(UInt64(bitPattern: first), to: &bytes)
-        append32(length, to: &bytes)
     }
 
     /// A value as a tag byte (0 null, 1 integer, 2 real, 3 text, 4 blob) and its bytes: 8 for
