@@ -14,8 +14,10 @@ package struct SQLGenerator: Sendable {
     /// The texts of queries by shape (see ``QueryTexts``), shared by the generator's copies.
     let queryTexts = QueryTexts()
 
-    /// One entity's fixed statements.
-    package struct EntityTexts: Sendable {
+    /// One entity's fixed statements. A class: a lookup by key reads one text of it, and
+    /// copying a struct of eight texts out of the dictionary retained and released all of them
+    /// (about 500 instructions a lookup, W8).
+    package final class EntityTexts: Sendable {
         /// `"Z_PK", "Z_OPT", <columns>` unqualified, and qualified by the alias `t0`.
         let columns: String
         let aliasedColumns: String
@@ -25,11 +27,29 @@ package struct SQLGenerator: Sendable {
         let selectByKeys: String
         let selectByKey: String
         /// For each to-many relationship, by index: its destinations for a JSON array of owners.
-        var selectRelated: [Int: String] = [:]
+        let selectRelated: [Int: String]
         /// The same for one owner, bound as an integer: a to-many fault firing. `IN (SELECT
         /// value FROM json_each(?))` makes SQLite build an ephemeral table for every query,
         /// which was a fifth of such a query's cost.
-        var selectRelatedToOwner: [Int: String] = [:]
+        let selectRelatedToOwner: [Int: String]
+
+        init(columns: String, aliasedColumns: String, insert: String, delete: String, selectByKeys: String, selectByKey: String,
+             selectRelated: [Int: String] = [:], selectRelatedToOwner: [Int: String] = [:]) {
+            self.columns = columns
+            self.aliasedColumns = aliasedColumns
+            self.insert = insert
+            self.delete = delete
+            self.selectByKeys = selectByKeys
+            self.selectByKey = selectByKey
+            self.selectRelated = selectRelated
+            self.selectRelatedToOwner = selectRelatedToOwner
+        }
+
+        /// The same texts with the to-many relationships' texts.
+        func withRelated(_ many: [Int: String], toOwner one: [Int: String]) -> EntityTexts {
+            EntityTexts(columns: columns, aliasedColumns: aliasedColumns, insert: insert, delete: delete, selectByKeys: selectByKeys,
+                        selectByKey: selectByKey, selectRelated: many, selectRelatedToOwner: one)
+        }
     }
 
     package init(schema: Schema, dialect: any SQLDialect) {
@@ -41,13 +61,14 @@ package struct SQLGenerator: Sendable {
         }
         self.texts = texts
         for entity in schema.entities {
+            var (many, one): ([Int: String], [Int: String]) = ([:], [:])
             for j in entity.relationships.indices {
                 let r = schema.relationship(j, of: entity)
                 if case .foreignKey = r.storage { continue }
-                let (many, one) = (makeSelectRelated(r, oneOwner: false), makeSelectRelated(r, oneOwner: true))
-                self.texts[ObjectIdentifier(entity)]?.selectRelated[j] = many
-                self.texts[ObjectIdentifier(entity)]?.selectRelatedToOwner[j] = one
+                (many[j], one[j]) = (makeSelectRelated(r, oneOwner: false), makeSelectRelated(r, oneOwner: true))
             }
+            if many.isEmpty { continue }
+            self.texts[ObjectIdentifier(entity)] = self.texts[ObjectIdentifier(entity)]?.withRelated(many, toOwner: one)
         }
     }
 

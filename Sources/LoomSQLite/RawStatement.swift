@@ -131,19 +131,26 @@ package struct RawStatement {
     }
 
     /// The value of column `index` (0-based) of the current row.
+    ///
+    /// Read through the column's `sqlite3_value`: each `sqlite3_column_*` call finds the
+    /// column and checks for an allocation failure again, so a type test and a read cost two
+    /// of those (about 45 instructions a column, 3% of a W3 query). The value is "unprotected"
+    /// (SQLite does not lock the connection's mutex around the `sqlite3_value_*` calls), which is
+    /// safe here: a statement's connection is used by one thread at a time, the one reading it.
     package func column(_ index: Int32) -> StoredValue {
-        switch sqlite3_column_type(handle, index) {
+        guard let value = sqlite3_column_value(handle, index) else { return .null }
+        switch sqlite3_value_type(value) {
         case SQLITE_INTEGER:
-            return .integer(sqlite3_column_int64(handle, index))
+            return .integer(sqlite3_value_int64(value))
         case SQLITE_FLOAT:
-            return .real(sqlite3_column_double(handle, index))
+            return .real(sqlite3_value_double(value))
         case SQLITE_TEXT:
-            guard let text = sqlite3_column_text(handle, index) else { return .text("") }
-            let count = Int(sqlite3_column_bytes(handle, index))
+            guard let text = sqlite3_value_text(value) else { return .text("") }
+            let count = Int(sqlite3_value_bytes(value))
             return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
         case SQLITE_BLOB:
-            guard let bytes = sqlite3_column_blob(handle, index) else { return .blob(Data()) }
-            return .blob(Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, index))))
+            guard let bytes = sqlite3_value_blob(value) else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: Int(sqlite3_value_bytes(value))))
         default:
             return .null
         }

@@ -69,6 +69,7 @@ final class SQLiteSnapshot: StoreSnapshot, SQLiteReader, @unchecked Sendable {
     }
     func count(_ query: StoreQuery) throws(LoomError) -> Int { try sqlCount(query) }
     func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] { try sqlRows(of: entity, keys: keys) }
+    func row(of entity: EntityDescription, key: Int64) throws(LoomError) -> StoreRow? { try sqlRow(of: entity, key: key) }
     func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
         try sqlFetchRelated(relationship, keys: keys)
     }

@@ -336,6 +336,10 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         try sqlRows(of: entity, keys: keys)
     }
 
+    @_spi(LoomStore) public func row(of entity: EntityDescription, key: Int64) throws(LoomError) -> StoreRow? {
+        try sqlRow(of: entity, key: key)
+    }
+
     @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
         try sqlFetchRelated(relationship, keys: keys)
     }

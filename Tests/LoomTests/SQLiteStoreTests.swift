@@ -148,6 +148,28 @@ struct SQLiteStoreTests {
         #expect(try full.pragma("synchronous") == 2)
     }
 
+    @Test("Past a reader connection's limit of prepared statements they are prepared again, the ones it found by their text's storage too")
+    func statementLimit() async throws {
+        let url = TemporaryDirectory.make().appending(path: "library.loom")
+        let container = try PersistentContainer(name: "Library", for: Book.self, location: .file(url))
+        let context = container.viewContext
+        for i in 0..<3 { context.insert(Book(isbn: "\(i)", title: "Title \(i)", pages: i)) }
+        try context.save()
+        let id = try #require(try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "2" })).first).objectID
+        context.reset()
+        // Lists of every length make as many statement texts; each lookup by ID between them
+        // reuses one statement, kept among the connection's most recent. Past the limit (256) every
+        // statement is finalized: a lookup still holding its old one would run a freed statement.
+        for count in 1...300 {
+            let isbns = (0..<count).map { "\($0)" }
+            let books = try context.fetch(FetchRequest<Book>(predicate: #Predicate { isbns.contains($0.isbn) }))
+            #expect(books.count == min(count, 3))
+            #expect(try context.existingObject(with: id).title == "Title 2")
+            context.reset()
+        }
+        try await container.close()
+    }
+
     @Test("A row changed outside Loom to the wrong type is an error, not a crash")
     func corruptRow() throws {
         let url = TemporaryDirectory.make().appending(path: "library.loom")

@@ -106,19 +106,18 @@ public final class PersistentStoreCoordinator: Sendable {
     /// `maximumAge` seconds, when one is given), else from the store.
     func row(of entity: EntityDescription, key: Int64, bypassingCache: Bool = false, maximumAge: Double = -1, pinned: (any StoreSnapshot)? = nil) throws(LoomError) -> StoreRow? {
         if let pinned {
-            let rows = try pinned.rows(of: entity, keys: [key])
-            try validate(rows, of: entity)
-            return rows.first
+            let row = try pinned.row(of: entity, key: key)
+            if let row { try validate(CollectionOfOne(row), of: entity) }
+            return row
         }
         let cacheKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         if !bypassingCache, let cached = rowCache.withLock({ $0.row(for: cacheKey, maximumAge: maximumAge) }) { return cached }
         let generation = currentGeneration
-        let rows = try store.rows(of: entity, keys: [key])
-        try validate(rows, of: entity)
-        guard let row = rows.first else { return nil }
+        guard let row = try store.row(of: entity, key: key) else { return nil }
+        try validate(CollectionOfOne(row), of: entity)
         // A fresh read (an ID lookup) loads its object at once: no fault needs the row later.
         if bypassingCache { return row }
-        cache(rows, of: entity, readAt: generation)
+        cache([row], of: entity, readAt: generation)
         return row
     }
 
@@ -173,7 +172,7 @@ public final class PersistentStoreCoordinator: Sendable {
         withExtendedLifetime(evicted) {}   // freed here, after the lock is released
     }
 
-    private func validate(_ rows: [StoreRow], of entity: EntityDescription, allowingValuesLeftOut: Bool = false) throws(LoomError) {
+    private func validate(_ rows: some Collection<StoreRow>, of entity: EntityDescription, allowingValuesLeftOut: Bool = false) throws(LoomError) {
         let attributes = entity.attributes
         let kinds = entity.attributeKinds
         let accepted = entity.acceptedKinds

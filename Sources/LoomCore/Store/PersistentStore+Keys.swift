@@ -4,6 +4,12 @@ extension StoreReading {
         try fetch(query)
     }
 
+    /// The row of ``rows(of:keys:)`` for one key: the default for stores without a lookup of
+    /// their own.
+    @_spi(LoomStore) public func row(of entity: EntityDescription, key: Int64) throws(LoomError) -> StoreRow? {
+        try rows(of: entity, keys: [key]).first
+    }
+
     /// The keys of ``fetch(_:)``'s rows: the default for stores that cannot read keys alone.
     @_spi(LoomStore) public func fetchKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
         try fetch(query).map(\.key)

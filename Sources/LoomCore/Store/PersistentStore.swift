@@ -21,6 +21,9 @@ public protocol StoreReading: AnyObject {
     @_spi(LoomStore) func count(_ query: StoreQuery) throws(LoomError) -> Int
     /// The rows with these primary keys; missing keys are simply absent from the result.
     @_spi(LoomStore) func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow]
+    /// The row with this primary key, if it exists: an ID lookup. A default implementation
+    /// takes it from ``rows(of:keys:)``; a store can spare the two arrays that makes.
+    @_spi(LoomStore) func row(of entity: EntityDescription, key: Int64) throws(LoomError) -> StoreRow?
     /// The rows that a to-many relationship of each object in `keys` leads to, with the key of
     /// the object they belong to, ordered by owner then key: one query whatever the number of
     /// keys. This is how a to-many fault fires and how a fetch prefetches a relationship.
