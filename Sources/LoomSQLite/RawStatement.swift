@@ -120,6 +120,12 @@ package struct RawStatement {
 
     /// The current row as a ``StoreRow`` read from column `offset` on.
     package func row(width: Int, offset: Int32 = 0) -> StoreRow {
+        row(key: sqlite3_column_int64(handle, offset), version: sqlite3_column_int64(handle, offset + 1), width: width, offset: offset)
+    }
+
+    /// The current row as a ``StoreRow`` whose key and version (columns `offset` and
+    /// `offset + 1`) the caller has already read.
+    package func row(key: Int64, version: Int64, width: Int, offset: Int32 = 0) -> StoreRow {
         // Reserved and appended rather than `init(unsafeUninitializedCapacity:)`, whose buffer
         // comes from the standard library's unspecialized allocator: it looks the storage
         // class's generic metadata up for every row (about 680 instructions a row, against
@@ -127,7 +133,7 @@ package struct RawStatement {
         var values: [StoredValue] = []
         values.reserveCapacity(width)
         for i in 0..<width { values.append(column(offset + 2 + Int32(i))) }
-        return StoreRow(key: sqlite3_column_int64(handle, offset), version: sqlite3_column_int64(handle, offset + 1), values: values)
+        return StoreRow(key: key, version: version, values: values)
     }
 
     /// The value of column `index` (0-based) of the current row.

@@ -44,7 +44,7 @@ extension SQLiteReader {
             while try statement.step() {
                 if rows.isEmpty { rows.reserveCapacity(firstRowsCapacity(limit: query.fetchLimit)) }
                 let key = statement.int64(0), version = statement.int64(1)
-                rows.append(isKnown(key, version) ? StoreRow(key: key, version: version, values: []) : statement.row(width: width))
+                rows.append(isKnown(key, version) ? StoreRow(key: key, version: version, values: []) : statement.row(key: key, version: version, width: width))
             }
             return rows
         }
