@@ -214,6 +214,7 @@ public struct StoreContract: Sendable {
         try expectClosed("fetch") { _ = try store.fetch(StoreQuery(entity: book)) }
         try expectClosed("count") { _ = try store.count(StoreQuery(entity: book)) }
         try expectClosed("rows(of:keys:)") { _ = try store.rows(of: book, keys: [key]) }
+        try expectClosed("row(of:key:)") { _ = try store.row(of: book, key: key) }
         try expectClosed("fetchRelated") { _ = try store.fetchRelated(try relationship("books", of: shelf), keys: [1]) }
         try expectClosed("allocateKeys") { _ = try store.allocateKeys(for: book, count: 1) }
         try expectClosed("apply") {
@@ -273,7 +274,8 @@ public struct StoreContract: Sendable {
             let related = try reader.fetchRelated(shelfBooks, keys: [shelfKey]).map { "\($0.row.key)" }
             let sum = try reader.aggregate(AggregateQuery(entity: book, columns: [.aggregate(.sum, .attribute(pagesSlot))]))
             return rows + ["count \(try reader.count(StoreQuery(entity: book)))", "keys \(try reader.fetchKeys(StoreQuery(entity: book)))",
-                           "related \(related)", "sum \(sum)", "by key \(try reader.rows(of: book, keys: [bookKeys.lowerBound]).map(\.key))"]
+                           "related \(related)", "sum \(sum)", "by key \(try reader.rows(of: book, keys: [bookKeys.lowerBound]).map(\.key))",
+                           "one by key \(try reader.row(of: book, key: bookKeys.lowerBound).map { "\($0.key) v\($0.version)" } ?? "none")"]
         }
         let before = try view(snapshot)
         var change = StoreChangeSet()

@@ -117,7 +117,7 @@ public final class PersistentStoreCoordinator: Sendable {
         try validate(CollectionOfOne(row), of: entity)
         // A fresh read (an ID lookup) loads its object at once: no fault needs the row later.
         if bypassingCache { return row }
-        cache([row], of: entity, readAt: generation)
+        cache(CollectionOfOne(row), of: entity, readAt: generation)
         return row
     }
 
@@ -151,7 +151,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// the cache already, and the older row must not come back. The change log is read under
     /// the cache's lock (the one nesting of the two locks), so a save either has logged its
     /// changes by then or forgets the row from the cache after this.
-    func cache(_ rows: [StoreRow], of entity: EntityDescription, readAt generation: UInt64) {
+    func cache(_ rows: some Collection<StoreRow>, of entity: EntityDescription, readAt generation: UInt64) {
         guard !rows.isEmpty else { return }
         let id = ObjectIdentifier(entity)
         let now = DispatchTime.now().uptimeNanoseconds
