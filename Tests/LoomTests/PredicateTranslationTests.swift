@@ -69,6 +69,42 @@ struct PredicateTranslationTests {
         }
     }
 
+    @Test("Constants of the common types convert by their type as the general conversion does")
+    func commonConstants() throws {
+        let date = Date(timeIntervalSince1970: 1_234_567.25)
+        #expect(StoredValue.convertingCommon(42) == StoredValue.converting(42))
+        #expect(StoredValue.convertingCommon(-2.5) == StoredValue.converting(-2.5))
+        #expect(StoredValue.convertingCommon(Int64.min) == StoredValue.converting(Int64.min))
+        #expect(StoredValue.convertingCommon(true) == StoredValue.converting(true))
+        #expect(StoredValue.convertingCommon(false) == StoredValue.converting(false))
+        #expect(StoredValue.convertingCommon(date) == StoredValue.converting(date))
+        #expect(StoredValue.convertingCommon("a\u{0}é") == StoredValue.converting("a\u{0}é"))
+        #expect(StoredValue.convertingCommon(42) == .integer(42))
+        // Anything else is left to the general conversion.
+        #expect(StoredValue.convertingCommon(Int32(7)) == nil)
+        #expect(StoredValue.convertingCommon(Optional(7)) == nil)
+        #expect(StoredValue.convertingCommon(Genre.science) == nil)
+        #expect(StoredValue.convertingCommon(UUID()) == nil)
+    }
+
+    @Test("Key paths are found by object, by value past the remembered limit, and never by a stale object")
+    func keyPathNames() throws {
+        // A literal: the same object each time, remembered once.
+        for _ in 0..<3 { #expect(Book.loomPropertyName(for: \Book.title) == "title") }
+        // Key paths made at run time are new objects each time: each is found by value, and
+        // the table remembers no more than its limit.
+        let names = ["isbn", "title", "pages", "rating", "genre", "published"]
+        for i in 0..<(KeyPathNames.identityLimit + 50) {
+            let name = names[i % names.count]
+            let made = try #require(Book._loomKeyPath(for: name, optionalChained: false))
+            let appended = try #require((\Book.self as AnyKeyPath).appending(path: made))
+            #expect(Book.loomPropertyName(for: appended) == name)
+        }
+        #expect(KeyPathNames.rememberedCount(for: Book.self) <= KeyPathNames.identityLimit)
+        #expect(Book.loomPropertyName(for: \Book.scratch) == nil)   // transient: not persistent
+        #expect(Book.loomPropertyName(for: \Book.pages) == "pages")
+    }
+
     @Test("What Loom cannot translate is still an error naming it")
     func unsupportedStaysAnError() throws {
         let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])

@@ -46,16 +46,20 @@ struct PredicateTranslator {
         return wrap(Array(path.dropLast()), .attribute(last.storage.foreignKeySlot))
     }
 
+    /// The chain of to-one relationships a predicate variable stands for (`[]` for the object
+    /// itself), or `nil` when it is not an object.
+    func objectPath(ofVariable key: PredicateExpressions.VariableID) -> [ResolvedRelationship]? {
+        switch bindings[key] {
+        case .object: []
+        case .related(let path): path
+        default: nil
+        }
+    }
+
     /// The chain of to-one relationships a model-typed expression stands for (`[]` for the
     /// object itself), or `nil` when the expression is not an object.
     func objectPath(_ expression: Any) throws(LoomError) -> [ResolvedRelationship]? {
-        if let variable = expression as? any LoomVariableExpression {
-            switch bindings[variable.loomKey] {
-            case .object: return []
-            case .related(let path): return path
-            default: return nil
-            }
-        }
+        if let variable = expression as? any LoomVariableExpression { return objectPath(ofVariable: variable.loomKey) }
         if let unwrap = expression as? any LoomForcedUnwrapExpression { return try objectPath(unwrap.loomInner) }
         // `$0.author?.publisher`: a flatMap whose result is itself an object.
         if let flatMap = expression as? any LoomOptionalFlatMapExpression, let base = try objectPath(flatMap.loomWrapped), !base.isEmpty {
@@ -142,7 +146,25 @@ extension AnyObjectID: LoomObjectIDConvertible { var loomErased: AnyObjectID { s
 extension ObjectID: LoomObjectIDConvertible { var loomErased: AnyObjectID { erased } }
 
 extension PredicateExpressions.Value: LoomTranslatableExpression {
-    func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode { try t.constant(value) }
+    func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
+        if let stored = StoredValue.convertingCommon(value) { return .constant(stored) }
+        return try t.constant(value)
+    }
+}
+
+extension StoredValue {
+    /// ``converting(_:)`` for the most common constant types, told by a metadata comparison
+    /// instead of an existential cast (about 1,000 instructions a constant); `nil` for any other
+    /// type, which ``converting(_:)`` handles. The same conversion (`storedValue`) either way.
+    static func convertingCommon<T>(_ value: T) -> StoredValue? {
+        if T.self == Int.self { return unsafeBitCast(value, to: Int.self).storedValue }
+        if T.self == Double.self { return unsafeBitCast(value, to: Double.self).storedValue }
+        if T.self == Int64.self { return unsafeBitCast(value, to: Int64.self).storedValue }
+        if T.self == Bool.self { return unsafeBitCast(value, to: Bool.self).storedValue }
+        if T.self == Date.self { return unsafeBitCast(value, to: Date.self).storedValue }
+        if T.self == String.self, let string = value as? String { return string.storedValue }
+        return nil
+    }
 }
 
 extension PredicateExpressions.NilLiteral: LoomTranslatableExpression {
@@ -164,8 +186,15 @@ extension PredicateExpressions.KeyPath: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
         let path: AnyKeyPath = keyPath
         // A property of the object or of an object reached through to-one relationships:
-        // `$0.title`, `$0.author?.name`, `$0.author!.publisher?.name`, `$0.objectID`.
-        if let base = try t.objectPath(root) {
+        // `$0.title`, `$0.author?.name`, `$0.author!.publisher?.name`, `$0.objectID`. The
+        // common root, a variable, is told by its type (a metadata comparison) rather than by
+        // `objectPath`'s existential casts (about 1,300 instructions a key path).
+        let objectBase: [ResolvedRelationship]? = if Root.self == PredicateExpressions.Variable<Root.Output>.self {
+            t.objectPath(ofVariable: unsafeBitCast(root, to: PredicateExpressions.Variable<Root.Output>.self).key)
+        } else {
+            try t.objectPath(root)
+        }
+        if let base = objectBase {
             let owner = base.last?.destination ?? t.entity
             // A stored property (one table lookup), else `objectID` (a key-path literal, which
             // is instantiated at every comparison: asked second).
@@ -189,10 +218,10 @@ extension PredicateExpressions.KeyPath: LoomTranslatableExpression {
             }
         }
         // Properties of a value: `$0.title.count`, `.isEmpty`, `.localizedLowercase`.
-        let base = try t.translate(root)
-        if path == \String.count || path == \Data.count { return .length(base) }
-        if path == \String.isEmpty || path == \Data.isEmpty { return .compare(.equal, .length(base), .constant(.integer(0))) }
-        if path == \String.localizedLowercase { return .lowercase(base) }
+        let value = try t.translate(root)
+        if path == \String.count || path == \Data.count { return .length(value) }
+        if path == \String.isEmpty || path == \Data.isEmpty { return .compare(.equal, .length(value), .constant(.integer(0))) }
+        if path == \String.localizedLowercase { return .lowercase(value) }
         throw t.unsupported("the key path \(keyPath)")
     }
 }

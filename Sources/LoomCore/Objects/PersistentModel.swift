@@ -214,20 +214,62 @@ extension PersistentModel {
     /// `_loomPropertyName(for:)` compares with key-path literals, and each literal is
     /// instantiated (its types demangled) every time it is evaluated: a fetch translating a
     /// predicate and sort paid that per key path. The table holds the same key paths, made
-    /// once, and answers with one hash lookup.
+    /// once, and answers with one hash lookup (see ``KeyPathNames``).
     static func loomPropertyName(for keyPath: AnyKeyPath) -> String? {
-        if let name = KeyPathNames.table(for: Self.self)[keyPath] { return name }
+        if let name = KeyPathNames.name(of: keyPath, in: Self.self) { return name }
         return _loomPropertyName(for: keyPath)
     }
 }
 
-/// The key-path tables of ``PersistentModel/loomPropertyName(for:)``.
+/// The key-path tables of ``PersistentModel/loomPropertyName(for:)``. Thread-safe.
+///
+/// A key path is found by its object first: a key-path literal without generic arguments is
+/// instantiated once per place it is written, so a predicate or sort that runs again passes
+/// the very same object. Hashing a key path walks its components (about 770 instructions a
+/// lookup, four per W3 query); its object identifier is one word. The identity entries keep
+/// their key paths alive, so no other key path can take a remembered address.
 enum KeyPathNames {
-    private static let tables = Locked<[ObjectIdentifier: [AnyKeyPath: String]]>([:])
+    private final class Table {
+        /// Every persistent property's key path, by equality.
+        let byValue: [AnyKeyPath: String]
+        /// Key paths already looked up, by object; at most ``identityLimit``. Only touched under
+        /// the tables' lock, so the run-time exclusivity check (about 110 instructions) is left out.
+        @exclusivity(unchecked) var byIdentity: [ObjectIdentifier: (keyPath: AnyKeyPath, name: String)] = [:]
 
-    static func table<M: PersistentModel>(for model: M.Type) -> [AnyKeyPath: String] {
+        init(byValue: [AnyKeyPath: String]) { self.byValue = byValue }
+    }
+
+    /// How many key-path objects a model's table remembers: key paths made at run time (not
+    /// literals) are new objects each time, and must not grow the table without end.
+    static let identityLimit = 256
+
+    private static let tables = Locked<[ObjectIdentifier: Table]>([:])
+
+    /// The persistent property of `model` that `keyPath` names, if the table knows it.
+    static func name<M: PersistentModel>(of keyPath: AnyKeyPath, in model: M.Type) -> String? {
         let id = ObjectIdentifier(model)
-        if let table = tables.withLock({ $0[id] }) { return table }
+        let object = ObjectIdentifier(keyPath)
+        let found: String?? = tables.withLock { tables in
+            guard let table = tables[id] else { return .none }
+            if let entry = table.byIdentity[object] { return .some(entry.name) }
+            let name = table.byValue[keyPath]
+            if let name, table.byIdentity.count < identityLimit { table.byIdentity[object] = (keyPath, name) }
+            return .some(name)
+        }
+        if let found { return found }
+        let table = makeTable(for: model)
+        tables.withLock { tables in
+            if tables[id] == nil { tables[id] = table }
+        }
+        return table.byValue[keyPath]
+    }
+
+    /// How many key-path objects `model`'s table remembers (for tests).
+    static func rememberedCount<M: PersistentModel>(for model: M.Type) -> Int {
+        tables.withLock { $0[ObjectIdentifier(model)]?.byIdentity.count ?? 0 }
+    }
+
+    private static func makeTable<M: PersistentModel>(for model: M.Type) -> Table {
         var table: [AnyKeyPath: String] = [:]
         let entity = M.entity
         for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) {
@@ -235,8 +277,6 @@ enum KeyPathNames {
                 table[keyPath] = name
             }
         }
-        let built = table
-        tables.withLock { $0[id] = built }
-        return built
+        return Table(byValue: table)
     }
 }
