@@ -204,14 +204,14 @@ public final class ObjectBacking {
     /// from its stored value. `@inlinable`, so that the generated accessor of each property is
     /// specialized for its type (no boxing, no dynamic cast). Generated accessors call this, on
     /// the object's context's isolation; it traps where ``value(at:as:)-(_,T.Type)`` does.
-    @inlinable
+    @inlinable @inline(__always)
     public func value<T: PersistentValue>(at index: Int, as type: T.Type) -> T {
         if let value = T(storedValue: storedAttribute(at: index)) { return value }
         return decodeAttribute(at: index, as: T.self)   // traps, saying why
     }
 
     /// Reads an optional attribute of a ``PersistentValue`` type; see `value(at:as:)-(_,T.Type)`.
-    @inlinable
+    @inlinable @inline(__always)
     public func value<T: PersistentValue>(at index: Int, as type: T?.Type) -> T? {
         let stored = storedAttribute(at: index)
         if stored.isNull { return nil }
