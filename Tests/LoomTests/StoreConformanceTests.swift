@@ -327,6 +327,34 @@ struct StoreConformanceTests {
         #expect(code("loom://\(UUID().uuidString)/Book/1") == .foreignObjectID)
     }
 
+    @Test("A context resolving IDs one after another still refuses another store's and an unknown entity's", arguments: StoreKind.allCases)
+    @MainActor
+    func idsResolvedInARow(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let book = Book(isbn: "1", title: "First")
+        let shelf = Shelf(room: "Hall", position: 1)
+        context.insert(book)
+        context.insert(shelf)
+        try context.save()
+        let id = book.objectID.erased
+        let store = container.coordinator.storeIdentifier
+        func code(_ id: AnyObjectID) -> LoomError.Code? {
+            do { _ = try context.existingObject(with: id); return nil } catch { return error.code }
+        }
+        // The same entity twice, then an ID naming it in another store, then one the model lacks,
+        // then another entity: each is answered as if it came first.
+        #expect(code(id) == nil)
+        #expect(code(id) == nil)
+        #expect(code(AnyObjectID(storeIdentifier: UUID(), entityName: "Book", primaryKey: id.primaryKey)) == .foreignObjectID)
+        #expect(code(AnyObjectID(storeIdentifier: store, entityName: "Nope", primaryKey: 1)) == .unknownEntity)
+        #expect(code(AnyObjectID(storeIdentifier: store, entityName: "Book", primaryKey: 999_999)) == .objectNotFound)
+        #expect(code(shelf.objectID.erased) == nil)
+        #expect(try context.existingObject(with: id) === book)
+        #expect(try context.object(with: AnyObjectID(storeIdentifier: store, entityName: "Shelf", primaryKey: shelf.objectID.primaryKey)) === shelf)
+        #expect(throws: LoomError.self) { try context.object(with: AnyObjectID(storeIdentifier: UUID(), entityName: "Shelf", primaryKey: 1)) }
+    }
+
     @Test("IDs are Codable and Hashable", arguments: StoreKind.allCases)
     func idCoding(kind: StoreKind) throws {
         let container = try kind.makeContainer()

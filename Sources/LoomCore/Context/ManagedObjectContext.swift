@@ -37,6 +37,12 @@ public final class ManagedObjectContext {
     /// `deinit`, which takes its entry out, never runs inside another access to it.
     @exclusivity(unchecked) var identityMap = IdentityMap()
 
+    /// The entity of the last object ID this context resolved (``resolvedEntity(of:)``): IDs of one
+    /// entity in a row are the rule, and comparing the name with the last one's spares a lookup
+    /// by name (about 340 instructions an ID lookup, W8). `@exclusivity(unchecked)` like
+    /// ``identityMap``: read and assigned only there, on the context's isolation.
+    @exclusivity(unchecked) private var lastResolvedEntity: EntityDescription?
+
     /// Whether the context keeps every registered object alive, rather than only those with
     /// unsaved changes (Core Data's `retainsRegisteredObjects`, off by default). Turn it on to
     /// keep a working set in memory across fetches; ``reset()`` releases them.
@@ -324,8 +330,19 @@ public final class ManagedObjectContext {
     /// The object with this ID, untyped; see ``object(with:)-(ObjectID<Model>)``.
     public func object(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
         ConcurrencyDebugging.check(self, #function)
-        let entity = try coordinator.checkOwnership(of: id)
+        let entity = try resolvedEntity(of: id)
         return registeredObjectOrFault(of: entity, key: id.primaryKey)
+    }
+
+    /// The entity of an object ID of this context's store; throws for another store's ID or an
+    /// entity the model lacks (``PersistentStoreCoordinator/checkOwnership(of:)``).
+    private func resolvedEntity(of id: AnyObjectID) throws(LoomError) -> EntityDescription {
+        if let last = lastResolvedEntity, last.name == id.entityName, id.storeIdentifier == coordinator.storeIdentifier {
+            return last
+        }
+        let entity = try coordinator.checkOwnership(of: id)
+        lastResolvedEntity = entity
+        return entity
     }
 
     /// The registered object with this key, or a new fault that reads its row when first used.
@@ -352,7 +369,7 @@ public final class ManagedObjectContext {
     /// The object with this ID, untyped; see ``existingObject(with:)-(ObjectID<Model>)``.
     public func existingObject(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
         ConcurrencyDebugging.check(self, #function)
-        let entity = try coordinator.checkOwnership(of: id)
+        let entity = try resolvedEntity(of: id)
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
         if let registered = identityMap.object(for: key) {
             let backing = registered._loomBacking
