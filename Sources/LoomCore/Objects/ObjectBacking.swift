@@ -202,7 +202,9 @@ public final class ObjectBacking {
 
     /// Reads an attribute of a ``PersistentValue`` type: the common case, converted straight
     /// from its stored value. `@inlinable`, so that the generated accessor of each property is
-    /// specialized for its type (no boxing, no dynamic cast). Generated accessors call this, on
+    /// specialized for its type (no boxing, no dynamic cast), and always inlined, so that the
+    /// accessor holds the read instead of calling a specialized copy through a thunk shared by
+    /// getters of one type (about 27 instructions a read, W3). Generated accessors call this, on
     /// the object's context's isolation; it traps where ``value(at:as:)-(_,T.Type)`` does.
     @inlinable @inline(__always)
     public func value<T: PersistentValue>(at index: Int, as type: T.Type) -> T {
