@@ -18,6 +18,11 @@ let postgresDriver: [Target.Dependency] = [
     .product(name: "Logging", package: "swift-log"),
 ]
 
+/// `LOOM_NO_MACRO_TESTS=1` leaves the macro tests out: `./scripts/test`'s ThreadSanitizer build
+/// does not run them, and without them it builds swift-syntax once (for the compiler plugin)
+/// instead of twice.
+let macroTests = ProcessInfo.processInfo.environment["LOOM_NO_MACRO_TESTS"] != "1"
+
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 
 let strictSettings: [SwiftSetting] = [
@@ -72,14 +77,26 @@ let package = Package(
         // The store contract as checks any store's tests run through the store SPI (no Testing
         // dependency: each check throws what broke).
         .target(name: "LoomStoreTesting", dependencies: ["LoomCore"], swiftSettings: strictSettings),
-        // `@Model` and friends; swift-syntax stays in here.
+        // What `@Model` and friends expand to; swift-syntax stays in here and in the plugin.
+        .target(
+            name: "LoomMacroExpansion",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings),
+        // The compiler plugin: only the macros' types, by the names `Loom/Macros.swift` gives.
+        // The macro tests import `LoomMacroExpansion`, not this: a test target that depends on a
+        // macro target makes the package manager build every test and all it depends on (NIO,
+        // GRDB, Loom) a second time, for the host.
         .macro(
             name: "LoomMacros",
             dependencies: [
-                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                "LoomMacroExpansion",
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
-                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
             ],
             swiftSettings: strictSettings),
         // The umbrella users import: re-exports LoomCore and LoomSQLite and declares the macros.
@@ -127,14 +144,18 @@ let package = Package(
                 "Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL", "LoomTools",
             ] + postgresDriver,   // the PostgreSQL tests' own connections (a foreign schema, busy event loops)
             swiftSettings: strictSettings),
-        .testTarget(
-            name: "LoomMacrosTests",
-            dependencies: [
-                "LoomMacros",
-                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
-            ],
-            swiftSettings: strictSettings),
         .testTarget(name: "DebianPackagesTests", dependencies: ["DebianPackages"], swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )
+
+if macroTests {
+    package.targets.append(
+        .testTarget(
+            name: "LoomMacrosTests",
+            dependencies: [
+                "LoomMacroExpansion",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings))
+}

@@ -1,7 +1,14 @@
+import LoomMacroExpansion
 import SwiftCompilerPlugin
 import SwiftSyntaxMacros
 
 /// The compiler plugin that provides Loom's macros.
+///
+/// The compiler finds a macro's implementation by module and type name (`Loom/Macros.swift`
+/// names `LoomMacros.ModelMacro` and so on), so the types are declared here; what they do is in
+/// `LoomMacroExpansion`, a plain library the macro tests import. Tests that depend on a macro
+/// target directly make the package manager build every test, and all they depend on, a second
+/// time for the host.
 @main
 struct LoomMacrosPlugin: CompilerPlugin {
     let providingMacros: [any Macro.Type] = [
@@ -13,4 +20,29 @@ struct LoomMacrosPlugin: CompilerPlugin {
         UniqueMacro.self,
         IndexMacro.self,
     ]
+}
+
+/// `@Model`.
+enum ModelMacro: ModelMacroExpansion {}
+
+/// `@_PersistedProperty(index:)`, which `@Model` attaches to each persistent property.
+enum PersistedPropertyMacro: PersistedPropertyMacroExpansion {}
+
+/// `@Attribute(...)`.
+enum AttributeMacro: MarkerMacro {}
+
+/// `@Relationship(deleteRule:inverse:)`.
+enum RelationshipMacro: MarkerMacro {}
+
+/// `@Transient`.
+enum TransientMacro: MarkerMacro {}
+
+/// `#Unique<Model>([\.a, \.b], ...)`: a uniqueness constraint over one or more properties.
+enum UniqueMacro: ConstraintMacro {
+    static let name = "Unique"
+}
+
+/// `#Index<Model>([\.a, \.b], ...)`: an index over one or more properties.
+enum IndexMacro: ConstraintMacro {
+    static let name = "Index"
 }

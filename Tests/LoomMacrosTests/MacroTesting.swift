@@ -1,9 +1,19 @@
-@testable import LoomMacros
+@testable import LoomMacroExpansion
 import SwiftSyntax
 import SwiftSyntaxMacros
 import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacrosGenericTestSupport
 import Testing
+
+// The macros' types as the compiler plugin (`LoomMacros/LoomMacrosPlugin.swift`) declares them:
+// the tests depend on the plain library, not on the macro target (see `Package.swift`).
+enum ModelMacro: ModelMacroExpansion {}
+enum PersistedPropertyMacro: PersistedPropertyMacroExpansion {}
+enum AttributeMacro: MarkerMacro {}
+enum RelationshipMacro: MarkerMacro {}
+enum TransientMacro: MarkerMacro {}
+enum UniqueMacro: ConstraintMacro { static let name = "Unique" }
+enum IndexMacro: ConstraintMacro { static let name = "Index" }
 
 /// Every Loom macro, under the names `Loom/Macros.swift` declares them with.
 let loomMacros: [String: MacroSpec] = [

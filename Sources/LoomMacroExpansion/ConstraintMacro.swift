@@ -1,18 +1,19 @@
 import SwiftDiagnostics
-import SwiftSyntax
-import SwiftSyntaxMacros
+public import SwiftSyntax
+public import SwiftSyntaxMacros
 
 /// `#Unique` and `#Index`: markers that `@Model` reads from the class body; they add no code.
 ///
 /// `@Model` checks their key paths, since only it knows the persistent properties. These check
-/// only that they stand in the body of a `@Model` class, where `@Model` can see them.
-protocol ConstraintMacro: DeclarationMacro {
+/// only that they stand in the body of a `@Model` class, where `@Model` can see them. The compiler
+/// plugin (`LoomMacros`) declares `UniqueMacro` and `IndexMacro` conforming to it.
+public protocol ConstraintMacro: DeclarationMacro {
     /// The macro's name, without `#`.
     static var name: String { get }
 }
 
 extension ConstraintMacro {
-    static func expansion(
+    public static func expansion(
         of node: some FreestandingMacroExpansionSyntax,
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
@@ -22,14 +23,4 @@ extension ConstraintMacro {
         }
         return []
     }
-}
-
-/// `#Unique<Model>([\.a, \.b], ...)`: a uniqueness constraint over one or more properties.
-enum UniqueMacro: ConstraintMacro {
-    static let name = "Unique"
-}
-
-/// `#Index<Model>([\.a, \.b], ...)`: an index over one or more properties.
-enum IndexMacro: ConstraintMacro {
-    static let name = "Index"
 }

@@ -1,6 +1,6 @@
-import SwiftSyntax
+public import SwiftSyntax
 import SwiftSyntaxBuilder
-import SwiftSyntaxMacros
+public import SwiftSyntaxMacros
 
 /// `@_PersistedProperty(index:)`: turns a persistent property into accessors of its `ObjectBacking`.
 ///
@@ -8,9 +8,12 @@ import SwiftSyntaxMacros
 /// initial value also gets an empty `init` accessor, so that it may keep its initial value: the
 /// value itself reaches the store through the entity's default value. The getter reports the
 /// read and the setter the change to the Observation framework, through the `ObservationSlot`
-/// that `@Model` adds.
-enum PersistedPropertyMacro: AccessorMacro {
-    static func expansion(
+/// that `@Model` adds. The compiler plugin (`LoomMacros`) declares `PersistedPropertyMacro`
+/// conforming to this protocol.
+public protocol PersistedPropertyMacroExpansion: AccessorMacro {}
+
+extension PersistedPropertyMacroExpansion {
+    public static func expansion(
         of node: AttributeSyntax,
         providingAccessorsOf declaration: some DeclSyntaxProtocol,
         in context: some MacroExpansionContext

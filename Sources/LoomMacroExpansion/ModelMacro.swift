@@ -1,7 +1,7 @@
 import SwiftDiagnostics
-import SwiftSyntax
+public import SwiftSyntax
 import SwiftSyntaxBuilder
-import SwiftSyntaxMacros
+public import SwiftSyntaxMacros
 
 /// `@Model`: makes a class a persistent model whose stored properties live in an `ObjectBacking`.
 ///
@@ -12,14 +12,17 @@ import SwiftSyntaxMacros
 ///
 /// The generated code is laid out by hand rather than by swift-syntax's formatter, which would
 /// break each `defaultValue: { 0 }` closure over three lines.
-enum ModelMacro {}
+///
+/// The compiler plugin (`LoomMacros`) declares `ModelMacro` conforming to this protocol, since
+/// the compiler finds a macro's type by its module and name; the tests declare their own.
+public protocol ModelMacroExpansion: MemberMacro, MemberAttributeMacro, ExtensionMacro {}
 
-extension ModelMacro: Macro {
-    static var formatMode: FormatMode { .disabled }
+extension ModelMacroExpansion {
+    public static var formatMode: FormatMode { .disabled }
 }
 
-extension ModelMacro: MemberMacro {
-    static func expansion(
+extension ModelMacroExpansion {
+    public static func expansion(
         of node: AttributeSyntax,
         providingMembersOf declaration: some DeclGroupSyntax,
         conformingTo protocols: [TypeSyntax],
@@ -52,8 +55,8 @@ extension ModelMacro: MemberMacro {
     }
 }
 
-extension ModelMacro: MemberAttributeMacro {
-    static func expansion(
+extension ModelMacroExpansion {
+    public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,
         providingAttributesFor member: some DeclSyntaxProtocol,
@@ -68,8 +71,8 @@ extension ModelMacro: MemberAttributeMacro {
     }
 }
 
-extension ModelMacro: ExtensionMacro {
-    static func expansion(
+extension ModelMacroExpansion {
+    public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,
         providingExtensionsOf type: some TypeSyntaxProtocol,
