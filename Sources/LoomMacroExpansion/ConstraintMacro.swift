@@ -6,7 +6,9 @@ public import SwiftSyntaxMacros
 ///
 /// `@Model` checks their key paths, since only it knows the persistent properties. These check
 /// only that they stand in the body of a `@Model` class, where `@Model` can see them. The compiler
-/// plugin (`LoomMacros`) declares `UniqueMacro` and `IndexMacro` conforming to it.
+/// plugin (`LoomMacros`) declares `UniqueMacro` and `IndexMacro` conforming to
+/// ``UniqueMacroExpansion`` and ``IndexMacroExpansion``. Nonisolated and static, like every
+/// macro expansion: the compiler's plugin process runs them.
 public protocol ConstraintMacro: DeclarationMacro {
     /// The macro's name, without `#`.
     static var name: String { get }
@@ -23,4 +25,18 @@ extension ConstraintMacro {
         }
         return []
     }
+}
+
+/// `#Unique<Model>([\.a, \.b], ...)`: a uniqueness constraint over one or more properties.
+public protocol UniqueMacroExpansion: ConstraintMacro {}
+
+extension UniqueMacroExpansion {
+    public static var name: String { "Unique" }
+}
+
+/// `#Index<Model>([\.a, \.b], ...)`: an index over one or more properties.
+public protocol IndexMacroExpansion: ConstraintMacro {}
+
+extension IndexMacroExpansion {
+    public static var name: String { "Index" }
 }

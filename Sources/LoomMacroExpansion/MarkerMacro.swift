@@ -6,7 +6,8 @@ public import SwiftSyntaxMacros
 /// `@Transient` (a property kept out of the store).
 ///
 /// The compiler plugin (`LoomMacros`) declares one type per macro conforming to this protocol,
-/// since the compiler finds a macro's type by its module and name.
+/// since the compiler finds a macro's type by its module and name. Nonisolated and static, like
+/// every macro expansion: the compiler's plugin process runs it.
 public protocol MarkerMacro: PeerMacro {}
 
 extension MarkerMacro {

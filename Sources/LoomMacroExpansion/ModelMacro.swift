@@ -14,7 +14,9 @@ public import SwiftSyntaxMacros
 /// break each `defaultValue: { 0 }` closure over three lines.
 ///
 /// The compiler plugin (`LoomMacros`) declares `ModelMacro` conforming to this protocol, since
-/// the compiler finds a macro's type by its module and name; the tests declare their own.
+/// the compiler finds a macro's type by its module and name; the tests declare their own. Its
+/// expansions are nonisolated and static, like every macro's: the compiler's plugin process runs
+/// them.
 public protocol ModelMacroExpansion: MemberMacro, MemberAttributeMacro, ExtensionMacro {}
 
 extension ModelMacroExpansion {

@@ -9,7 +9,8 @@ public import SwiftSyntaxMacros
 /// value itself reaches the store through the entity's default value. The getter reports the
 /// read and the setter the change to the Observation framework, through the `ObservationSlot`
 /// that `@Model` adds. The compiler plugin (`LoomMacros`) declares `PersistedPropertyMacro`
-/// conforming to this protocol.
+/// conforming to this protocol. Nonisolated and static, like every macro expansion: the
+/// compiler's plugin process runs it.
 public protocol PersistedPropertyMacroExpansion: AccessorMacro {}
 
 extension PersistedPropertyMacroExpansion {

@@ -37,12 +37,8 @@ enum RelationshipMacro: MarkerMacro {}
 /// `@Transient`.
 enum TransientMacro: MarkerMacro {}
 
-/// `#Unique<Model>([\.a, \.b], ...)`: a uniqueness constraint over one or more properties.
-enum UniqueMacro: ConstraintMacro {
-    static let name = "Unique"
-}
+/// `#Unique<Model>([\.a, \.b], ...)`.
+enum UniqueMacro: UniqueMacroExpansion {}
 
-/// `#Index<Model>([\.a, \.b], ...)`: an index over one or more properties.
-enum IndexMacro: ConstraintMacro {
-    static let name = "Index"
-}
+/// `#Index<Model>([\.a, \.b], ...)`.
+enum IndexMacro: IndexMacroExpansion {}

@@ -12,8 +12,8 @@ enum PersistedPropertyMacro: PersistedPropertyMacroExpansion {}
 enum AttributeMacro: MarkerMacro {}
 enum RelationshipMacro: MarkerMacro {}
 enum TransientMacro: MarkerMacro {}
-enum UniqueMacro: ConstraintMacro { static let name = "Unique" }
-enum IndexMacro: ConstraintMacro { static let name = "Index" }
+enum UniqueMacro: UniqueMacroExpansion {}
+enum IndexMacro: IndexMacroExpansion {}
 
 /// Every Loom macro, under the names `Loom/Macros.swift` declares them with.
 let loomMacros: [String: MacroSpec] = [
