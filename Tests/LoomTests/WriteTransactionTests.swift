@@ -143,14 +143,92 @@ struct WriteTransactionTests {
         try await reopened.close()
     }
 
-    @Test("A custom merge resolver runs with no lock held: it may wait for another context's save", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
-    func resolverHoldsNoLock(kind: StoreKind) async throws {
+    /// A save inside a write transaction updates the shared cache before the transaction commits.
+    /// A context reading the row meanwhile gets the store's committed row, the one before the
+    /// save; that older row must not be what faults are filled from once the save commits (it
+    /// once made a worker of the stress suite increment a value older than its own last save).
+    @Test("Rows read by other contexts while a write transaction is open are not served stale after it commits", arguments: StoreKind.allCases)
+    func readsDuringAWriteDoNotOutliveIt(kind: StoreKind) async throws {
+        let (container, id) = try await Self.containerWithTally(kind, key: "read meanwhile")
+        let faulting = container.newBackgroundContext(name: "faulting")
+        let fetching = container.newBackgroundContext(name: "fetching")
+        await fetching.perform { context in context.retainsRegisteredObjects = true }
+        let seenDuring = try await container.performExclusiveWrite { context in
+            try context.existingObject(with: id).a = 1
+            try context.save()
+            // Other contexts read on another thread while the transaction is open (a wait on
+            // this thread could run their bodies here, inside the transaction): they see the
+            // committed row.
+            return try Self.onAnotherThread {
+                let faulted = try faulting.performAndWait { context in try context.object(with: id).a }
+                let fetched = try fetching.performAndWait { context in try context.fetch(FetchRequest<Tally>()).count }
+                return (faulted, fetched)
+            }
+        }
+        #expect(seenDuring.0 == 0, "the transaction was not committed yet")
+        #expect(seenDuring.1 == 1)
+        // Once it commits, a fault filled from the shared cache shows the save...
+        let faulted = try await container.newBackgroundContext(name: "after").perform { context in
+            try context.object(with: id).a
+        }
+        #expect(faulted == 1, "a fault was filled with the row read while the transaction was open")
+        // ...and so does a fault that holds the row its fetch read during the transaction.
+        let held = try await fetching.perform { context in try context.object(with: id).a }
+        #expect(held == 1, "a fault kept the row its fetch read while the transaction was open")
+    }
+
+    /// A write transaction changing more rows than the change log keeps (a large batch request)
+    /// does not list them all for its commit: it forgets the whole cache then.
+    @Test("A write transaction's list of changed rows is bounded by the change log's limit")
+    func changedRowsAreBounded() throws {
+        let schema = try Schema([Book.self, Shelf.self, Sample.self, Tally.self])
+        let entity = try schema.requireEntity(named: "Tally")
+        func changes(_ keys: Range<Int64>) -> StoreChangeSet {
+            var set = StoreChangeSet()
+            set.updates = keys.map { .init(entity: entity, key: $0, expectedVersion: 1, changes: []) }
+            return set
+        }
+        var write = PersistentStoreCoordinator.ExclusiveWrite(thread: 1, holdsEvents: false)
+        write.noteChanged(changes(0..<10))
+        #expect(write.changedRows.count == 10)
+        #expect(!write.changedTooMany)
+        write.noteChanged(changes(10..<Int64(PersistentStoreCoordinator.ChangeLog.limit)))
+        #expect(write.changedRows.count == PersistentStoreCoordinator.ChangeLog.limit)
+        #expect(!write.changedTooMany)
+        write.noteChanged(changes(0..<1))
+        #expect(write.changedTooMany)
+        #expect(write.changedRows.isEmpty, "the list is dropped, not kept growing")
+        write.noteChanged(changes(0..<5))
+        #expect(write.changedRows.isEmpty)
+        #expect(write.applied)
+    }
+
+    /// A fresh container of `kind` holding one saved tally, and the tally's ID.
+    static func containerWithTally(_ kind: StoreKind, key: String) async throws -> (PersistentContainer, ObjectID<Tally>) {
         let container = try kind.makeContainer()
         let id = try await container.save { context in
-            let tally = Tally(key: "contested")
+            let tally = Tally(key: key)
             context.insert(tally)
             return tally.objectID
         }
+        return (container, id)
+    }
+
+    /// Runs `body` on a new thread and waits for it.
+    static func onAnotherThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        let outcome = Locked<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            outcome.withLock { $0 = Result { try body() } }
+            done.signal()
+        }.start()
+        done.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+
+    @Test("A custom merge resolver runs with no lock held: it may wait for another context's save", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
+    func resolverHoldsNoLock(kind: StoreKind) async throws {
+        let (container, id) = try await Self.containerWithTally(kind, key: "contested")
         let mine = container.newBackgroundContext(name: "mine")
         let other = container.newBackgroundContext(name: "other")
         let resolved = Locked(0)

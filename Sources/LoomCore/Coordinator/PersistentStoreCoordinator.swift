@@ -38,6 +38,25 @@ public final class PersistentStoreCoordinator: Sendable {
         let holdsEvents: Bool
         var events: [SaveEvent] = []
         var applied = false
+        /// The rows its saves changed or deleted. Their cache entries were updated before the
+        /// commit, while other threads could still read (and cache) the committed rows before
+        /// them: at the commit they are marked changed again and dropped from the cache.
+        var changedRows: [RowCacheKey] = []
+        /// More rows changed than the change log keeps (a large batch request): the commit then
+        /// forgets the whole cache, and ``changedRows`` stops growing.
+        var changedTooMany = false
+
+        mutating func noteChanged(_ changes: StoreChangeSet) {
+            applied = true
+            guard !changedTooMany else { return }
+            if changedRows.count + changes.updates.count + changes.deletes.count > ChangeLog.limit {
+                changedTooMany = true
+                changedRows = []
+                return
+            }
+            for update in changes.updates { changedRows.append(RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)) }
+            for delete in changes.deletes { changedRows.append(RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)) }
+        }
     }
     /// Bumped by every save that changes or deletes rows; read without a lock by faults that
     /// hold their fetched rows, to know whether those may have changed since.
@@ -223,7 +242,7 @@ public final class PersistentStoreCoordinator: Sendable {
     func save(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
         let receipt = try store.apply(changes)
         exclusiveWrite.withLock { write in
-            if write?.thread == ThreadID.current { write!.applied = true }
+            if write?.thread == ThreadID.current { write!.noteChanged(changes) }
         }
         didApply(changes)
         return receipt
@@ -296,6 +315,10 @@ public final class PersistentStoreCoordinator: Sendable {
                 defer { finished = exclusiveWrite.withLock { write in defer { write = nil }; return write! } }
                 return try body()
             }
+            // Until the commit, other threads read the rows as they were before the saves inside,
+            // and may have cached them or kept them in faults: those reads are older than the
+            // commit, and are marked so.
+            if finished.changedTooMany { forgetCachedRows() } else { forgetChangedRows(finished.changedRows, deleted: []) }
             return (outcome.value, outcome.receipt, finished.events)
         } catch {
             if finished.applied {
@@ -461,7 +484,7 @@ public final class PersistentStoreCoordinator: Sendable {
                         deleted.append(key)
                     }
                 }
-                forgetRemotelyChanged(changed, deleted: deleted)
+                forgetChangedRows(changed, deleted: deleted)
                 var save = SaveEvent(number: after, changes: changes, rows: [:], origin: ObjectIdentifier(self), mergesIntoViewContext: true)
                 save.isRemote = true
                 deliver(remote: save, after: after)
@@ -492,9 +515,11 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Rows another coordinator changed or deleted: out of the shared cache, and noted as
-    /// changed for faults holding their fetched rows (see `didApply`).
-    private func forgetRemotelyChanged(_ changed: [RowCacheKey], deleted: [RowCacheKey]) {
+    /// Rows another coordinator changed or deleted, or a write transaction of this one did
+    /// (committed after other threads may have read the rows before it): out of the shared
+    /// cache, and noted as changed at a new generation, for faults holding their fetched rows
+    /// and for reads that began before it and cache their rows after (see `didApply`).
+    private func forgetChangedRows(_ changed: [RowCacheKey], deleted: [RowCacheKey]) {
         guard !changed.isEmpty || !deleted.isEmpty else { return }
         changeLog.withLock { log in
             let generation = changeGeneration.load(ordering: .relaxed) + 1
