@@ -138,8 +138,11 @@ public final class PersistentContainer: Sendable {
     /// ```
     /// What `body` fetches sees the store inside the transaction (its own saves included). Keep
     /// `body` short: every other save waits for it, and never make it wait for another
-    /// context's save (that save waits for this one). Readers never wait. If `body` throws,
-    /// nothing is written, other contexts hear of nothing, and its error is rethrown unchanged.
+    /// context's save (that save waits for this one). Readers never wait: until the commit,
+    /// other contexts read the store as it was before (not even a fault sees `body`'s saves
+    /// early), and after it nothing they read during the transaction is served to them as
+    /// current. If `body` throws, nothing is written, other contexts hear of nothing, and its
+    /// error is rethrown unchanged.
     /// Like ``save(mergingIntoViewContext:_:)``, it finishes before a ``close()`` asked for
     /// after it, and throws ``LoomError/Code/closed`` when asked for after one.
     public func performExclusiveWrite<T: Sendable>(_ body: sending @escaping (ManagedObjectContext) throws -> T) async throws -> T {

@@ -25,6 +25,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The exclusive write running now, if any: the thread running it and the saves it made,
     /// which are delivered when it commits (and dropped if it rolls back).
     private let exclusiveWrite = Locked<ExclusiveWrite?>(nil)
+    /// The thread running a write transaction, or 0: what it reads may be its own uncommitted
+    /// saves, which must not reach the shared cache. Read without a lock, relaxed: only that
+    /// thread sets it to its own ID, so a thread comparing it with its own ID sees the truth.
+    private let writeTransactionThread = Atomic<UInt>(0)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
     /// The streams of ``remoteChanges()``.
     private let remoteStreams = Locked<[Int: AsyncStream<RemoteChangeEvent>.Continuation]>([:])
@@ -37,17 +41,15 @@ public final class PersistentStoreCoordinator: Sendable {
         /// rather than by their savers (a save's own conflict resolution).
         let holdsEvents: Bool
         var events: [SaveEvent] = []
-        var applied = false
-        /// The rows its saves changed or deleted. Their cache entries were updated before the
-        /// commit, while other threads could still read (and cache) the committed rows before
-        /// them: at the commit they are marked changed again and dropped from the cache.
+        /// The rows its saves changed or deleted. Until the commit, other threads read (and may
+        /// cache, or keep in faults) these rows as they were before: at the commit they are
+        /// marked changed again and dropped from the cache.
         var changedRows: [RowCacheKey] = []
         /// More rows changed than the change log keeps (a large batch request): the commit then
         /// forgets the whole cache, and ``changedRows`` stops growing.
         var changedTooMany = false
 
         mutating func noteChanged(_ changes: StoreChangeSet) {
-            applied = true
             guard !changedTooMany else { return }
             if changedRows.count + changes.updates.count + changes.deletes.count > ChangeLog.limit {
                 changedTooMany = true
@@ -170,8 +172,11 @@ public final class PersistentStoreCoordinator: Sendable {
     /// the cache already, and the older row must not come back. The change log is read under
     /// the cache's lock (the one nesting of the two locks), so a save either has logged its
     /// changes by then or forgets the row from the cache after this.
+    ///
+    /// Rows read by a thread inside a write transaction are not cached: they may hold its
+    /// uncommitted saves.
     func cache(_ rows: some Collection<StoreRow>, of entity: EntityDescription, readAt generation: UInt64) {
-        guard !rows.isEmpty else { return }
+        guard !rows.isEmpty, writeTransactionThread.load(ordering: .relaxed) != ThreadID.current else { return }
         let id = ObjectIdentifier(entity)
         let now = DispatchTime.now().uptimeNanoseconds
         let evicted = rowCache.withLock { cache in
@@ -241,10 +246,12 @@ public final class PersistentStoreCoordinator: Sendable {
     /// throws the store's error, with the conflicts it found (``LoomError/storeConflicts``).
     func save(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
         let receipt = try store.apply(changes)
-        exclusiveWrite.withLock { write in
-            if write?.thread == ThreadID.current { write!.noteChanged(changes) }
+        let inTransaction = exclusiveWrite.withLock { write -> Bool in
+            guard write?.thread == ThreadID.current else { return false }
+            write!.noteChanged(changes)
+            return true
         }
-        didApply(changes)
+        didApply(changes, committed: !inTransaction)
         return receipt
     }
 
@@ -312,7 +319,11 @@ public final class PersistentStoreCoordinator: Sendable {
         do {
             let outcome = try store.withWriteTransaction { () throws -> T in
                 exclusiveWrite.withLock { $0 = ExclusiveWrite(thread: ThreadID.current, holdsEvents: holdingEvents) }
-                defer { finished = exclusiveWrite.withLock { write in defer { write = nil }; return write! } }
+                writeTransactionThread.store(ThreadID.current, ordering: .relaxed)
+                defer {
+                    writeTransactionThread.store(0, ordering: .relaxed)
+                    finished = exclusiveWrite.withLock { write in defer { write = nil }; return write! }
+                }
                 return try body()
             }
             // Until the commit, other threads read the rows as they were before the saves inside,
@@ -321,10 +332,8 @@ public final class PersistentStoreCoordinator: Sendable {
             if finished.changedTooMany { forgetCachedRows() } else { forgetChangedRows(finished.changedRows, deleted: []) }
             return (outcome.value, outcome.receipt, finished.events)
         } catch {
-            if finished.applied {
-                // What the rolled-back saves put in the shared cache never was: forget it all.
-                forgetCachedRows()
-            }
+            // Nothing the rolled-back saves wrote reached the shared cache (see `didApply` and
+            // `cache(_:of:readAt:)`): what other threads cached meanwhile is the committed data.
             // Key blocks reserved inside the transaction were rolled back with it.
             keyAllocator.dropReservedBlocks()
             throw error
@@ -347,10 +356,12 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Updates the shared cache after a save: changed rows are updated (or dropped), deleted
-    /// ones forgotten. New rows are not added: the saving context holds their objects, the
+    /// ones forgotten. A save inside a write transaction (not `committed` yet) drops its changed
+    /// rows instead: other threads must not read them before the commit, which marks them
+    /// changed again (``forgetChangedRows(_:deleted:)``). New rows are not added: the saving context holds their objects, the
     /// save event carries them to the contexts that merge, and a bulk import would otherwise
     /// churn the cache (and its lock) for rows nobody has asked for.
-    private func didApply(_ changes: StoreChangeSet) {
+    private func didApply(_ changes: StoreChangeSet, committed: Bool) {
         if !changes.updates.isEmpty || !changes.deletes.isEmpty {
             // The generation moves under the log's lock: savers and the remote-change watcher
             // bump it from several threads.
@@ -371,7 +382,7 @@ public final class PersistentStoreCoordinator: Sendable {
         let evicted = rowCache.withLock { cache in
             for update in changes.updates {
                 let key = RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)
-                if var row = cache.rows[key]?.row, row.version == update.expectedVersion {
+                if committed, var row = cache.rows[key]?.row, row.version == update.expectedVersion {
                     for change in update.changes { row.values[change.index] = change.value }
                     row.version += 1
                     cache.insert(row, for: key)
