@@ -35,12 +35,8 @@ struct ObservationTrackingProbeTests {
         // A scope open on this thread says nothing of another thread's reads.
         let elsewhere = Mutex(true)
         withObservationTracking {
-            let done = DispatchSemaphore(value: 0)
-            Thread {
-                elsewhere.withLock { $0 = ObservationTrackingProbe.mayBeTracking(tracking) }
-                done.signal()
-            }.start()
-            done.wait()
+            let seen = onAnotherThread { ObservationTrackingProbe.mayBeTracking(tracking) }
+            elsewhere.withLock { $0 = seen }
         } onChange: {}
         #expect(!elsewhere.withLock { $0 } || !ObservationTrackingProbe.isAvailable)
     }

@@ -159,10 +159,17 @@ struct WriteTransactionTests {
         let seenDuring = try await container.performExclusiveWrite { context in
             try context.existingObject(with: id).a = 1
             try context.save()
-            return try Self.readElsewhere(id, in: container, holding: holding)
+            // A fault of another context on this thread reads the transaction's own save (from
+            // the store's writer connection), which must not reach the shared cache.
+            let own = try container.newBackgroundContext(name: "same thread").performAndWait { context in
+                try context.object(with: id).a
+            }
+            return (own, try Self.readElsewhere(id, in: container, holding: holding))
         }
-        #expect(seenDuring.faulted == 0, "a fault read the row before the transaction committed")
-        #expect(seenDuring.fetched == 0, "a fetch read the row before the transaction committed")
+        #expect(seenDuring.0 == 1, "the transaction's thread reads its own save")
+        let seenElsewhere = seenDuring.1
+        #expect(seenElsewhere.faulted == 0, "a fault read the row before the transaction committed")
+        #expect(seenElsewhere.fetched == 0, "a fetch read the row before the transaction committed")
         // Once it commits, a fault filled from the shared cache shows the save...
         let faulted = try await container.newBackgroundContext(name: "after").perform { context in
             try context.object(with: id).a
@@ -220,7 +227,7 @@ struct WriteTransactionTests {
             set.updates = keys.map { .init(entity: entity, key: $0, expectedVersion: 1, changes: []) }
             return set
         }
-        var write = PersistentStoreCoordinator.ExclusiveWrite(thread: 1, holdsEvents: false)
+        var write = PersistentStoreCoordinator.ExclusiveWrite(holdsEvents: false)
         write.noteChanged(changes(0..<10))
         #expect(write.changedRows.count == 10)
         #expect(!write.changedTooMany)
@@ -243,18 +250,6 @@ struct WriteTransactionTests {
             return tally.objectID
         }
         return (container, id)
-    }
-
-    /// Runs `body` on a new thread and waits for it.
-    static func onAnotherThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
-        let outcome = Locked<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            outcome.withLock { $0 = Result { try body() } }
-            done.signal()
-        }.start()
-        done.wait()
-        return try outcome.withLock { $0! }.get()
     }
 
     @Test("A custom merge resolver runs with no lock held: it may wait for another context's save", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)

@@ -22,12 +22,14 @@ public final class PersistentStoreCoordinator: Sendable {
     let keyAllocator: KeyAllocator
     /// Puts saves in commit order on their way to other contexts.
     private let sequencer: SaveSequencer
-    /// The exclusive write running now, if any: the thread running it and the saves it made,
-    /// which are delivered when it commits (and dropped if it rolls back).
+    /// The write transaction running now, if any: the saves it made, which are delivered when
+    /// it commits (and dropped if it rolls back), and the rows they changed.
     private let exclusiveWrite = Locked<ExclusiveWrite?>(nil)
-    /// The thread running a write transaction, or 0: what it reads may be its own uncommitted
-    /// saves, which must not reach the shared cache. Read without a lock, relaxed: only that
-    /// thread sets it to its own ID, so a thread comparing it with its own ID sees the truth.
+    /// The thread running that write transaction, or 0. Its saves are held or noted in
+    /// ``exclusiveWrite``, and what it reads may be its own uncommitted saves, which must not
+    /// reach the shared cache. Read without a lock, relaxed: only that thread sets it to its own
+    /// ID (and back to 0), so a thread comparing it with its own ID sees the truth, and every
+    /// other thread (every save outside a transaction) passes without taking a lock.
     private let writeTransactionThread = Atomic<UInt>(0)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
     /// The streams of ``remoteChanges()``.
@@ -36,7 +38,6 @@ public final class PersistentStoreCoordinator: Sendable {
     private let remoteFailure = Locked<LoomError?>(nil)
 
     struct ExclusiveWrite {
-        let thread: UInt
         /// Whether saves made inside are delivered when it commits (an exclusive write block),
         /// rather than by their savers (a save's own conflict resolution).
         let holdsEvents: Bool
@@ -56,8 +57,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 changedRows = []
                 return
             }
-            for update in changes.updates { changedRows.append(RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)) }
-            for delete in changes.deletes { changedRows.append(RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)) }
+            for update in changes.updates { changedRows.append(update.rowKey) }
+            for delete in changes.deletes { changedRows.append(delete.rowKey) }
         }
     }
     /// Bumped by every save that changes or deletes rows; read without a lock by faults that
@@ -176,7 +177,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Rows read by a thread inside a write transaction are not cached: they may hold its
     /// uncommitted saves.
     func cache(_ rows: some Collection<StoreRow>, of entity: EntityDescription, readAt generation: UInt64) {
-        guard !rows.isEmpty, writeTransactionThread.load(ordering: .relaxed) != ThreadID.current else { return }
+        guard !rows.isEmpty, !inWriteTransactionOnThisThread else { return }
         let id = ObjectIdentifier(entity)
         let now = DispatchTime.now().uptimeNanoseconds
         let evicted = rowCache.withLock { cache in
@@ -246,21 +247,23 @@ public final class PersistentStoreCoordinator: Sendable {
     /// throws the store's error, with the conflicts it found (``LoomError/storeConflicts``).
     func save(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
         let receipt = try store.apply(changes)
-        let inTransaction = exclusiveWrite.withLock { write -> Bool in
-            guard write?.thread == ThreadID.current else { return false }
-            write!.noteChanged(changes)
-            return true
-        }
+        let inTransaction = inWriteTransactionOnThisThread
+        if inTransaction { exclusiveWrite.withLock { $0!.noteChanged(changes) } }
         didApply(changes, committed: !inTransaction)
         return receipt
+    }
+
+    /// Whether this thread runs the current write transaction (``writeTransactionThread``).
+    private var inWriteTransactionOnThisThread: Bool {
+        writeTransactionThread.load(ordering: .relaxed) == ThreadID.current
     }
 
     /// Hands a committed save (`event`, or nothing when no one needs its contents) to every
     /// other context for merging, in commit order; see ``SaveSequencer``. A save made inside an
     /// exclusive write is held until that write commits. Never waits for the contexts.
     func publish(_ event: SaveEvent?, for receipt: CommitReceipt) {
-        let heldBack = exclusiveWrite.withLock { write -> Bool in
-            guard write?.thread == ThreadID.current, write!.holdsEvents else { return false }
+        let heldBack = inWriteTransactionOnThisThread && exclusiveWrite.withLock { write -> Bool in
+            guard write!.holdsEvents else { return false }
             if let event { write!.events.append(event) }
             return true
         }
@@ -294,7 +297,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Runs a batch request's `body` inside one store write transaction, or inside the exclusive
     /// write this thread already holds (a batch request made in ``performExclusiveWrite(_:)``).
     func performBatchWrite<T>(_ body: () throws -> T) throws -> T {
-        if exclusiveWrite.withLock({ $0?.thread == ThreadID.current }) { return try body() }
+        if inWriteTransactionOnThisThread { return try body() }
         return try performExclusiveWrite(body)
     }
 
@@ -315,10 +318,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// the transaction ends, so that the next one starts clean) the thread and what its saves
     /// did. Returns the events the saves inside held back, to deliver once committed.
     private func withWriteTransaction<T>(holdingEvents: Bool, _ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt, events: [SaveEvent]) {
-        var finished = ExclusiveWrite(thread: 0, holdsEvents: holdingEvents)
+        var finished = ExclusiveWrite(holdsEvents: holdingEvents)
         do {
             let outcome = try store.withWriteTransaction { () throws -> T in
-                exclusiveWrite.withLock { $0 = ExclusiveWrite(thread: ThreadID.current, holdsEvents: holdingEvents) }
+                exclusiveWrite.withLock { $0 = ExclusiveWrite(holdsEvents: holdingEvents) }
                 writeTransactionThread.store(ThreadID.current, ordering: .relaxed)
                 defer {
                     writeTransactionThread.store(0, ordering: .relaxed)
@@ -358,9 +361,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Updates the shared cache after a save: changed rows are updated (or dropped), deleted
     /// ones forgotten. A save inside a write transaction (not `committed` yet) drops its changed
     /// rows instead: other threads must not read them before the commit, which marks them
-    /// changed again (``forgetChangedRows(_:deleted:)``). New rows are not added: the saving context holds their objects, the
-    /// save event carries them to the contexts that merge, and a bulk import would otherwise
-    /// churn the cache (and its lock) for rows nobody has asked for.
+    /// changed again (``forgetChangedRows(_:deleted:)``). New rows are not added: the saving
+    /// context holds their objects, the save event carries them to the contexts that merge, and
+    /// a bulk import would otherwise churn the cache (and its lock) for rows nobody has asked for.
     private func didApply(_ changes: StoreChangeSet, committed: Bool) {
         if !changes.updates.isEmpty || !changes.deletes.isEmpty {
             // The generation moves under the log's lock: savers and the remote-change watcher
@@ -375,13 +378,13 @@ public final class PersistentStoreCoordinator: Sendable {
                     log.forgottenBefore = generation
                     return
                 }
-                for update in changes.updates { log.changedAt[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)] = generation }
-                for delete in changes.deletes { log.changedAt[RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key)] = generation }
+                for update in changes.updates { log.changedAt[update.rowKey] = generation }
+                for delete in changes.deletes { log.changedAt[delete.rowKey] = generation }
             }
         }
         let evicted = rowCache.withLock { cache in
             for update in changes.updates {
-                let key = RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key)
+                let key = update.rowKey
                 if committed, var row = cache.rows[key]?.row, row.version == update.expectedVersion {
                     for change in update.changes { row.values[change.index] = change.value }
                     row.version += 1
@@ -391,7 +394,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 }
             }
             for delete in changes.deletes {
-                cache.remove(deleted: RowCacheKey(entity: ObjectIdentifier(delete.entity), key: delete.key))
+                cache.remove(deleted: delete.rowKey)
             }
             return cache.takeEvicted()
         }

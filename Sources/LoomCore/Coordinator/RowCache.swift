@@ -16,6 +16,16 @@ struct RowCacheKey: Hashable {
     }
 }
 
+extension StoreChangeSet.Update {
+    /// The changed row, as the shared cache, the change log and pending changes key it.
+    var rowKey: RowCacheKey { RowCacheKey(entity: ObjectIdentifier(entity), key: key) }
+}
+
+extension StoreChangeSet.Delete {
+    /// The deleted row, as the shared cache, the change log and pending changes key it.
+    var rowKey: RowCacheKey { RowCacheKey(entity: ObjectIdentifier(entity), key: key) }
+}
+
 struct RowCache {
     var rows: [RowCacheKey: (row: StoreRow, loadedAt: UInt64)] = [:]
     let limit: Int

@@ -275,7 +275,7 @@ public struct HistoryDescriptor: Sendable {
         var updated: [RowCacheKey: (entity: EntityDescription, key: Int64, names: Set<String>)] = [:]
         for update in changes.updates {
             let names = Set(update.changes.map { update.entity.storedValueName(at: $0.index) })
-            updated[RowCacheKey(entity: ObjectIdentifier(update.entity), key: update.key), default: (update.entity, update.key, [])].names.formUnion(names)
+            updated[update.rowKey, default: (update.entity, update.key, [])].names.formUnion(names)
         }
         for owner in changes.relationshipOwners {
             updated[RowCacheKey(entity: ObjectIdentifier(owner.entity), key: owner.key), default: (owner.entity, owner.key, [])].names.formUnion(owner.relationships)

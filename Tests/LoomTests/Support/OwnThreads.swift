@@ -1,4 +1,6 @@
 import Dispatch
+import Foundation
+import Synchronization
 import Testing
 
 /// Runs a suite's or test's code on threads of its own instead of Swift's cooperative pool: for
@@ -41,4 +43,20 @@ final class OwnThreadsExecutor: TaskExecutor {
             job.runSynchronously(on: executor)
         }
     }
+}
+
+/// Runs `body` on a new thread of its own and waits for it: for synchronous code that must run
+/// off the calling thread (a read outside the caller's write transaction, a check that another
+/// thread's state is its own). Rethrows what `body` throws.
+func onAnotherThread<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) throws(E) -> T {
+    let outcome = Mutex<Result<T, E>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        let result: Result<T, E>
+        do throws(E) { result = .success(try body()) } catch { result = .failure(error) }
+        outcome.withLock { $0 = result }
+        done.signal()
+    }.start()
+    done.wait()
+    return try outcome.withLock { $0! }.get()
 }
