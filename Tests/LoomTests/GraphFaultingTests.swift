@@ -70,6 +70,48 @@ struct GraphFaultingTests {
         #expect(await Self.titlesFiringFaults(in: reader) == "N0,changed,deleted")
     }
 
+    @Test("A fetched fault reads its row again only after saves since its own fetch, not since its context's first", arguments: StoreKind.allCases)
+    func faultsAgeFromTheirOwnFetch(kind: StoreKind) async throws {
+        let (container, store) = try kind.makeCountingContainer()
+        try await container.performBackgroundTask { context in
+            for key in ["a", "b", "c"] { context.insert(Tally(key: key)) }
+            try context.save()
+        }
+        let reader = container.newBackgroundContext(name: "reader")   // does not merge
+        try await reader.perform { context in
+            context.retainsRegisteredObjects = true     // the faults outlive each block
+            // The first fetch: its fault's row is the oldest the context holds.
+            let first = try context.fetch(FetchRequest<Tally>(predicate: #Predicate { $0.key == "a" }))
+            #expect(first.count == 1 && first[0].isFault)
+        }
+        try await Self.setA(of: ["a", "b"], to: 1, in: container)
+        try await reader.perform { context in
+            // After that save: these rows are current, the fault of "a" takes its new one.
+            let all = try context.fetch(FetchRequest<Tally>(sortBy: [SortDescriptor(\.key)]))
+            #expect(all.count == 3 && all.allSatisfy { $0.isFault })
+        }
+        try await Self.setA(of: ["c"], to: 2, in: container)
+        let (values, reads) = await reader.perform { context in
+            store.reset()
+            let all = context.registeredObjects.compactMap { $0 as? Tally }.sorted { $0.key < $1.key }
+            return (all.map(\.a), store.counts.rows)
+        }
+        #expect(values == [1, 1, 2])   // never a value a save replaced
+        // Only "c" changed after the fetch that made its fault. Before each fault kept its own
+        // generation, "a" and "b" (changed after the context's first fetch) were read again too
+        // (3 reads).
+        #expect(reads == 1)
+    }
+
+    /// A new context sets `a` of the tallies with these keys and saves. (A new one each time:
+    /// one that reads the rows its last save changed would put them in the shared row cache.)
+    private static func setA(of keys: [String], to value: Int, in container: PersistentContainer) async throws {
+        try await container.performBackgroundTask { context in
+            for tally in try context.fetch(FetchRequest<Tally>()) where keys.contains(tally.key) { tally.a = value }
+            try context.save()
+        }
+    }
+
     /// Another context renames the second novel by title to "changed", deletes the third, saves.
     private static func renameSecondAndDeleteThird(in writer: BackgroundContext) async throws {
         try await writer.perform { context in

@@ -72,29 +72,26 @@ extension ManagedObjectContext {
         let entity = query.entity
         // Read before the query: rows the query returns are at least this recent.
         let generation = coordinator.currentGeneration
-        if asFaults && parent == nil && faultsHoldFetchedRows && fetchedRowsGeneration == nil {
-            fetchedRowsGeneration = coordinator.currentGeneration
-        }
+        // A child's objects are filled at once: its faults would have to ask the parent again.
+        let form: Materialization = asFaults && parent == nil ? .fault(age: heldRowAge(readAt: generation)) : .loaded
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
             let registeredBefore = identityMap.count
             if parent == nil, asFaults ? faultsHoldFetchedRows : true, registeredBefore > 0, entity.storedValueCount > 0 {
-                return try fetchReusingRegistered(query, asFaults: asFaults)
+                return try fetchReusingRegistered(query, as: form)
             }
             let rows = try baseFetch(query)
             if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(rows, of: entity, readAt: generation) }
-            // A child's objects are filled at once: its faults would have to ask the parent again.
-            let asFault = asFaults && parent == nil
             if registeredBefore == 0 {
                 // Nothing was registered and one query's keys are distinct: no lookups.
                 identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
-                return rows.map { materializeNew($0, of: entity, asFault: asFault) }
+                return rows.map { materializeNew($0, of: entity, as: form) }
             }
-            return rows.map { materialize($0, of: entity, asFault: asFault) }
+            return rows.map { materialize($0, of: entity, as: form) }
         }
         let matches = try matchingRows(query)
         if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity, readAt: generation) }
         return matches.map { match in
-            match.object ?? materialize(match.row, of: entity, asFault: asFaults && parent == nil)
+            match.object ?? materialize(match.row, of: entity, as: form)
         }
     }
 
@@ -182,13 +179,12 @@ extension ManagedObjectContext {
                 if parent == nil && readsLatestData {
                     coordinator.cache(rows, of: r.destination, readAt: generation)
                 } else {
-                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                    for row in rows { _ = materialize(row, of: r.destination, as: .loaded) }
                 }
             default:
                 let owners = objects.map(\._loomBacking).filter { $0.toMany[j] == nil && !$0.isDeleted }
                 guard !owners.isEmpty else { continue }
                 let holdsRows = membersHoldRows
-                if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
                 let generation = coordinator.currentGeneration
                 let pairs = try currentRelated(r, keys: owners.map(\.key))
                 // Grouped run by run (the store returns them by owner): one lookup and one
@@ -207,7 +203,7 @@ extension ManagedObjectContext {
                     let rows = byOwner[owner.key] ?? []
                     var list = memberList(of: owner, r, rows.map(\.key))
                     // Each owner keeps its members' rows, as a to-many fault does.
-                    if holdsRows { list.rows = savedRows(rows, of: r.destination) }
+                    if holdsRows { list.keep(savedRows(rows, of: r.destination), readAt: generation) }
                     owner.toMany[j] = list
                 }
                 if !holdsRows { cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation) }
@@ -233,16 +229,16 @@ extension ManagedObjectContext {
     }
 
     /// A fetch into a context where objects are registered: the store is asked, row by row,
-    /// whether the registered object keeps what it has (``keepsValues(_:version:asFault:)``);
+    /// whether the registered object keeps what it has (``keepsValues(_:version:as:)``);
     /// those rows are not decoded, and their objects go straight into the result.
-    private func fetchReusingRegistered(_ query: StoreQuery, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
+    private func fetchReusingRegistered(_ query: StoreQuery, as form: Materialization) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
         let entityID = ObjectIdentifier(entity)
         // Registered objects that keep what they have, in the order of their rows.
         var kept: [any BackedObject] = []
         let rows = try coordinator.fetch(query, pinned: pinnedSnapshot()) { key, version in
             guard let entry = self.identityMap[RowCacheKey(entity: entityID, key: key)],
-                Self.keepsValues(entry.backing, version: version, asFault: asFaults)
+                Self.keepsValues(entry.backing, version: version, as: form)
             else { return false }
             kept.append(entry.object)
             return true
@@ -253,43 +249,74 @@ extension ManagedObjectContext {
         }
         var next = kept.startIndex
         return rows.map { row in
-            guard row.values.isEmpty else { return materialize(row, of: entity, asFault: asFaults) }
+            guard row.values.isEmpty else { return materialize(row, of: entity, as: form) }
             defer { next += 1 }
             return kept[next]
         }
     }
 
-    /// Whether ``materialize(_:of:asFault:)`` would leave the registered object for this row as
+    /// Whether ``materialize(_:of:as:)`` would leave the registered object for this row as
     /// it is: loaded (its values are never overwritten by a fetch), or a fault that already
     /// holds this version of the row and stays a fault.
-    private static func keepsValues(_ backing: ObjectBacking, version: Int64, asFault: Bool) -> Bool {
+    private static func keepsValues(_ backing: ObjectBacking, version: Int64, as form: Materialization) -> Bool {
         switch backing.state {
         case .loaded: return true
-        case .fault: return asFault && backing.holdsFetchedRow && backing.version == version
+        case .fault:
+            guard case .fault = form else { return false }
+            return backing.holdsFetchedRow && backing.version == version
         case .detached, .invalidated: return false
         }
+    }
+
+    /// How a row read from the store becomes an object.
+    enum Materialization {
+        /// Loaded with the row's values.
+        case loaded
+        /// A fault: holding the row (see ``faultsHoldFetchedRows``), of this
+        /// ``ObjectBacking/heldRowAge`` (see ``heldRowAge(readAt:)``), or else filled from the
+        /// shared row cache when it fires.
+        case fault(age: UInt32)
+    }
+
+    /// The ``ObjectBacking/heldRowAge`` of faults holding rows read by a query that began at
+    /// `generation`. The first such query sets the context's oldest (``fetchedRowsGeneration``).
+    func heldRowAge(readAt generation: UInt64) -> UInt32 {
+        guard faultsHoldFetchedRows else { return 0 }
+        guard let oldest = fetchedRowsGeneration, oldest <= generation else {
+            // A row older than the oldest (a to-many's members, read before the first fetch)
+            // moves the oldest back: the other faults' rows then only count as older than they are.
+            fetchedRowsGeneration = generation
+            return 0
+        }
+        return UInt32(clamping: generation - oldest)
     }
 
     /// The registered object for a row, or a new one; never overwrites a loaded object's values.
     ///
     /// A fault keeps the fetched row (see ``faultsHoldFetchedRows``), so that firing it costs
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
-    func materialize(_ row: StoreRow, of entity: EntityDescription, asFault: Bool) -> any BackedObject {
+    func materialize(_ row: StoreRow, of entity: EntityDescription, as form: Materialization) -> any BackedObject {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
         if let registered = identityMap[key] {
             let backing = registered.backing
             if backing.state == .fault, row.values.count == entity.storedValueCount {
-                if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }
+                switch form {
+                case .loaded: backing.load(row)
+                case .fault(let age): if faultsHoldFetchedRows { backing.attach(row, age: age) }
+                }
             }
             return registered.object
         }
-        return materializeNew(row, of: entity, asFault: asFault)
+        return materializeNew(row, of: entity, as: form)
     }
 
     /// A new object for a row whose key is known not to be registered.
-    private func materializeNew(_ row: StoreRow, of entity: EntityDescription, asFault: Bool) -> any BackedObject {
+    private func materializeNew(_ row: StoreRow, of entity: EntityDescription, as form: Materialization) -> any BackedObject {
         let backing = ObjectBacking(entity: entity, key: row.key, context: self)
-        if !asFault { backing.load(row) } else if faultsHoldFetchedRows { backing.attach(row) }
+        switch form {
+        case .loaded: backing.load(row)
+        case .fault(let age): if faultsHoldFetchedRows { backing.attach(row, age: age) }
+        }
         return register(backing)
     }
 

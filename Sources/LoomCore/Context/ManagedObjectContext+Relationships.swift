@@ -55,8 +55,9 @@ extension ManagedObjectContext {
         let list = members(of: backing, r)
         if list.rows.isEmpty { return list.keys.map { object(of: r.destination, key: $0) } }
         // Members not registered become faults holding the row their query read.
+        let form = Materialization.fault(age: heldRowAge(readAt: list.rowsReadAt))
         return list.keys.map { key in
-            if let row = list.row(for: key) { return materialize(row, of: r.destination, asFault: true) }
+            if let row = list.row(for: key) { return materialize(row, of: r.destination, as: form) }
             return object(of: r.destination, key: key)
         }
     }
@@ -79,7 +80,6 @@ extension ManagedObjectContext {
         if let cached = backing.toMany[r.index] { return cached }
         let holdsRows = membersHoldRows
         // Read before the query: the rows it returns are at least this recent.
-        if holdsRows && fetchedRowsGeneration == nil { fetchedRowsGeneration = coordinator.currentGeneration }
         let generation = coordinator.currentGeneration
         let pairs: [(owner: Int64, row: StoreRow)]
         do {
@@ -92,7 +92,7 @@ extension ManagedObjectContext {
         }
         var list = memberList(of: backing, r, pairs.map(\.row.key))
         if holdsRows {
-            list.rows = savedRows(pairs.map(\.row), of: r.destination)
+            list.keep(savedRows(pairs.map(\.row), of: r.destination), readAt: generation)
         } else {
             cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation)
         }
@@ -125,7 +125,7 @@ extension ManagedObjectContext {
         if parent == nil && readsLatestData {
             coordinator.cache(rows.filter { registeredBacking(of: entity, key: $0.key) == nil }, of: entity, readAt: generation)
         } else {
-            for row in rows { _ = materialize(row, of: entity, asFault: false) }
+            for row in rows { _ = materialize(row, of: entity, as: .loaded) }
         }
     }
 
@@ -265,7 +265,7 @@ extension ManagedObjectContext {
                 for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }
                 if r.description.kind == .orderedToMany {
                     var ordered = MemberList(targets.map(\.key))
-                    ordered.rows = current.rows
+                    ordered.keep(current.rows, readAt: current.rowsReadAt)
                     if backing.toMany[r.index] != ordered {
                         backing.toMany[r.index] = ordered
                         noteRelationshipChange(backing.entity, backing.key, r.index)
@@ -524,7 +524,7 @@ extension ManagedObjectContext {
                 if parent == nil && readsLatestData {
                     coordinator.cache(rows, of: r.destination, readAt: generation)
                 } else {
-                    for row in rows { _ = materialize(row, of: r.destination, asFault: false) }
+                    for row in rows { _ = materialize(row, of: r.destination, as: .loaded) }
                 }
             }
         }

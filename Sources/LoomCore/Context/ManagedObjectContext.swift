@@ -62,7 +62,8 @@ public final class ManagedObjectContext {
     /// The inserted objects in the order the last change set listed them (see `makeChangeSet`).
     var changeSetInsertOrder: [ObjectBacking] = []
     /// The coordinator's change generation before the first fetch whose faults hold their rows
-    /// (the oldest such rows are that old); `nil` when no fault holds one.
+    /// (the oldest such rows are that old), from which each fault's ``ObjectBacking/heldRowAge``
+    /// counts; `nil` when no fault holds one.
     var fetchedRowsGeneration: UInt64?
     /// The query generation reads go to (nil: the latest data); see ``setQueryGenerationFrom(_:)``.
     var queryGeneration: QueryGenerationToken?
@@ -447,7 +448,7 @@ public final class ManagedObjectContext {
             // through this coordinator changed or deleted the row since.
             backing.holdsFetchedRow = false
             let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-            if !coordinator.mayHaveChanged(key, since: fetchedRowsGeneration ?? 0) {
+            if !coordinator.mayHaveChanged(key, since: (fetchedRowsGeneration ?? 0) + UInt64(backing.heldRowAge)) {
                 backing.state = .loaded
                 return
             }

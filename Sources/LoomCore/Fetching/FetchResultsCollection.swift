@@ -102,7 +102,7 @@ final class FetchResultsStorage {
         objects.reserveCapacity(slice.count)
         for key in slice {
             if let row = rows[key] {
-                objects.append(context.materialize(row, of: entity, asFault: false))
+                objects.append(context.materialize(row, of: entity, as: .loaded))
             } else {
                 // Registered and loaded, or gone from the store: the registered object, or a
                 // fault that finds its row gone (or the error) when used, as any fault does.

@@ -46,13 +46,21 @@ public final class ObjectBacking {
     var extras: Extras?
     /// The coordinator's shared ``StoreIdentity`` (one reference instead of a UUID per object).
     var storeIdentity: StoreIdentity?
-    /// The object's yes/no states, in one byte: with ``state`` after it, an object's storage
-    /// is 82 bytes, which malloc serves from its 96-byte bin (eight `Bool`s and the to-many
-    /// lists inline made it 104, served from the 112-byte bin: W10). `@exclusivity(unchecked)`
-    /// like ``state``: only read or changed inside the accessors below, never across a call.
+    /// The object's yes/no states, in one byte: with ``state`` and ``heldRowAge`` after it, an
+    /// object's storage is 88 bytes, which malloc serves from its 96-byte bin (eight `Bool`s
+    /// and the to-many lists inline made it 104, served from the 112-byte bin: W10).
+    /// `@exclusivity(unchecked)` like ``state``: only read or changed inside the accessors
+    /// below, never across a call.
     @exclusivity(unchecked) private var flags: Flags = []
     @usableFromInline @exclusivity(unchecked)
     var state: State
+    /// When the row a fault holds (``holdsFetchedRow``) was read: the coordinator's change
+    /// generation then, as generations after its context's oldest held row
+    /// (`ManagedObjectContext.fetchedRowsGeneration`); `UInt32.max` stands for any later one,
+    /// which only makes the fault re-read a row more often. 32 bits, in bytes the 96-byte bin
+    /// had free: a generation per fault, so that a fault asks about saves since its own fetch,
+    /// not since its context's first.
+    var heldRowAge: UInt32 = 0
 
     private struct Flags: OptionSet {
         let rawValue: UInt8
@@ -518,11 +526,13 @@ public final class ObjectBacking {
         holdsFetchedRow = false
     }
 
-    /// Keeps a fetched row in a fault, which stays a fault (``isFault``) until first used.
-    func attach(_ row: StoreRow) {
+    /// Keeps a fetched row in a fault, which stays a fault (``isFault``) until first used;
+    /// `age` says when it was read (see ``heldRowAge``).
+    func attach(_ row: StoreRow, age: UInt32) {
         values = row.values
         committed = row.values
         version = row.version
+        heldRowAge = age
         holdsFetchedRow = true
     }
 
@@ -637,7 +647,16 @@ struct MemberList: Equatable {
     /// member's new fault takes its row, so that using it needs no lookup and no lock (the
     /// context's change generation still catches rows a later save replaced). Empty when the
     /// rows went to the shared row cache instead (see `faultsHoldFetchedRows`).
-    var rows: [StoreRow] = []
+    private(set) var rows: [StoreRow] = []
+    /// The coordinator's change generation before the query that read ``rows``: their faults'
+    /// age (see ``ObjectBacking/heldRowAge``).
+    private(set) var rowsReadAt: UInt64 = 0
+
+    /// Keeps the saved members' rows, read by a query that began at `generation`.
+    mutating func keep(_ rows: [StoreRow], readAt generation: UInt64) {
+        self.rows = rows
+        rowsReadAt = generation
+    }
 
     init(_ keys: [Int64] = []) {
         if zip(keys, keys.dropFirst()).allSatisfy({ $0 < $1 }) {
