@@ -644,8 +644,8 @@ struct MemberList: Equatable {
     private var set: Set<Int64>?
     private static let searchLimit = 16
     /// The saved members' rows as the query that loaded the list read them, sorted by key: a
-    /// member's new fault takes its row, so that using it needs no lookup and no lock (the
-    /// context's change generation still catches rows a later save replaced). Empty when the
+    /// member's new fault takes its row, so that using it needs no lookup (the query's change
+    /// generation, ``rowsReadAt``, still catches rows a later save replaced). Empty when the
     /// rows went to the shared row cache instead (see `faultsHoldFetchedRows`).
     private(set) var rows: [StoreRow] = []
     /// The coordinator's change generation before the query that read ``rows``: their faults'
