@@ -103,6 +103,35 @@ struct GraphFaultingTests {
         #expect(reads == 1)
     }
 
+    @Test("Members prefetched before the context's first fetch of faults still read again the rows a save changed after their own query", arguments: StoreKind.allCases)
+    func prefetchedMembersAgeFromTheirQuery(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        try await container.performBackgroundTask { context in
+            let ann = Author(name: "Ann")
+            context.insert(ann)
+            for i in 0..<3 { context.insert(Novel(title: "N\(i)", author: ann)) }
+            try context.save()
+        }
+        let reader = container.newBackgroundContext(name: "reader")   // does not merge
+        try await reader.perform { context in
+            context.retainsRegisteredObjects = true     // the author and its member list outlive this block
+            // Loaded authors make no faults; the prefetch keeps the members' rows, read now.
+            var request = FetchRequest<Author>()
+            request.returnsObjectsAsFaults = false
+            request.relationshipKeyPathsForPrefetching = [\.novels]
+            let authors = try context.fetch(request)
+            #expect(authors.count == 1)
+        }
+        try await Self.renameSecondAndDeleteThird(in: container.newBackgroundContext(name: "writer"))
+        try await reader.perform { context in
+            // The context's first fetch of faults comes after that save; then the members' faults
+            // are made from the rows read before it, which must count as that old.
+            let authors = try context.fetch(FetchRequest<Author>())
+            #expect(authors.count == 1 && authors[0].novels.count == 3)
+        }
+        #expect(await Self.titlesFiringFaults(in: reader) == "N0,changed,deleted")
+    }
+
     /// A new context sets `a` of the tallies with these keys and saves. (A new one each time:
     /// one that reads the rows its last save changed would put them in the shared row cache.)
     private static func setA(of keys: [String], to value: Int, in container: PersistentContainer) async throws {
