@@ -73,14 +73,14 @@ extension ManagedObjectContext {
         // Read before the query: rows the query returns are at least this recent.
         let generation = coordinator.currentGeneration
         // A child's objects are filled at once: its faults would have to ask the parent again.
-        let form: Materialization = asFaults && parent == nil ? .fault(age: heldRowAge(readAt: generation)) : .loaded
+        let form: Materialization = asFaults && parent == nil ? faultMaterialization(readAt: generation) : .loaded
         if !includesPendingChanges || !hasPendingChanges(affecting: query) {
             let registeredBefore = identityMap.count
-            if parent == nil, asFaults ? faultsHoldFetchedRows : true, registeredBefore > 0, entity.storedValueCount > 0 {
+            if parent == nil, !form.fillsFromCache, registeredBefore > 0, entity.storedValueCount > 0 {
                 return try fetchReusingRegistered(query, as: form)
             }
             let rows = try baseFetch(query)
-            if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(rows, of: entity, readAt: generation) }
+            if form.fillsFromCache && readsLatestData { coordinator.cache(rows, of: entity, readAt: generation) }
             if registeredBefore == 0 {
                 // Nothing was registered and one query's keys are distinct: no lookups.
                 identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
@@ -89,7 +89,7 @@ extension ManagedObjectContext {
             return rows.map { materialize($0, of: entity, as: form) }
         }
         let matches = try matchingRows(query)
-        if asFaults && parent == nil && !faultsHoldFetchedRows && readsLatestData { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity, readAt: generation) }
+        if form.fillsFromCache && readsLatestData { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity, readAt: generation) }
         return matches.map { match in
             match.object ?? materialize(match.row, of: entity, as: form)
         }
@@ -262,26 +262,40 @@ extension ManagedObjectContext {
         switch backing.state {
         case .loaded: return true
         case .fault:
-            guard case .fault = form else { return false }
+            guard case .heldFault = form else { return false }
             return backing.holdsFetchedRow && backing.version == version
         case .detached, .invalidated: return false
         }
     }
 
-    /// How a row read from the store becomes an object.
+    /// How a row read from the store becomes an object. A query or a member list decides it
+    /// once, for all its rows (``faultMaterialization(readAt:)``).
     enum Materialization {
         /// Loaded with the row's values.
         case loaded
-        /// A fault: holding the row (see ``faultsHoldFetchedRows``), of this
-        /// ``ObjectBacking/heldRowAge`` (see ``heldRowAge(readAt:)``), or else filled from the
-        /// shared row cache when it fires.
-        case fault(age: UInt32)
+        /// A fault holding the row (see ``faultsHoldFetchedRows``), of this
+        /// ``ObjectBacking/heldRowAge`` (see ``heldRowAge(readAt:)``).
+        case heldFault(age: UInt32)
+        /// A fault that fills from the shared row cache when it fires: the context has a
+        /// ``stalenessInterval``, which the cache's row ages answer.
+        case cachedFault
+
+        /// Whether the rows go to the shared row cache, for faults that keep no row.
+        var fillsFromCache: Bool {
+            if case .cachedFault = self { return true }
+            return false
+        }
+    }
+
+    /// How rows read by a query that began at `generation` become faults: holding their rows
+    /// when the context's faults do, else filled from the shared cache.
+    func faultMaterialization(readAt generation: UInt64) -> Materialization {
+        faultsHoldFetchedRows ? .heldFault(age: heldRowAge(readAt: generation)) : .cachedFault
     }
 
     /// The ``ObjectBacking/heldRowAge`` of faults holding rows read by a query that began at
     /// `generation`. The first such query sets the context's oldest (``fetchedRowsGeneration``).
-    func heldRowAge(readAt generation: UInt64) -> UInt32 {
-        guard faultsHoldFetchedRows else { return 0 }
+    private func heldRowAge(readAt generation: UInt64) -> UInt32 {
         guard let oldest = fetchedRowsGeneration, oldest <= generation else {
             // A row older than the oldest (a to-many's members, read before the first fetch)
             // moves the oldest back: the other faults' rows then only count as older than they are.
@@ -302,7 +316,8 @@ extension ManagedObjectContext {
             if backing.state == .fault, row.values.count == entity.storedValueCount {
                 switch form {
                 case .loaded: backing.load(row)
-                case .fault(let age): if faultsHoldFetchedRows { backing.attach(row, age: age) }
+                case .heldFault(let age): backing.attach(row, age: age)
+                case .cachedFault: break
                 }
             }
             return registered.object
@@ -315,7 +330,8 @@ extension ManagedObjectContext {
         let backing = ObjectBacking(entity: entity, key: row.key, context: self)
         switch form {
         case .loaded: backing.load(row)
-        case .fault(let age): if faultsHoldFetchedRows { backing.attach(row, age: age) }
+        case .heldFault(let age): backing.attach(row, age: age)
+        case .cachedFault: break
         }
         return register(backing)
     }

@@ -55,7 +55,7 @@ extension ManagedObjectContext {
         let list = members(of: backing, r)
         if list.rows.isEmpty { return list.keys.map { object(of: r.destination, key: $0) } }
         // Members not registered become faults holding the row their query read.
-        let form = Materialization.fault(age: heldRowAge(readAt: list.rowsReadAt))
+        let form = faultMaterialization(readAt: list.rowsReadAt)
         return list.keys.map { key in
             if let row = list.row(for: key) { return materialize(row, of: r.destination, as: form) }
             return object(of: r.destination, key: key)
