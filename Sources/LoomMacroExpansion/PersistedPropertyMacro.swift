@@ -26,6 +26,7 @@ extension PersistedPropertyMacroExpansion {
             let index = index(in: node)
         else { return [] }
         let observation = ModelDeclaration.observationName
+        let slot = ModelDeclaration.slotName
         var accessors: [AccessorDeclSyntax] = []
         if binding.initializer != nil {
             accessors.append("init(initialValue) {}")
@@ -34,7 +35,8 @@ extension PersistedPropertyMacroExpansion {
             """
             get {
                 \(raw: observation).access(self, keyPath: \\.\(name))
-                return _loomBacking.value(at: \(literal: index), as: \(type.metatypeOperand).self)
+                return \(raw: slot).withCurrentBacking { $0.value(at: \(literal: index), as: \(type.metatypeOperand).self) }
+                    ?? _loomBacking.value(at: \(literal: index), as: \(type.metatypeOperand).self)
             }
             """)
         accessors.append(

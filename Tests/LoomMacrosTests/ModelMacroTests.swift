@@ -24,7 +24,10 @@ import Testing
                     var isbn: String {
                         get {
                             _loomObservation.access(self, keyPath: \.isbn)
-                            return _loomBacking.value(at: 0, as: String.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 0, as: String.self)
+                            }
+                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.isbn) {
@@ -35,7 +38,10 @@ import Testing
                     var title: String {
                         get {
                             _loomObservation.access(self, keyPath: \.title)
-                            return _loomBacking.value(at: 1, as: String.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 1, as: String.self)
+                            }
+                                ?? _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.title) {
@@ -48,7 +54,10 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.pages)
-                            return _loomBacking.value(at: 2, as: Int.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 2, as: Int.self)
+                            }
+                                ?? _loomBacking.value(at: 2, as: Int.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.pages) {
@@ -59,7 +68,10 @@ import Testing
                     var rating: Double? {
                         get {
                             _loomObservation.access(self, keyPath: \.rating)
-                            return _loomBacking.value(at: 3, as: Double?.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 3, as: Double?.self)
+                            }
+                                ?? _loomBacking.value(at: 3, as: Double?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.rating) {
@@ -72,7 +84,10 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.status)
-                            return _loomBacking.value(at: 4, as: Status.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 4, as: Status.self)
+                            }
+                                ?? _loomBacking.value(at: 4, as: Status.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.status) {
@@ -197,7 +212,10 @@ import Testing
                     public var name: String {
                         get {
                             _loomObservation.access(self, keyPath: \.name)
-                            return _loomBacking.value(at: 0, as: String.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 0, as: String.self)
+                            }
+                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
@@ -337,7 +355,10 @@ import Testing
                     var nickname: String? {
                         get {
                             _loomObservation.access(self, keyPath: \.nickname)
-                            return _loomBacking.value(at: 0, as: String?.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 0, as: String?.self)
+                            }
+                                ?? _loomBacking.value(at: 0, as: String?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.nickname) {
@@ -348,7 +369,10 @@ import Testing
                     var email: Optional<String> {
                         get {
                             _loomObservation.access(self, keyPath: \.email)
-                            return _loomBacking.value(at: 1, as: Optional<String>.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 1, as: Optional<String>.self)
+                            }
+                                ?? _loomBacking.value(at: 1, as: Optional<String>.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
@@ -361,7 +385,10 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.lastSeen)
-                            return _loomBacking.value(at: 2, as: Date?.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 2, as: Date?.self)
+                            }
+                                ?? _loomBacking.value(at: 2, as: Date?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.lastSeen) {
@@ -372,7 +399,10 @@ import Testing
                     var favorite: Int! {
                         get {
                             _loomObservation.access(self, keyPath: \.favorite)
-                            return _loomBacking.value(at: 3, as: Int?.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 3, as: Int?.self)
+                            }
+                                ?? _loomBacking.value(at: 3, as: Int?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.favorite) {
@@ -525,7 +555,10 @@ import Testing
                     var name: String {
                         get {
                             _loomObservation.access(self, keyPath: \.name)
-                            return _loomBacking.value(at: 0, as: String.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 0, as: String.self)
+                            }
+                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
@@ -538,7 +571,10 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.email)
-                            return _loomBacking.value(at: 1, as: String.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 1, as: String.self)
+                            }
+                                ?? _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
@@ -550,7 +586,10 @@ import Testing
                     var handle: String {
                         get {
                             _loomObservation.access(self, keyPath: \.handle)
-                            return _loomBacking.value(at: 2, as: String.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 2, as: String.self)
+                            }
+                                ?? _loomBacking.value(at: 2, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.handle) {
@@ -633,7 +672,10 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.`default`)
-                            return _loomBacking.value(at: 0, as: Bool.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 0, as: Bool.self)
+                            }
+                                ?? _loomBacking.value(at: 0, as: Bool.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.`default`) {
@@ -710,7 +752,10 @@ import Testing
                     var name: String {
                         get {
                             _loomObservation.access(self, keyPath: \.name)
-                            return _loomBacking.value(at: 0, as: String.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 0, as: String.self)
+                            }
+                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
@@ -723,7 +768,10 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.books)
-                            return _loomBacking.value(at: 1, as: Set<Book>.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 1, as: Set<Book>.self)
+                            }
+                                ?? _loomBacking.value(at: 1, as: Set<Book>.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.books) {
@@ -734,7 +782,10 @@ import Testing
                     var mentor: Author? {
                         get {
                             _loomObservation.access(self, keyPath: \.mentor)
-                            return _loomBacking.value(at: 2, as: Author?.self)
+                            return _loomSlot.withCurrentBacking {
+                                $0.value(at: 2, as: Author?.self)
+                            }
+                                ?? _loomBacking.value(at: 2, as: Author?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.mentor) {

@@ -11,7 +11,10 @@ import Testing
                 var title: String {
                     get {
                         _loomObservation.access(self, keyPath: \\.title)
-                        return _loomBacking.value(at: 7, as: String.self)
+                        return _loomSlot.withCurrentBacking {
+                            $0.value(at: 7, as: String.self)
+                        }
+                            ?? _loomBacking.value(at: 7, as: String.self)
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.title) {
@@ -33,7 +36,10 @@ import Testing
                     }
                     get {
                         _loomObservation.access(self, keyPath: \\.pages)
-                        return _loomBacking.value(at: 0, as: Int.self)
+                        return _loomSlot.withCurrentBacking {
+                            $0.value(at: 0, as: Int.self)
+                        }
+                            ?? _loomBacking.value(at: 0, as: Int.self)
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.pages) {
@@ -60,7 +66,10 @@ import Testing
                 var value: \(written) {
                     get {
                         _loomObservation.access(self, keyPath: \\.value)
-                        return _loomBacking.value(at: 1, as: \(metatype).self)
+                        return _loomSlot.withCurrentBacking {
+                            $0.value(at: 1, as: \(metatype).self)
+                        }
+                            ?? _loomBacking.value(at: 1, as: \(metatype).self)
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.value) {
