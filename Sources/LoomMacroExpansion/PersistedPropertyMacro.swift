@@ -43,7 +43,8 @@ extension PersistedPropertyMacroExpansion {
             """
             set {
                 \(raw: observation).withMutation(of: self, keyPath: \\.\(name)) {
-                    _loomBacking.setValue(newValue, at: \(literal: index), of: self)
+                    \(raw: slot).withCurrentBacking { $0.setValue(newValue, at: \(literal: index), of: self) }
+                        ?? _loomBacking.setValue(newValue, at: \(literal: index), of: self)
                 }
             }
             """)

@@ -31,7 +31,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.isbn) {
-                                _loomBacking.setValue(newValue, at: 0, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 0, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -45,7 +48,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.title) {
-                                _loomBacking.setValue(newValue, at: 1, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 1, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
@@ -61,7 +67,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.pages) {
-                                _loomBacking.setValue(newValue, at: 2, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 2, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }
@@ -75,7 +84,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.rating) {
-                                _loomBacking.setValue(newValue, at: 3, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 3, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 3, of: self)
                             }
                         }
                     }
@@ -91,7 +103,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.status) {
-                                _loomBacking.setValue(newValue, at: 4, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 4, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 4, of: self)
                             }
                         }
                     }
@@ -219,7 +234,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
-                                _loomBacking.setValue(newValue, at: 0, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 0, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -362,7 +380,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.nickname) {
-                                _loomBacking.setValue(newValue, at: 0, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 0, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -376,7 +397,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
-                                _loomBacking.setValue(newValue, at: 1, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 1, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
@@ -392,7 +416,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.lastSeen) {
-                                _loomBacking.setValue(newValue, at: 2, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 2, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }
@@ -406,7 +433,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.favorite) {
-                                _loomBacking.setValue(newValue, at: 3, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 3, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 3, of: self)
                             }
                         }
                     }
@@ -562,7 +592,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
-                                _loomBacking.setValue(newValue, at: 0, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 0, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -578,7 +611,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
-                                _loomBacking.setValue(newValue, at: 1, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 1, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
@@ -593,7 +629,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.handle) {
-                                _loomBacking.setValue(newValue, at: 2, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 2, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }
@@ -679,7 +718,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.`default`) {
-                                _loomBacking.setValue(newValue, at: 0, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 0, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -759,7 +801,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
-                                _loomBacking.setValue(newValue, at: 0, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 0, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -775,7 +820,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.books) {
-                                _loomBacking.setValue(newValue, at: 1, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 1, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
@@ -789,7 +837,10 @@ import Testing
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.mentor) {
-                                _loomBacking.setValue(newValue, at: 2, of: self)
+                                _loomSlot.withCurrentBacking {
+                                    $0.setValue(newValue, at: 2, of: self)
+                                }
+                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }

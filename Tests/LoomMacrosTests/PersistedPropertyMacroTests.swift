@@ -18,7 +18,10 @@ import Testing
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.title) {
-                            _loomBacking.setValue(newValue, at: 7, of: self)
+                            _loomSlot.withCurrentBacking {
+                                $0.setValue(newValue, at: 7, of: self)
+                            }
+                                ?? _loomBacking.setValue(newValue, at: 7, of: self)
                         }
                     }
                 }
@@ -43,7 +46,10 @@ import Testing
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.pages) {
-                            _loomBacking.setValue(newValue, at: 0, of: self)
+                            _loomSlot.withCurrentBacking {
+                                $0.setValue(newValue, at: 0, of: self)
+                            }
+                                ?? _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                 }
@@ -73,7 +79,10 @@ import Testing
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.value) {
-                            _loomBacking.setValue(newValue, at: 1, of: self)
+                            _loomSlot.withCurrentBacking {
+                                $0.setValue(newValue, at: 1, of: self)
+                            }
+                                ?? _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                 }
