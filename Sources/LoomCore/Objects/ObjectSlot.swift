@@ -12,7 +12,7 @@
 /// away.
 public struct ObjectSlot: ~Copyable {
     /// The backing, owned by the slot: retained when stored, released by `deinit`. Kept as
-    /// `Unmanaged` so that a getter can use it without a retain and a release of its own
+    /// `Unmanaged` so that an accessor can use it without a retain and a release of its own
     /// (``withCurrentBacking(_:)``): a strong reference is copied, and so retained, when read.
     @usableFromInline
     var backing: Unmanaged<ObjectBacking>?
@@ -32,10 +32,11 @@ public struct ObjectSlot: ~Copyable {
     public var current: ObjectBacking? { backing?.takeUnretainedValue() }
 
     /// `body`'s result for the backing, when it exists, without retaining the backing: the
-    /// generated getters read through this (a retain and a release, about 40 instructions, on
-    /// every read otherwise). Safe: the object holds its slot, and the slot its backing, for
-    /// the object's whole life, and a slot never replaces a backing it has; so the backing
-    /// outlives any accessor of the object, which its caller keeps alive.
+    /// generated getters and setters reach the backing through this (a retain and a release,
+    /// about 40 instructions, on every access otherwise). Runs on the caller's isolation.
+    /// Safe: the object holds its slot, and the slot its backing, for the object's whole life,
+    /// and a slot never replaces a backing it has; so the backing outlives any accessor of the
+    /// object, which its caller keeps alive.
     @inlinable @inline(__always)
     public func withCurrentBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result? {
         guard let backing else { return nil }
