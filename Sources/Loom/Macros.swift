@@ -27,7 +27,7 @@ public import LoomCore
 ///
 /// let book = Book(context: context)
 /// ```
-@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
@@ -38,7 +38,7 @@ public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
 /// ```swift
 /// @Model(originalName: "Item") final class Product { var name: String; init(name: String) { self.name = name } }
 /// ```
-@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model(originalName: String) = #externalMacro(module: "LoomMacros", type: "ModelMacro")

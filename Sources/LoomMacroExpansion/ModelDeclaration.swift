@@ -41,6 +41,8 @@ struct ModelDeclaration {
     static let backingName = "_loomBacking"
     /// The name of the stored property that holds the backing (see `ObjectSlot`).
     static let slotName = "_loomSlot"
+    /// The name of the function through which accessors reach the backing.
+    static let withBackingName = "_loomWithBacking"
     /// The name of the stored property that holds the observation registrar (see `ObservationSlot`).
     static let observationName = "_loomObservation"
 

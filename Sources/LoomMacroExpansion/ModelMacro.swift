@@ -45,6 +45,7 @@ extension ModelMacroExpansion {
         return [
             model.slotDeclaration,
             model.backingDeclaration,
+            model.withBackingFunction,
             model.observationDeclaration,
             model.mayBeObservedDeclaration,
             model.propertyDidChangeFunction,
@@ -107,6 +108,18 @@ extension ModelDeclaration {
         \(raw: accessPrefix)var \(raw: Self.backingName): ObjectBacking {
             if let backing = \(raw: Self.slotName).current { return backing }
             return \(raw: Self.slotName).makeBacking(for: \(typeName).entity)
+        }
+        """
+    }
+
+    /// `_loomWithBacking(_:)`, through which every generated accessor reaches the backing: without
+    /// a retain and a release of its own when the backing exists (`ObjectSlot.withCurrentBacking`),
+    /// else through `_loomBacking`, which makes it (an object the app created, on first use).
+    fileprivate var withBackingFunction: DeclSyntax {
+        """
+        @inline(__always) private func \(raw: Self.withBackingName)<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+            if let result = \(raw: Self.slotName).withCurrentBacking(body) { return result }
+            return body(\(raw: Self.backingName))
         }
         """
     }

@@ -26,7 +26,7 @@ extension PersistedPropertyMacroExpansion {
             let index = index(in: node)
         else { return [] }
         let observation = ModelDeclaration.observationName
-        let slot = ModelDeclaration.slotName
+        let withBacking = ModelDeclaration.withBackingName
         var accessors: [AccessorDeclSyntax] = []
         if binding.initializer != nil {
             accessors.append("init(initialValue) {}")
@@ -35,16 +35,14 @@ extension PersistedPropertyMacroExpansion {
             """
             get {
                 \(raw: observation).access(self, keyPath: \\.\(name))
-                return \(raw: slot).withCurrentBacking { $0.value(at: \(literal: index), as: \(type.metatypeOperand).self) }
-                    ?? _loomBacking.value(at: \(literal: index), as: \(type.metatypeOperand).self)
+                return \(raw: withBacking) { $0.value(at: \(literal: index), as: \(type.metatypeOperand).self) }
             }
             """)
         accessors.append(
             """
             set {
                 \(raw: observation).withMutation(of: self, keyPath: \\.\(name)) {
-                    \(raw: slot).withCurrentBacking { $0.setValue(newValue, at: \(literal: index), of: self) }
-                        ?? _loomBacking.setValue(newValue, at: \(literal: index), of: self)
+                    \(raw: withBacking) { $0.setValue(newValue, at: \(literal: index), of: self) }
                 }
             }
             """)

@@ -235,6 +235,11 @@ import Testing
                         return _loomSlot.makeBacking(for: Book.entity)
                     }
 
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
+                    }
+
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }

@@ -24,34 +24,30 @@ import Testing
                     var isbn: String {
                         get {
                             _loomObservation.access(self, keyPath: \.isbn)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 0, as: String.self)
                             }
-                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.isbn) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 0, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
                     var title: String {
                         get {
                             _loomObservation.access(self, keyPath: \.title)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 1, as: String.self)
                             }
-                                ?? _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.title) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 1, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
@@ -60,34 +56,30 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.pages)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 2, as: Int.self)
                             }
-                                ?? _loomBacking.value(at: 2, as: Int.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.pages) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 2, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }
                     var rating: Double? {
                         get {
                             _loomObservation.access(self, keyPath: \.rating)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 3, as: Double?.self)
                             }
-                                ?? _loomBacking.value(at: 3, as: Double?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.rating) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 3, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 3, of: self)
                             }
                         }
                     }
@@ -96,17 +88,15 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.status)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 4, as: Status.self)
                             }
-                                ?? _loomBacking.value(at: 4, as: Status.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.status) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 4, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 4, of: self)
                             }
                         }
                     }
@@ -120,6 +110,11 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Book.entity)
+                    }
+
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
                     }
 
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
@@ -227,17 +222,15 @@ import Testing
                     public var name: String {
                         get {
                             _loomObservation.access(self, keyPath: \.name)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 0, as: String.self)
                             }
-                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 0, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -247,6 +240,11 @@ import Testing
                     public var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Author.entity)
+                    }
+
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
                     }
 
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
@@ -318,6 +316,11 @@ import Testing
                         return _loomSlot.makeBacking(for: Tag.entity)
                     }
 
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
+                    }
+
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
 
                     \#(access)var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
@@ -373,34 +376,30 @@ import Testing
                     var nickname: String? {
                         get {
                             _loomObservation.access(self, keyPath: \.nickname)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 0, as: String?.self)
                             }
-                                ?? _loomBacking.value(at: 0, as: String?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.nickname) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 0, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
                     var email: Optional<String> {
                         get {
                             _loomObservation.access(self, keyPath: \.email)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 1, as: Optional<String>.self)
                             }
-                                ?? _loomBacking.value(at: 1, as: Optional<String>.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 1, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
@@ -409,34 +408,30 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.lastSeen)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 2, as: Date?.self)
                             }
-                                ?? _loomBacking.value(at: 2, as: Date?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.lastSeen) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 2, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }
                     var favorite: Int! {
                         get {
                             _loomObservation.access(self, keyPath: \.favorite)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 3, as: Int?.self)
                             }
-                                ?? _loomBacking.value(at: 3, as: Int?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.favorite) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 3, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 3, of: self)
                             }
                         }
                     }
@@ -446,6 +441,11 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Reader.entity)
+                    }
+
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
                     }
 
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
@@ -529,6 +529,11 @@ import Testing
                         return _loomSlot.makeBacking(for: Session.entity)
                     }
 
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
+                    }
+
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
@@ -585,17 +590,15 @@ import Testing
                     var name: String {
                         get {
                             _loomObservation.access(self, keyPath: \.name)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 0, as: String.self)
                             }
-                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 0, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -604,17 +607,15 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.email)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 1, as: String.self)
                             }
-                                ?? _loomBacking.value(at: 1, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 1, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
@@ -622,17 +623,15 @@ import Testing
                     var handle: String {
                         get {
                             _loomObservation.access(self, keyPath: \.handle)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 2, as: String.self)
                             }
-                                ?? _loomBacking.value(at: 2, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.handle) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 2, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }
@@ -642,6 +641,11 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Account.entity)
+                    }
+
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
                     }
 
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
@@ -711,17 +715,15 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.`default`)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 0, as: Bool.self)
                             }
-                                ?? _loomBacking.value(at: 0, as: Bool.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.`default`) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 0, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -731,6 +733,11 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Setting.entity)
+                    }
+
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
                     }
 
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
@@ -794,17 +801,15 @@ import Testing
                     var name: String {
                         get {
                             _loomObservation.access(self, keyPath: \.name)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 0, as: String.self)
                             }
-                                ?? _loomBacking.value(at: 0, as: String.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 0, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 0, of: self)
                             }
                         }
                     }
@@ -813,34 +818,30 @@ import Testing
                         }
                         get {
                             _loomObservation.access(self, keyPath: \.books)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 1, as: Set<Book>.self)
                             }
-                                ?? _loomBacking.value(at: 1, as: Set<Book>.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.books) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 1, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 1, of: self)
                             }
                         }
                     }
                     var mentor: Author? {
                         get {
                             _loomObservation.access(self, keyPath: \.mentor)
-                            return _loomSlot.withCurrentBacking {
+                            return _loomWithBacking {
                                 $0.value(at: 2, as: Author?.self)
                             }
-                                ?? _loomBacking.value(at: 2, as: Author?.self)
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.mentor) {
-                                _loomSlot.withCurrentBacking {
+                                _loomWithBacking {
                                     $0.setValue(newValue, at: 2, of: self)
                                 }
-                                    ?? _loomBacking.setValue(newValue, at: 2, of: self)
                             }
                         }
                     }
@@ -850,6 +851,11 @@ import Testing
                     var _loomBacking: ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Author.entity)
+                    }
+
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                        if let result = _loomSlot.withCurrentBacking(body) { return result }
+                        return body(_loomBacking)
                     }
 
                     @exclusivity(unchecked) private var _loomObservation = ObservationSlot()

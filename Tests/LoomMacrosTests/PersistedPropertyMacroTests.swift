@@ -11,17 +11,15 @@ import Testing
                 var title: String {
                     get {
                         _loomObservation.access(self, keyPath: \\.title)
-                        return _loomSlot.withCurrentBacking {
+                        return _loomWithBacking {
                             $0.value(at: 7, as: String.self)
                         }
-                            ?? _loomBacking.value(at: 7, as: String.self)
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.title) {
-                            _loomSlot.withCurrentBacking {
+                            _loomWithBacking {
                                 $0.setValue(newValue, at: 7, of: self)
                             }
-                                ?? _loomBacking.setValue(newValue, at: 7, of: self)
                         }
                     }
                 }
@@ -39,17 +37,15 @@ import Testing
                     }
                     get {
                         _loomObservation.access(self, keyPath: \\.pages)
-                        return _loomSlot.withCurrentBacking {
+                        return _loomWithBacking {
                             $0.value(at: 0, as: Int.self)
                         }
-                            ?? _loomBacking.value(at: 0, as: Int.self)
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.pages) {
-                            _loomSlot.withCurrentBacking {
+                            _loomWithBacking {
                                 $0.setValue(newValue, at: 0, of: self)
                             }
-                                ?? _loomBacking.setValue(newValue, at: 0, of: self)
                         }
                     }
                 }
@@ -72,17 +68,15 @@ import Testing
                 var value: \(written) {
                     get {
                         _loomObservation.access(self, keyPath: \\.value)
-                        return _loomSlot.withCurrentBacking {
+                        return _loomWithBacking {
                             $0.value(at: 1, as: \(metatype).self)
                         }
-                            ?? _loomBacking.value(at: 1, as: \(metatype).self)
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.value) {
-                            _loomSlot.withCurrentBacking {
+                            _loomWithBacking {
                                 $0.setValue(newValue, at: 1, of: self)
                             }
-                                ?? _loomBacking.setValue(newValue, at: 1, of: self)
                         }
                     }
                 }

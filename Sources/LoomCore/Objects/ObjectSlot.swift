@@ -43,11 +43,12 @@ public struct ObjectSlot: ~Copyable {
         return backing._withUnsafeGuaranteedRef(body)
     }
 
-    /// Makes the backing of a new object of `entity`, on its first use.
+    /// Makes the backing of a new object of `entity`, on its first use; the backing the slot
+    /// has, if it has one (a slot never replaces its backing: see ``withCurrentBacking(_:)``).
     public mutating func makeBacking(for entity: EntityDescription) -> ObjectBacking {
+        if let backing { return backing.takeUnretainedValue() }
         let made = ObjectBacking(entity: entity)
         made.hasOwnerSlot = true
-        backing?.release()
         backing = .passRetained(made)
         return made
     }
