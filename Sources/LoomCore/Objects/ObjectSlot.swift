@@ -10,6 +10,9 @@
 /// The backing is made on first use for an object created by the app's own initializer, so that
 /// objects Loom makes for stored rows (through `init(backing:)`) allocate no backing they throw
 /// away.
+///
+/// Isolation: the slot is used where its object is, on the object's context's isolation (or
+/// anywhere, for an object not inserted yet), by the object's generated members only.
 public struct ObjectSlot: ~Copyable {
     /// The backing, owned by the slot: retained when stored, released by `deinit`. Kept as
     /// `Unmanaged` so that an accessor can use it without a retain and a release of its own
