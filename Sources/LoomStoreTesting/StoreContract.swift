@@ -326,7 +326,7 @@ public struct StoreContract: Sendable {
     /// order, with its author and context, each object inserted, updated (with the changed
     /// properties, to-many sides included) or deleted (with its tombstone); a refused change set
     /// records nothing; purged history is `historyTokenExpired`, another store's token
-    /// `historyTokenForeignStore`.
+    /// `historyTokenForeignStore`, a token past the last transaction `historyTokenAhead`.
     public func history() throws {
         let store = try subject.makeStore(schema: schema)
         defer { try? store.close() }
@@ -372,6 +372,8 @@ public struct StoreContract: Sendable {
         try check(try store.fetchHistory(HistoryDescriptor(after: all[1].token)).map(\.token) == [all[2].token], "after the purge, the rest is read")
         let foreign = try refusal { _ = try store.fetchHistory(HistoryDescriptor(after: HistoryToken(storeIdentifier: UUID(), transactionNumber: 1))) }
         try check(foreign.code == .historyTokenForeignStore, "another store's token is historyTokenForeignStore, not \(foreign.code)")
+        let ahead = try refusal { _ = try store.fetchHistory(HistoryDescriptor(after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: all[2].token.transactionNumber + 1))) }
+        try check(ahead.code == .historyTokenAhead, "a token past the last transaction is historyTokenAhead, not \(ahead.code)")
     }
 
     /// For stores that keep history, with two instances on one data: each tells its observer

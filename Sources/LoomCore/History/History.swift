@@ -1,17 +1,44 @@
 public import Foundation
 
-/// A position in a store's history: the store's identity and a transaction number that only
-/// grows. `Sendable`, `Codable`, `Hashable` and `Comparable` (tokens of one store compare by
-/// number); keep one per consumer, and pass it to ``HistoryDescriptor/after``.
+/// A position in a store's history: the store's identity, a transaction number that only
+/// grows, and a fingerprint of that transaction. `Sendable`, `Codable`, `Hashable` and
+/// `Comparable` (tokens of one store compare by number); keep one per consumer, and pass it to
+/// ``HistoryDescriptor/after``.
+///
+/// The fingerprint tells a store restored from an older copy from the one the token was read
+/// from: if the store has since committed another transaction with the token's number, the
+/// fingerprints differ and reading after the token throws ``LoomError/Code/historyTokenMismatch``
+/// instead of skipping the transactions in between. Tokens encoded before tokens had one (and
+/// tokens made with ``init(storeIdentifier:transactionNumber:)``) decode without it, and are
+/// checked by number only.
 public struct HistoryToken: Sendable, Codable, Hashable, Comparable, CustomStringConvertible {
     /// The store whose history this is.
     public let storeIdentifier: UUID
-    /// The transaction's number: 1 for a store's first save, then one more per save.
+    /// The transaction's number: 1 for a store's first save or batch request, then one more
+    /// per save or batch request.
     public let transactionNumber: Int64
+    /// What identifies the transaction besides its number (its commit time, in microseconds
+    /// since 1970); `nil` when unknown. Opaque: compare tokens, not fingerprints.
+    public let fingerprint: Int64?
 
+    /// A token for transaction `transactionNumber` of a store, without a fingerprint: checked
+    /// by number only.
     public init(storeIdentifier: UUID, transactionNumber: Int64) {
+        self.init(storeIdentifier: storeIdentifier, transactionNumber: transactionNumber, fingerprint: nil)
+    }
+
+    /// A token with the fingerprint a store recorded for the transaction.
+    public init(storeIdentifier: UUID, transactionNumber: Int64, fingerprint: Int64?) {
         self.storeIdentifier = storeIdentifier
         self.transactionNumber = transactionNumber
+        self.fingerprint = fingerprint
+    }
+
+    /// The fingerprint of a transaction committed at `timestamp` (seconds since 1970), as the
+    /// SQL stores record it.
+    @_spi(LoomStore) public static func fingerprint(ofTimestamp timestamp: Double) -> Int64? {
+        let microseconds = (timestamp * 1_000_000).rounded()
+        return microseconds.isFinite && abs(microseconds) < 9e18 ? Int64(microseconds) : nil
     }
 
     public static func < (a: HistoryToken, b: HistoryToken) -> Bool { a.transactionNumber < b.transactionNumber }
