@@ -32,6 +32,10 @@ extension PostgreSQLStore {
     /// Records `changes` in the history, inside the transaction that applies them (the write
     /// lock is held: the number is the next one in commit order).
     func writeHistory(_ changes: StoreChangeSet) throws(LoomError) {
+        if changes.continuesHistoryTransaction, let number = historyRowInTransaction.withLock({ $0 }) {
+            try continueHistory(number, with: changes)
+            return
+        }
         var entities: [UInt8] = [], packed: [UInt8] = []
         SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
         var bindings = PostgresBindings()
@@ -44,9 +48,38 @@ extension PostgreSQLStore {
         bindings.append(Self.processName)
         bindings.append(String(decoding: entities, as: UTF8.self))
         bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: packed)))
-        try onWriter(
-            "INSERT INTO loom_history (number, timestamp, origin, origincommit, author, context, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM loom_history",
-            bindings)
+        let rows: PostgresQueryResult
+        do {
+            rows = try writer.query(
+                "INSERT INTO loom_history (number, timestamp, origin, origincommit, author, context, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM loom_history RETURNING number",
+                bindings)
+        } catch {
+            throw translate(error, entity: nil)
+        }
+        let number = rows.first.flatMap { $0.first { _ in true } }.map(PostgreSQLValues.int64)
+        historyRowInTransaction.withLock { $0 = number }
+    }
+
+    /// Adds `changes` to history row `number`, written in the open transaction.
+    private func continueHistory(_ number: Int64, with changes: StoreChangeSet) throws(LoomError) {
+        var bindings = PostgresBindings()
+        bindings.append(number)
+        let recorded: Data
+        do {
+            let cell = try writer.query("SELECT changes FROM loom_history WHERE number = $1", bindings).first?.first { _ in true }
+            recorded = if let cell, case .blob(let data) = try PostgreSQLValues.value(cell) { data } else { Data() }
+        } catch {
+            throw translate(error, entity: nil)
+        }
+        guard let earlier = HistoryChangeGroup.decode(recorded) else {
+            throw LoomError(.corruptValue, "History transaction #\(number) of the PostgreSQL store at \(configuration.description) cannot be read: its changes are damaged.")
+        }
+        let groups = HistoryChangeGroup.merging(earlier, HistoryChangeGroup.groups(of: changes, in: schema))
+        var update = PostgresBindings()
+        update.append(SQLHistory.entityList(groups))
+        update.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: [UInt8](HistoryChangeGroup.encode(groups)))))
+        update.append(number)
+        try onWriter("UPDATE loom_history SET entities = $1, changes = $2 WHERE number = $3", update)
     }
 
     /// The transactions of a history query's rows (``SQLHistory/columns``).

@@ -32,7 +32,22 @@ extension SQLiteStore {
 
     /// Records `changes` in the history, inside the transaction that applies them.
     func writeHistory(_ changes: StoreChangeSet, _ db: Database) throws {
+        if changes.continuesHistoryTransaction, let number = historyWriter.lastNumber {
+            try continueHistory(number, with: changes, db)
+            return
+        }
         try historyWriter.write(changes, schema: schema, origin: origin, commit: lastCommitSequence + 1, db)
+    }
+
+    /// Adds `changes` to history row `number`, written in the open transaction.
+    private func continueHistory(_ number: Int64, with changes: StoreChangeSet, _ db: Database) throws {
+        let recorded = try Data.fetchOne(db, sql: "SELECT changes FROM loom_history WHERE number = ?", arguments: [number]) ?? Data()
+        guard let earlier = HistoryChangeGroup.decode(recorded) else {
+            throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(url.path) cannot be read: its changes are damaged.", path: url.path)
+        }
+        let groups = HistoryChangeGroup.merging(earlier, HistoryChangeGroup.groups(of: changes, in: schema))
+        try db.execute(sql: "UPDATE loom_history SET entities = ?, changes = ? WHERE number = ?",
+                       arguments: [SQLHistory.entityList(groups), HistoryChangeGroup.encode(groups), number])
     }
 
     @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {

@@ -471,6 +471,63 @@ struct BatchRequestTests {
         #expect(error?.message.contains("Source 1") == true)
         #expect(try context.count(for: FetchRequest<Author>(predicate: #Predicate { $0.name.starts(with: "C") })) == 0)
     }
+    @Test("A batch request is one history transaction, as a save is, however many chunks it writes: its inserts, updates and deletes each once, a related object updated by every chunk once; an import is one per committed chunk", arguments: StoreKind.persistentCases)
+    @MainActor
+    func oneRequestOneHistoryTransaction(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let publisher = Publisher(name: "P0")
+        context.insert(publisher)
+        try context.save()
+        let publisherID = publisher.objectID.erased
+        func history(after token: HistoryToken?) throws -> (transactions: [HistoryTransaction], changes: [HistoryChange]) {
+            let transactions = try context.fetchHistory(HistoryDescriptor(after: token))
+            return (transactions, transactions.flatMap(\.changes))
+        }
+        func kinds(_ changes: [HistoryChange]) -> [String: Int] {
+            changes.reduce(into: [:]) { counts, change in
+                let kind = switch change.kind { case .insert: "insert"; case .update(let names): "update " + names.joined(separator: ","); case .delete: "delete" }
+                counts["\(change.objectID.entityName) \(kind)", default: 0] += 1
+            }
+        }
+        let count = 25_000
+        var token = try context.currentHistoryToken()
+        let rows = (0..<count).map { [BatchValue<Author>.set(\.name, to: "A\($0)"), .relate(\.publisher, to: publisher.objectID)] }
+        let inserted = try context.execute(BatchInsertRequest(rows: rows))
+        var found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author insert": count, "Publisher update authors": 1])
+        #expect(Set(found.changes.map(\.objectID)) == Set(inserted.inserted + [publisherID]))
+        token = found.transactions.last?.token
+
+        let updated = try context.execute(BatchUpdateRequest<Author>(set: [.set(\.rating, to: 3)]))
+        found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author update rating": count])
+        #expect(Set(found.changes.map(\.objectID)) == Set(updated.updated))
+        token = found.transactions.last?.token
+
+        // Rows repeating a key across chunks: each object once, as inserted.
+        let repeated = (0..<count).map { [BatchValue<Author>.set(\.name, to: "R\($0 % 12_500)"), .set(\.rating, to: $0)] }
+        try context.execute(BatchInsertRequest(rows: repeated, uniquing: .update))
+        found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author insert": 12_500])
+        token = found.transactions.last?.token
+
+        let deleted = try context.execute(BatchDeleteRequest<Author>())
+        found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author delete": count + 12_500, "Publisher update authors": 1])
+        #expect(Set(found.changes.filter { $0.kind == .delete }.map(\.objectID)) == Set(deleted.deleted))
+        token = found.transactions.last?.token
+
+        // An import commits chunk by chunk: one transaction per chunk.
+        try context.execute(ImportRequest<Author, Int>(Array(0..<12_000)) { [.set(\.name, to: "I\($0)")] })
+        found = try history(after: token)
+        #expect(found.transactions.map { $0.changes.count } == [5_000, 5_000, 2_000])
+    }
+
     @Test("A live query on the view context follows batch requests run on a background context: its next result equals a fetch, with the batch's changes", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
     @MainActor
     func liveQueryFollowsBatches(kind: StoreKind) async throws {

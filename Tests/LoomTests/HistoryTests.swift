@@ -416,6 +416,22 @@ struct HistoryTests {
         }
         try await restored.close()
     }
+
+    @Test("Change sets of one history transaction merge as one save records them: inserted then updated is inserted, updates unite, updated then deleted is deleted, inserted then deleted is nothing")
+    func mergingGroups() throws {
+        func group(_ kind: HistoryChangeGroup.Kind, _ keys: [Int64], _ properties: String = "", entity: String = "Book") -> HistoryChangeGroup {
+            HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: keys)
+        }
+        // Distinct objects: joined group by group.
+        #expect(HistoryChangeGroup.merging([group(.insert, [1, 2]), group(.update, [5], "title")], [group(.insert, [3, 4]), group(.update, [6], "title")])
+            == [group(.insert, [1, 2, 3, 4]), group(.update, [5, 6], "title")])
+        var tombstoned = group(.delete, [5], "isbn")
+        tombstoned.tombstones = [[.text("x")]]
+        let merged = HistoryChangeGroup.merging(
+            [group(.insert, [1, 2]), group(.update, [5, 7], "title"), group(.update, [8], "pages")],
+            [group(.update, [1, 7], "pages"), tombstoned, group(.delete, [2]), group(.update, [9], "title", entity: "Author")])
+        #expect(merged == [group(.insert, [1]), group(.update, [8], "pages"), group(.update, [7], "pages,title"), group(.update, [9], "title", entity: "Author"), tombstoned])
+    }
 }
 
 @Model final class TombstoneNote {

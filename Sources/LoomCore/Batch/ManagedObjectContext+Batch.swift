@@ -4,8 +4,10 @@ import Foundation
 /// store as it was), in chunks of ``BatchWriter/chunkSize`` objects, each chunk written as one
 /// store change set — the same change sets a context's save writes, so that versions advance,
 /// the history records every change, and the shared cache forgets what changed exactly as
-/// after a save. Each chunk's changes are published like a save's, carrying IDs and no rows:
-/// merging contexts read the rows of the objects they hold.
+/// after a save. The history records the request as one transaction, as it does a save (each
+/// chunk after the first continues it: ``StoreChangeSet/continuesHistoryTransaction``). Each
+/// chunk's changes are published like a save's, carrying IDs and no rows: merging contexts read
+/// the rows of the objects they hold.
 extension ManagedObjectContext {
     /// Deletes, in the store, every object the request matches, with the delete rules of their
     /// relationships applied there (cascade, nullify, deny); see ``BatchDeleteRequest``.
@@ -133,6 +135,8 @@ final class BatchWriter {
     var changes: [ObjectChanges] = []
     /// Whether a chunk changed the store.
     var committed = false
+    /// Whether a chunk wrote changes a store records in its history (a non-empty change set).
+    private var recordedHistory = false
     /// Whether the result lists IDs (``BatchResultType/objectIDs``) or only counts.
     let listsIDs: Bool
     /// Whether the executing context merges the chunks' changes (see `runBatch`).
@@ -266,7 +270,11 @@ final class BatchWriter {
         var set = set
         set.author = context.transactionAuthor
         set.contextName = context.name
+        // One request, one history transaction: the chunks after the first that recorded
+        // history continue it.
+        set.continuesHistoryTransaction = recordedHistory
         let receipt = try coordinator.save(set)
+        if !set.isEmpty { recordedHistory = true }
         var event: SaveEvent?
         if coordinator.hasInboxes(besides: context.inbox) {
             event = SaveEvent(number: receipt.sequence, changes: chunk, rows: [:], origin: ObjectIdentifier(context.inbox), mergesIntoViewContext: true)

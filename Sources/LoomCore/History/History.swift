@@ -46,9 +46,9 @@ public struct HistoryToken: Sendable, Codable, Hashable, Comparable, CustomStrin
     public var description: String { "\(storeIdentifier.uuidString.prefix(8))…#\(transactionNumber)" }
 }
 
-/// One committed save, as the store's history recorded it: who saved, when, and which objects
-/// it inserted, updated (with the names of the changed attributes and relationships) or
-/// deleted. Like Core Data's and SwiftData's history, it records which properties changed, not
+/// One committed save or batch request, as the store's history recorded it: who saved, when,
+/// and which objects it inserted, updated (with the names of the changed attributes and
+/// relationships) or deleted, each object once. Like Core Data's and SwiftData's history, it records which properties changed, not
 /// their values.
 public struct HistoryTransaction: Sendable, Hashable, Identifiable, Codable, CustomStringConvertible {
     public var token: HistoryToken
@@ -349,6 +349,109 @@ public struct HistoryDescriptor: Sendable {
             groups[i].tombstones.append(delete.tombstone.map(\.value))
         }
         return groups
+    }
+
+    /// The groups of one history transaction made of two change sets applied one after the
+    /// other (a batch request's chunks): each object recorded once, as one save of both would
+    /// record it. Inserted, then updated: inserted. Updated twice: updated, with the properties
+    /// of both. Updated, then deleted: deleted (with the later tombstone). Inserted, then
+    /// deleted: not recorded. Inserts come first, then updates, then deletes, each entity's
+    /// objects in one group per set of properties.
+    ///
+    /// - Complexity: O(keys) for entities whose objects appear once (a batch request's chunks
+    ///   touch objects of distinct key ranges); hashing the keys of the others.
+    public static func merging(_ earlier: [HistoryChangeGroup], _ later: [HistoryChangeGroup]) -> [HistoryChangeGroup] {
+        var byEntity: [(name: String, groups: [HistoryChangeGroup])] = []
+        for group in earlier + later {
+            if let i = byEntity.firstIndex(where: { $0.name == group.entityName }) {
+                byEntity[i].groups.append(group)
+            } else {
+                byEntity.append((group.entityName, [group]))
+            }
+        }
+        var merged: [HistoryChangeGroup] = []
+        for (_, groups) in byEntity {
+            merged += appearOnce(groups) ? concatenated(groups) : reconciled(groups)
+        }
+        // Stable: within a kind, entities stay in the order they first appeared.
+        return merged.enumerated().sorted { ($0.element.kind.rawValue, $0.offset) < ($1.element.kind.rawValue, $1.offset) }.map(\.element)
+    }
+
+    /// Whether no key of one entity's groups is in two of them: keys are unique within a group,
+    /// so groups whose key ranges do not overlap hold distinct objects.
+    private static func appearOnce(_ groups: [HistoryChangeGroup]) -> Bool {
+        guard groups.count > 1 else { return true }
+        var ranges: [(low: Int64, high: Int64)] = []
+        for group in groups where !group.keys.isEmpty {
+            ranges.append((group.keys.min()!, group.keys.max()!))
+        }
+        ranges.sort { $0.low < $1.low }
+        return zip(ranges, ranges.dropFirst()).allSatisfy { $0.high < $1.low }
+    }
+
+    /// One entity's groups of distinct objects, those of the same kind and properties joined.
+    private static func concatenated(_ groups: [HistoryChangeGroup]) -> [HistoryChangeGroup] {
+        var joined: [HistoryChangeGroup] = []
+        for group in groups {
+            if let i = joined.firstIndex(where: { $0.kind == group.kind && $0.properties == group.properties && $0.tombstones.isEmpty == group.tombstones.isEmpty }) {
+                joined[i].keys += group.keys
+                joined[i].tombstones += group.tombstones
+            } else {
+                joined.append(group)
+            }
+        }
+        return joined
+    }
+
+    /// One entity's groups, each object's changes in order reduced to the one a save records.
+    private static func reconciled(_ groups: [HistoryChangeGroup]) -> [HistoryChangeGroup] {
+        enum Change {
+            case insert
+            case update(Set<String>)
+            case delete(properties: String, tombstone: [StoredValue]?)
+            /// Inserted, then deleted: nothing to record.
+            case gone
+        }
+        var changes: [Int64: Change] = [:]
+        var order: [Int64] = []
+        for group in groups {
+            let properties = group.kind == .update ? Set(group.properties.split(separator: ",").map(String.init)) : []
+            for (i, key) in group.keys.enumerated() {
+                let previous = changes[key]
+                if previous == nil { order.append(key) }
+                switch (previous, group.kind) {
+                case (nil, .insert), (.gone?, .insert): changes[key] = .insert
+                case (.insert?, .update): break
+                case (.update(let names)?, .update): changes[key] = .update(names.union(properties))
+                case (nil, .update), (.gone?, .update): changes[key] = .update(properties)
+                case (.insert?, .delete): changes[key] = .gone
+                case (_, .delete): changes[key] = .delete(properties: group.properties, tombstone: i < group.tombstones.count ? group.tombstones[i] : nil)
+                case (.delete?, _), (.insert?, .insert), (.update?, .insert): break   // keys are never reused
+                }
+            }
+        }
+        var inserts = HistoryChangeGroup(entityName: groups[0].entityName, kind: .insert, properties: "", keys: [])
+        var updates: [String: [Int64]] = [:]
+        var deletes: [HistoryChangeGroup] = []
+        for key in order {
+            switch changes[key]! {
+            case .insert: inserts.keys.append(key)
+            case .update(let names): updates[names.sorted().joined(separator: ","), default: []].append(key)
+            case .delete(let properties, let tombstone):
+                let i = deletes.firstIndex { $0.properties == properties && $0.tombstones.isEmpty == (tombstone == nil) } ?? {
+                    deletes.append(HistoryChangeGroup(entityName: inserts.entityName, kind: .delete, properties: properties, keys: []))
+                    return deletes.count - 1
+                }()
+                deletes[i].keys.append(key)
+                if let tombstone { deletes[i].tombstones.append(tombstone) }
+            case .gone: break
+            }
+        }
+        var result = inserts.keys.isEmpty ? [] : [inserts]
+        for (properties, keys) in updates.sorted(by: { $0.key < $1.key }) {
+            result.append(HistoryChangeGroup(entityName: inserts.entityName, kind: .update, properties: properties, keys: keys.sorted()))
+        }
+        return result + deletes
     }
 
     /// The groups of one transaction as one value: per group its kind (1 byte; 3 for deletes

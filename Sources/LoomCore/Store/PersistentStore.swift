@@ -357,6 +357,12 @@ public protocol PersistentStore: StoreReading, Sendable {
     /// since, so a store may delete them by key alone, many to a statement, and check only how
     /// many went. Updates keep their version checks.
     public var versionsReadInTransaction = false
+    /// Whether this change set continues the history transaction of the change set applied
+    /// just before it in the same write transaction (a batch request's later chunks): a store
+    /// that keeps history records both as one transaction
+    /// (``HistoryChangeGroup/merging(_:_:)``). When the change set before it recorded nothing in
+    /// this write transaction, it is recorded on its own.
+    public var continuesHistoryTransaction = false
 
     public init() {}
 
