@@ -608,6 +608,21 @@ struct BatchRequestTests {
         #expect(found.transactions.map { $0.changes.count } == [5_000, 5_000, 2_000])
     }
 
+    @Test("Inside an exclusive write, a save, a batch request of two chunks and a save stay three history transactions: the request's chunks join only their own", arguments: StoreKind.persistentCases)
+    func batchHistoryInExclusiveWrite(kind: StoreKind) async throws {
+        let container = try kind.makeContainer()
+        try await container.performExclusiveWrite { context in
+            context.insert(Book(isbn: "first", title: "Saved before"))
+            try context.save()
+            let rows = (0..<15_000).map { [BatchValue<Book>.set(\.isbn, to: "\($0)"), .set(\.title, to: "T")] }
+            try context.execute(BatchInsertRequest(rows: rows))
+            context.insert(Book(isbn: "last", title: "Saved after"))   // saved as the exclusive write ends
+        }
+        let counts = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()).map(\.changes.count) }
+        #expect(counts == [1, 15_000, 1])
+        try await container.close()
+    }
+
     @Test("A live query on the view context follows batch requests run on a background context: its next result equals a fetch, with the batch's changes", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
     @MainActor
     func liveQueryFollowsBatches(kind: StoreKind) async throws {
