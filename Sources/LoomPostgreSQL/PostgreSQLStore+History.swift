@@ -32,6 +32,10 @@ extension PostgreSQLStore {
     /// Records `changes` in the history, inside the transaction that applies them (the write
     /// lock is held: the number is the next one in commit order).
     func writeHistory(_ changes: StoreChangeSet) throws(LoomError) {
+        if changes.continuesHistoryTransaction, let number = historyRowInTransaction.withLock({ $0 }) {
+            try continueHistory(number, with: changes)
+            return
+        }
         var entities: [UInt8] = [], packed: [UInt8] = []
         SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
         var bindings = PostgresBindings()
@@ -44,9 +48,38 @@ extension PostgreSQLStore {
         bindings.append(Self.processName)
         bindings.append(String(decoding: entities, as: UTF8.self))
         bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: packed)))
-        try onWriter(
-            "INSERT INTO loom_history (number, timestamp, origin, origincommit, author, context, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM loom_history",
-            bindings)
+        let rows: PostgresQueryResult
+        do {
+            rows = try writer.query(
+                "INSERT INTO loom_history (number, timestamp, origin, origincommit, author, context, process, processname, entities, changes) SELECT COALESCE(MAX(number), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM loom_history RETURNING number",
+                bindings)
+        } catch {
+            throw translate(error, entity: nil)
+        }
+        let number = rows.first.flatMap { $0.first { _ in true } }.map(PostgreSQLValues.int64)
+        historyRowInTransaction.withLock { $0 = number }
+    }
+
+    /// Adds `changes` to history row `number`, written in the open transaction.
+    private func continueHistory(_ number: Int64, with changes: StoreChangeSet) throws(LoomError) {
+        var bindings = PostgresBindings()
+        bindings.append(number)
+        let recorded: Data
+        do {
+            let cell = try writer.query("SELECT changes FROM loom_history WHERE number = $1", bindings).first?.first { _ in true }
+            recorded = if let cell, case .blob(let data) = try PostgreSQLValues.value(cell) { data } else { Data() }
+        } catch {
+            throw translate(error, entity: nil)
+        }
+        guard let earlier = HistoryChangeGroup.decode(recorded) else {
+            throw LoomError(.corruptValue, "History transaction #\(number) of the PostgreSQL store at \(configuration.description) cannot be read: its changes are damaged.")
+        }
+        let groups = HistoryChangeGroup.merging(earlier, HistoryChangeGroup.groups(of: changes, in: schema))
+        var update = PostgresBindings()
+        update.append(SQLHistory.entityList(groups))
+        update.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: [UInt8](HistoryChangeGroup.encode(groups)))))
+        update.append(number)
+        try onWriter("UPDATE loom_history SET entities = $1, changes = $2 WHERE number = $3", update)
     }
 
     /// The transactions of a history query's rows (``SQLHistory/columns``).
@@ -70,16 +103,7 @@ extension PostgreSQLStore {
         let store = identifier
         return try withReadConnection { connection in
             let after = descriptor.after?.transactionNumber ?? 0
-            var deletedBindings = PostgresBindings()
-            deletedBindings.append(Self.historyDeletedKey)
-            let deleted = try connection.query("SELECT value::int8 FROM loom_metadata WHERE key = $1", deletedBindings).first.map { PostgreSQLValues.int64($0.first { _ in true }!) } ?? 0
-            if descriptor.after != nil, after < deleted {
-                let oldest = try connection.query("SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL").first.flatMap { row -> Int64? in
-                    let cell = row.first { _ in true }!
-                    return cell.bytes == nil ? nil : PostgreSQLValues.int64(cell)
-                }
-                throw HistoryErrors.expired(descriptor.after!, oldest: oldest.map { HistoryToken(storeIdentifier: store, transactionNumber: $0) })
-            }
+            if let token = descriptor.after { try Self.checkPosition(token, on: connection) }
             var bindings = PostgresBindings()
             bindings.append(after)
             var text = "SELECT \(SQLHistory.columns) FROM loom_history WHERE number > $1 AND changes IS NOT NULL"
@@ -105,6 +129,30 @@ extension PostgreSQLStore {
         }
     }
 
+    /// Checks `token` against the history `connection` reads (see
+    /// ``HistoryErrors/checkPosition(_:lastNumber:deletedThrough:recordedTimestamp:forDeletion:oldestKept:)``):
+    /// one statement, plus one for the oldest transaction kept when the token expired.
+    static func checkPosition(_ token: HistoryToken, on connection: PGConnection, forDeletion: Bool = false) throws {
+        var bindings = PostgresBindings()
+        bindings.append(Self.historyDeletedKey)
+        bindings.append(token.transactionNumber)
+        let row = try connection.query("""
+            SELECT (SELECT MAX(number) FROM loom_history), (SELECT value::int8 FROM loom_metadata WHERE key = $1), \
+            (SELECT timestamp FROM loom_history WHERE number = $2)
+            """, bindings).first
+        let values = try row.map { try $0.map(PostgreSQLValues.value) } ?? []
+        func integer(_ i: Int) -> Int64? { if i < values.count, case .integer(let v) = values[i] { v } else { nil } }
+        let timestamp: Double? = if values.count > 2, case .real(let v) = values[2] { v } else { nil }
+        try HistoryErrors.checkPosition(
+            token, lastNumber: integer(0), deletedThrough: integer(1) ?? 0, recordedTimestamp: timestamp, forDeletion: forDeletion,
+            oldestKept: {
+                try connection.query("SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL").first.flatMap { row -> Int64? in
+                    let cell = row.first { _ in true }!
+                    return cell.bytes == nil ? nil : PostgreSQLValues.int64(cell)
+                }
+            })
+    }
+
     /// Deletes in write transactions of at most `historyDeleteChunk` history transactions each.
     @_spi(LoomStore) public func deleteHistory(through token: HistoryToken) throws(LoomError) {
         if isClosed { throw closedError() }
@@ -117,6 +165,7 @@ extension PostgreSQLStore {
             do throws(LoomError) {
                 let oldestRows: PostgresQueryResult
                 do {
+                    try Self.checkPosition(token, on: writer, forDeletion: true)
                     oldestRows = try writer.query("SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
                 } catch {
                     throw translate(error, entity: nil)
@@ -147,11 +196,14 @@ extension PostgreSQLStore {
     static let historyDeleteChunk = 500
 
     @_spi(LoomStore) public func currentHistoryToken() throws(LoomError) -> HistoryToken? {
-        let number: Int64? = try withReadConnection { connection in
-            guard let cell = try connection.query("SELECT MAX(number) FROM loom_history").first?.first(where: { _ in true }), cell.bytes != nil else { return nil }
-            return PostgreSQLValues.int64(cell)
+        let store = identifier
+        return try withReadConnection { connection -> HistoryToken? in
+            guard let row = try connection.query("SELECT number, timestamp FROM loom_history ORDER BY number DESC LIMIT 1").first else { return nil }
+            let values = try row.map(PostgreSQLValues.value)
+            guard case .integer(let number) = values[0] else { return nil }
+            let fingerprint: Int64? = if case .real(let timestamp) = values[1] { HistoryToken.fingerprint(ofTimestamp: timestamp) } else { nil }
+            return HistoryToken(storeIdentifier: store, transactionNumber: number, fingerprint: fingerprint)
         }
-        return number.map { HistoryToken(storeIdentifier: identifier, transactionNumber: $0) }
     }
 
     /// Listens on the store's channel on a connection of its own and reads the history after

@@ -136,6 +136,9 @@ public final class PostgreSQLStore: PersistentStore {
     let channel: String
     let listener = Mutex<PostgreSQLListener?>(nil)
     let snapshots = Mutex<[PostgreSQLSnapshot]>([])
+    /// The history row written in the open write transaction (`nil`: none yet), for a change
+    /// set that continues its history transaction (``StoreChangeSet/continuesHistoryTransaction``).
+    let historyRowInTransaction = Mutex<Int64?>(nil)
 
     /// Opens (creating when the schema holds no store) the store in `configuration`'s schema.
     ///
@@ -365,6 +368,7 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// `BEGIN`, then the store's write lock: from here to the commit, no other instance commits.
     func begin() throws(LoomError) {
+        historyRowInTransaction.withLock { $0 = nil }
         try onWriter("BEGIN")
         var bindings = PostgresBindings()
         bindings.append(writeLockKey)
@@ -416,10 +420,13 @@ public final class PostgreSQLStore: PersistentStore {
     /// of it and carries the conflicts read in the transaction.
     private func applyUnderSavepoint(_ changes: StoreChangeSet) throws(LoomError) {
         try onWriter("SAVEPOINT loom_apply")
+        let historyRow = historyRowInTransaction.withLock { $0 }
         do {
             try applyStatements(changes)
             try onWriter("RELEASE SAVEPOINT loom_apply")
         } catch {
+            // A history row written under the savepoint is gone with it.
+            historyRowInTransaction.withLock { $0 = historyRow }
             try onWriter("ROLLBACK TO SAVEPOINT loom_apply")
             try onWriter("RELEASE SAVEPOINT loom_apply")
             guard error.code == .versionConflict || error.code == .uniquenessViolation else { throw error }

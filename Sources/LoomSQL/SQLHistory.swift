@@ -33,7 +33,7 @@ package enum SQLHistory {
             }
         }
         return HistoryTransaction(
-            token: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
+            token: HistoryToken(storeIdentifier: identifier, transactionNumber: number, fingerprint: HistoryToken.fingerprint(ofTimestamp: timestamp)),
             timestamp: Date(timeIntervalSince1970: timestamp), author: author, contextName: context,
             processIdentifier: Int32(truncatingIfNeeded: process), processName: processName, changes: list)
     }

@@ -32,7 +32,22 @@ extension SQLiteStore {
 
     /// Records `changes` in the history, inside the transaction that applies them.
     func writeHistory(_ changes: StoreChangeSet, _ db: Database) throws {
+        if changes.continuesHistoryTransaction, let number = historyWriter.lastNumber {
+            try continueHistory(number, with: changes, db)
+            return
+        }
         try historyWriter.write(changes, schema: schema, origin: origin, commit: lastCommitSequence + 1, db)
+    }
+
+    /// Adds `changes` to history row `number`, written in the open transaction.
+    private func continueHistory(_ number: Int64, with changes: StoreChangeSet, _ db: Database) throws {
+        let recorded = try Data.fetchOne(db, sql: "SELECT changes FROM loom_history WHERE number = ?", arguments: [number]) ?? Data()
+        guard let earlier = HistoryChangeGroup.decode(recorded) else {
+            throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(url.path) cannot be read: its changes are damaged.", path: url.path)
+        }
+        let groups = HistoryChangeGroup.merging(earlier, HistoryChangeGroup.groups(of: changes, in: schema))
+        try db.execute(sql: "UPDATE loom_history SET entities = ?, changes = ? WHERE number = ?",
+                       arguments: [SQLHistory.entityList(groups), HistoryChangeGroup.encode(groups), number])
     }
 
     @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
@@ -51,11 +66,7 @@ extension SQLiteStore {
     /// `path`, whose identifier is `store`): the store's own reads, and tools' read-only ones.
     package static func fetchHistory(_ descriptor: HistoryDescriptor, in db: Database, store: UUID, path: String) throws -> [HistoryTransaction] {
         let after = descriptor.after?.transactionNumber ?? 0
-        let deleted = try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM loom_metadata WHERE key = ?", arguments: [Self.historyDeletedKey]) ?? 0
-        if descriptor.after != nil, after < deleted {
-            let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
-            throw HistoryErrors.expired(descriptor.after!, oldest: oldest.map { HistoryToken(storeIdentifier: store, transactionNumber: $0) })
-        }
+        if let token = descriptor.after { try checkPosition(token, in: db) }
         var sql = "SELECT \(Self.historyColumns) FROM loom_history WHERE number > ? AND changes IS NOT NULL"
         var arguments: [any DatabaseValueConvertible] = [after]
         if let authors = descriptor.authors {
@@ -72,6 +83,20 @@ extension SQLiteStore {
             arguments.append(limit)
         }
         return try Self.historyTransactions(db, sql: sql, arguments: StatementArguments(arguments)!, entityNames: descriptor.entityNames, store: store, path: path)
+    }
+
+    /// Checks `token` against the history of the store `db` reads (see
+    /// ``HistoryErrors/checkPosition(_:lastNumber:deletedThrough:recordedTimestamp:forDeletion:oldestKept:)``):
+    /// one statement, plus one for the oldest transaction kept when the token expired.
+    static func checkPosition(_ token: HistoryToken, in db: Database, forDeletion: Bool = false) throws {
+        let row = try Row.fetchOne(db, sql: """
+            SELECT (SELECT MAX(number) FROM loom_history), \
+            (SELECT CAST(value AS INTEGER) FROM loom_metadata WHERE key = ?), \
+            (SELECT timestamp FROM loom_history WHERE number = ?)
+            """, arguments: [Self.historyDeletedKey, token.transactionNumber])
+        try HistoryErrors.checkPosition(
+            token, lastNumber: row?[0], deletedThrough: row?[1] ?? 0, recordedTimestamp: row?[2], forDeletion: forDeletion,
+            oldestKept: { try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL") })
     }
 
     /// The columns ``historyTransactions(_:sql:arguments:entityNames:store:path:)`` reads, in its order.
@@ -106,6 +131,7 @@ extension SQLiteStore {
                 more = try pool.writeWithoutTransaction { db -> Bool in
                     var more = false
                     try db.inTransaction(.immediate) {
+                        try Self.checkPosition(token, in: db, forDeletion: true)
                         guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL"),
                               oldest <= token.transactionNumber else {
                             return .commit
@@ -120,6 +146,8 @@ extension SQLiteStore {
                     }
                     return more
                 }
+            } catch let error as LoomError {
+                throw error
             } catch {
                 throw translate(error, entity: nil)
             }
@@ -162,10 +190,10 @@ extension SQLiteStore {
     @_spi(LoomStore) public func currentHistoryToken() throws(LoomError) -> HistoryToken? {
         if isClosed { throw closedError() }
         do {
-            let number = try pool.read { db in
-                try Int64.fetchOne(db, sql: "SELECT MAX(number) FROM loom_history")
+            let last = try pool.read { db in
+                try Row.fetchOne(db, sql: "SELECT number, timestamp FROM loom_history ORDER BY number DESC LIMIT 1")
             }
-            return number.map { HistoryToken(storeIdentifier: identifier, transactionNumber: $0) }
+            return last.map { HistoryToken(storeIdentifier: identifier, transactionNumber: $0[0], fingerprint: HistoryToken.fingerprint(ofTimestamp: $0[1])) }
         } catch {
             throw translate(error, entity: nil)
         }

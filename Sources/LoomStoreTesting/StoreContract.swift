@@ -326,7 +326,8 @@ public struct StoreContract: Sendable {
     /// order, with its author and context, each object inserted, updated (with the changed
     /// properties, to-many sides included) or deleted (with its tombstone); a refused change set
     /// records nothing; purged history is `historyTokenExpired`, another store's token
-    /// `historyTokenForeignStore`.
+    /// `historyTokenForeignStore`, a token past the last transaction `historyTokenAhead`; a
+    /// change set that continues the history transaction before it is recorded with it.
     public func history() throws {
         let store = try subject.makeStore(schema: schema)
         defer { try? store.close() }
@@ -372,6 +373,25 @@ public struct StoreContract: Sendable {
         try check(try store.fetchHistory(HistoryDescriptor(after: all[1].token)).map(\.token) == [all[2].token], "after the purge, the rest is read")
         let foreign = try refusal { _ = try store.fetchHistory(HistoryDescriptor(after: HistoryToken(storeIdentifier: UUID(), transactionNumber: 1))) }
         try check(foreign.code == .historyTokenForeignStore, "another store's token is historyTokenForeignStore, not \(foreign.code)")
+        let ahead = try refusal { _ = try store.fetchHistory(HistoryDescriptor(after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: all[2].token.transactionNumber + 1))) }
+        try check(ahead.code == .historyTokenAhead, "a token past the last transaction is historyTokenAhead, not \(ahead.code)")
+
+        // A change set continuing the history transaction of the one before it in the same write
+        // transaction (a batch request's chunks) is recorded with it, as one transaction.
+        let before = try store.currentHistoryToken()
+        let tagKeys = try store.allocateKeys(for: tag, count: 2)
+        _ = try store.withWriteTransaction {
+            var first = StoreChangeSet()
+            first.inserts = [.init(entity: tag, key: tagKeys.lowerBound, values: named(tag, "U"))]
+            try store.apply(first)
+            var next = StoreChangeSet()
+            next.inserts = [.init(entity: tag, key: tagKeys.lowerBound + 1, values: named(tag, "V"))]
+            next.continuesHistoryTransaction = true
+            try store.apply(next)
+        }
+        let joined = try store.fetchHistory(HistoryDescriptor(after: before))
+        try check(joined.count == 1, "a continuing change set joins its transaction: \(joined.count) transactions")
+        try check(joined.first.map(described) == ["+ Tag/\(tagKeys.lowerBound)", "+ Tag/\(tagKeys.lowerBound + 1)"], "both change sets' changes: \(joined.first.map(described) ?? [])")
     }
 
     /// For stores that keep history, with two instances on one data: each tells its observer

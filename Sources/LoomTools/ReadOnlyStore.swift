@@ -125,7 +125,9 @@ public final class ReadOnlyStore {
     /// The history transactions `descriptor` selects, oldest first (``HistoryTransaction``).
     ///
     /// - Throws: `LoomError` when the store cannot be read, or a token of the descriptor was
-    ///   purged (``LoomError/Code/historyTokenExpired``) or is another store's.
+    ///   purged (``LoomError/Code/historyTokenExpired``), is another store's, is past the
+    ///   store's last transaction (``LoomError/Code/historyTokenAhead``) or names a transaction
+    ///   the store does not hold (``LoomError/Code/historyTokenMismatch``).
     public func fetchHistory(_ descriptor: HistoryDescriptor) throws -> [HistoryTransaction] {
         switch source {
         case .store(let store):

@@ -471,6 +471,158 @@ struct BatchRequestTests {
         #expect(error?.message.contains("Source 1") == true)
         #expect(try context.count(for: FetchRequest<Author>(predicate: #Predicate { $0.name.starts(with: "C") })) == 0)
     }
+    @Test("Every error of a chunked import names the source by its position in the import, whatever its chunk: a missing required value, a wrong type, a uniqueness violation, a missing link", arguments: StoreKind.allCases)
+    @MainActor
+    func importErrorsNameTheSource(kind: StoreKind) throws {
+        let container = try kind.makeContainer()
+        let context = container.viewContext
+        let sources = Array(0..<8_000)
+        // With the default chunks of 5,000, source 7,777 is row 2,777 of the second chunk.
+        let missing = #expect(throws: LoomError.self) {
+            try context.execute(ImportRequest<Book, Int>(sources) { i in
+                i == 7_777 ? [.set(\.isbn, to: "\(i)")] : [.set(\.isbn, to: "\(i)"), .set(\.title, to: "T\(i)")]
+            })
+        }
+        #expect(missing?.code == .missingRequiredValue)
+        #expect(missing?.message.contains("Source 7777 of an import of Book") == true, "\(missing?.message ?? "")")
+        #expect(try context.count(for: FetchRequest<Book>()) == 5_000)   // the first chunk, committed
+
+        let wrongType = #expect(throws: LoomError.self) {
+            try context.execute(ImportRequest<Sample, Int>(sources, uniquingBy: [\Sample.int]) { i in
+                [.set(\.int, to: i), .set(\.dimensions, to: Dimensions(width: i == 7_777 ? .nan : 1, height: 1))]
+            })
+        }
+        #expect(wrongType?.code == .typeMismatch)
+        #expect(wrongType?.message.contains("source 7777 of the import") == true, "\(wrongType?.message ?? "")")
+
+        // Uniqued by title: the isbn, unique too, of source 7,777 is source 5's, committed in the first chunk.
+        let unique = #expect(throws: LoomError.self) {
+            try context.execute(ImportRequest<Book, Int>(sources, uniquingBy: [\Book.title]) { i in
+                [.set(\.isbn, to: "U\(i == 7_777 ? 5 : i)"), .set(\.title, to: "UT\(i)")]
+            })
+        }
+        #expect(unique?.code == .uniquenessViolation)
+        #expect(unique?.message.contains("Source 7777 of an import of Book") == true, "\(unique?.message ?? "")")
+        #expect(try context.count(for: FetchRequest<Book>(predicate: #Predicate { $0.isbn.starts(with: "U") })) == 5_000)
+
+        let graph = try kind.makeGraphContainer()
+        graph.viewContext.insert(Publisher(name: "P0"))
+        try graph.viewContext.save()
+        let link = #expect(throws: LoomError.self) {
+            try graph.viewContext.execute(ImportRequest<Author, AuthorJSON>(sources.map { AuthorJSON(name: "A\($0)", rating: 0, publisher: $0 == 7_777 ? "Nobody" : "P0") }) {
+                [.set(\.name, to: $0.name)]
+            }.linking(\.publisher, to: \Publisher.name, by: \.publisher))
+        }
+        #expect(link?.code == .objectNotFound)
+        #expect(link?.message.contains("Source 7777 of an import of Author") == true, "\(link?.message ?? "")")
+    }
+
+    @Test("An import's progress counts every source once, repeats of a unique key inside a chunk and across chunks included: inserted + updated + unchanged == completed, as the documented rule says", arguments: StoreKind.allCases)
+    @MainActor
+    func importProgressCountsEverySource(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        for i in 0..<10 { context.insert(Author(name: "A\(i)", rating: 0)) }
+        try context.save()
+        // 12,000 sources for 10,000 names: repeats inside the first chunk (3,000…3,099 again at
+        // 4,000…4,099, some changing the rating, some not) and in the last (0…1,999 again).
+        var sources: [AuthorJSON] = []
+        for i in 0..<10_000 { sources.append(AuthorJSON(name: "A\(i)", rating: i % 2, publisher: nil)) }
+        for i in 4_000..<4_100 { sources[i] = AuthorJSON(name: "A\(i - 1_000)", rating: i % 4 == 0 ? 7 : (i - 1_000) % 2, publisher: nil) }
+        for i in 10_000..<12_000 { sources.append(AuthorJSON(name: "A\(i - 10_000)", rating: i < 11_000 ? 5 : (i - 10_000) % 2, publisher: nil)) }
+        // The rule, source by source: a new key inserts; a known one updates if it changes a value.
+        var ratings = Dictionary(uniqueKeysWithValues: (0..<10).map { ("A\($0)", 0) })
+        var expected = (inserted: 0, updated: 0, unchanged: 0)
+        for source in sources {
+            switch ratings[source.name] {
+            case nil: expected.inserted += 1
+            case source.rating?: expected.unchanged += 1
+            default: expected.updated += 1
+            }
+            ratings[source.name] = source.rating
+        }
+        var reports: [ImportProgress] = []
+        let result = try context.execute(ImportRequest<Author, AuthorJSON>(sources) { [.set(\.name, to: $0.name), .set(\.rating, to: $0.rating)] }) { reports.append($0) }
+        #expect(reports.map(\.completed) == [5_000, 10_000, 12_000])
+        #expect(reports.allSatisfy { $0.inserted + $0.updated + $0.unchanged == $0.completed }, "\(reports)")
+        #expect(result.inserted == expected.inserted && result.updated == expected.updated && result.unchanged == expected.unchanged, "\(result) \(expected)")
+        #expect(result.inserted == 10_000 - 100 - 10)
+        #expect(try context.count(for: FetchRequest<Author>()) == 10_000 - 100)
+        for author in try context.fetch(FetchRequest<Author>()) { #expect(author.rating == ratings[author.name]) }
+    }
+
+    @Test("A batch request is one history transaction, as a save is, however many chunks it writes: its inserts, updates and deletes each once, a related object updated by every chunk once; an import is one per committed chunk", arguments: StoreKind.persistentCases)
+    @MainActor
+    func oneRequestOneHistoryTransaction(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let publisher = Publisher(name: "P0")
+        context.insert(publisher)
+        try context.save()
+        let publisherID = publisher.objectID.erased
+        func history(after token: HistoryToken?) throws -> (transactions: [HistoryTransaction], changes: [HistoryChange]) {
+            let transactions = try context.fetchHistory(HistoryDescriptor(after: token))
+            return (transactions, transactions.flatMap(\.changes))
+        }
+        func kinds(_ changes: [HistoryChange]) -> [String: Int] {
+            changes.reduce(into: [:]) { counts, change in
+                let kind = switch change.kind { case .insert: "insert"; case .update(let names): "update " + names.joined(separator: ","); case .delete: "delete" }
+                counts["\(change.objectID.entityName) \(kind)", default: 0] += 1
+            }
+        }
+        let count = 25_000
+        var token = try context.currentHistoryToken()
+        let rows = (0..<count).map { [BatchValue<Author>.set(\.name, to: "A\($0)"), .relate(\.publisher, to: publisher.objectID)] }
+        let inserted = try context.execute(BatchInsertRequest(rows: rows))
+        var found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author insert": count, "Publisher update authors": 1])
+        #expect(Set(found.changes.map(\.objectID)) == Set(inserted.inserted + [publisherID]))
+        token = found.transactions.last?.token
+
+        let updated = try context.execute(BatchUpdateRequest<Author>(set: [.set(\.rating, to: 3)]))
+        found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author update rating": count])
+        #expect(Set(found.changes.map(\.objectID)) == Set(updated.updated))
+        token = found.transactions.last?.token
+
+        // Rows repeating a key across chunks: each object once, as inserted.
+        let repeated = (0..<count).map { [BatchValue<Author>.set(\.name, to: "R\($0 % 12_500)"), .set(\.rating, to: $0)] }
+        try context.execute(BatchInsertRequest(rows: repeated, uniquing: .update))
+        found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author insert": 12_500])
+        token = found.transactions.last?.token
+
+        let deleted = try context.execute(BatchDeleteRequest<Author>())
+        found = try history(after: token)
+        #expect(found.transactions.count == 1)
+        #expect(kinds(found.changes) == ["Author delete": count + 12_500, "Publisher update authors": 1])
+        #expect(Set(found.changes.filter { $0.kind == .delete }.map(\.objectID)) == Set(deleted.deleted))
+        token = found.transactions.last?.token
+
+        // An import commits chunk by chunk: one transaction per chunk.
+        try context.execute(ImportRequest<Author, Int>(Array(0..<12_000)) { [.set(\.name, to: "I\($0)")] })
+        found = try history(after: token)
+        #expect(found.transactions.map { $0.changes.count } == [5_000, 5_000, 2_000])
+    }
+
+    @Test("Inside an exclusive write, a save, a batch request of two chunks and a save stay three history transactions: the request's chunks join only their own", arguments: StoreKind.persistentCases)
+    func batchHistoryInExclusiveWrite(kind: StoreKind) async throws {
+        let container = try kind.makeContainer()
+        try await container.performExclusiveWrite { context in
+            context.insert(Book(isbn: "first", title: "Saved before"))
+            try context.save()
+            let rows = (0..<15_000).map { [BatchValue<Book>.set(\.isbn, to: "\($0)"), .set(\.title, to: "T")] }
+            try context.execute(BatchInsertRequest(rows: rows))
+            context.insert(Book(isbn: "last", title: "Saved after"))   // saved as the exclusive write ends
+        }
+        let counts = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()).map(\.changes.count) }
+        #expect(counts == [1, 15_000, 1])
+        try await container.close()
+    }
+
     @Test("A live query on the view context follows batch requests run on a background context: its next result equals a fetch, with the batch's changes", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
     @MainActor
     func liveQueryFollowsBatches(kind: StoreKind) async throws {

@@ -300,13 +300,137 @@ struct HistoryTests {
         try await container.close()
     }
 
-    @Test("Tokens are Codable and compare by number")
+    @Test("Tokens are Codable and compare by number; a token encoded without a fingerprint (before tokens had one) still decodes")
     func tokens() throws {
         let store = UUID()
-        let a = HistoryToken(storeIdentifier: store, transactionNumber: 3), b = HistoryToken(storeIdentifier: store, transactionNumber: 10)
+        let a = HistoryToken(storeIdentifier: store, transactionNumber: 3), b = HistoryToken(storeIdentifier: store, transactionNumber: 10, fingerprint: 1_700_000_000_123_456)
         #expect(a < b)
         let decoded = try JSONDecoder().decode(HistoryToken.self, from: JSONEncoder().encode(b))
-        #expect(decoded == b)
+        #expect(decoded == b && decoded.fingerprint == 1_700_000_000_123_456)
+        let old = try JSONDecoder().decode(HistoryToken.self, from: Data(#"{"storeIdentifier":"\#(store.uuidString)","transactionNumber":3}"#.utf8))
+        #expect(old == a && old.fingerprint == nil)
+    }
+
+    static func kindContainer(_ kind: StoreKind) throws -> PersistentContainer {
+        try kind.makeContainer(Book.self, Author.self, Tag.self)
+    }
+
+    @Test("A token past the store's last transaction is historyTokenAhead naming the last one, for reading and for deleting (which deletes nothing); a negative token is an invalid request, never 'partly deleted'", arguments: StoreKind.persistentCases)
+    func tokenAheadOfTheStore(kind: StoreKind) async throws {
+        let container = try Self.kindContainer(kind)
+        for i in 0..<3 { try await container.save { context in context.insert(Book(title: "B\(i)")) } }
+        try await container.performBackgroundTask { context in
+            let current = try #require(try context.currentHistoryToken())
+            #expect(current.fingerprint != nil)
+            for number in [current.transactionNumber + 1, current.transactionNumber + 1_000] {
+                let ahead = HistoryToken(storeIdentifier: current.storeIdentifier, transactionNumber: number)
+                let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: ahead)) }
+                #expect(error?.code == .historyTokenAhead)
+                #expect(error?.message.contains("last transaction is #\(current.transactionNumber)") == true, "\(error?.message ?? "")")
+                let purge = #expect(throws: LoomError.self) { try context.deleteHistory(through: ahead) }
+                #expect(purge?.code == .historyTokenAhead)
+            }
+            #expect(try context.fetchHistory(HistoryDescriptor()).count == 3)
+            // The current token and 0 (before the first) are fine.
+            #expect(try context.fetchHistory(HistoryDescriptor(after: current)).isEmpty)
+            #expect(try context.fetchHistory(HistoryDescriptor(after: HistoryToken(storeIdentifier: current.storeIdentifier, transactionNumber: 0))).count == 3)
+
+            let negative = HistoryToken(storeIdentifier: current.storeIdentifier, transactionNumber: -1)
+            for purged in [false, true] {
+                if purged { try context.deleteHistory(through: HistoryToken(storeIdentifier: current.storeIdentifier, transactionNumber: 1)) }
+                let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: negative)) }
+                #expect(error?.code == .invalidRequest)
+                #expect(error?.message.contains("negative") == true && error?.message.contains("deleted") == false, "\(error?.message ?? "")")
+            }
+            #expect(try context.fetchHistory(HistoryDescriptor()).count == 2)
+        }
+        try await container.close()
+    }
+
+    @Test("A store without transactions takes no token past 0: historyTokenAhead says it has no history", arguments: StoreKind.persistentCases)
+    func tokenOfAnEmptyStore(kind: StoreKind) async throws {
+        let container = try Self.kindContainer(kind)
+        try await container.performBackgroundTask { context throws in
+            #expect(try context.currentHistoryToken() == nil)
+            let token = HistoryToken(storeIdentifier: container.coordinator.storeIdentifier, transactionNumber: 4)
+            let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: token)) }
+            #expect(error?.code == .historyTokenAhead)
+            #expect(error?.message.contains("none") == true)
+        }
+        try await container.close()
+    }
+
+    @Test("A token whose number the store gave to another transaction (another fingerprint) is historyTokenMismatch; tokens without a fingerprint are checked by number", arguments: StoreKind.persistentCases)
+    func tokenOfAnotherTransaction(kind: StoreKind) async throws {
+        let container = try Self.kindContainer(kind)
+        for i in 0..<3 { try await container.save { context in context.insert(Book(title: "B\(i)")) } }
+        try await container.performBackgroundTask { context in
+            let all = try context.fetchHistory(HistoryDescriptor())
+            let token = all[0].token
+            let fingerprint = try #require(token.fingerprint)
+            #expect(try context.currentHistoryToken() == all.last?.token)
+            #expect(try context.fetchHistory(HistoryDescriptor(after: token)).map(\.token) == Array(all.dropFirst()).map(\.token))
+            let other = HistoryToken(storeIdentifier: token.storeIdentifier, transactionNumber: token.transactionNumber, fingerprint: fingerprint + 1)
+            let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: other)) }
+            #expect(error?.code == .historyTokenMismatch)
+            #expect(error?.message.contains("restored from an older copy") == true)
+            let purge = #expect(throws: LoomError.self) { try context.deleteHistory(through: other) }
+            #expect(purge?.code == .historyTokenMismatch)
+            #expect(try context.fetchHistory(HistoryDescriptor()).count == 3)
+            let unfingerprinted = HistoryToken(storeIdentifier: token.storeIdentifier, transactionNumber: token.transactionNumber)
+            #expect(try context.fetchHistory(HistoryDescriptor(after: unfingerprinted)).count == 2)
+        }
+        try await container.close()
+    }
+
+    @Test("A SQLite store restored from an older copy: a consumer's token past it is historyTokenAhead, and once the copy has committed past it, historyTokenMismatch; tokens before the copy still read")
+    func restoredFromBackup() async throws {
+        let folder = TemporaryDirectory.make()
+        let url = folder.appending(path: "history.loom"), backup = folder.appending(path: "backup.loom")
+        let schema = try LibraryRelsV2.schema()
+        func open(_ url: URL) throws -> PersistentContainer { PersistentContainer(store: try SQLiteStore(url: url, schema: schema)) }
+        var container = try open(url)
+        for i in 0..<2 { try await container.save { context in context.insert(Book(title: "B\(i)")) } }
+        let common = try await container.performBackgroundTask { try #require(try $0.currentHistoryToken()) }
+        try await container.close()
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+            try FileManager.default.copyItem(atPath: url.path + suffix, toPath: backup.path + suffix)
+        }
+        container = try open(url)
+        for i in 2..<4 { try await container.save { context in context.insert(Book(title: "B\(i)")) } }
+        let consumer = try await container.performBackgroundTask { try #require(try $0.currentHistoryToken()) }
+        #expect(consumer.transactionNumber == 4)
+        try await container.close()
+
+        let restored = try open(backup)
+        try await restored.performBackgroundTask { context in
+            let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: consumer)) }
+            #expect(error?.code == .historyTokenAhead)
+            #expect(error?.message.contains("last transaction is #2") == true, "\(error?.message ?? "")")
+        }
+        for i in 0..<3 { try await restored.save { context in context.insert(Book(title: "R\(i)")) } }
+        try await restored.performBackgroundTask { context throws in
+            let error = #expect(throws: LoomError.self) { try context.fetchHistory(HistoryDescriptor(after: consumer)) }
+            #expect(error?.code == .historyTokenMismatch)
+            #expect(try context.fetchHistory(HistoryDescriptor(after: common)).map(\.token.transactionNumber) == [3, 4, 5])
+        }
+        try await restored.close()
+    }
+
+    @Test("Change sets of one history transaction merge as one save records them: inserted then updated is inserted, updates unite, updated then deleted is deleted, inserted then deleted is nothing")
+    func mergingGroups() throws {
+        func group(_ kind: HistoryChangeGroup.Kind, _ keys: [Int64], _ properties: String = "", entity: String = "Book") -> HistoryChangeGroup {
+            HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: keys)
+        }
+        // Distinct objects: joined group by group.
+        #expect(HistoryChangeGroup.merging([group(.insert, [1, 2]), group(.update, [5], "title")], [group(.insert, [3, 4]), group(.update, [6], "title")])
+            == [group(.insert, [1, 2, 3, 4]), group(.update, [5, 6], "title")])
+        var tombstoned = group(.delete, [5], "isbn")
+        tombstoned.tombstones = [[.text("x")]]
+        let merged = HistoryChangeGroup.merging(
+            [group(.insert, [1, 2]), group(.update, [5, 7], "title"), group(.update, [8], "pages")],
+            [group(.update, [1, 7], "pages"), tombstoned, group(.delete, [2]), group(.update, [9], "title", entity: "Author")])
+        #expect(merged == [group(.insert, [1]), group(.update, [8], "pages"), group(.update, [7], "pages,title"), group(.update, [9], "title", entity: "Author"), tombstoned])
     }
 }
 

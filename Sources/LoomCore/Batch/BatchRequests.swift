@@ -144,6 +144,8 @@ public struct BatchInsertRequest<Model: PersistentModel>: Sendable {
     /// Whether the result lists the objects' IDs (each row's, and the inserted and updated
     /// ones) or only counts them.
     public var resultType: BatchResultType = .objectIDs
+    /// How errors name the rows (an import's chunk names its sources' positions).
+    var rowNaming = BatchRowNaming()
 
     public init(rows: [[BatchValue<Model>]], uniquing: Uniquing = .fail, uniquingBy: [any PartialKeyPath<Model> & Sendable]? = nil) {
         self.rows = rows
@@ -178,6 +180,22 @@ public struct BatchResult: Sendable, Equatable {
     public internal(set) var insertedCount = 0
     public internal(set) var updatedCount = 0
     public internal(set) var deletedCount = 0
+    /// For a batch insert, what each row did, every row counted once (an import's progress).
+    var rows = RowCounts()
 
     public init() {}
+}
+
+/// What the rows of a batch insert did, each row counted once: it inserted an object, or it
+/// matched one (saved, or inserted by an earlier row) and changed a value of it, or it changed
+/// nothing. The counts add up to the rows.
+struct RowCounts: Sendable, Equatable {
+    var inserted = 0
+    var updated = 0
+    var unchanged = 0
+
+    /// A row that matched an object: updated if it changed a value of it.
+    mutating func count(changed: Bool) {
+        if changed { updated += 1 } else { unchanged += 1 }
+    }
 }

@@ -16,6 +16,12 @@ import Foundation
 /// match, and one store transaction; no object is made. A chunk whose `values` closure throws,
 /// or whose link finds no destination, is not written, and the error is rethrown: the chunks
 /// before it stay committed, so an import can resume after the last one its progress reported.
+/// Loom's errors name the source by its position in `sources` (`Source 7777 of an import of
+/// Book has no value for title…`), whatever the chunk; an error the `values` closure throws is
+/// rethrown as it is.
+///
+/// Each committed chunk is one history transaction (the history records one per store
+/// transaction a save or batch request commits).
 public struct ImportRequest<Model: PersistentModel, Source: Sendable>: Sendable {
     /// The values to import, one object each.
     public var sources: [Source]
@@ -65,11 +71,20 @@ public struct ImportRequest<Model: PersistentModel, Source: Sendable>: Sendable 
 }
 
 /// How far an import has come, after each committed chunk.
+///
+/// Counts sources (records), each once, so that `inserted + updated + unchanged == completed`.
+/// A source whose unique key no saved object has, nor an earlier source, inserts an object. A
+/// source whose key a saved object has, or an earlier source of the import (in its chunk or
+/// an earlier one), updates that object: it counts as `updated` when it changes one of the
+/// object's values (as the sources before it left them), else as `unchanged`. So 40,000
+/// sources for 38,000 keys insert at most 38,000 objects, and the other 2,000 are counted as
+/// updated or unchanged.
 public struct ImportProgress: Sendable, Equatable {
     /// Sources imported so far (committed), and in all.
     public var completed: Int
     public var total: Int
-    /// Objects inserted, updated, and matched with nothing to change, so far.
+    /// Sources imported so far that inserted an object, that changed an object a saved object
+    /// or an earlier source had made, and that matched an object without changing it.
     public var inserted: Int
     public var updated: Int
     public var unchanged: Int
@@ -106,7 +121,14 @@ extension ManagedObjectContext {
                 let attribute = destination.attributes[keyIndex]
                 var keys: [StoredValue?] = []
                 keys.reserveCapacity(end - start)
-                for source in request.sources[start..<end] { keys.append(try link.key(source, attribute)) }
+                for (i, source) in request.sources[start..<end].enumerated() {
+                    do {
+                        keys.append(try link.key(source, attribute))
+                    } catch {
+                        throw LoomError(.typeMismatch, "Source \(start + i) of an import of \(Model.entity.name) links to a \(destination.name) by a key that cannot be stored as its \(attribute.name) (\(attribute.valueTypeName)): \(error.message)",
+                                        entity: destination.name, attributes: [attribute.name])
+                    }
+                }
                 let wanted = Array(Set(keys.compactMap { $0 }))
                 var found: [StoredValue: Int64] = [:]
                 if !wanted.isEmpty {
@@ -125,11 +147,12 @@ extension ManagedObjectContext {
             }
             var insert = BatchInsertRequest(rows: rows, uniquing: .update, uniquingBy: request.uniquingBy)
             insert.resultType = .counts
+            insert.rowNaming = BatchRowNaming(offset: start, isImport: true)
             let result = try execute(insert)
             state.completed = end
-            state.inserted += result.insertedCount
-            state.updated += result.updatedCount
-            state.unchanged += result.unchanged
+            state.inserted += result.rows.inserted
+            state.updated += result.rows.updated
+            state.unchanged += result.rows.unchanged
             progress?(state)
             start = end
         }

@@ -4,8 +4,10 @@ import Foundation
 /// store as it was), in chunks of ``BatchWriter/chunkSize`` objects, each chunk written as one
 /// store change set — the same change sets a context's save writes, so that versions advance,
 /// the history records every change, and the shared cache forgets what changed exactly as
-/// after a save. Each chunk's changes are published like a save's, carrying IDs and no rows:
-/// merging contexts read the rows of the objects they hold.
+/// after a save. The history records the request as one transaction, as it does a save (each
+/// chunk after the first continues it: ``StoreChangeSet/continuesHistoryTransaction``). Each
+/// chunk's changes are published like a save's, carrying IDs and no rows: merging contexts read
+/// the rows of the objects they hold.
 extension ManagedObjectContext {
     /// Deletes, in the store, every object the request matches, with the delete rules of their
     /// relationships applied there (cascade, nullify, deny); see ``BatchDeleteRequest``.
@@ -87,11 +89,11 @@ extension ManagedObjectContext {
         }
         let rows = request.rows
         var targets = KeyPathTargets()
-        return try runBatch(request.resultType) { writer throws(LoomError) in
+        return try runBatch(request.resultType, rowNaming: request.rowNaming) { writer throws(LoomError) in
             for indexes in Array(rows.indices).chunked(by: BatchWriter.chunkSize) {
                 var chunk: [(row: Int, values: [(slot: Int, value: StoredValue)])] = []
                 for i in indexes {
-                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i, targets: &targets)
+                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i, naming: request.rowNaming, targets: &targets)
                     try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
                     chunk.append((i, values))
                 }
@@ -104,11 +106,12 @@ extension ManagedObjectContext {
     /// changed into this context. Inside ``PersistentContainer/performExclusiveWrite(_:)`` the
     /// request joins that transaction, and this context merges it before the transaction
     /// commits: if the exclusive write then throws, reset or refresh the context.
-    private func runBatch(_ resultType: BatchResultType, _ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
+    private func runBatch(_ resultType: BatchResultType, rowNaming: BatchRowNaming = BatchRowNaming(), _ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
         try reportStoreFailures()
         // A context holding no objects, with no one listening, has nothing to merge: its
         // chunks' changes are not kept (a request's heap stays one chunk's).
         let writer = BatchWriter(context: self, listsIDs: resultType == .objectIDs, keepsChanges: !identityMap.isEmpty || hasEventListeners)
+        writer.rowNaming = rowNaming
         do {
             try coordinator.performBatchWrite { () throws -> Void in try body(writer) }
         } catch let error as LoomError {
@@ -133,10 +136,14 @@ final class BatchWriter {
     var changes: [ObjectChanges] = []
     /// Whether a chunk changed the store.
     var committed = false
+    /// Whether a chunk wrote changes a store records in its history (a non-empty change set).
+    private var recordedHistory = false
     /// Whether the result lists IDs (``BatchResultType/objectIDs``) or only counts.
     let listsIDs: Bool
     /// Whether the executing context merges the chunks' changes (see `runBatch`).
     let keepsChanges: Bool
+    /// How errors name a batch insert's rows.
+    var rowNaming = BatchRowNaming()
     private var coordinator: PersistentStoreCoordinator { context.coordinator }
     private var store: any PersistentStore { context.coordinator.store }
 
@@ -166,7 +173,8 @@ final class BatchWriter {
     }
 
     /// Encodes a request's values as stored values by slot, checking their types.
-    static func resolve<Model: PersistentModel>(_ values: [BatchValue<Model>], of entity: EntityDescription, row: Int?, targets: inout KeyPathTargets) throws(LoomError) -> [(slot: Int, value: StoredValue)] {
+    static func resolve<Model: PersistentModel>(_ values: [BatchValue<Model>], of entity: EntityDescription, row: Int?, naming: BatchRowNaming = BatchRowNaming(),
+                                                targets: inout KeyPathTargets) throws(LoomError) -> [(slot: Int, value: StoredValue)] {
         var resolved: [(slot: Int, value: StoredValue)] = []
         resolved.reserveCapacity(values.count)
         for value in values {
@@ -182,19 +190,19 @@ final class BatchWriter {
                 } else {
                     do { stored = try entity.attributes[index].codec.encode(value.value) } catch {
                         let name = entity.attributes[index].name
-                        throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place(row)) gives \(name) a value that cannot be stored as \(entity.attributes[index].valueTypeName): \(error.message)", entity: entity.name, attributes: [name])
+                        throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(naming.place(row)) gives \(name) a value that cannot be stored as \(entity.attributes[index].valueTypeName): \(error.message)", entity: entity.name, attributes: [name])
                     }
                 }
                 guard type.accepts(stored) || (stored.isNull && isOptional) else {
                     let name = entity.attributes[index].name
-                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(place(row)) gives \(name) a \(stored.kindName), which is not a valid \(type.rawValue).", entity: entity.name, attributes: [name])
+                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(naming.place(row)) gives \(name) a \(stored.kindName), which is not a valid \(type.rawValue).", entity: entity.name, attributes: [name])
                 }
                 slot = index
             default:
                 if value.related != nil {
-                    throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place(row)) relates through a key path that is not one of its to-one relationships.", entity: entity.name)
+                    throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(naming.place(row)) relates through a key path that is not one of its to-one relationships.", entity: entity.name)
                 }
-                throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(place(row)) names a key path that is not one of its attributes (\(entity.attributes.map(\.name).joined(separator: ", "))); set a to-one relationship with relate(_:to:).", entity: entity.name)
+                throw LoomError(.invalidRequest, "A batch request on \(entity.name)\(naming.place(row)) names a key path that is not one of its attributes (\(entity.attributes.map(\.name).joined(separator: ", "))); set a to-one relationship with relate(_:to:).", entity: entity.name)
             }
             // A later value for the same slot wins.
             if let earlier = resolved.firstIndex(where: { $0.slot == slot }) { resolved.remove(at: earlier) }
@@ -202,8 +210,6 @@ final class BatchWriter {
         }
         return resolved
     }
-
-    private static func place(_ row: Int?) -> String { row.map { " (row \($0))" } ?? "" }
 
     /// Whether slot `slot` of `entity` may hold NULL.
     static func isOptional(_ slot: Int, of entity: EntityDescription) -> Bool {
@@ -229,8 +235,8 @@ final class BatchWriter {
             let found = Set(try store.rows(of: r.destination, keys: Array(Set(keys))).map(\.key))
             guard let missing = keys.first(where: { !found.contains($0) }) else { continue }
             let row = changes.first { $0.slot == entity.storedValueIndex(ofRelationship: j) && $0.new == .integer(missing) }?.row
-            let place = row.map { "Row \($0) of a batch insert" } ?? "A batch update"
-            throw LoomError(.objectNotFound, "\(place) of \(entity.name) relates \(r.description.name) to \(r.destination.name)/\(missing), which does not exist.",
+            let place = row.map { rowNaming.name($0, of: entity.name) } ?? "A batch update of \(entity.name)"
+            throw LoomError(.objectNotFound, "\(place) relates \(r.description.name) to \(r.destination.name)/\(missing), which does not exist.",
                             entity: entity.name, attributes: [r.description.name], objectID: id(r.destination, missing))
         }
         for change in changes where change.old != change.new {
@@ -266,7 +272,11 @@ final class BatchWriter {
         var set = set
         set.author = context.transactionAuthor
         set.contextName = context.name
+        // One request, one history transaction: the chunks after the first that recorded
+        // history continue it.
+        set.continuesHistoryTransaction = recordedHistory
         let receipt = try coordinator.save(set)
+        if !set.isEmpty { recordedHistory = true }
         var event: SaveEvent?
         if coordinator.hasInboxes(besides: context.inbox) {
             event = SaveEvent(number: receipt.sequence, changes: chunk, rows: [:], origin: ObjectIdentifier(context.inbox), mergesIntoViewContext: true)
@@ -325,7 +335,7 @@ final class BatchWriter {
 
         var newRows: [(row: Int, values: [StoredValue])] = []
         var newByUnique: [[StoredValue]: Int] = [:]          // index in newRows
-        var updates: [Int64: (version: Int64, values: [StoredValue], saved: [StoredValue], changed: Set<Int>)] = [:]
+        var updates: [Int64: (version: Int64, values: [StoredValue], saved: [StoredValue], changed: Set<Int>, row: Int)] = [:]
         var updateOrder: [Int64] = []
         // Where each row ended: a saved object's key, or (negative) the index of a new row + 1.
         var ends: [Int64] = []
@@ -335,8 +345,16 @@ final class BatchWriter {
                 // An earlier row of this request inserts the same object.
                 switch uniquing {
                 case .fail: throw duplicate(entity, row: row, constraint)
-                case .ignore: result.unchanged += 1
-                case .update: for (slot, value) in values { newRows[index].values[slot] = value }
+                case .ignore:
+                    result.unchanged += 1
+                    result.rows.unchanged += 1
+                case .update:
+                    var changed = false
+                    for (slot, value) in values where newRows[index].values[slot] != value {
+                        newRows[index].values[slot] = value
+                        changed = true
+                    }
+                    result.rows.count(changed: changed)
                 }
                 ends.append(-Int64(index) - 1)
                 continue
@@ -345,15 +363,20 @@ final class BatchWriter {
                 ends.append(saved.key)
                 switch uniquing {
                 case .fail: throw duplicate(entity, row: row, constraint, existing: saved.key)
-                case .ignore: result.unchanged += 1
+                case .ignore:
+                    result.unchanged += 1
+                    result.rows.unchanged += 1
                 case .update:
-                    var entry = updates[saved.key] ?? (saved.version, saved.values, saved.values, [])
+                    var entry = updates[saved.key] ?? (saved.version, saved.values, saved.values, [], row)
                     if updates[saved.key] == nil { updateOrder.append(saved.key) }
+                    var changed = false
                     for (slot, value) in values where entry.values[slot] != value {
                         entry.values[slot] = value
                         entry.changed.insert(slot)
+                        changed = true
                     }
                     updates[saved.key] = entry
+                    result.rows.count(changed: changed)
                 }
                 continue
             }
@@ -363,6 +386,7 @@ final class BatchWriter {
             if let unique { newByUnique[unique] = newRows.count }
             ends.append(-Int64(newRows.count) - 1)
             newRows.append((row, full))
+            result.rows.inserted += 1
         }
 
         var set = StoreChangeSet()
@@ -402,17 +426,27 @@ final class BatchWriter {
         }
         try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
         if listsIDs { for end in ends { result.objectIDs.append(id(entity, end >= 0 ? end : newKeys[Int(-end - 1)])) } }
-        try commit(set, chunk)
+        do {
+            try commit(set, chunk)
+        } catch {
+            // A store's refusal names an object: named here by its row.
+            let conflict = error.storeConflicts.first { $0.entity === entity }?.key
+            let key = conflict ?? (error.objectID?.entityName == entity.name ? error.objectID?.primaryKey : nil)
+            guard let key, let row = newKeys.firstIndex(of: key).map({ newRows[$0].row }) ?? updates[key]?.row else { throw error }
+            var named = error
+            named.message = "\(rowNaming.name(row, of: entity.name)): \(error.message)"
+            throw named
+        }
     }
 
     private func checkRequired(_ values: [StoredValue], of entity: EntityDescription, row: Int) throws(LoomError) {
         for (i, attribute) in entity.attributes.enumerated() where values[i].isNull && !attribute.isOptional {
-            throw LoomError(.missingRequiredValue, "Row \(row) of a batch insert of \(entity.name) has no value for \(attribute.name), which is required and has no default.",
+            throw LoomError(.missingRequiredValue, "\(rowNaming.name(row, of: entity.name)) has no value for \(attribute.name), which is required and has no default.",
                             entity: entity.name, attributes: [attribute.name])
         }
         for (j, relationship) in entity.relationships.enumerated() where relationship.kind == .toOne && !relationship.isOptional {
             if let slot = entity.storedValueIndex(ofRelationship: j), values[slot].isNull {
-                throw LoomError(.missingRequiredValue, "Row \(row) of a batch insert of \(entity.name) does not relate its required relationship \(relationship.name); relate it with .relate(\\.\(relationship.name), to: id).",
+                throw LoomError(.missingRequiredValue, "\(rowNaming.name(row, of: entity.name)) does not relate its required relationship \(relationship.name); relate it with .relate(\\.\(relationship.name), to: id).",
                                 entity: entity.name, attributes: [relationship.name])
             }
         }
@@ -422,7 +456,7 @@ final class BatchWriter {
         // The values are not in the message (they may be personal data); the row and the object are.
         let names = constraint.map { entity.attributes[$0].name }
         let other = existing.map { "\(entity.name)/\($0) has" } ?? "an earlier row of the request has"
-        return LoomError(.uniquenessViolation, "Row \(row) of a batch insert of \(entity.name) matches an object by its unique \(names.joined(separator: ", ")): \(other) the same; use uniquing .update or .ignore, or leave the row out.",
+        return LoomError(.uniquenessViolation, "\(rowNaming.name(row, of: entity.name)) matches an object by its unique \(names.joined(separator: ", ")): \(other) the same; use uniquing .update or .ignore, or leave the row out.",
                          entity: entity.name, attributes: names, objectID: existing.map { id(entity, $0) })
     }
 
@@ -585,6 +619,26 @@ final class BatchWriter {
             guard !rows.isEmpty else { return [] }
             return try store.fetchRelated(r, keys: rows.map(\.key)).map { ($0.owner, $0.row.key) }
         }
+    }
+}
+
+/// How a batch insert's errors name a row: by its index in the request, or, for the chunk of an
+/// import (``ImportRequest``), by its source's position in the import.
+struct BatchRowNaming: Sendable {
+    /// The position, in the import, of the request's first row.
+    var offset = 0
+    /// Whether the rows are an import's sources.
+    var isImport = false
+
+    /// `Row 7 of a batch insert of Book`, or `Source 7777 of an import of Book`.
+    func name(_ row: Int, of entity: String) -> String {
+        isImport ? "Source \(offset + row) of an import of \(entity)" : "Row \(row) of a batch insert of \(entity)"
+    }
+
+    /// ` (row 7)` or ` (source 7777 of the import)`, after an entity's name; empty without a row.
+    func place(_ row: Int?) -> String {
+        guard let row else { return "" }
+        return isImport ? " (source \(offset + row) of the import)" : " (row \(row))"
     }
 }
 

@@ -38,6 +38,16 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         /// the changes after it can no longer be read. The message names the oldest one kept and
         /// how to recover.
         public static let historyTokenExpired = Code(rawValue: "historyTokenExpired")
+        /// A history token names a transaction past the store's last one: the store was
+        /// restored from an older copy (a backup), or the token was read from another copy. The
+        /// message names the store's last transaction; refresh, re-sync, and start again from
+        /// ``ManagedObjectContext/currentHistoryToken()``.
+        public static let historyTokenAhead = Code(rawValue: "historyTokenAhead")
+        /// A history token names a transaction number that the store gave to another
+        /// transaction (the fingerprints differ): the store was restored from an older copy and
+        /// has committed since. Refresh, re-sync, and start again from
+        /// ``ManagedObjectContext/currentHistoryToken()``.
+        public static let historyTokenMismatch = Code(rawValue: "historyTokenMismatch")
         /// A history token belongs to another store (or one that was replaced).
         public static let historyTokenForeignStore = Code(rawValue: "historyTokenForeignStore")
         /// A context cannot be pinned to this query generation: its store cannot keep one (a

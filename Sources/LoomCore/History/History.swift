@@ -1,17 +1,44 @@
 public import Foundation
 
-/// A position in a store's history: the store's identity and a transaction number that only
-/// grows. `Sendable`, `Codable`, `Hashable` and `Comparable` (tokens of one store compare by
-/// number); keep one per consumer, and pass it to ``HistoryDescriptor/after``.
+/// A position in a store's history: the store's identity, a transaction number that only
+/// grows, and a fingerprint of that transaction. `Sendable`, `Codable`, `Hashable` and
+/// `Comparable` (tokens of one store compare by number); keep one per consumer, and pass it to
+/// ``HistoryDescriptor/after``.
+///
+/// The fingerprint tells a store restored from an older copy from the one the token was read
+/// from: if the store has since committed another transaction with the token's number, the
+/// fingerprints differ and reading after the token throws ``LoomError/Code/historyTokenMismatch``
+/// instead of skipping the transactions in between. Tokens encoded before tokens had one (and
+/// tokens made with ``init(storeIdentifier:transactionNumber:)``) decode without it, and are
+/// checked by number only.
 public struct HistoryToken: Sendable, Codable, Hashable, Comparable, CustomStringConvertible {
     /// The store whose history this is.
     public let storeIdentifier: UUID
-    /// The transaction's number: 1 for a store's first save, then one more per save.
+    /// The transaction's number: 1 for a store's first save or batch request, then one more
+    /// per save or batch request.
     public let transactionNumber: Int64
+    /// What identifies the transaction besides its number (its commit time, in microseconds
+    /// since 1970); `nil` when unknown. Opaque: compare tokens, not fingerprints.
+    public let fingerprint: Int64?
 
+    /// A token for transaction `transactionNumber` of a store, without a fingerprint: checked
+    /// by number only.
     public init(storeIdentifier: UUID, transactionNumber: Int64) {
+        self.init(storeIdentifier: storeIdentifier, transactionNumber: transactionNumber, fingerprint: nil)
+    }
+
+    /// A token with the fingerprint a store recorded for the transaction.
+    public init(storeIdentifier: UUID, transactionNumber: Int64, fingerprint: Int64?) {
         self.storeIdentifier = storeIdentifier
         self.transactionNumber = transactionNumber
+        self.fingerprint = fingerprint
+    }
+
+    /// The fingerprint of a transaction committed at `timestamp` (seconds since 1970), as the
+    /// SQL stores record it.
+    @_spi(LoomStore) public static func fingerprint(ofTimestamp timestamp: Double) -> Int64? {
+        let microseconds = (timestamp * 1_000_000).rounded()
+        return microseconds.isFinite && abs(microseconds) < 9e18 ? Int64(microseconds) : nil
     }
 
     public static func < (a: HistoryToken, b: HistoryToken) -> Bool { a.transactionNumber < b.transactionNumber }
@@ -19,9 +46,9 @@ public struct HistoryToken: Sendable, Codable, Hashable, Comparable, CustomStrin
     public var description: String { "\(storeIdentifier.uuidString.prefix(8))…#\(transactionNumber)" }
 }
 
-/// One committed save, as the store's history recorded it: who saved, when, and which objects
-/// it inserted, updated (with the names of the changed attributes and relationships) or
-/// deleted. Like Core Data's and SwiftData's history, it records which properties changed, not
+/// One committed save or batch request, as the store's history recorded it: who saved, when,
+/// and which objects it inserted, updated (with the names of the changed attributes and
+/// relationships) or deleted, each object once. Like Core Data's and SwiftData's history, it records which properties changed, not
 /// their values.
 public struct HistoryTransaction: Sendable, Hashable, Identifiable, Codable, CustomStringConvertible {
     public var token: HistoryToken
@@ -322,6 +349,109 @@ public struct HistoryDescriptor: Sendable {
             groups[i].tombstones.append(delete.tombstone.map(\.value))
         }
         return groups
+    }
+
+    /// The groups of one history transaction made of two change sets applied one after the
+    /// other (a batch request's chunks): each object recorded once, as one save of both would
+    /// record it. Inserted, then updated: inserted. Updated twice: updated, with the properties
+    /// of both. Updated, then deleted: deleted (with the later tombstone). Inserted, then
+    /// deleted: not recorded. Inserts come first, then updates, then deletes, each entity's
+    /// objects in one group per set of properties.
+    ///
+    /// - Complexity: O(keys) for entities whose objects appear once (a batch request's chunks
+    ///   touch objects of distinct key ranges); hashing the keys of the others.
+    public static func merging(_ earlier: [HistoryChangeGroup], _ later: [HistoryChangeGroup]) -> [HistoryChangeGroup] {
+        var byEntity: [(name: String, groups: [HistoryChangeGroup])] = []
+        for group in earlier + later {
+            if let i = byEntity.firstIndex(where: { $0.name == group.entityName }) {
+                byEntity[i].groups.append(group)
+            } else {
+                byEntity.append((group.entityName, [group]))
+            }
+        }
+        var merged: [HistoryChangeGroup] = []
+        for (_, groups) in byEntity {
+            merged += appearOnce(groups) ? concatenated(groups) : reconciled(groups)
+        }
+        // Stable: within a kind, entities stay in the order they first appeared.
+        return merged.enumerated().sorted { ($0.element.kind.rawValue, $0.offset) < ($1.element.kind.rawValue, $1.offset) }.map(\.element)
+    }
+
+    /// Whether no key of one entity's groups is in two of them: keys are unique within a group,
+    /// so groups whose key ranges do not overlap hold distinct objects.
+    private static func appearOnce(_ groups: [HistoryChangeGroup]) -> Bool {
+        guard groups.count > 1 else { return true }
+        var ranges: [(low: Int64, high: Int64)] = []
+        for group in groups where !group.keys.isEmpty {
+            ranges.append((group.keys.min()!, group.keys.max()!))
+        }
+        ranges.sort { $0.low < $1.low }
+        return zip(ranges, ranges.dropFirst()).allSatisfy { $0.high < $1.low }
+    }
+
+    /// One entity's groups of distinct objects, those of the same kind and properties joined.
+    private static func concatenated(_ groups: [HistoryChangeGroup]) -> [HistoryChangeGroup] {
+        var joined: [HistoryChangeGroup] = []
+        for group in groups {
+            if let i = joined.firstIndex(where: { $0.kind == group.kind && $0.properties == group.properties && $0.tombstones.isEmpty == group.tombstones.isEmpty }) {
+                joined[i].keys += group.keys
+                joined[i].tombstones += group.tombstones
+            } else {
+                joined.append(group)
+            }
+        }
+        return joined
+    }
+
+    /// One entity's groups, each object's changes in order reduced to the one a save records.
+    private static func reconciled(_ groups: [HistoryChangeGroup]) -> [HistoryChangeGroup] {
+        enum Change {
+            case insert
+            case update(Set<String>)
+            case delete(properties: String, tombstone: [StoredValue]?)
+            /// Inserted, then deleted: nothing to record.
+            case gone
+        }
+        var changes: [Int64: Change] = [:]
+        var order: [Int64] = []
+        for group in groups {
+            let properties = group.kind == .update ? Set(group.properties.split(separator: ",").map(String.init)) : []
+            for (i, key) in group.keys.enumerated() {
+                let previous = changes[key]
+                if previous == nil { order.append(key) }
+                switch (previous, group.kind) {
+                case (nil, .insert), (.gone?, .insert): changes[key] = .insert
+                case (.insert?, .update): break
+                case (.update(let names)?, .update): changes[key] = .update(names.union(properties))
+                case (nil, .update), (.gone?, .update): changes[key] = .update(properties)
+                case (.insert?, .delete): changes[key] = .gone
+                case (_, .delete): changes[key] = .delete(properties: group.properties, tombstone: i < group.tombstones.count ? group.tombstones[i] : nil)
+                case (.delete?, _), (.insert?, .insert), (.update?, .insert): break   // keys are never reused
+                }
+            }
+        }
+        var inserts = HistoryChangeGroup(entityName: groups[0].entityName, kind: .insert, properties: "", keys: [])
+        var updates: [String: [Int64]] = [:]
+        var deletes: [HistoryChangeGroup] = []
+        for key in order {
+            switch changes[key]! {
+            case .insert: inserts.keys.append(key)
+            case .update(let names): updates[names.sorted().joined(separator: ","), default: []].append(key)
+            case .delete(let properties, let tombstone):
+                let i = deletes.firstIndex { $0.properties == properties && $0.tombstones.isEmpty == (tombstone == nil) } ?? {
+                    deletes.append(HistoryChangeGroup(entityName: inserts.entityName, kind: .delete, properties: properties, keys: []))
+                    return deletes.count - 1
+                }()
+                deletes[i].keys.append(key)
+                if let tombstone { deletes[i].tombstones.append(tombstone) }
+            case .gone: break
+            }
+        }
+        var result = inserts.keys.isEmpty ? [] : [inserts]
+        for (properties, keys) in updates.sorted(by: { $0.key < $1.key }) {
+            result.append(HistoryChangeGroup(entityName: inserts.entityName, kind: .update, properties: properties, keys: keys.sorted()))
+        }
+        return result + deletes
     }
 
     /// The groups of one transaction as one value: per group its kind (1 byte; 3 for deletes

@@ -13,7 +13,12 @@ extension ManagedObjectContext {
     ///
     /// - Throws: ``LoomError/Code/historyTokenExpired`` when `descriptor.after` names deleted
     ///   history (never a silent replay or a skip), ``LoomError/Code/historyTokenForeignStore``
-    ///   when it belongs to another store, ``LoomError/Code/storeFailure``.
+    ///   when it belongs to another store, ``LoomError/Code/historyTokenAhead`` when it is past
+    ///   the store's last transaction and ``LoomError/Code/historyTokenMismatch`` when the store
+    ///   gave its number to another transaction (both: the store was restored from an older
+    ///   copy; refresh, re-sync and start again from ``currentHistoryToken()``),
+    ///   ``LoomError/Code/invalidRequest`` for a negative token or limit,
+    ///   ``LoomError/Code/storeFailure``.
     public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
         ConcurrencyDebugging.check(self, #function)
         return try coordinator.store.fetchHistory(descriptor)
@@ -21,7 +26,12 @@ extension ManagedObjectContext {
 
     /// Deletes the history up to and including `token`'s transaction, in short write
     /// transactions. Delete only what every consumer has read: a consumer whose token is older
-    /// then gets ``LoomError/Code/historyTokenExpired``.
+    /// then gets ``LoomError/Code/historyTokenExpired``. Call on the context's isolation.
+    ///
+    /// - Throws: ``LoomError/Code/historyTokenAhead`` or ``LoomError/Code/historyTokenMismatch``
+    ///   (deleting nothing) for a token this store's history does not hold, as
+    ///   ``fetchHistory(_:)`` does; ``LoomError/Code/historyTokenForeignStore``,
+    ///   ``LoomError/Code/invalidRequest``, ``LoomError/Code/storeFailure``.
     public func deleteHistory(through token: HistoryToken) throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
         try coordinator.store.deleteHistory(through: token)

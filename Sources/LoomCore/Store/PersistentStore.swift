@@ -100,9 +100,13 @@ public protocol PersistentStore: StoreReading, Sendable {
 
     /// The transactions `descriptor` selects, oldest first (see ``HistoryDescriptor``).
     /// Throws ``LoomError/Code/historyTokenExpired`` when `after` names purged history,
-    /// ``LoomError/Code/historyTokenForeignStore`` when it belongs to another store.
+    /// ``LoomError/Code/historyTokenForeignStore`` when it belongs to another store,
+    /// ``LoomError/Code/historyTokenAhead`` or ``LoomError/Code/historyTokenMismatch`` when the
+    /// store does not hold its transaction (see
+    /// ``HistoryErrors/checkPosition(_:lastNumber:deletedThrough:recordedTimestamp:forDeletion:oldestKept:)``).
     @_spi(LoomStore) func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction]
-    /// Deletes the history up to and including `token`'s transaction.
+    /// Deletes the history up to and including `token`'s transaction; refuses, as
+    /// ``fetchHistory(_:)`` does, a token whose transaction the store does not hold.
     @_spi(LoomStore) func deleteHistory(through token: HistoryToken) throws(LoomError)
     /// The token of the last committed transaction (`nil` when there is none yet, or the store
     /// keeps no history).
@@ -353,6 +357,12 @@ public protocol PersistentStore: StoreReading, Sendable {
     /// since, so a store may delete them by key alone, many to a statement, and check only how
     /// many went. Updates keep their version checks.
     public var versionsReadInTransaction = false
+    /// Whether this change set continues the history transaction of the change set applied
+    /// just before it in the same write transaction (a batch request's later chunks): a store
+    /// that keeps history records both as one transaction
+    /// (``HistoryChangeGroup/merging(_:_:)``). When the change set before it recorded nothing in
+    /// this write transaction, it is recorded on its own.
+    public var continuesHistoryTransaction = false
 
     public init() {}
 
@@ -401,6 +411,46 @@ extension PersistentStore {
         LoomError(
             .historyTokenForeignStore,
             "The history token \(token) belongs to the store \(token.storeIdentifier.uuidString), not to this one (\(store.uuidString)): the store was replaced or the token saved for another. Refresh everything (refreshAllObjects()) and start again from currentHistoryToken().")
+    }
+
+    /// Checks where `token` stands in a store's history before the store reads after it
+    /// (`forDeletion` false) or deletes through it (true): a negative number is an invalid
+    /// request; a number past the store's last transaction (`lastNumber`, `nil` when there is
+    /// none), or a transaction the store recorded with another fingerprint (`recordedTimestamp`:
+    /// the commit time of the store's transaction with the token's number, `nil` when it was
+    /// deleted), means the store is not the one the token was read from (restored from an older
+    /// copy); reading after a number the history was deleted through (`deletedThrough`) would
+    /// skip changes. `oldestKept` is asked only for that last error.
+    public static func checkPosition(
+        _ token: HistoryToken, lastNumber: Int64?, deletedThrough: Int64, recordedTimestamp: Double?,
+        forDeletion: Bool = false, oldestKept: () throws -> Int64?
+    ) throws {
+        let number = token.transactionNumber
+        if number < 0 {
+            throw LoomError(.invalidRequest, "The history token \(token) has a negative transaction number: a store numbers its transactions from 1 (0 is before the first). Use a token the store gave (a transaction's token, or currentHistoryToken()).")
+        }
+        let last = lastNumber ?? 0
+        if number > last { throw ahead(token, last: last) }
+        if !forDeletion, number < deletedThrough {
+            throw expired(token, oldest: try oldestKept().map { HistoryToken(storeIdentifier: token.storeIdentifier, transactionNumber: $0) })
+        }
+        if let expected = token.fingerprint, let recordedTimestamp, let recorded = HistoryToken.fingerprint(ofTimestamp: recordedTimestamp), recorded != expected {
+            throw mismatch(token)
+        }
+    }
+
+    /// A token past the store's last transaction (`last`, 0 when there is none).
+    public static func ahead(_ token: HistoryToken, last: Int64) -> LoomError {
+        LoomError(
+            .historyTokenAhead,
+            "The history token \(token) names transaction #\(token.transactionNumber), but this store's last transaction is \(last == 0 ? "none (it has no history)" : "#\(last)"): the store was restored from an older copy, or the token was read from another copy of it. The changes the token counts as read are not in this store. Refresh everything (refreshAllObjects()), re-sync what was derived from the store, and start again from currentHistoryToken().")
+    }
+
+    /// A token whose transaction number this store gave to another transaction.
+    public static func mismatch(_ token: HistoryToken) -> LoomError {
+        LoomError(
+            .historyTokenMismatch,
+            "The history token \(token) names transaction #\(token.transactionNumber), and this store's transaction #\(token.transactionNumber) is another one (its fingerprint differs): the store was restored from an older copy and has committed other transactions since, so the transactions up to the token are not the ones the token counts as read. Refresh everything (refreshAllObjects()), re-sync what was derived from the store, and start again from currentHistoryToken().")
     }
 
     public static func expired(_ token: HistoryToken, oldest: HistoryToken?) -> LoomError {
