@@ -92,8 +92,9 @@ public protocol SchemaMigrationPlan: SendableMetatype {
 /// holds objects, or an attribute (of an entity it keeps) that still holds values, fails with
 /// ``LoomError/Code/migrationFailed`` naming the entity (and the attribute) before anything of
 /// the stage runs, unless it says `allowsDataLoss: true`. A transform stage's own entity is read
-/// by its transform, so its attributes may go. Opening without a plan migrates by inference as
-/// Core Data's lightweight migration does, dropping what the model no longer has.
+/// by its transform, so its attributes may go; the links of a dropped relationship are not
+/// counted. Opening without a plan migrates by inference as Core Data's lightweight migration
+/// does, dropping what the model no longer has.
 public enum MigrationStage: Sendable {
     /// A stage whose changes are inferred: Core Data's lightweight migration. Without
     /// `allowsDataLoss`, it refuses to drop an entity or attribute that still holds data (see
