@@ -27,8 +27,9 @@ extension PersistentContainer {
     /// - Throws: `LoomError/Code/invalidMigrationPlan` for a malformed plan,
     ///   `LoomError/Code/unknownSchemaVersion` for a store saved by no version of the plan (both
     ///   before the file is touched), `LoomError/Code/schemaMismatch` and
-    ///   `LoomError/Code/migrationFailed` from a stage's change of tables (that stage changes
-    ///   nothing), what a custom stage's closure throws, and the errors of
+    ///   `LoomError/Code/migrationFailed` from a stage's change of tables, or for a stage that
+    ///   would drop an entity or attribute still holding data without `allowsDataLoss` (that
+    ///   stage changes nothing, the file byte for byte), what a custom stage's closure throws, and the errors of
     ///   `SQLiteStore/init(url:schema:options:)`. After a failure, the stages done stay done.
     public convenience init(
         name: String, for version: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,

@@ -22,6 +22,11 @@ extension PostgreSQLStore {
             try PostgreSQLStore(configuration: configuration, schema: schema, metadata: metadata, migrationProgress: progress)
         }
 
+        public func counts(_ queries: [StoreQuery], savedWith schema: Schema) throws(LoomError) -> [Int] {
+            let sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
+            return try withConnection { connection in try queries.map { try PostgreSQLReads.count($0, sql, connection) } }
+        }
+
         public func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError) {
             guard let store = store as? PostgreSQLStore else {
                 throw LoomError(.storeFailure, "A PostgreSQL store location was asked to write into a \(type(of: store)).", path: path)

@@ -1,6 +1,7 @@
 public import Foundation
 import GRDB
 @_spi(LoomStore) public import LoomCore
+import LoomSQL
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -29,6 +30,24 @@ extension SQLiteStore {
 
         public func open(schema: Schema, metadata: [String: String?], progress: TableMigrationProgress?) throws(LoomError) -> any PersistentStore {
             try SQLiteStore(url: url, schema: schema, options: options, metadata: metadata, migrationProgress: progress)
+        }
+
+        /// On a read-only connection: opening the store (whose WAL set-up writes) would change
+        /// the file even when the migration is then refused.
+        public func counts(_ queries: [StoreQuery], savedWith schema: Schema) throws(LoomError) -> [Int] {
+            let sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
+            do {
+                let queue = try SQLiteStore.readOnlyQueue(path: path)
+                defer { try? queue.close() }
+                return try queue.read { db in
+                    try queries.map { query in
+                        let (text, arguments) = sql.count(query)
+                        return try Int.fetchOne(db, sql: text, arguments: StatementArguments(arguments.map(\.databaseValue))) ?? 0
+                    }
+                }
+            } catch {
+                throw SQLiteStore.openError(error, path: path)
+            }
         }
 
         public func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError) {

@@ -113,7 +113,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         self.recordsHistory = options.recordsHistory
         let path = url.path
         try SQLiteStore.checkHeader(path: path)
-        try SQLiteStore.preflight(path: path, schema: schema)
+        let migrates = try SQLiteStore.preflight(path: path, schema: schema)
         var configuration = Configuration()
         configuration.maximumReaderCount = max(1, options.maximumReaderCount)
         configuration.journalMode = .wal
@@ -129,6 +129,9 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             SQLFunctions.register(in: db)
             if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
+        }
+        if migrates {
+            try SQLiteStore.migrateBeforeOpening(path: path, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -164,19 +167,21 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
 
     /// Checks an existing, non-empty file read-only, so that a foreign database or a store
     /// made with another model is refused before anything (even WAL set-up) writes to it.
-    static func preflight(path: String, schema: Schema) throws(LoomError) {
+    /// Returns whether the store is to be migrated.
+    static func preflight(path: String, schema: Schema) throws(LoomError) -> Bool {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        guard size > 0 else { return }
+        guard size > 0 else { return false }
         do {
             let queue = try readOnlyQueue(path: path)
             defer { try? queue.close() }
-            try queue.read { db in
+            return try queue.read { db in
                 let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 if tables.contains("loom_metadata") {
-                    _ = try checkExisting(db, schema: schema, path: path, readOnly: true)
+                    return try checkExisting(db, schema: schema, path: path, readOnly: true).migrates
                 } else if !tables.isEmpty {
                     throw foreign(path: path, tables: tables)
                 }
+                return false
             }
         } catch let error as LoomError {
             throw error
@@ -196,15 +201,37 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         return LoomError(.storeFailure, "The store at \(path) could not be opened.", path: path, underlying: error, storeCode: (error as? DatabaseError).map(storeCode(of:)))
     }
 
+    /// Migrates an existing store to `schema` on a connection of its own before the store's
+    /// pool opens. GRDB's WAL set-up, when the pool opens a file whose `-wal` is missing or
+    /// empty, commits a table made and dropped (its `grdb_issue_102`), which moves the file's
+    /// change counter and leaves a free page: done before a migration that is then refused, it
+    /// would change the file that the refusal promises to leave as it was. This connection does
+    /// no such set-up (the file is in WAL mode already), so a refused migration rolls back and
+    /// the file stays byte for byte the same.
+    static func migrateBeforeOpening(
+        path: String, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?], progress: TableMigrationProgress?
+    ) throws(LoomError) {
+        var configuration = configuration
+        configuration.journalMode = .default
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            throw openError(error, path: path)
+        }
+        defer { try? queue.close() }
+        _ = try bootstrap(queue, schema: schema, sql: sql, path: path, metadata: metadata, progress: progress)
+    }
+
     /// Creates Loom's tables in a new file, or checks an existing store against the model.
     /// Returns the store's UUID.
     static func bootstrap(
-        _ pool: DatabasePool, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?], progress: TableMigrationProgress?
+        _ writer: some DatabaseWriter, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?], progress: TableMigrationProgress?
     ) throws(LoomError) -> UUID {
         do {
             // IMMEDIATE: of several processes opening an outdated store at once, one migrates
             // while the others wait for its commit, then find the store migrated.
-            return try pool.writeWithoutTransaction { db -> UUID in
+            return try writer.writeWithoutTransaction { db -> UUID in
                 var id: UUID?
                 try db.inTransaction(.immediate) {
                     id = try bootstrap(db, schema: schema, sql: sql, path: path, progress: progress)
@@ -238,7 +265,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String, progress: TableMigrationProgress?) throws -> UUID {
         let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         if tables.contains("loom_metadata") {
-            return try checkExisting(db, schema: schema, path: path, progress: progress)
+            return try checkExisting(db, schema: schema, path: path, progress: progress).id
         }
         if !tables.isEmpty { throw foreign(path: path, tables: tables) }
         let id = UUID()
@@ -251,12 +278,13 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         return id
     }
 
-    /// Checks an existing store against the model and returns its UUID. A store saved with an
-    /// older model is migrated when the change can be inferred (``SchemaMigration``), unless
-    /// `readOnly` (the preflight), which only checks that it can be.
+    /// Checks an existing store against the model and returns its UUID, and whether it was saved
+    /// with another model. A store saved with an older model is migrated when the change can be
+    /// inferred (``SchemaMigration``), unless `readOnly` (the preflight), which only checks that
+    /// it can be.
     private static func checkExisting(
         _ db: Database, schema: Schema, path: String, readOnly: Bool = false, progress: TableMigrationProgress? = nil
-    ) throws -> UUID {
+    ) throws -> (id: UUID, migrates: Bool) {
         var metadata: [String: DatabaseValue] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
             metadata[row["key"]] = row["value"] as DatabaseValue
@@ -277,7 +305,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             try upgradeHistoryTable(db)
             for statement in SQLGenerator(schema: schema, dialect: SQLiteDialect()).indexStatements() { try db.execute(sql: statement) }
         }
-        return id
+        return (id, saved.versionHash != schema.versionHash)
     }
 
     /// The schema saved inside a store file, without opening it with a model: for tools that

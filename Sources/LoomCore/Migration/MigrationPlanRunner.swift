@@ -30,6 +30,9 @@ import Foundation
     /// writes `metadata` (a `nil` value removes its key), reporting the tables it rebuilds to
     /// `progress` as they fill.
     func open(schema: Schema, metadata: [String: String?], progress: TableMigrationProgress?) throws(LoomError) -> any PersistentStore
+    /// Counts the objects each query matches in the store as it is saved, read with `schema`
+    /// (the version it was saved with), without changing anything.
+    func counts(_ queries: [StoreQuery], savedWith schema: Schema) throws(LoomError) -> [Int]
     /// Writes one metadata value inside `store`'s write transaction open on this thread, so
     /// that it commits with the transaction's saves.
     func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError)
@@ -227,7 +230,7 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     stageCount = versions.count - 1 - k + (resumes ? 1 : 0)
                 }
                 if let step, step.state == .didMigratePending, step.to == versions[k].identifier, k > 0,
-                   case .custom(_, _, _, let didMigrate?) = stages[k - 1] {
+                   case .custom(_, _, _, let didMigrate?, _) = stages[k - 1] {
                     report(stages[k - 1], "didMigrate", within: 0.6)
                     try await run(didMigrate, on: location, schema: versions[k].schema, marking: nil)
                     stagesDone += 1
@@ -255,11 +258,10 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     return try location.open(schema: latest.schema, metadata: finish, progress: nil)
                 }
                 let stage = stages[k], from = versions[k], to = versions[k + 1]
-                if case .transform(_, _, let transform) = stage {
+                if case .transform = stage {
                     // Refuse to drop objects nobody sees, copy the old version for the transform to
                     // read, then change the tables and mark the transform begun, in one transaction.
-                    let migration = try SchemaMigration.infer(from: state.record, to: to.schema, path: location.path)
-                    if !transform.allowsDataLoss { try refuseDataLoss(migration, of: stage, transform, on: location, schema: from.schema) }
+                    try refuseDataLoss(stage, saved: state.record, from: from, to: to, on: location)
                     report(stage, "copy", within: 0)
                     _ = try location.makeSnapshot()
                     report(stage, "tables", within: 0.1)
@@ -276,8 +278,10 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                     try migrated.close()
                     continue
                 }
+                // Before any step of the stage, so that a refusal leaves the store as it was.
+                try refuseDataLoss(stage, saved: state.record, from: from, to: to, on: location)
                 var didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?
-                if case .custom(_, _, let will, let did) = stage {
+                if case .custom(_, _, let will, let did, _) = stage {
                     didMigrate = did
                     let willDone = step == Step(from: from.identifier, to: to.identifier, state: .willMigrateDone)
                     if let will, !willDone {
@@ -374,27 +378,35 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
         try await container.close()
     }
 
-    /// Throws when the stage would drop an entity, other than the one transformed, that still
-    /// holds objects.
+    /// Throws, unless the stage says `allowsDataLoss`, when it would drop saved data: an entity
+    /// that still holds objects, or an attribute of an entity the new version keeps that still
+    /// holds values (a transform stage's own entity excepted: its transform reads them). Reads
+    /// the store without changing it.
     static func refuseDataLoss(
-        _ migration: SchemaMigration, of stage: MigrationStage, _ transform: MigrationTransform, on location: any MigratableStoreLocation, schema: Schema
+        _ stage: MigrationStage, saved: SchemaRecord, from: Version, to: Version, on location: any MigratableStoreLocation
     ) throws(LoomError) {
-        let dropped = migration.tables.compactMap { change -> String? in
-            if case .drop(let name) = change, name != transform.entityName { name } else { nil }
+        if stage.allowsDataLoss { return }
+        let transformed: String? = if case .transform(_, _, let transform) = stage { transform.entityName } else { nil }
+        let unseen = transformed.map { " that its transform (of \($0)) does not see" } ?? ""
+        let migration = try SchemaMigration.infer(from: saved, to: to.schema, path: location.path)
+        // What would go, as a query for what it holds and the message saying so.
+        var drops: [(query: StoreQuery, what: String, things: String, entity: String, attribute: String?)] = []
+        for change in migration.tables {
+            guard case .drop(let name) = change, name != transformed, let entity = from.schema.entity(named: name) else { continue }
+            drops.append((StoreQuery(entity: entity), "entity \(name)", "object", name, nil))
         }
-        guard !dropped.isEmpty else { return }
-        let store = try location.open(schema: schema, metadata: [:], progress: nil)
-        defer { try? store.close() }
-        for name in dropped {
-            guard let entity = schema.entity(named: name) else { continue }
-            let count = try store.count(StoreQuery(entity: entity))
-            if count > 0 {
-                throw LoomError(
-                    .migrationFailed,
-                    "The stage \(stage.name) drops entity \(name), which holds \(count) object\(count == 1 ? "" : "s") that its transform (of \(transform.entityName)) does not see. Transform them, or pass allowsDataLoss: true. The store was not changed.",
-                    entity: name, path: location.path)
-            }
+        for (name, attribute) in migration.droppedAttributes where name != transformed {
+            guard let entity = from.schema.entity(named: name), let index = entity.attributeIndex(named: attribute) else { continue }
+            let holding = PredicateNode.compare(.notEqual, .attribute(index), .constant(.null))
+            drops.append((StoreQuery(entity: entity, predicate: holding), "attribute \(name).\(attribute)", "value", name, attribute))
         }
+        guard !drops.isEmpty else { return }
+        let counts = try location.counts(drops.map(\.query), savedWith: from.schema)
+        guard let (drop, count) = zip(drops, counts).first(where: { $0.1 > 0 }) else { return }
+        throw LoomError(
+            .migrationFailed,
+            "The stage \(stage.name) drops \(drop.what), which holds \(count) \(drop.things)\(count == 1 ? "" : "s")\(unseen). Keep it in the new version, or pass allowsDataLoss: true if they may go. The store was not changed.",
+            entity: drop.entity, attributes: drop.attribute.map { [$0] } ?? [], path: location.path)
     }
 
     /// Runs a transform stage's chunks after `cursor`, each in one transaction with the cursor

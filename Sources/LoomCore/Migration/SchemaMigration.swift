@@ -73,6 +73,9 @@
     }
     /// What changes, one sentence each, for logs and progress.
     public var summary: [String] = []
+    /// The attributes of entities the model keeps that it no longer has, by the entity's and
+    /// the attribute's saved names: their values go with the migration.
+    public var droppedAttributes: [(entity: String, attribute: String)] = []
 
     /// Infers the migration from the schema a store saved to `model`.
     ///
@@ -223,6 +226,7 @@
             let dropped = previousColumns.filter { !kept.contains($0) }
             for attribute in previous.attributes where !kept.contains(attribute.name) {
                 migration.summary.append("remove \(entity.name).\(attribute.name)")
+                migration.droppedAttributes.append((previous.name, attribute.name))
             }
             let constraintsChanged = Set(previous.uniquenessConstraints.map { $0.sorted() }) != Set(entity.uniquenessConstraints.map { $0.sorted() })
             if constraintsChanged { migration.summary.append("change the uniqueness constraints of \(entity.name)") }

@@ -87,16 +87,29 @@ public protocol SchemaMigrationPlan: SendableMetatype {
 /// closure runs on its own context's queue inside one write transaction that saves its changes
 /// and records the step as done, so a crash either loses all of a step or none of it, and a
 /// reopen resumes after the last step done; a step never runs twice to completion.
+///
+/// No stage drops saved data unannounced: a stage whose new version lacks an entity that still
+/// holds objects, or an attribute (of an entity it keeps) that still holds values, fails with
+/// ``LoomError/Code/migrationFailed`` naming the entity (and the attribute) before anything of
+/// the stage runs, unless it says `allowsDataLoss: true`. A transform stage's own entity is read
+/// by its transform, so its attributes may go; the links of a dropped relationship are not
+/// counted. Opening without a plan migrates by inference as Core Data's lightweight migration
+/// does, dropping what the model no longer has.
 public enum MigrationStage: Sendable {
-    /// A stage whose changes are inferred: Core Data's lightweight migration.
-    case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
+    /// A stage whose changes are inferred: Core Data's lightweight migration. Without
+    /// `allowsDataLoss`, it refuses to drop an entity or attribute that still holds data (see
+    /// ``MigrationStage``).
+    case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type, allowsDataLoss: Bool = false)
     /// A stage with code before and after the inferred change of tables. Throwing from either
     /// closure stops the migration with your error; what was done before stays, and the next
-    /// open resumes from there.
+    /// open resumes from there. Without `allowsDataLoss`, a stage whose new version drops an
+    /// entity or attribute that still holds data fails before `willMigrate` runs (see
+    /// ``MigrationStage``): what the closures do with it cannot be seen, so say that it may go.
     case custom(
         fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
         willMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?,
-        didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?)
+        didMigrate: (@Sendable (ManagedObjectContext) throws -> Void)?,
+        allowsDataLoss: Bool = false)
 
     /// A stage that hands every object of one entity, as saved by the old version, to your code
     /// together with a context of the new version, in chunks: Loom's own form, which SwiftData
@@ -130,8 +143,9 @@ public enum MigrationStage: Sendable {
     ///   - transforming: the model type (of `fromVersion`) whose objects `transform` is given.
     ///   - chunkSize: how many objects each call of `transform` gets, and each commit holds.
     ///   - allowsDataLoss: without it, a stage whose new version drops an entity (other
-    ///     than `Old`'s, which `transform` sees) that still holds objects fails with
-    ///     ``LoomError/Code/migrationFailed`` naming it, before anything changes.
+    ///     than `Old`'s, which `transform` sees) that still holds objects, or an attribute of
+    ///     such an entity that still holds values, fails with ``LoomError/Code/migrationFailed``
+    ///     naming it, before anything changes.
     ///   - transform: called with each chunk of old objects, a context on the old store and one
     ///     on the new; it fills in the new objects (``ManagedObjectContext/migratedObject(_:as:)``).
     public static func custom<Old: PersistentModel & SendableMetatype>(
@@ -147,14 +161,22 @@ public enum MigrationStage: Sendable {
     /// The version this stage starts from.
     public var fromVersion: any VersionedSchema.Type {
         switch self {
-        case .lightweight(let from, _), .custom(let from, _, _, _), .transform(let from, _, _): from
+        case .lightweight(let from, _, _), .custom(let from, _, _, _, _), .transform(let from, _, _): from
         }
     }
 
     /// The version this stage ends at.
     public var toVersion: any VersionedSchema.Type {
         switch self {
-        case .lightweight(_, let to), .custom(_, let to, _, _), .transform(_, let to, _): to
+        case .lightweight(_, let to, _), .custom(_, let to, _, _, _), .transform(_, let to, _): to
+        }
+    }
+
+    /// Whether the stage may drop entities and attributes that still hold data.
+    public var allowsDataLoss: Bool {
+        switch self {
+        case .lightweight(_, _, let allows), .custom(_, _, _, _, let allows): allows
+        case .transform(_, _, let transform): transform.allowsDataLoss
         }
     }
 
@@ -175,7 +197,7 @@ public struct MigrationTransform: Sendable {
     public let entityName: String
     /// How many objects each chunk holds, and commits.
     public let chunkSize: Int
-    /// Whether the stage may drop entities that still hold objects.
+    /// Whether the stage may drop entities and attributes that still hold data.
     public let allowsDataLoss: Bool
     let body: @Sendable (_ objects: [any BackedObject], _ old: ManagedObjectContext, _ new: ManagedObjectContext) throws -> Void
 }
