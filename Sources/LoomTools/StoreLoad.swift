@@ -161,7 +161,8 @@ final class StoreLoader {
         let store = try SQLiteStore(url: file, schema: schema, options: SQLiteStore.Options(recordsHistory: false),
                                     metadata: header.metadata.mapValues { $0 as String? })
         try store.close()
-        let queue = try DatabaseQueue(path: file.path)
+        // Traced as the store's own connections are: `LOOM_SQL_DEBUG` shows the load's inserts.
+        let queue = try SQLiteStore.tracedQueue(path: file.path, configuration: Configuration())
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = OFF")
             try db.execute(sql: "PRAGMA synchronous = OFF")
