@@ -135,12 +135,7 @@ import Testing
     func everyVerbShowsTheSQLItRuns(_ verb: String, _ statement: String) async throws {
         let folder = TemporaryDirectory.make()
         let url = folder.appending(path: "verbs.loom")
-        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema([Book.self])))
-        try await container.performBackgroundTask { context in
-            context.insert(Book(isbn: "1", title: "Dune"))
-            try context.save()
-        }
-        try await container.close()
+        try await LoomExecutable.makeStore(at: url)
         let dump = try LoomExecutable.run(["dump", url.path])
         try #require(dump.status == 0, "\(dump.standardError)")
         let arguments = switch verb {
