@@ -84,6 +84,17 @@ import Testing
         #expect(output.standardError == expected)
     }
 
+    /// A PostgreSQL store no server answers for: nothing listens on port 1.
+    @Test(arguments: ["inspect", "history", "query"])
+    func aPostgreSQLServerThatIsNotThereIsAnErrorByItsMessageAndExitsTwo(_ verb: String) throws {
+        let url = "postgres://app@127.0.0.1:1/db?schema=library"
+        let output = try LoomExecutable.run(verb == "query" ? [verb, url, "Book"] : [verb, url])
+        #expect(output.status == 2)
+        #expect(output.standardError.hasPrefix("Error: The PostgreSQL store at 127.0.0.1:1/db, schema library could not be opened"), "\(output.standardError)")
+        #expect(!output.standardError.contains("LoomError"))
+        #expect(output.standardOutput.isEmpty)
+    }
+
     @Test(arguments: verbs)
     func aWrongCommandLineIsAUsageErrorAndExits64(_ verb: String) throws {
         for arguments in [[verb], [verb, "--no-such-option", "x", "y"]] {
