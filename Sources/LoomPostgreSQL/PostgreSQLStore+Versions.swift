@@ -29,7 +29,7 @@ extension PostgreSQLStore {
 
         public func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError) {
             guard let store = store as? PostgreSQLStore else {
-                throw LoomError(.storeFailure, "A PostgreSQL store location was asked to write into a \(type(of: store)).", path: path)
+                throw LoomError(.storeFailure, "A PostgreSQL store location was asked to write into \(English.a(type(of: store))).", path: path)
             }
             do {
                 try PostgreSQLStore.setMetadata(value, forKey: key, on: store.writer)

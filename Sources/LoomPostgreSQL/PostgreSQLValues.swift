@@ -116,7 +116,7 @@ enum PostgreSQLValues {
             }
             buffer.writeString(text)
         case (.integer, _), (.real, _), (.text, _), (.bytes, _):
-            throw UnstorableValue(reason: "a \(value.typeName) value is stored in a \(kind) column")
+            throw UnstorableValue(reason: "\(English.a(value.typeName)) value is stored in \(English.a(kind)) column")
         }
     }
 

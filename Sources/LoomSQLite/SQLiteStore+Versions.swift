@@ -52,7 +52,7 @@ extension SQLiteStore {
 
         public func setMetadata(_ value: String?, forKey key: String, in store: any PersistentStore) throws(LoomError) {
             guard let store = store as? SQLiteStore else {
-                throw LoomError(.storeFailure, "A SQLite store location was asked to write into a \(type(of: store)).", path: path)
+                throw LoomError(.storeFailure, "A SQLite store location was asked to write into \(English.a(type(of: store))).", path: path)
             }
             try store.setMetadata(value, forKey: key)
         }

@@ -326,16 +326,33 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// its first open, which switches it to WAL) that a killed process left with a hot journal
     /// cannot be read read-only (`SQLITE_READONLY_ROLLBACK`): a read-write connection, which
     /// changes nothing else, first rolls the interrupted transaction back, as any open would.
+    ///
+    /// Its statements are logged as a store's are (see ``tracedQueue(path:configuration:)``).
     package static func readOnlyQueue(path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
         do {
-            return try DatabaseQueue(path: path, configuration: configuration)
+            return try tracedQueue(path: path, configuration: configuration)
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {
             try rollBackHotJournal(path: path)
-            return try DatabaseQueue(path: path, configuration: configuration)
+            return try tracedQueue(path: path, configuration: configuration)
         }
+    }
+
+    /// A connection to `path` whose statements SQL logging (``LoomLogging``, `LOOM_SQL_DEBUG`)
+    /// shows, through the same ``SQLTracer`` as a store's own connections: every connection the
+    /// `loom` verbs open is one of these, so that each verb shows the SQL it runs. With SQL
+    /// logging off it is a plain connection, without a hook.
+    package static func tracedQueue(path: String, configuration: Configuration) throws -> DatabaseQueue {
+        var configuration = configuration
+        if let tracer = SQLTracer.make(path: path, trace: nil) {
+            // The configuration (so the queue) keeps the tracer as long as its connection lives.
+            configuration.prepareDatabase { db in
+                if let connection = db.sqliteConnection { tracer.install(on: connection) }
+            }
+        }
+        return try DatabaseQueue(path: path, configuration: configuration)
     }
 
     /// Opens `path` read-write in whatever journal mode it has and reads its schema, which makes
@@ -343,7 +360,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     static func rollBackHotJournal(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
-        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        let queue = try tracedQueue(path: path, configuration: configuration)
         defer { try? queue.close() }
         try queue.inDatabase { db in _ = try Row.fetchOne(db, sql: "SELECT 1 FROM sqlite_master LIMIT 1") }
     }

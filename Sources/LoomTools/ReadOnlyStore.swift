@@ -26,8 +26,6 @@ public final class ReadOnlyStore {
     /// The store's identifier, the host of its object URIs.
     public let storeIdentifier: UUID
     private let source: Source
-    /// SQL logging of the SQLite connection (``LoomLogging``), kept as long as the connection.
-    private let tracer: SQLTracer?
 
     private enum Source {
         case sqlite(DatabaseQueue, SQLGenerator)
@@ -48,7 +46,6 @@ public final class ReadOnlyStore {
             let store = try PostgreSQLStore(configuration: configuration, schema: schema)
             storeIdentifier = store.identifier
             source = .store(store)
-            tracer = nil
             return
         }
         let url = URL(filePath: location)
@@ -59,13 +56,9 @@ public final class ReadOnlyStore {
         }
         storeIdentifier = identifier
         do {
+            // Traced as a store's connections are: `LOOM_SQL_DEBUG` shows its statements.
             let queue = try SQLiteStore.readOnlyQueue(path: url.path)
-            let tracer = SQLTracer.make(path: url.path, trace: nil)
-            queue.inDatabase { db in
-                SQLFunctions.register(in: db)
-                if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
-            }
-            self.tracer = tracer
+            queue.inDatabase { db in SQLFunctions.register(in: db) }
             source = .sqlite(queue, SQLGenerator(schema: schema, dialect: SQLiteDialect()))
         } catch {
             throw LoomError(.storeFailure, "The store at \(location) could not be opened for reading.", path: url.path, underlying: error)

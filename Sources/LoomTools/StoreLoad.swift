@@ -161,7 +161,8 @@ final class StoreLoader {
         let store = try SQLiteStore(url: file, schema: schema, options: SQLiteStore.Options(recordsHistory: false),
                                     metadata: header.metadata.mapValues { $0 as String? })
         try store.close()
-        let queue = try DatabaseQueue(path: file.path)
+        // Traced as the store's own connections are: `LOOM_SQL_DEBUG` shows the load's inserts.
+        let queue = try SQLiteStore.tracedQueue(path: file.path, configuration: Configuration())
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = OFF")
             try db.execute(sql: "PRAGMA synchronous = OFF")
@@ -199,7 +200,7 @@ final class StoreLoader {
             switch DumpValueCodec.read(value, of: loader.entity.attributes[i].type) {
             case .success(let stored): values[i] = stored
             case .failure(let mismatch):
-                throw bad("attributes.\(name)", "Expected \(mismatch.expected) for a \(loader.entity.attributes[i].type.rawValue) attribute, found \(mismatch.found).")
+                throw bad("attributes.\(name)", "Expected \(mismatch.expected) for \(English.a(loader.entity.attributes[i].type.rawValue)) attribute, found \(mismatch.found).")
             }
         }
         if let missing = loader.entity.attributes.first(where: { a in !attributes.contains { $0.name == a.name } }) {
@@ -266,7 +267,7 @@ final class StoreLoader {
         if id.storeIdentifier != header.storeIdentifier {
             throw bad(field, "\(uri) is a URI of store \(id.storeIdentifier), not of the dumped store \(header.storeIdentifier).")
         }
-        throw bad(field, "\(uri) is a URI of a \(id.entityName), where a \(entity.name) is expected.")
+        throw bad(field, "\(uri) is a URI of \(English.a(id.entityName)), where \(English.a(entity.name)) is expected.")
     }
 
     // MARK: Finishing

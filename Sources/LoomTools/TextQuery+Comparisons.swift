@@ -212,11 +212,11 @@ extension TextQueryParser {
         case .path(let path):
             switch (op.kind, path.valueKind) {
             case (.string, .attribute(let a, let owner)) where a.type != .string && a.type != .url:
-                throw error(.typeMismatch, "\(owner.name).\(a.name) is a \(a.type.rawValue) attribute; \(op.token.quoted) tests text", at: operand.token)
+                throw error(.typeMismatch, "\(owner.name).\(a.name) is \(English.a(a.type.rawValue)) attribute; \(op.token.quoted) tests text", at: operand.token)
             case (.string, .object), (.string, .count):
                 throw error(.typeMismatch, "'\(path.text)' is not text; \(op.token.quoted) tests text", at: operand.token)
             case (.compare(let c), .attribute(let a, let owner)) where c != .equal && c != .notEqual && !Self.isOrderable(a.type):
-                throw error(.unsupported, "\(owner.name).\(a.name) is a \(a.type.rawValue) attribute, whose stored form does not sort like its values: compare it with == or != only", at: op.token)
+                throw error(.unsupported, "\(owner.name).\(a.name) is \(English.a(a.type.rawValue)) attribute, whose stored form does not sort like its values: compare it with == or != only", at: op.token)
             case (.compare(let c), .object) where c != .equal && c != .notEqual:
                 throw error(.unsupported, "'\(path.text)' is a relationship: compare it with == or != only", at: op.token)
             default:
@@ -236,7 +236,7 @@ extension TextQueryParser {
         if literal == .null { return .null }
         func mismatch(_ expected: String) -> TextQueryError {
             let what: String = switch kind {
-            case .attribute(let a, let owner)?: "\(owner.name).\(a.name) is a \(a.type.rawValue) attribute"
+            case .attribute(let a, let owner)?: "\(owner.name).\(a.name) is \(English.a(a.type.rawValue)) attribute"
             case .object(let destination)?: "a relationship to \(destination.name)"
             case .count?: "a count"
             case nil: "this"
@@ -257,7 +257,7 @@ extension TextQueryParser {
             case .integer(let v, _): return .integer(v)
             case .string(let text):
                 guard let url = URL(string: text), let id = try? AnyObjectID(uriRepresentation: url), id.entityName == destination.name else {
-                    throw mismatch("nil, a primary key, or the URI of a \(destination.name) (loom://…/\(destination.name)/<key>)")
+                    throw mismatch("nil, a primary key, or the URI of \(English.a(destination.name)) (loom://…/\(destination.name)/<key>)")
                 }
                 return .integer(id.primaryKey)
             default: throw mismatch("nil, a primary key, or an object URI")

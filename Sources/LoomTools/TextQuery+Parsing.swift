@@ -105,7 +105,7 @@ struct TextQueryParser {
                 throw error(.invalidPath, "'sort' takes an attribute, of \(entity.name) or through to-one relationships; '\(path.text)' is not one", at: start)
             }
             if !Self.isOrderable(attribute.type) {
-                throw error(.unsupported, "\(owner.name).\(attribute.name) is a \(attribute.type.rawValue) attribute, whose stored form does not sort like its values: it cannot be a sort key", at: start)
+                throw error(.unsupported, "\(owner.name).\(attribute.name) is \(English.a(attribute.type.rawValue)) attribute, whose stored form does not sort like its values: it cannot be a sort key", at: start)
             }
             var ascending = true
             if acceptKeyword("desc", "descending") { ascending = false } else { _ = acceptKeyword("asc", "ascending") }

@@ -57,7 +57,15 @@ struct LoadCommand: ParsableCommand {
     var path: String
 
     func run() throws {
-        let handle = file == "-" ? FileHandle.standardInput : try FileHandle(forReadingFrom: URL(filePath: file))
+        let handle: FileHandle
+        if file == "-" {
+            handle = FileHandle.standardInput
+        } else if let opened = FileHandle(forReadingAtPath: file) {
+            handle = opened
+        } else {
+            let reason = FileManager.default.fileExists(atPath: file) ? "cannot be read (check its permissions)" : "does not exist"
+            throw LoomToolError(.badInput, "The dump \(file) \(reason); nothing was loaded.")
+        }
         defer { try? handle.close() }
         let progress = ProgressLine(verb: "loaded")
         let count = try LoomTools.load(from: handle.fileDescriptor, into: URL(filePath: path), progress: progress.report)

@@ -64,28 +64,21 @@ struct QueryCommand: ParsableCommand {
 
     func run() throws {
         let format: QueryOutputFormat = json ? .json : ndjson ? .ndjson : csv ? .csv : .table
-        do {
-            let store = try ReadOnlyStore(location: store)
-            let parsed = try TextQuery(parsing: query, schema: store.schema)
-            var printer = QueryPrinter(format: format, entity: parsed.entity, schema: store.schema,
-                                       storeIdentifier: store.storeIdentifier, output: STDOUT_FILENO)
-            // A progress line on standard error every 10,000 objects, when it is a terminal and
-            // the objects go elsewhere (a file, a pipe).
-            let progress = isatty(STDOUT_FILENO) == 0 ? ProgressLine(verb: "read") : nil
-            var count = 0
-            try store.forEachRow(of: parsed) { key, values in
-                try printer.add(key: key, values: values)
-                count += 1
-                if count % 10_000 == 0 { progress?.report(count) }
-            }
-            if count >= 10_000 { progress?.finish(count) }
-            try printer.finish()
-        } catch let error as TextQueryError {
-            FileHandle.standardError.write(Data((error.description + "\n").utf8))
-            throw ExitCode.failure
-        } catch let error as LoomError {
-            FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
-            throw ExitCode.failure
+        // A failure (a query it cannot read, a store it cannot open) is printed by LoomCommand.
+        let store = try ReadOnlyStore(location: store)
+        let parsed = try TextQuery(parsing: query, schema: store.schema)
+        var printer = QueryPrinter(format: format, entity: parsed.entity, schema: store.schema,
+                                   storeIdentifier: store.storeIdentifier, output: STDOUT_FILENO)
+        // A progress line on standard error every 10,000 objects, when it is a terminal and
+        // the objects go elsewhere (a file, a pipe).
+        let progress = isatty(STDOUT_FILENO) == 0 ? ProgressLine(verb: "read") : nil
+        var count = 0
+        try store.forEachRow(of: parsed) { key, values in
+            try printer.add(key: key, values: values)
+            count += 1
+            if count % 10_000 == 0 { progress?.report(count) }
         }
+        if count >= 10_000 { progress?.finish(count) }
+        try printer.finish()
     }
 }

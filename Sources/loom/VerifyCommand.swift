@@ -30,7 +30,8 @@ struct VerifyCommand: ParsableCommand {
             unchanged. SQLite stores only (not PostgreSQL).
 
             Exit status: 0 when nothing is found, 1 when something is, 2 when the file cannot \
-            be verified (missing, not SQLite, not a Loom store).
+            be verified (missing, not SQLite, not a Loom store), 64 for a wrong command line \
+            (as every verb: loom --help). Errors are one `Error: …` message on standard error.
 
             Text output: one line per finding, `kind URI: sentence`. --json prints one object:
             {"store": path, "storeIdentifier": uuid, "healthy": bool, "objectCount": n,
@@ -59,8 +60,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
-            FileHandle.standardError.write(Data("loom verify checks SQLite stores only; \(path) is a PostgreSQL URL.\n".utf8))
-            throw ExitCode(2)
+            throw LoomToolError(.badInput, "loom verify checks SQLite stores only; \(path) is a PostgreSQL URL.")
         }
         var verifier = StoreVerifier(url: URL(filePath: path))
         verifier.integrityCheck = quick ? .quick : .full
@@ -71,10 +71,9 @@ struct VerifyCommand: ParsableCommand {
         do throws(LoomError) {
             report = try verifier.verify(progress: progress)
         } catch {
+            // The error is printed by LoomCommand (exit status 2), on a line of its own.
             if showsProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-            let cause = error.underlying.map { " (\($0))" } ?? ""
-            FileHandle.standardError.write(Data("loom verify: \(error.message)\(cause)\n".utf8))
-            throw ExitCode(2)
+            throw error
         }
         if json {
             let encoder = JSONEncoder()

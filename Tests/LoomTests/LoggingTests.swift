@@ -121,6 +121,39 @@ import Testing
         #expect(!logged.standardOutput.contains("SELECT"), "logs go to standard error, not into the output")
     }
 
+    /// Every verb of the `loom` tool shows the SQL it runs with `LOOM_SQL_DEBUG`, as a store
+    /// does: each connection a verb opens (the read-only one of dump and verify, the load's
+    /// writer) is traced, and the log goes to standard error, never into the verb's output.
+    @Test(arguments: [
+        ("inspect", #"FROM "Book" AS t0) AS matches"#),
+        ("history", "FROM loom_history"),
+        ("query", #"FROM "Book" AS t0"#),
+        ("dump", #"SELECT "Z_PK", "Z_OPT", "isbn""#),
+        ("verify", "PRAGMA integrity_check"),
+        ("load", #"INSERT INTO "Book""#),
+    ])
+    func everyVerbShowsTheSQLItRuns(_ verb: String, _ statement: String) async throws {
+        let folder = TemporaryDirectory.make()
+        let url = folder.appending(path: "verbs.loom")
+        try await LoomExecutable.makeStore(at: url)
+        let dump = try LoomExecutable.run(["dump", url.path])
+        try #require(dump.status == 0, "\(dump.standardError)")
+        let arguments = switch verb {
+        case "query": [verb, url.path, "Book"]
+        case "load": [verb, "-", folder.appending(path: "copy.loom").path]
+        default: [verb, url.path]
+        }
+        let input = verb == "load" ? Data(dump.standardOutput.utf8) : nil
+        let quiet = try LoomExecutable.run(arguments, input: input)
+        #expect(quiet.status == 0, "\(quiet.standardError)")
+        #expect(!quiet.standardError.contains("[loom.sql]"))
+        try? FileManager.default.removeItem(at: folder.appending(path: "copy.loom"))
+        let logged = try LoomExecutable.run(arguments, input: input, environment: ["LOOM_SQL_DEBUG": "1"])
+        #expect(logged.status == 0, "\(logged.standardError)")
+        #expect(logged.standardError.contains(statement), "\(logged.standardError)")
+        #expect(logged.standardOutput == quiet.standardOutput, "logs go to standard error, not into the output")
+    }
+
     /// The README's logging example, run: its store's statements reach the application's logger.
     @Test func readmeLoggingExample() async throws {
         let saved = (LoomLogging.logger, LoomLogging.sqlDebugLevel, LoomLogging.logsSQLValues)

@@ -119,21 +119,21 @@ struct QueryCommandTests {
 
     @Test func aSyntaxErrorExitsNonZeroWithACaretUnderTheColumn() throws {
         let output = try query("Novel where pages > 1 sortt title")
-        #expect(output.status != 0)
+        #expect(output.status == 2)
         #expect(output.standardOutput.isEmpty)
         let lines = output.standardError.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines[0].hasPrefix("error: expected 'and', 'or', 'sort'") && lines[0].hasSuffix("(column 23)"))
+        #expect(lines[0].hasPrefix("Error: expected 'and', 'or', 'sort'") && lines[0].hasSuffix("(column 23)"))
         #expect(lines[1] == "Novel where pages > 1 sortt title")
         #expect(lines[2] == String(repeating: " ", count: 22) + "^")
         let unknown = try query(#"Novel where titel == "x""#)
-        #expect(unknown.status != 0 && unknown.standardError.contains("(did you mean 'title'?)"))
+        #expect(unknown.status == 2 && unknown.standardError.contains("(did you mean 'title'?)"))
     }
 
     @Test func aMissingStoreIsAClearError() throws {
         let missing = store.url.deletingLastPathComponent().appending(path: "missing.loom").path
         let output = try LoomExecutable.run(["query", missing, "Novel"])
-        #expect(output.status != 0)
-        #expect(output.standardError == "error: There is no store at \(missing).\n")
+        #expect(output.status == 2)
+        #expect(output.standardError == "Error: There is no store at \(missing).\n")
         #expect(!FileManager.default.fileExists(atPath: missing))
     }
 

@@ -185,7 +185,7 @@ struct TextQueryTests {
         let throughAttribute = try #require(failure(#"Novel where title.name == "x""#))
         #expect(throughAttribute.code == .invalidPath && throughAttribute.column == 19)
         let wrongType = try #require(failure(#"Novel where pages == "many""#))
-        #expect(wrongType.code == .typeMismatch && wrongType.column == 22 && wrongType.message.contains("Novel.pages is a integer64 attribute"))
+        #expect(wrongType.code == .typeMismatch && wrongType.column == 22 && wrongType.message.contains("Novel.pages is an integer64 attribute"))
         let badDate = try #require(failure(#"Author where born > "yesterday""#))
         #expect(badDate.code == .typeMismatch && badDate.column == 21 && badDate.message.contains("ISO-8601"))
         let anyWithoutToMany = try #require(failure("Novel where any author.name == 1"))

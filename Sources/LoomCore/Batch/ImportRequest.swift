@@ -125,7 +125,7 @@ extension ManagedObjectContext {
                     do {
                         keys.append(try link.key(source, attribute))
                     } catch {
-                        throw LoomError(.typeMismatch, "Source \(start + i) of an import of \(Model.entity.name) links to a \(destination.name) by a key that cannot be stored as its \(attribute.name) (\(attribute.valueTypeName)): \(error.message)",
+                        throw LoomError(.typeMismatch, "Source \(start + i) of an import of \(Model.entity.name) links to \(English.a(destination.name)) by a key that cannot be stored as its \(attribute.name) (\(attribute.valueTypeName)): \(error.message)",
                                         entity: destination.name, attributes: [attribute.name])
                     }
                 }
@@ -139,7 +139,7 @@ extension ManagedObjectContext {
                 for (i, key) in keys.enumerated() {
                     guard let key else { continue }
                     guard let target = found[key] else {
-                        throw LoomError(.objectNotFound, "Source \(start + i) of an import of \(Model.entity.name) links to a \(destination.name) by its \(attribute.name), and no saved \(destination.name) has that \(attribute.name); nothing of its chunk (from source \(start)) was written.",
+                        throw LoomError(.objectNotFound, "Source \(start + i) of an import of \(Model.entity.name) links to \(English.a(destination.name)) by its \(attribute.name), and no saved \(destination.name) has that \(attribute.name); nothing of its chunk (from source \(start)) was written.",
                                         entity: destination.name, attributes: [attribute.name])
                     }
                     rows[i].append(BatchValue(keyPath: link.relationship, related: RelatedKey(entityName: destination.name, key: target)))

@@ -195,7 +195,7 @@ final class BatchWriter {
                 }
                 guard type.accepts(stored) || (stored.isNull && isOptional) else {
                     let name = entity.attributes[index].name
-                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(naming.place(row)) gives \(name) a \(stored.kindName), which is not a valid \(type.rawValue).", entity: entity.name, attributes: [name])
+                    throw LoomError(.typeMismatch, "A batch request on \(entity.name)\(naming.place(row)) gives \(name) \(English.a(stored.kindName)), which is not a valid \(type.rawValue).", entity: entity.name, attributes: [name])
                 }
                 slot = index
             default:

@@ -240,7 +240,7 @@ extension ManagedObjectContext {
                 }
             }
             guard b.context === self else {
-                fatalError("\(backing.entity.name).\(r.description.name) was given a \(b.entity.name) from another context (or one no longer in a context); relate objects of the same context, fetching them there by ID.")
+                fatalError("\(backing.entity.name).\(r.description.name) was given \(English.a(b.entity.name)) from another context (or one no longer in a context); relate objects of the same context, fetching them there by ID.")
             }
             guard b.entity === r.destination else {
                 fatalError("\(backing.entity.name).\(r.description.name) leads to \(r.destination.name), not to \(b.entity.name).")

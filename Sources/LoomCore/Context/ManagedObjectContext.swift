@@ -279,7 +279,7 @@ public final class ManagedObjectContext {
         let backing = object._loomBacking
         if backing.isInaccessible || (backing.context == nil && backing.isDeleted) { return }
         guard backing.context === self else {
-            fatalError("delete(_:) was given a \(backing.entity.name) that is not registered in context '\(name ?? "unnamed")'.")
+            fatalError("delete(_:) was given \(English.a(backing.entity.name)) that is not registered in context '\(name ?? "unnamed")'.")
         }
         if backing.isDeleted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
@@ -323,7 +323,7 @@ public final class ManagedObjectContext {
     public func object<Model: PersistentModel>(with id: ObjectID<Model>) throws(LoomError) -> Model {
         let object = try self.object(with: id.erased)
         guard let model = object as? Model else {
-            throw LoomError(.typeMismatch, "\(id) is not a \(Model.self).", entity: id.erased.entityName, objectID: id.erased)
+            throw LoomError(.typeMismatch, "\(id) is not \(English.a(Model.self)).", entity: id.erased.entityName, objectID: id.erased)
         }
         return model
     }
@@ -362,7 +362,7 @@ public final class ManagedObjectContext {
     public func existingObject<Model: PersistentModel>(with id: ObjectID<Model>) throws(LoomError) -> Model {
         let object = try existingObject(with: id.erased)
         guard let model = object as? Model else {
-            throw LoomError(.typeMismatch, "\(id) is not a \(Model.self).", entity: id.erased.entityName, objectID: id.erased)
+            throw LoomError(.typeMismatch, "\(id) is not \(English.a(Model.self)).", entity: id.erased.entityName, objectID: id.erased)
         }
         return model
     }
@@ -509,7 +509,7 @@ public final class ManagedObjectContext {
             throw LoomError(.objectNotFound, "\(backing.objectIDDescription) was deleted elsewhere: its row no longer exists in the store.", entity: backing.entity.name, objectID: backing.requireObjectID())
         }
         guard backing.context === self else {
-            throw LoomError(.wrongContext, "fulfillFault(of:) was given a \(backing.entity.name) that is not registered in this context.", entity: backing.entity.name)
+            throw LoomError(.wrongContext, "fulfillFault(of:) was given \(English.a(backing.entity.name)) that is not registered in this context.", entity: backing.entity.name)
         }
         guard backing.state == .fault else { return }
         guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: false) else {
@@ -620,7 +620,7 @@ public final class ManagedObjectContext {
         ConcurrencyDebugging.check(self, #function)
         let backing = object._loomBacking
         guard backing.context === self else {
-            throw LoomError(.wrongContext, "refresh(_:mergeChanges:) was given a \(backing.entity.name) that is not registered in this context.", entity: backing.entity.name)
+            throw LoomError(.wrongContext, "refresh(_:mergeChanges:) was given \(English.a(backing.entity.name)) that is not registered in this context.", entity: backing.entity.name)
         }
         if backing.isInserted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)

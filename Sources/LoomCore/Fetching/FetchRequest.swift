@@ -128,7 +128,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
                 throw LoomError(.unsupportedSort, "Sorting \(owner.name).\(name) with a localized string comparator is not supported; use SortDescriptor(\\.\(name)) for code-point order.", entity: entity.name, attributes: [name])
             }
             if !owner.attributes[index].type.isOrderable {
-                throw LoomError(.unsupportedSort, "\(owner.name).\(name) is a \(owner.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values.", entity: entity.name, attributes: [name])
+                throw LoomError(.unsupportedSort, "\(owner.name).\(name) is \(English.a(owner.attributes[index].type.rawValue)) attribute, whose stored form does not sort like its values.", entity: entity.name, attributes: [name])
             }
             keys.append(SortKey(attributeIndex: index, ascending: descriptor.order == .forward, relationshipPath: path.map(\.reference)))
         }

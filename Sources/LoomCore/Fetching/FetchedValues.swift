@@ -39,7 +39,7 @@ public struct FetchedValues: Sendable, Hashable {
                 throw LoomError(.typeMismatch, "The result \"\(name)\" is NULL (no value, or an aggregate of no values); read it as \(T.self)? instead.")
             }
             guard let decoded = codec.decode(value) as? T else {
-                throw LoomError(.typeMismatch, "The result \"\(name)\" holds a stored \(value.kindName), which is not a \(T.self).")
+                throw LoomError(.typeMismatch, "The result \"\(name)\" holds a stored \(value.kindName), which is not \(English.a(T.self)).")
             }
             return decoded
         }

@@ -122,7 +122,7 @@ struct PredicateTranslator {
             node = inner
         }
         if case .attribute(let i) = node, i < owner.attributes.count, !owner.attributes[i].type.isOrderable {
-            throw unsupported("an ordering comparison on \(owner.name).\(owner.attributes[i].name), a \(owner.attributes[i].type.rawValue) attribute whose stored form does not sort like its values")
+            throw unsupported("an ordering comparison on \(owner.name).\(owner.attributes[i].name), \(English.a(owner.attributes[i].type.rawValue)) attribute whose stored form does not sort like its values")
         }
     }
 }

@@ -97,12 +97,12 @@ public struct PropertyFetchRequest<Model: PersistentModel>: Sendable {
                 switch function {
                 case .sum, .average:
                     guard [.integer16, .integer32, .integer64, .double, .float].contains(type) else {
-                        throw LoomError(.invalidRequest, "\(target.owner.name).\(target.attribute.name) is a \(type.rawValue) attribute; \(function == .sum ? "sum" : "average") needs a numeric one (an integer, Double or Float).", entity: entity.name, attributes: [target.name])
+                        throw LoomError(.invalidRequest, "\(target.owner.name).\(target.attribute.name) is \(English.a(type.rawValue)) attribute; \(function == .sum ? "sum" : "average") needs a numeric one (an integer, Double or Float).", entity: entity.name, attributes: [target.name])
                     }
                     if function == .sum { summed.append(target.name) }
                 case .min, .max:
                     guard type.isOrderable else {
-                        throw LoomError(.invalidRequest, "\(target.owner.name).\(target.attribute.name) is a \(type.rawValue) attribute, whose stored form does not order like its values; min and max need an orderable one.", entity: entity.name, attributes: [target.name])
+                        throw LoomError(.invalidRequest, "\(target.owner.name).\(target.attribute.name) is \(English.a(type.rawValue)) attribute, whose stored form does not order like its values; min and max need an orderable one.", entity: entity.name, attributes: [target.name])
                     }
                 case .count: break
                 }

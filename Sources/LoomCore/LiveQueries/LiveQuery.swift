@@ -341,7 +341,7 @@ extension ManagedObjectContext {
             }
             let owner = path.last?.destination ?? entity
             guard owner.attributes[index].type.isOrderable else {
-                throw LoomError(.unsupportedSort, "\(owner.name).\(owner.attributes[index].name) is a \(owner.attributes[index].type.rawValue) attribute, whose stored form does not sort like its values, so it cannot key sections.", entity: entity.name, attributes: [owner.attributes[index].name])
+                throw LoomError(.unsupportedSort, "\(owner.name).\(owner.attributes[index].name) is \(English.a(owner.attributes[index].type.rawValue)) attribute, whose stored form does not sort like its values, so it cannot key sections.", entity: entity.name, attributes: [owner.attributes[index].name])
             }
             query.sortKeys.insert(SortKey(attributeIndex: index, ascending: true, relationshipPath: path.map(\.reference)), at: 0)
         }

@@ -77,7 +77,7 @@ public struct AttributeDescription: Sendable {
             encode: { value throws(LoomError) in
                 if let v = value as? StoredValue { return v }
                 guard let v = StoredValue.converting(value) else {
-                    throw LoomError(.typeMismatch, "a \(Swift.type(of: value)) cannot be stored in a \(type) attribute")
+                    throw LoomError(.typeMismatch, "\(English.a(Swift.type(of: value))) cannot be stored in \(English.a(type)) attribute")
                 }
                 return v
             },

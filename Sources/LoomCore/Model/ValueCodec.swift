@@ -55,7 +55,7 @@ struct ValueCodec: @unchecked Sendable {
         ValueCodec(
             attributeType: P.attributeType, isOptional: false,
             encode: { value throws(LoomError) in
-                guard let v = value as? P else { throw LoomError(.typeMismatch, "expected a \(P.self), got a \(type(of: value))") }
+                guard let v = value as? P else { throw LoomError(.typeMismatch, "expected \(English.a(P.self)), got \(English.a(type(of: value)))") }
                 return v.storedValue
             },
             decode: { P(storedValue: $0) },
@@ -87,7 +87,7 @@ struct ValueCodec: @unchecked Sendable {
             attributeType: P.attributeType, isOptional: false,
             encode: { value throws(LoomError) in
                 guard let r = value as? R, let raw = r.rawValue as? P else {
-                    throw LoomError(.typeMismatch, "expected a \(R.self), got a \(type(of: value))")
+                    throw LoomError(.typeMismatch, "expected \(English.a(R.self)), got \(English.a(type(of: value)))")
                 }
                 return raw.storedValue
             },
@@ -116,11 +116,11 @@ struct ValueCodec: @unchecked Sendable {
         ValueCodec(
             attributeType: .codable, isOptional: false,
             encode: { value throws(LoomError) in
-                guard let c = value as? C else { throw LoomError(.typeMismatch, "expected a \(C.self), got a \(type(of: value))") }
+                guard let c = value as? C else { throw LoomError(.typeMismatch, "expected \(English.a(C.self)), got \(English.a(type(of: value)))") }
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = .sortedKeys
                 do { return .blob(try encoder.encode(c)) } catch {
-                    throw LoomError(.typeMismatch, "a \(C.self) value could not be encoded as JSON", underlying: error)
+                    throw LoomError(.typeMismatch, "\(English.a(C.self)) value could not be encoded as JSON", underlying: error)
                 }
             },
             decode: { stored in

@@ -281,7 +281,7 @@ public final class ObjectBacking {
             }
             fatalError("\(entity.name).\(attribute.name) was read before a value was set; give it a value or a default.")
         }
-        fatalError("\(entity.name).\(attribute.name) holds a stored \(stored.kindName) that is not a \(T.self).")
+        fatalError("\(entity.name).\(attribute.name) holds a stored \(stored.kindName) that is not \(English.a(T.self)).")
     }
 
     /// Writes the attribute declared at property position `index`. Generated accessors call this.
@@ -291,7 +291,7 @@ public final class ObjectBacking {
         do {
             stored = try entity.attributes[attributeIndex].codec.encode(value)
         } catch {
-            fatalError("\(entity.name).\(entity.attributes[attributeIndex].name) cannot store a \(Swift.type(of: value)): \(error.message)")
+            fatalError("\(entity.name).\(entity.attributes[attributeIndex].name) cannot store \(English.a(Swift.type(of: value))): \(error.message)")
         }
         setStoredValue(stored, at: attributeIndex)
     }
@@ -395,7 +395,7 @@ public final class ObjectBacking {
 
     @usableFromInline
     func castFailed<M>(_ object: any BackedObject, _: M.Type) -> Never {
-        fatalError("\(object._loomBacking.entity.name) \(object._loomBacking.objectIDDescription) is not a \(M.self).")
+        fatalError("\(object._loomBacking.entity.name) \(object._loomBacking.objectIDDescription) is not \(English.a(M.self)).")
     }
 
     func relatedObject(_ j: Int) -> (any BackedObject)? {

@@ -31,7 +31,7 @@ extension ManagedObjectContext {
             if !attribute.type.accepts(value) {
                 throw LoomError(
                     .typeMismatch,
-                    "\(entity.name).\(attribute.name) in \(backing.objectIDDescription) holds a \(value.kindName), which is not a valid \(attribute.type.rawValue).",
+                    "\(entity.name).\(attribute.name) in \(backing.objectIDDescription) holds \(English.a(value.kindName)), which is not a valid \(attribute.type.rawValue).",
                     entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
             }
         }

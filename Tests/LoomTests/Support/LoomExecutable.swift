@@ -1,4 +1,5 @@
 import Foundation
+import Loom
 import Testing
 
 /// The built `loom` tool, run as a child process: the command-line tests drive the real
@@ -26,6 +27,16 @@ enum LoomExecutable {
         return Output(status: output.status,
                       standardOutput: String(decoding: output.standardOutput, as: UTF8.self),
                       standardError: String(decoding: output.standardError, as: UTF8.self))
+    }
+
+    /// A SQLite store at `url` holding one book, for a verb to run on.
+    static func makeStore(at url: URL) async throws {
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema([Book.self])))
+        try await container.performBackgroundTask { context in
+            context.insert(Book(isbn: "1", title: "Dune"))
+            try context.save()
+        }
+        try await container.close()
     }
 }
 
