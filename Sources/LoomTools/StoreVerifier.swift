@@ -76,7 +76,8 @@ public struct StoreVerifier: Sendable {
     ///   ``LoomError/Code/notADatabase`` when it is not SQLite, ``LoomError/Code/notALoomStore``
     ///   when it is a SQLite database without Loom's saved schema. Damage found inside a Loom
     ///   store is never thrown: it is in the report.
-    /// - Complexity: a few scans of each table and index; about a second per million objects.
+    /// - Complexity: a few scans of each table and index, one of them reading every attribute;
+    ///   one to two seconds per million objects (see `Benchmarks/README.md`).
     public func verify(progress: ((VerificationProgress) -> Void)? = nil) throws(LoomError) -> VerificationReport {
         let path = url.path
         let state = try SQLiteStore.savedState(at: url)
