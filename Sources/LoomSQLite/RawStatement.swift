@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import GRDB
 import GRDBSQLite
 @_spi(LoomStore) package import LoomCore
@@ -83,6 +83,17 @@ package struct RawStatement {
         }
     }
 
+    /// Binds `bytes` as text to the 1-based parameter `index`, as they are: text that is not
+    /// valid UTF-8, which a `String` cannot hold (`loom load` writing back what `loom dump` read
+    /// with ``nonUTF8Text(_:)``).
+    package func bindText(bytes: Data, at index: Int32) throws {
+        let code = bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return sqlite3_bind_text(handle, index, "", 0, nil) }
+            return sqlite3_bind_text64(handle, index, base.assumingMemoryBound(to: CChar.self), sqlite3_uint64(buffer.count), SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
+        }
+        if code != SQLITE_OK { throw error(code) }
+    }
+
     package func bind(_ value: Int64, at index: Int32) throws {
         let code = sqlite3_bind_int64(handle, index, value)
         if code != SQLITE_OK { throw error(code) }
@@ -163,6 +174,20 @@ package struct RawStatement {
     }
 
     package func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+
+    /// The bytes of column `index` (0-based) of the current row, as stored, when it is text that
+    /// is not valid UTF-8; `nil` for any other value.
+    ///
+    /// ``column(_:)``, like every read of the store, repairs such text (each bad sequence becomes
+    /// U+FFFD); the tools that must see or keep the stored bytes (`loom verify`, `loom dump`) ask
+    /// for them here.
+    package func nonUTF8Text(_ index: Int32) -> Data? {
+        guard sqlite3_column_type(handle, index) == SQLITE_TEXT, let text = sqlite3_column_text(handle, index) else { return nil }
+        let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index)))
+        // ASCII, the common case, without building a string.
+        if bytes.allSatisfy({ $0 < 0x80 }) || String(validating: bytes, as: UTF8.self) != nil { return nil }
+        return Data(buffer: bytes)
+    }
 
     /// A GRDB error for a failed call, with SQLite's extended code and message, so that the
     /// store's error translation treats it like any other.

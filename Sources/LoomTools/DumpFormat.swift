@@ -117,7 +117,14 @@ struct BufferedOutput {
 /// A value whose storage class does not fit its type (a text in an integer column, an infinite
 /// double, a codable value that is not UTF-8) is written as an object naming its class, so that
 /// it still loads back exactly: `{"integer": 1}`, `{"real": "inf"}` (or `"-inf"`, `"nan"`, or a
-/// number), `{"text": "…"}`, `{"blob": "<base64>"}`.
+/// number), `{"text": "…"}`, `{"blob": "<base64>"}`. Text that is not valid UTF-8, which a JSON
+/// string cannot hold, is `{"textBytes": "<base64>"}`: its bytes as stored, loaded back as text
+/// of the same bytes, whatever the attribute's type.
+///
+/// Every stored value loads back exactly: integers are their decimal text (no detour through a
+/// double, so beyond 2^53 too), reals the shortest text that reads back as the same `Double`
+/// (`-0.0` included), blobs every byte in base64, text every byte (JSON strings escape only
+/// quotes, backslashes and control characters).
 enum DumpValueCodec {
     static func write(_ value: StoredValue, of type: AttributeType, to out: inout BufferedOutput) {
         switch (type, value) {
@@ -140,6 +147,20 @@ enum DumpValueCodec {
         default:
             writeStorageClass(value, to: &out)
         }
+    }
+
+    /// Writes text that is not valid UTF-8 (``RawStatement/nonUTF8Text(_:)``) as its bytes.
+    static func write(textBytes bytes: Data, to out: inout BufferedOutput) {
+        out.append("{\"textBytes\":")
+        out.appendJSONString(bytes.base64EncodedString())
+        out.append("}")
+    }
+
+    /// The bytes of a `{"textBytes": "<base64>"}` value, or `nil` for any other value.
+    static func textBytes(_ json: JSONValue) -> Data? {
+        guard case .object(let members) = json, members.count == 1, members[0].name == "textBytes",
+              case .string(let text) = members[0].value else { return nil }
+        return Data(base64Encoded: text)
     }
 
     private static func writeStorageClass(_ value: StoredValue, to out: inout BufferedOutput) {
@@ -182,7 +203,7 @@ enum DumpValueCodec {
     }
 
     private static func readStorageClass(_ members: [JSONMember]) -> Result<StoredValue, Mismatch> {
-        let expected = "an object with one member integer, real, text or blob"
+        let expected = "an object with one member integer, real, text, textBytes or blob"
         guard members.count == 1, let member = members.first else { return .failure(Mismatch(expected: expected, found: "an object")) }
         switch (member.name, member.value) {
         case ("integer", .number(let text)):

@@ -27,7 +27,9 @@ extension LoomTools {
     /// - `attributes` has every attribute of the entity, in its order, encoded as the table of
     ///   `DumpValueCodec` says: `nil` is `null`, dates are seconds since 2001-01-01 UTC, binary
     ///   data is base64, UUIDs and decimals and URLs are strings, `Codable` values are their
-    ///   stored JSON text as a string.
+    ///   stored JSON text as a string. A value that does not fit its type is an object naming
+    ///   its storage class (`{"text": "…"}`), and text that is not valid UTF-8 is
+    ///   `{"textBytes": "<base64>"}`, so that every stored byte loads back as it was.
     /// - `relationships` has every relationship, on both sides: a to-one is a URI or `null`, a
     ///   to-many an array of URIs by key, an ordered to-many an array in its order.
     ///
@@ -159,7 +161,12 @@ struct StoreDumper {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 out.appendJSONString(attribute.name)
                 out.append(UInt8(ascii: ":"))
-                DumpValueCodec.write(rows.column(Int32(2 + i)), of: attribute.type, to: &out)
+                let column = Int32(2 + i), value = rows.column(column)
+                if case .text = value, let bytes = rows.nonUTF8Text(column) {
+                    DumpValueCodec.write(textBytes: bytes, to: &out)
+                } else {
+                    DumpValueCodec.write(value, of: attribute.type, to: &out)
+                }
             }
             out.append("},\"relationships\":{")
             for (n, r) in relationships.enumerated() {

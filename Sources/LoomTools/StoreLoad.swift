@@ -25,6 +25,11 @@ extension LoomTools {
     /// checks that both sides agree. A to-one or many-to-many URI of an object the dump does not
     /// have is an error.
     ///
+    /// Lines end with LF or CRLF; blank lines (empty, or spaces and tabs), a UTF-8 byte order mark
+    /// at the start and a last line without a newline are accepted, so a dump that went through
+    /// an editor or another system loads. Every value is stored with the bytes the dump carries,
+    /// text that is not valid UTF-8 (`{"textBytes": …}`) included.
+    ///
     /// Nothing is written to `url` until the whole dump has loaded: the store is built in a
     /// temporary file beside it, in one transaction, and renamed to `url` at the end. On any
     /// error the temporary file is removed and `url` does not exist. The load writes no history
@@ -90,8 +95,11 @@ final class StoreLoader {
     /// Reads the dump from `input` and builds the store in `file`, which must not exist.
     static func load(from input: Int32, building file: URL, progress: ((Int) -> Void)?) throws -> Int {
         let reader = LineReader(descriptor: input)
-        guard let read = try reader.withNextLine({ try readHeader($0, 1) }) else {
-            throw LoomToolError(.badInput, "The input is empty; a dump starts with its header line (see loom dump --help).", line: 1)
+        var read: (DumpHeader, Schema)?
+        // The header is the first line that is not blank.
+        while read == nil, try reader.withNextLine({ line -> Void in if !isBlank(line) { read = try readHeader(line, reader.lineNumber) } }) != nil {}
+        guard let read else {
+            throw LoomToolError(.badInput, "The input is empty; a dump starts with its header line (see loom dump --help).", line: max(1, reader.lineNumber))
         }
         let (header, schema) = read
         let queue = try create(file, header: header, schema: schema)
@@ -100,7 +108,7 @@ final class StoreLoader {
             try db.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
             do {
                 let loader = try StoreLoader(header: header, schema: schema, db: db)
-                while try reader.withNextLine({ line -> Void in if !line.isEmpty { try loader.loadObject(line, reader.lineNumber) } }) != nil {
+                while try reader.withNextLine({ line -> Void in if !isBlank(line) { try loader.loadObject(line, reader.lineNumber) } }) != nil {
                     if loader.count & 0xFFFF == 0, loader.count > 0 { progress?(loader.count) }
                 }
                 try loader.finish()
@@ -120,6 +128,11 @@ final class StoreLoader {
         try handle.close()
         progress?(count)
         return count
+    }
+
+    /// Whether a line is empty or only spaces and tabs: skipped wherever it is.
+    private static func isBlank(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        line.allSatisfy { $0 == 0x20 || $0 == 0x09 }
     }
 
     private static func readHeader(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws -> (DumpHeader, Schema) {
@@ -194,9 +207,15 @@ final class StoreLoader {
             throw bad("version", "The version is missing or not an integer of at least 1.")
         }
         var values = [StoredValue](repeating: .null, count: loader.entity.storedValueCount)
+        // Text that is not valid UTF-8, by slot: bound as its bytes, which a `StoredValue` cannot hold.
+        var textBytes: [(slot: Int, bytes: Data)] = []
         guard case .object(let attributes) = json.member("attributes") else { throw bad("attributes", "The attributes are missing or not an object.") }
         for (name, value) in attributes.lazy.map({ ($0.name, $0.value) }) {
             guard let i = loader.entity.attributeIndex(named: name) else { throw bad("attributes.\(name)", "\(entityName) has no attribute \(name).") }
+            if let bytes = DumpValueCodec.textBytes(value) {
+                textBytes.append((i, bytes))
+                continue
+            }
             switch DumpValueCodec.read(value, of: loader.entity.attributes[i].type) {
             case .success(let stored): values[i] = stored
             case .failure(let mismatch):
@@ -234,7 +253,7 @@ final class StoreLoader {
             throw bad("relationships.\(missing.name)", "The relationship \(missing.name) is missing (write null or [] when empty).")
         }
         do {
-            try loader.insert(key: key, version: version, values: values, line: number)
+            try loader.insert(key: key, version: version, values: values, textBytes: textBytes, line: number)
         } catch let error as DatabaseError {
             let duplicate = error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
             throw bad(duplicate ? "uri" : "", duplicate ? "A second object with the URI \(uri)." : "\(entityName)/\(key) cannot be stored: \(error.message ?? "\(error.resultCode)").")
@@ -332,11 +351,12 @@ private final class EntityLoader {
         self.links = links
     }
 
-    func insert(key: Int64, version: Int64, values: [StoredValue], line: Int) throws {
+    func insert(key: Int64, version: Int64, values: [StoredValue], textBytes: [(slot: Int, bytes: Data)], line: Int) throws {
         raw.reset()
         try raw.bind(key, at: 1)
         try raw.bind(version, at: 2)
         for (i, value) in values.enumerated() { try raw.bind(value, at: Int32(3 + i)) }
+        for (slot, bytes) in textBytes { try raw.bindText(bytes: bytes, at: Int32(3 + slot)) }
         try raw.execute()
         keys.append(key)
         lines.append(Int32(clamping: line))

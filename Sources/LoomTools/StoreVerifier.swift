@@ -22,8 +22,20 @@ import GRDB
 /// - Objects: versions (`Z_OPT`) are at least 1; keys are between 1 and the key allocator's
 ///   high-water mark (`loom_keys.next`, exclusive); foreign keys and join rows point at rows
 ///   that exist; both sides of a one-to-one relationship point at each other; an ordered
-///   relationship's saved order is whole keys, each listed once; uniqueness constraints hold
-///   (values are never printed: they can be personal data).
+///   relationship's saved order is whole keys, each listed once; uniqueness constraints hold.
+/// - Values: every attribute value is one Loom reads back as its declared type: not NULL where
+///   the attribute is required; of a storage class the type holds (no text in an integer or date
+///   column); `Int16` and `Int32` values within their range, `Bool`s 0 or 1, `Float`s within
+///   `Float`'s range; UUIDs of 16 bytes; text valid UTF-8; URLs and decimals that parse; `Codable`
+///   values that are JSON. The saved schema records each attribute's stored type, not its Swift
+///   type, so an enum's raw value is checked as an integer or string (not against its cases), and
+///   a `Codable` value as JSON (not against its Swift shape).
+/// - History: every history transaction `loom history` reads (those not purged) reads back: its
+///   columns have their types, its packed changes decode, and it names only entities and
+///   properties of the schema, each entity also in the transaction's entity list.
+///
+/// Values are never printed: they can be personal data. A finding names the entity, the
+/// attribute and the object, and says what is wrong.
 ///
 /// The file is opened read-only (`SQLITE_OPEN_READONLY`) and read in one transaction, so the
 /// checks see one snapshot and nothing is written, not even a checkpoint: verifying works on a
@@ -64,7 +76,8 @@ public struct StoreVerifier: Sendable {
     ///   ``LoomError/Code/notADatabase`` when it is not SQLite, ``LoomError/Code/notALoomStore``
     ///   when it is a SQLite database without Loom's saved schema. Damage found inside a Loom
     ///   store is never thrown: it is in the report.
-    /// - Complexity: a few scans of each table and index; about a second per million objects.
+    /// - Complexity: a few scans of each table and index, one of them reading every attribute;
+    ///   one to two seconds per million objects (see `Benchmarks/README.md`).
     public func verify(progress: ((VerificationProgress) -> Void)? = nil) throws(LoomError) -> VerificationReport {
         let path = url.path
         let state = try SQLiteStore.savedState(at: url)
@@ -197,6 +210,22 @@ public struct VerificationFinding: Codable, Sendable, Hashable, CustomStringConv
         case duplicateInOrder
         /// Several objects have the same values for a uniqueness constraint.
         case uniquenessViolation
+        /// A required attribute is NULL.
+        case missingRequiredValue
+        /// An attribute's stored value is of a storage class its type cannot hold (text in an
+        /// integer or date column, a number in a string column, text in a binary column).
+        case wrongValueType
+        /// An integer outside its attribute's width (`Int16`, `Int32`), a `Bool` other than 0 and
+        /// 1, or a real beyond `Float`'s range.
+        case valueOutOfRange
+        /// A value of the right storage class that does not read back as its type: a UUID that is
+        /// not 16 bytes, text that is not valid UTF-8, a URL or decimal that does not parse, a
+        /// `Codable` value that is not JSON.
+        case malformedValue
+        /// A history transaction that `loom history` and `fetchHistory` cannot read: its packed
+        /// changes are damaged, a column has the wrong type, or it names an entity or property the
+        /// schema does not have.
+        case malformedHistory
     }
 
     /// What is wrong.

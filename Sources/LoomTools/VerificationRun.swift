@@ -38,7 +38,8 @@ struct VerificationRun {
         self.sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
     }
 
-    /// Every check, in order: SQLite's, then the layout's, then the objects'.
+    /// Every check, in order: SQLite's, then the layout's, then the objects' and their values',
+    /// then the history's.
     mutating func perform(in db: Database, integrityCheck: StoreVerifier.IntegrityCheck, progress: ((VerificationProgress) -> Void)?) throws {
         var steps: [(String, (inout VerificationRun, Database) throws -> Void)] = [
             ("\(integrityCheck == .full ? "integrity_check" : "quick_check")", { try $0.checkIntegrity($1, integrityCheck) }),
@@ -47,6 +48,7 @@ struct VerificationRun {
         ]
         for entity in schema.entities {
             steps.append(("\(entity.name) keys and versions", { try $0.checkKeysAndVersions(entity, $1) }))
+            steps.append(("\(entity.name) values", { try $0.checkValues(entity, $1) }))
             for r in schema.relationships(of: entity) {
                 switch r.storage {
                 case .foreignKey:
@@ -63,6 +65,7 @@ struct VerificationRun {
                 steps.append(("\(entity.name) unique \(constraint.joined(separator: ","))", { try $0.checkUniqueness(entity, constraint, $1) }))
             }
         }
+        steps.append(("history", { try $0.checkHistory($1) }))
         for (i, (name, step)) in steps.enumerated() {
             progress?(VerificationProgress(completed: i, total: steps.count, step: name))
             do {

@@ -15,6 +15,9 @@ struct DumpCommand: ParsableCommand {
             Dates are seconds since 2001-01-01 UTC, data is base64, UUIDs, decimals, URLs and \
             Codable values are strings, nil is null; relationships appear on both sides, a to-one \
             as a URI or null, a to-many as an array of URIs (an ordered one in its order). \
+            Every stored byte is kept: a value that does not fit its type is an object naming its \
+            storage class ({"text": …}, {"real": "inf"}), text that is not valid UTF-8 is \
+            {"textBytes": "<base64>"}. \
             The store is read read-only, in one snapshot, while other processes use it.
 
             Example:
@@ -42,7 +45,8 @@ struct LoadCommand: ParsableCommand {
             and keeps the dumped store's identifier, keys and versions, so that the dump's URIs \
             name the same objects. STORE must not exist. The store is built in a temporary file \
             and renamed at the end: on any error (reported with the line and field) nothing is \
-            left at STORE. No history transaction is written.
+            left at STORE. No history transaction is written. Lines may end with LF or CRLF; \
+            blank lines, a UTF-8 byte order mark and a last line without a newline are fine.
 
             Example:
               loom dump Library.loom > library.ndjson

@@ -22,7 +22,11 @@ struct VerifyCommand: ParsableCommand {
             uniqueness constraint, and no duplicates; versions >= 1; keys below the key \
             allocator's mark; foreign keys and many-to-many join rows that point at existing \
             objects; both sides of one-to-one relationships agreeing; ordered relationships' \
-            saved orders that are whole keys, each listed once.
+            saved orders that are whole keys, each listed once; every attribute value of a \
+            type its attribute holds (no NULL where required, no text in an integer or date \
+            column, Int16/Int32 in range, UUIDs of 16 bytes, valid UTF-8, URLs and decimals that \
+            parse, Codable values that are JSON); every history transaction readable, naming \
+            only entities and properties of the schema. Findings never show a value.
 
             The store is opened read-only and never written, not even checkpointed: it may be \
             open in another process. On a store no process has open, SQLite leaves its empty \

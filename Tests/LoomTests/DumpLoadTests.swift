@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import Loom
 import LoomTools
@@ -78,6 +79,103 @@ struct DumpLoadTests {
         #expect(!FileManager.default.fileExists(atPath: store.path))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: store.deletingLastPathComponent().path)
         #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    @Test("Values JSON cannot carry as they are (text that is not UTF-8, -0.0, 2^53 + 1, every byte) load back byte for byte")
+    func everyStoredByteRoundTrips() async throws {
+        let original = TemporaryDirectory.make().appending(path: "exotic.loom")
+        let container = PersistentContainer(store: try SQLiteStore(url: original, schema: try Schema(Self.types)))
+        for _ in 0..<3 { container.viewContext.insert(Sample()) }
+        try container.viewContext.save()
+        try await container.close()
+        try StoreFileSQL.write(at: original) { db in
+            for (key, assignments) in Self.exoticValues.enumerated() {
+                try db.execute(sql: "UPDATE Sample SET \(assignments) WHERE Z_PK = (SELECT Z_PK FROM Sample ORDER BY Z_PK LIMIT 1 OFFSET \(key))")
+            }
+        }
+        let before = try Self.storedBytes(original)
+        let first = try Self.dump(original)
+        let copy = TemporaryDirectory.make().appending(path: "copy.loom")
+        #expect(try Self.load(first, into: copy) == 3)
+        let after = try Self.storedBytes(copy)
+        #expect(after == before)
+        for (key, value) in before where after[key] != value { Issue.record("\(key): \(value) became \(after[key] ?? "nothing")") }
+        #expect(try Self.dump(copy) == first)
+    }
+
+    /// Per object, the values stored by raw SQL: text that is not UTF-8 (a lone continuation
+    /// byte, an overlong form, a surrogate, a NUL), in text attributes and in others, reals JSON
+    /// has no number for, integers a double cannot hold, blobs of every byte value.
+    static let exoticValues = [
+        """
+        string = CAST(x'41C328FF0042' AS TEXT), optionalString = CAST(x'EDA080' AS TEXT), url = CAST(x'C0AF' AS TEXT),         decimal = CAST(x'80' AS TEXT), genre = CAST(x'E282' AS TEXT), int = CAST(x'FE' AS TEXT), data = CAST(x'FF' AS TEXT),         double = -0.0, float = 9e999, date = -9e999, int64 = 9007199254740993, optionalInt = -9223372036854775808
+        """,
+        """
+        data = x'\((0...255).map { String(format: "%02X", $0) }.joined())', optionalData = x'', dimensions = x'FF00',         optionalDimensions = CAST('{"w":1}' AS BLOB), string = '', optionalString = CAST(x'00' AS TEXT),         double = 5e-324, float = -1.5, date = 1e308, int64 = -9007199254740993, optionalInt = 9223372036854775807
+        """,
+        """
+        string = 'line\r\nbreak', flag = 7, int16 = 'not a number', uuid = x'01', double = 'text', date = x'00',         optionalString = CAST(x'F4908080' AS TEXT), optionalDate = 0.1, decimal = ' 1.5 '
+        """,
+    ]
+
+    /// Every row of every table of a store file: each column's storage class and bytes (`hex`,
+    /// so text is compared as stored, not as a `String` repairs it).
+    static func storedBytes(_ url: URL) throws -> [String: String] {
+        try StoreFileSQL.write(at: url) { db in
+            var rows: [String: String] = [:]
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('loom_metadata', 'loom_history') AND name NOT LIKE 'sqlite_%'")
+            for table in tables {
+                let columns = try Row.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table]).map { $0[0] as String }
+                // Reals by 17 significant digits (exact), the rest by their bytes.
+                let described = columns.map { c in
+                    "typeof(\"\(c)\") || ':' || CASE typeof(\"\(c)\") WHEN 'real' THEN printf('%!.17g', \"\(c)\") ELSE hex(\"\(c)\") END"
+                }.joined(separator: " || ' ' || ")
+                for (n, row) in try String.fetchAll(db, sql: "SELECT \(described) FROM \"\(table)\" ORDER BY 1").enumerated() {
+                    rows["\(table) \(n)"] = row
+                }
+            }
+            return rows
+        }
+    }
+
+    @Test("A dump with CRLF line endings, blank lines, a byte order mark or no final newline loads", arguments: LineEndings.allCases)
+    func dumpsEditedElsewhereLoad(_ endings: LineEndings) throws {
+        let (original, _) = try Self.makeSmallStore()
+        let dump = try Self.dump(original)
+        let store = TemporaryDirectory.make().appending(path: "edited.loom")
+        let output = try LoomExecutable.run(["load", "-", store.path], input: endings.apply(to: dump))
+        #expect(output.status == 0, "\(output.standardError)")
+        #expect(try Self.dump(store) == dump)
+    }
+
+    @Test("A broken line of a CRLF dump is named by line and column")
+    func crlfErrorsNameLineAndColumn() throws {
+        let (original, _) = try Self.makeSmallStore()
+        var lines = String(decoding: try Self.dump(original), as: UTF8.self).split(separator: "\n").map(String.init)
+        lines[2] = "{\"uri\": }"
+        lines.insert("", at: 1)   // counted: the broken line is line 4 of the input
+        let store = TemporaryDirectory.make().appending(path: "bad.loom")
+        let output = try LoomExecutable.run(["load", "-", store.path], input: Data(lines.joined(separator: "\r\n").utf8))
+        #expect(output.status != 0)
+        #expect(output.standardError.contains("line 4"), "\(output.standardError)")
+        #expect(output.standardError.contains("column 9"), "\(output.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: store.path))
+    }
+
+    /// Ways a dump's lines come back from an editor or another system.
+    enum LineEndings: String, CaseIterable, Sendable {
+        case crlf, blankLines, blankLinesWithSpaces, crlfBlankLines, byteOrderMark, noFinalNewline, crlfWithoutFinalNewline, all
+
+        func apply(to dump: Data) -> Data {
+            var text = String(decoding: dump, as: UTF8.self)
+            let crlf = [.crlf, .crlfBlankLines, .crlfWithoutFinalNewline, .all].contains(self)
+            if [.blankLines, .crlfBlankLines, .all].contains(self) { text = "\n" + text.replacingOccurrences(of: "\n", with: "\n\n") }
+            if self == .blankLinesWithSpaces { text = " \t\n" + text.replacingOccurrences(of: "\n", with: "\n  \n") }
+            if crlf { text = text.replacingOccurrences(of: "\n", with: "\r\n") }
+            if [.noFinalNewline, .crlfWithoutFinalNewline, .all].contains(self) { while text.last?.isNewline == true { text.removeLast() } }
+            if [.byteOrderMark, .all].contains(self) { text = "\u{FEFF}" + text }
+            return Data(text.utf8)
+        }
     }
 
     @Test("Loading over an existing store is refused and leaves it unchanged")

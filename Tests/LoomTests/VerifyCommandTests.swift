@@ -27,22 +27,81 @@ struct VerifyCommandTests {
     func eachKindOfDamageIsNamedWithItsObject(_ corruption: Corruption) async throws {
         let store = try await VerifyFixture.makeStore()
         let expected = try corruption.plant(in: store)
-        let text = try LoomExecutable.run(["verify", store.url.path])
-        #expect(text.status == 1, "\(text.standardOutput)\(text.standardError)")
-        #expect(text.standardOutput.contains(expected.kind.rawValue), "\(text.standardOutput)")
-        let json = try LoomExecutable.run(["verify", "--json", store.url.path])
-        #expect(json.status == 1)
-        let report = try JSONDecoder().decode(VerificationReport.self, from: Data(json.standardOutput.utf8))
+        let (text, report) = try Self.verifyDamaged(store, expecting: expected.kind)
         #expect(!report.healthy)
         let matching = report.findings.filter { $0.kind == expected.kind }
         #expect(!matching.isEmpty, "\(report.findings)")
         if let key = expected.key {
             let uri = "loom://\(store.identifier)/\(expected.entity ?? "")/\(key)"
             #expect(matching.contains { $0.object == uri }, "\(matching)")
-            #expect(text.standardOutput.contains(uri))
+            #expect(text.contains(uri))
         } else if expected.kind != .sqliteIntegrity {
             #expect(matching.contains { $0.entity == expected.entity }, "\(matching)")
         }
+    }
+
+    @Test func aStoreWithEveryAttributeTypeAndItsHistoryVerifiesClean() async throws {
+        let store = try await ValueFixture.makeStore()
+        let report = try StoreVerifier(url: store.url).verify()
+        #expect(report.healthy, "\(report.findings)")
+        #expect(report.objectCount == 2)
+    }
+
+    @Test(arguments: WrongValue.allCases)
+    func eachWrongValueIsNamedWithItsAttributeAndObjectButNotItsValue(_ wrong: WrongValue) async throws {
+        let store = try await ValueFixture.makeStore()
+        let (key, kind) = try wrong.plant(in: store)
+        let report = try StoreVerifier(url: store.url).verify()
+        let uri = "loom://\(store.identifier)/Sample/\(key)"
+        let matching = report.findings.filter { $0.kind == kind && $0.entity == "Sample" && $0.property == wrong.attribute && $0.object == uri }
+        #expect(matching.count == 1, "\(report.findings)")
+        for finding in report.findings {
+            #expect(!finding.message.contains(wrong.shownValue), "\(finding.message)")
+        }
+        // The other object is untouched and not reported.
+        #expect(report.findings.allSatisfy { $0.object == nil || $0.object == uri }, "\(report.findings)")
+    }
+
+    @Test func aRequiredColumnOfNullsIsReportedForEveryObject() async throws {
+        let store = try await ValueFixture.makeStore()
+        try StoreFileSQL.write(at: store.url) { db in
+            try db.execute(sql: "ALTER TABLE Sample RENAME COLUMN string TO old_string; ALTER TABLE Sample ADD COLUMN string TEXT")
+        }
+        let report = try StoreVerifier(url: store.url).verify()
+        let missing = report.findings.filter { $0.kind == .missingRequiredValue && $0.property == "string" }
+        #expect(missing.count == 2, "\(report.findings)")
+        #expect(report.findings.contains { $0.kind == .columnNullabilityMismatch })
+    }
+
+    @Test(arguments: DamagedHistory.allCases)
+    func damagedHistoryIsReportedAndTheToolExitsWithOne(_ damage: DamagedHistory) async throws {
+        let store = try await ValueFixture.makeStore()
+        let number = try damage.plant(in: store)
+        let (text, report) = try Self.verifyDamaged(store, expecting: .malformedHistory)
+        #expect(text.contains("History transaction #\(number) "), "\(text)")
+        #expect(report.findings.map(\.kind) == [.malformedHistory], "\(report.findings)")
+        #expect(report.findings.first?.message.contains(damage.expectedWords) == true, "\(report.findings)")
+    }
+
+    @Test func historyThatLoomHistoryCannotReadIsWhatVerifyReports() async throws {
+        let store = try await ValueFixture.makeStore()
+        _ = try DamagedHistory.garbageChanges.plant(in: store)
+        let history = try LoomExecutable.run(["history", store.url.path])
+        #expect(history.status != 0)
+        let verify = try LoomExecutable.run(["verify", store.url.path])
+        #expect(verify.status == 1)
+        #expect(!verify.standardOutput.contains("No problems"))
+    }
+
+    /// Runs `loom verify` on a damaged store, as text and as JSON, expecting exit status 1 and a
+    /// finding of `kind` in both; returns the text output and the report.
+    static func verifyDamaged(_ store: VerifyFixture.Store, expecting kind: VerificationFinding.Kind) throws -> (text: String, report: VerificationReport) {
+        let text = try LoomExecutable.run(["verify", store.url.path])
+        #expect(text.status == 1, "\(text.standardOutput)\(text.standardError)")
+        #expect(text.standardOutput.contains(kind.rawValue), "\(text.standardOutput)")
+        let json = try LoomExecutable.run(["verify", "--json", store.url.path])
+        #expect(json.status == 1)
+        return (text.standardOutput, try JSONDecoder().decode(VerificationReport.self, from: Data(json.standardOutput.utf8)))
     }
 
     @Test func verifyingLeavesTheStoreFileAsItWas() async throws {
@@ -169,6 +228,134 @@ enum VerifyFixture {
         try await container.close()
         let identifier: String = try StoreFileSQL.value(at: url, "SELECT value FROM loom_metadata WHERE key = 'storeIdentifier'")
         return Store(url: url, identifier: identifier)
+    }
+}
+
+/// A store of two `Sample`s, one attribute of every type each, saved in two transactions
+/// (inserts, then an update of the first), so that its history has both kinds of group.
+@MainActor
+enum ValueFixture {
+    static func makeStore() async throws -> VerifyFixture.Store {
+        let url = TemporaryDirectory.make().appending(path: "values.loom")
+        let container = try PersistentContainer(name: "Values", for: Sample.self, location: .file(url))
+        let context = container.viewContext
+        let first = Sample(), second = Sample()
+        second.flag = true
+        second.int16 = -32768
+        second.int32 = .max
+        second.int64 = .min
+        second.float = .greatestFiniteMagnitude
+        second.string = "é ✓"
+        second.decimal = Decimal(string: "-12.345")!
+        second.url = URL(string: "https://example.com/a?b=c")!
+        second.uuid = UUID()
+        second.optionalUUID = UUID()
+        second.optionalDimensions = Dimensions(width: 1.5, height: -2)
+        second.priority = .high
+        context.insert(first)
+        context.insert(second)
+        try context.save()
+        first.string = "changed"
+        first.optionalString = "set"
+        try context.save()
+        try await container.close()
+        let identifier: String = try StoreFileSQL.value(at: url, "SELECT value FROM loom_metadata WHERE key = 'storeIdentifier'")
+        return VerifyFixture.Store(url: url, identifier: identifier)
+    }
+}
+
+/// A value Loom cannot read back as its attribute's type, planted by raw SQL in the first
+/// `Sample`: the attribute, the SQL of the value, the finding expected and how the value would
+/// show in text (which no finding may contain).
+enum WrongValue: String, CaseIterable, CustomTestStringConvertible {
+    case boolSeven, boolText, int16Above, int16Below, int32Above, intText, int64Real, doubleText, doubleBlob, floatBeyondRange
+    case stringBlob, stringNotUTF8, dateText, dataText, uuidTwoBytes, optionalUUIDOneByte, urlEmpty, decimalWord
+    case enumBlob, codableNotJSON, codableText, optionalCodableNotJSON
+
+    var testDescription: String { rawValue }
+
+    var plan: (attribute: String, sql: String, kind: VerificationFinding.Kind, shown: String) {
+        switch self {
+        case .boolSeven: ("flag", "7", .valueOutOfRange, "7")
+        case .boolText: ("flag", "'yes'", .wrongValueType, "yes")
+        case .int16Above: ("int16", "40000", .valueOutOfRange, "40000")
+        case .int16Below: ("int16", "-40000", .valueOutOfRange, "40000")
+        case .int32Above: ("int32", "3000000000", .valueOutOfRange, "3000000000")
+        case .intText: ("int", "'twelve'", .wrongValueType, "twelve")
+        case .int64Real: ("int64", "1.5", .wrongValueType, "1.5")
+        case .doubleText: ("double", "'pi'", .wrongValueType, "pi")
+        case .doubleBlob: ("double", "x'0102'", .wrongValueType, "0102")
+        case .floatBeyondRange: ("float", "1e300", .valueOutOfRange, "1e+300")
+        case .stringBlob: ("string", "x'414243'", .wrongValueType, "ABC")
+        case .stringNotUTF8: ("string", "CAST(x'41C328FF' AS TEXT)", .malformedValue, "A\u{FFFD}(")
+        case .dateText: ("date", "'yesterday'", .wrongValueType, "yesterday")
+        case .dataText: ("data", "'plain'", .wrongValueType, "plain")
+        case .uuidTwoBytes: ("uuid", "x'0102'", .malformedValue, "0102")
+        case .optionalUUIDOneByte: ("optionalUUID", "x'01'", .malformedValue, "01")
+        case .urlEmpty: ("url", "''", .malformedValue, "\"\"")
+        case .decimalWord: ("decimal", "'twelve'", .malformedValue, "twelve")
+        case .enumBlob: ("genre", "x'00'", .wrongValueType, "00")
+        case .codableNotJSON: ("dimensions", "CAST('{\"width\": 1,' AS BLOB)", .malformedValue, "width")
+        case .codableText: ("dimensions", "'{}'", .wrongValueType, "{}")
+        case .optionalCodableNotJSON: ("optionalDimensions", "x'FFFE'", .malformedValue, "FFFE")
+        }
+    }
+
+    var attribute: String { plan.attribute }
+    var shownValue: String { plan.shown }
+
+    /// Plants the value and returns the object's key and the finding's kind.
+    func plant(in store: VerifyFixture.Store) throws -> (Int64, VerificationFinding.Kind) {
+        let plan = plan
+        let key: Int64 = try StoreFileSQL.value(at: store.url, "SELECT MIN(Z_PK) FROM Sample")
+        try StoreFileSQL.write(at: store.url) { db in
+            try db.execute(sql: "UPDATE Sample SET \(plan.attribute) = \(plan.sql) WHERE Z_PK = ?", arguments: [key])
+        }
+        return (key, plan.kind)
+    }
+}
+
+/// History rows damaged by raw SQL: what `loom history` reads and fails on.
+enum DamagedHistory: String, CaseIterable, CustomTestStringConvertible {
+    case garbageChanges, truncatedChanges, unknownEntity, entityListWithoutTheEntity, textTimestamp, blobAuthor
+
+    var testDescription: String { rawValue }
+
+    /// Words the finding's message has.
+    var expectedWords: String {
+        switch self {
+        case .garbageChanges, .truncatedChanges: "packed changes that cannot be read"
+        case .unknownEntity: "names the entity Sampla"
+        case .entityListWithoutTheEntity: "entity list does not name Sample"
+        case .textTimestamp: "timestamp that is not a number"
+        case .blobAuthor: "author that is neither text nor NULL"
+        }
+    }
+
+    /// Damages the newest history transaction and returns its number.
+    func plant(in store: VerifyFixture.Store) throws -> Int64 {
+        try StoreFileSQL.write(at: store.url) { db in
+            let number = try Int64.fetchOne(db, sql: "SELECT MAX(number) FROM loom_history")!
+            let changes = try Data.fetchOne(db, sql: "SELECT changes FROM loom_history WHERE number = ?", arguments: [number])!
+            let update: (String, any DatabaseValueConvertible) = switch self {
+            case .garbageChanges: ("changes", Data([0xFF, 0x00, 0x13]))
+            case .truncatedChanges: ("changes", changes.dropLast(3))
+            case .unknownEntity: ("changes", Self.renaming(changes))
+            case .entityListWithoutTheEntity: ("entities", ",")
+            case .textTimestamp: ("timestamp", "noon")
+            case .blobAuthor: ("author", Data([1, 2]))
+            }
+            try db.execute(sql: "UPDATE loom_history SET \(update.0) = ? WHERE number = ?", arguments: [update.1, number])
+            return number
+        }
+    }
+
+    /// The packed changes with the entity name `Sample` spelt `Sampla` (same length).
+    private static func renaming(_ changes: Data) -> Data {
+        let bytes = [UInt8](changes), name = Array("Sample".utf8)
+        var result = bytes
+        for i in 0...(bytes.count - name.count) where Array(bytes[i..<i + name.count]) == name { result[i + name.count - 1] = UInt8(ascii: "a") }
+        return Data(result)
     }
 }
 

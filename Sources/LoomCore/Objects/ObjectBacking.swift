@@ -719,7 +719,7 @@ extension StoredValue {
         }
     }
 
-    var kindName: String {
+    package var kindName: String {
         switch self {
         case .null: "NULL"
         case .integer: "integer"

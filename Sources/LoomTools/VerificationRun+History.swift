@@ -1,0 +1,57 @@
+import Foundation
+@_spi(LoomStore) import LoomCore
+import GRDB
+
+/// The history check: every history row that `fetchHistory` and `loom history` read (those
+/// whose changes were not purged) reads back, as ``SQLHistory`` reads it, and names only what
+/// the schema has (a migration drops the history before it, so every row is the schema's).
+extension VerificationRun {
+    mutating func checkHistory(_ db: Database) throws {
+        guard try db.tableExists("loom_history") else { return }
+        let query = """
+            SELECT number, timestamp, author, context, process, processName, entities, changes FROM loom_history \
+            WHERE changes IS NOT NULL ORDER BY number
+            """
+        let found = try select(db, query) { row in
+            let number = row[0] as DatabaseValue
+            let label = Int64.fromDatabaseValue(number).map { "History transaction #\($0)" } ?? "A history transaction without a whole number"
+            guard let problem = historyProblem(row) else { return nil }
+            return VerificationFinding(kind: .malformedHistory, property: "loom_history", message: "\(label) \(problem); loom history and fetchHistory fail on it.")
+        }
+        add(found)
+    }
+
+    /// What is wrong with one history row, as the end of a sentence; `nil` when it reads back.
+    private func historyProblem(_ row: Row) -> String? {
+        let values = (0..<8).map { row[$0] as DatabaseValue }
+        func isText(_ value: DatabaseValue) -> Bool { if case .string = value.storage { true } else { false } }
+        if Int64.fromDatabaseValue(values[0]) == nil { return "has a number that is not an integer" }
+        if Double.fromDatabaseValue(values[1]) == nil { return "has a timestamp that is not a number" }
+        for (i, name) in [(2, "author"), (3, "context")] where !values[i].isNull && !isText(values[i]) {
+            return "has an \(name) that is neither text nor NULL"
+        }
+        if Int64.fromDatabaseValue(values[4]) == nil { return "has a process identifier that is not an integer" }
+        if !isText(values[5]) { return "has a process name that is not text" }
+        guard let changes = Data.fromDatabaseValue(values[7]) else { return "has changes that are not a blob" }
+        guard let groups = HistoryChangeGroup.decode(changes) else { return "has packed changes that cannot be read" }
+        let listed = String.fromDatabaseValue(values[6]) ?? ""
+        for group in groups {
+            guard let entity = schema.entity(named: group.entityName) else {
+                return "names the entity \(group.entityName), which the saved schema does not have"
+            }
+            if !listed.contains(",\(group.entityName),") {
+                return "changes \(group.entityName) objects but its entity list does not name \(group.entityName), so filtering by entity misses it"
+            }
+            if let key = group.keys.first(where: { $0 < 1 }) { return "names \(group.entityName) \(key), a key below 1" }
+            let names = group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init)
+            let known = Set(entity.attributes.map(\.name) + entity.relationships.map(\.name))
+            if let unknown = names.first(where: { !known.contains($0) }) {
+                return "names the property \(unknown) of \(group.entityName), which the saved schema does not have"
+            }
+            if !group.tombstones.isEmpty, Set(names).count != names.count {
+                return "lists an attribute of the tombstones of \(group.entityName) twice"
+            }
+        }
+        return nil
+    }
+}
