@@ -26,6 +26,12 @@ import Synchronization
 /// contexts. Saves take one write lock of the store (an advisory lock), so that commits
 /// have one order across every server: the history's.
 ///
+/// A server that goes away makes calls throw `LoomError/Code/storeFailure` at once (a closed
+/// connection) or after ``Configuration/responseTimeout`` (a silent one), never hang; a failed
+/// save leaves its context unchanged, and the store opens new connections by itself once the
+/// server answers again. A connection lost after `COMMIT` was sent throws
+/// `LoomError/Code/commitOutcomeUnknown`.
+///
 /// Isolation: every method may be called from any thread, as the store protocol requires.
 public final class PostgreSQLStore: PersistentStore {
     /// Where the server is, who connects, and the PostgreSQL schema the store lives in.
@@ -577,6 +583,8 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     /// Closes the store: every later call throws `LoomError/Code/closed`. Closing again does nothing.
+    /// A save under way is waited for, at most ``Configuration/responseTimeout`` per statement
+    /// when the server went silent. Any thread.
     public func close() throws(LoomError) {
         listener.withLock { listener in
             listener?.stop()
