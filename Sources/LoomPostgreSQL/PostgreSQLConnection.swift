@@ -96,9 +96,16 @@ final class PGConnection: @unchecked Sendable {
         }
     }
 
+    /// Throws when the connection was found lost: nothing more is sent on it (a statement
+    /// queued behind one the server never answered would wait as long again).
+    private func checkNotLost() throws {
+        if lost.load(ordering: .relaxed) { throw PGConnectionLost(reason: "the connection was lost by an earlier statement") }
+    }
+
     /// Runs one statement and returns its rows.
     @discardableResult
     func query(_ sql: String, _ bindings: PostgresBindings = PostgresBindings()) throws -> PostgresQueryResult {
+        try checkNotLost()
         trace?(sql)
         guard let log else { return try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger)) }
         let start = ContinuousClock.now
@@ -113,6 +120,7 @@ final class PGConnection: @unchecked Sendable {
     /// logging on, the statement runs at once (its duration is logged) and the result is ready.
     func send(_ sql: String, _ bindings: PostgresBindings) -> PendingStatement {
         guard log == nil else { return .ran(Result { try query(sql, bindings) }) }
+        do { try checkNotLost() } catch { return .ran(.failure(error)) }
         trace?(sql)
         return .sent(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger), on: self)
     }
@@ -135,6 +143,7 @@ final class PGConnection: @unchecked Sendable {
     /// Runs one statement, handing each row to `body` on the event loop as it arrives (no array
     /// of every row is kept).
     func query(_ sql: String, _ bindings: PostgresBindings, eachRow body: @escaping @Sendable (PostgresRow) throws -> Void) throws {
+        try checkNotLost()
         trace?(sql)
         guard let log else {
             _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger, body))
@@ -301,16 +310,17 @@ final class PGConnectionPool: @unchecked Sendable {
     }
 
     private func checkIn(_ connection: PGConnection, lost: Bool) {
-        condition.lock()
-        defer { condition.unlock() }
-        if closed || lost || connection.isClosed {
+        let dropped = condition.withLock {
+            defer { condition.signal() }
+            guard closed || lost || connection.isClosed else {
+                idle.append(connection)
+                return false
+            }
             open -= 1
-            condition.signal()
-            if closed || lost { connection.close() }
-            return
+            return true
         }
-        idle.append(connection)
-        condition.signal()
+        // Closed outside the lock: closing may wait for the server.
+        if dropped { connection.close() }
     }
 
     /// Closes the idle connections; busy ones close when they come back.
