@@ -12,6 +12,11 @@ import Synchronization
 /// on one of NIO's event-loop threads, which keep running the connection meanwhile: a busy
 /// event loop delays the answer, it cannot deadlock the caller.
 ///
+/// Every wait is bounded by the configuration's ``PostgreSQLStore/Configuration/responseTimeout``:
+/// a server that does not answer by then is taken as gone, the connection is closed (which
+/// fails whatever else waits on it) and ``PGConnectionLost`` is thrown. A connection the server
+/// closed fails at once; its owner opens another (see ``isLost(_:)``).
+///
 /// `@unchecked Sendable`: a connection is used by one thread at a time (the pool hands it out,
 /// the store's write gate guards the writer); postgres-nio's connection itself is thread-safe.
 final class PGConnection: @unchecked Sendable {
@@ -19,32 +24,92 @@ final class PGConnection: @unchecked Sendable {
     let trace: (@Sendable (String) -> Void)?
     /// SQL logging (``LoomLogging``), fixed when the connection opened; `nil` when off.
     let log: SQLStatementLog?
+    /// How long a wait for the server may take.
+    let timeout: Duration
+    /// Set when a wait found the connection lost: it is not used again.
+    private let lost = Atomic<Bool>(false)
     private static let logger = Logger(label: "loom.postgresql", factory: { _ in SwiftLogNoOpLogHandler() })
     private static let ids = AtomicCounter()
 
-    private init(_ connection: PostgresConnection, trace: (@Sendable (String) -> Void)?, log: SQLStatementLog?) {
+    private init(_ connection: PostgresConnection, trace: (@Sendable (String) -> Void)?, log: SQLStatementLog?, timeout: Duration) {
         self.connection = connection
         self.trace = trace
         self.log = log
+        self.timeout = timeout
     }
 
-    /// Opens a connection (waiting on the calling thread).
+    /// Opens a connection (waiting on the calling thread, at most the response timeout).
     static func open(_ configuration: PostgreSQLStore.Configuration) throws -> PGConnection {
-        let future = PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration,
-            id: ids.next(), logger: logger)
-        return PGConnection(try future.wait(), trace: configuration.trace, log: configuration.sqlLog ?? LoomLogging.sqlLog(store: configuration.description))
+        var options = configuration.connectionConfiguration
+        options.options.connectTimeout = .nanoseconds(Int64(min(configuration.responseTimeout / .nanoseconds(1), Double(Int64.max))))
+        let future = PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: options, id: ids.next(), logger: logger)
+        let connection = try wait(for: future, timeout: configuration.responseTimeout, waiting: "to connect") {
+            // Connected after all, too late: closed rather than leaked.
+            future.whenSuccess { connection in connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+        }
+        return PGConnection(connection, trace: configuration.trace, log: configuration.sqlLog ?? LoomLogging.sqlLog(store: configuration.description),
+                            timeout: configuration.responseTimeout)
     }
 
-    var isClosed: Bool { connection.isClosed }
+    /// Whether the connection is closed, or was found lost (postgres-nio may not have noticed yet).
+    var isClosed: Bool { lost.load(ordering: .relaxed) || connection.isClosed }
+
+    /// Waits on the calling thread for `future`, at most `timeout`; past it, runs `giveUp` and
+    /// throws ``PGConnectionLost``.
+    private static func wait<T: Sendable>(for future: EventLoopFuture<T>, timeout: Duration, waiting what: String, giveUp: () -> Void) throws -> T {
+        let outcome = Outcome<T>()
+        future.whenComplete { outcome.finish($0) }
+        guard let result = outcome.wait(timeout: timeout) else {
+            giveUp()
+            throw PGConnectionLost(reason: "the server did not answer within \(timeout) (waiting \(what))")
+        }
+        return try result.get()
+    }
+
+    /// Waits for a statement's answer; a server silent for longer than the timeout closes the
+    /// connection.
+    private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        do {
+            return try Self.wait(for: future, timeout: timeout, waiting: "for a statement's answer") {
+                let connection = self.connection
+                connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+            }
+        } catch {
+            if Self.isLost(error) { lost.store(true, ordering: .relaxed) }
+            throw error
+        }
+    }
+
+    /// Whether `error` says the connection is gone (closed by the server or the network, or
+    /// silent past the timeout) rather than that a statement was refused: the connection is
+    /// not used again, and a statement not sent on it can be sent on another.
+    static func isLost(_ error: any Error) -> Bool {
+        if error is PGConnectionLost { return true }
+        guard let psql = error as? PSQLError else { return error is ChannelError || error is IOError }
+        switch psql.code {
+        case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown: return true
+        case .server:
+            // Connection exceptions (08…) and the server shutting down or ending the session (57P…).
+            let state = psql.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P")
+        default: return false
+        }
+    }
+
+    /// Throws when the connection was found lost: nothing more is sent on it (a statement
+    /// queued behind one the server never answered would wait as long again).
+    private func checkNotLost() throws {
+        if lost.load(ordering: .relaxed) { throw PGConnectionLost(reason: "the connection was lost by an earlier statement") }
+    }
 
     /// Runs one statement and returns its rows.
     @discardableResult
     func query(_ sql: String, _ bindings: PostgresBindings = PostgresBindings()) throws -> PostgresQueryResult {
+        try checkNotLost()
         trace?(sql)
-        guard let log else { return try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger).wait() }
+        guard let log else { return try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger)) }
         let start = ContinuousClock.now
-        let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger).wait()
+        let result = try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger))
         logStatement(sql, bindings, duration: ContinuousClock.now - start, rows: result.rows.count, log: log)
         return result
     }
@@ -55,20 +120,21 @@ final class PGConnection: @unchecked Sendable {
     /// logging on, the statement runs at once (its duration is logged) and the result is ready.
     func send(_ sql: String, _ bindings: PostgresBindings) -> PendingStatement {
         guard log == nil else { return .ran(Result { try query(sql, bindings) }) }
+        do { try checkNotLost() } catch { return .ran(.failure(error)) }
         trace?(sql)
-        return .sent(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger))
+        return .sent(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger), on: self)
     }
 
     /// A statement sent by ``send(_:_:)``: under way, or already run (SQL logging on).
     enum PendingStatement {
-        case sent(EventLoopFuture<PostgresQueryResult>)
+        case sent(EventLoopFuture<PostgresQueryResult>, on: PGConnection)
         case ran(Result<PostgresQueryResult, any Error>)
 
         /// Waits, on the calling thread, for the statement's rows.
         @discardableResult
         func wait() throws -> PostgresQueryResult {
             switch self {
-            case .sent(let future): try future.wait()
+            case .sent(let future, let connection): try connection.wait(future)
             case .ran(let result): try result.get()
             }
         }
@@ -77,17 +143,18 @@ final class PGConnection: @unchecked Sendable {
     /// Runs one statement, handing each row to `body` on the event loop as it arrives (no array
     /// of every row is kept).
     func query(_ sql: String, _ bindings: PostgresBindings, eachRow body: @escaping @Sendable (PostgresRow) throws -> Void) throws {
+        try checkNotLost()
         trace?(sql)
         guard let log else {
-            _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger, body).wait()
+            _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger, body))
             return
         }
         let start = ContinuousClock.now
         let rows = RowCounter()
-        _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger) { row in
+        _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger) { row in
             rows.count.add(1, ordering: .relaxed)
             try body(row)
-        }.wait()
+        })
         logStatement(sql, bindings, duration: ContinuousClock.now - start, rows: rows.count.load(ordering: .relaxed), log: log)
     }
 
@@ -98,7 +165,7 @@ final class PGConnection: @unchecked Sendable {
             let keyword = sql.prefix(while: { !$0.isWhitespace }).uppercased()
             if ["SELECT", "WITH", "INSERT", "UPDATE", "DELETE"].contains(keyword) {
                 do {
-                    let lines = try connection.query(PostgresQuery(unsafeSQL: "EXPLAIN " + sql, binds: bindings), logger: Self.logger).wait()
+                    let lines = try wait(connection.query(PostgresQuery(unsafeSQL: "EXPLAIN " + sql, binds: bindings), logger: Self.logger))
                     plan = try lines.rows.map { "    " + (try $0.decode(String.self)) }.joined(separator: "\n")
                 } catch {
                     plan = "    (no plan: \(String(reflecting: error)))"
@@ -115,8 +182,9 @@ final class PGConnection: @unchecked Sendable {
         return String(reflecting: bindings).matches(of: /\(([^;()]*); ([^;()]*); format: [a-z]+\)/).map { String($0.output.2) }
     }
 
+    /// Closes the connection, waiting at most the response timeout for the server's goodbye.
     func close() {
-        _ = try? connection.close().wait()
+        _ = try? Self.wait(for: connection.close(), timeout: timeout, waiting: "to close") {}
     }
 
     deinit {
@@ -124,6 +192,36 @@ final class PGConnection: @unchecked Sendable {
         // The connection stays alive until it is closed (postgres-nio asserts that).
         let connection = self.connection
         if !connection.isClosed { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+    }
+}
+
+/// A connection the server stopped answering: it was silent past the response timeout.
+struct PGConnectionLost: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { reason }
+}
+
+/// The result of a future, handed from the event loop to the thread waiting for it.
+///
+/// `@unchecked Sendable`: `result` is only touched with `condition` locked.
+private final class Outcome<T: Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var result: Result<T, any Error>?
+
+    func finish(_ result: Result<T, any Error>) {
+        condition.withLock {
+            self.result = result
+            condition.signal()
+        }
+    }
+
+    /// The result, or `nil` when none came within `timeout`.
+    func wait(timeout: Duration) -> Result<T, any Error>? {
+        let deadline = Date(timeIntervalSinceNow: timeout / .seconds(1))
+        condition.lock()
+        defer { condition.unlock() }
+        while result == nil, condition.wait(until: deadline) {}
+        return result
     }
 }
 
@@ -157,20 +255,28 @@ final class PGConnectionPool: @unchecked Sendable {
     }
 
     /// Runs `body` with a connection of the pool, waiting for one when all are busy. A connection
-    /// that failed (closed by the server) is dropped, and the next use opens another.
+    /// that is lost (closed by the server, or silent past the timeout) is dropped, and the next
+    /// use opens another. A kept connection found closed by the server when `body` runs on it
+    /// (the server restarted, or ended the session, while it sat idle) is replaced at once:
+    /// `body` runs again on the next connection, until one that is not stale answers (at most
+    /// every kept connection, then a new one). Not after a timeout, which would double the wait.
     func withConnection<T>(_ body: (PGConnection) throws -> T) throws -> T {
-        let connection = try checkOut()
-        do {
-            let value = try body(connection)
-            checkIn(connection)
-            return value
-        } catch {
-            checkIn(connection)
-            throw error
+        while true {
+            let (connection, reused) = try checkOut()
+            do {
+                let value = try body(connection)
+                checkIn(connection, lost: false)
+                return value
+            } catch {
+                let lost = PGConnection.isLost(error)
+                checkIn(connection, lost: lost)
+                guard reused, lost, !(error is PGConnectionLost) else { throw error }
+            }
         }
     }
 
-    private func checkOut() throws -> PGConnection {
+    /// A connection of the pool, and whether it was kept from an earlier use.
+    private func checkOut() throws -> (PGConnection, reused: Bool) {
         condition.lock()
         while true {
             if closed {
@@ -184,13 +290,13 @@ final class PGConnectionPool: @unchecked Sendable {
                     open -= 1
                     continue
                 }
-                return connection
+                return (connection, true)
             }
             if open < maximum {
                 open += 1
                 condition.unlock()
                 do {
-                    return try PGConnection.open(configuration)
+                    return (try PGConnection.open(configuration), false)
                 } catch {
                     condition.lock()
                     open -= 1
@@ -203,17 +309,18 @@ final class PGConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func checkIn(_ connection: PGConnection) {
-        condition.lock()
-        defer { condition.unlock() }
-        if closed || connection.isClosed {
+    private func checkIn(_ connection: PGConnection, lost: Bool) {
+        let dropped = condition.withLock {
+            defer { condition.signal() }
+            guard closed || lost || connection.isClosed else {
+                idle.append(connection)
+                return false
+            }
             open -= 1
-            condition.signal()
-            if closed { connection.close() }
-            return
+            return true
         }
-        idle.append(connection)
-        condition.signal()
+        // Closed outside the lock: closing may wait for the server.
+        if dropped { connection.close() }
     }
 
     /// Closes the idle connections; busy ones close when they come back.

@@ -7,8 +7,10 @@ import PostgresNIO
 /// same store, in commit order, each once: a thread of its own with a connection of its own
 /// that `LISTEN`s on the store's channel. A notification only wakes it; it then reads the
 /// history after the last number it saw, so a notification lost with a dropped connection
-/// loses nothing: the thread reconnects (after a second) and catches up from the history. It
-/// also reads every second when nothing woke it.
+/// loses nothing: the thread reconnects (every second until the server answers), listens again
+/// and catches up from the history. It also reads every second when nothing woke it. A wait
+/// for the server is bounded by the configuration's response timeout, so a silent server
+/// cannot hold the thread.
 ///
 /// `@unchecked Sendable`: the loop's state is only touched on its thread; `stopped` and the
 /// semaphore are thread-safe.
@@ -63,10 +65,14 @@ final class PostgreSQLListener: @unchecked Sendable {
 
     private func run() {
         defer { finished.signal() }
-        var announcedFailure = false
         while !isStopped {
-            // (Re)connect and listen; then catch up, since notifications may have been missed.
+            // (Re)connect and listen again; then catch up from the history, which holds every
+            // commit made meanwhile (a notification sent while the connection was down is lost,
+            // the commit is not). Not reported as unavailable: a server away for a while only
+            // delays other instances' commits, it loses none.
             if connection == nil || connection!.isClosed {
+                connection?.close()
+                connection = nil
                 do {
                     let opened = try PGConnection.open(configuration)
                     let wake = self.wake
@@ -74,18 +80,13 @@ final class PostgreSQLListener: @unchecked Sendable {
                     try opened.query("LISTEN \(SQLGenerator.quote(channel))")
                     connection = opened
                     if isStopped { break }
-                    announcedFailure = false
                 } catch {
-                    if !announcedFailure {
-                        announcedFailure = true
-                        handler(.unavailable(LoomError(.storeFailure, "The PostgreSQL listener of \(configuration.description) lost its connection; it tries again every second and catches up from the history.", underlying: error)))
-                    }
                     _ = wake.wait(timeout: .now() + 1)
                     continue
                 }
             }
             // A failed read is tried again at the next wake-up: `lastNumber` only moves past
-            // what was handed on.
+            // what was handed on. A lost connection is replaced at the top of the loop.
             if let connection { try? readHistory(connection) }
             _ = wake.wait(timeout: .now() + 1)
         }

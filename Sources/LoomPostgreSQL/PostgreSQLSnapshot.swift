@@ -57,6 +57,9 @@ final class PostgreSQLSnapshot: StoreSnapshot, @unchecked Sendable {
             return try body(connection)
         } catch let error as LoomError {
             throw error
+        } catch where PGConnection.isLost(error) {
+            // The snapshot lived in the lost session's transaction: it cannot be taken again.
+            throw LoomError(.storeFailure, "The query generation of the PostgreSQL store at \(location) lost its connection (\(PostgreSQLStore.describe(error))), and with it its snapshot; read the current data, or pin a new generation.", underlying: error)
         } catch {
             throw LoomError(.storeFailure, "A read of a query generation of the PostgreSQL store at \(location) failed: \(PostgreSQLStore.describe(error)).", underlying: error)
         }

@@ -183,7 +183,7 @@ extension PostgreSQLStore {
                     try onWriter("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", metadata)
                     more = upTo < token.transactionNumber
                 }
-                try onWriter("COMMIT")
+                try commit()
             } catch {
                 _ = try? writer.query("ROLLBACK")
                 throw error

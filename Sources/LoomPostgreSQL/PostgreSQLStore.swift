@@ -26,6 +26,12 @@ import Synchronization
 /// contexts. Saves take one write lock of the store (an advisory lock), so that commits
 /// have one order across every server: the history's.
 ///
+/// A server that goes away makes calls throw `LoomError/Code/storeFailure` at once (a closed
+/// connection) or after ``Configuration/responseTimeout`` (a silent one), never hang; a failed
+/// save leaves its context unchanged, and the store opens new connections by itself once the
+/// server answers again. A connection lost after `COMMIT` was sent throws
+/// `LoomError/Code/commitOutcomeUnknown`.
+///
 /// Isolation: every method may be called from any thread, as the store protocol requires.
 public final class PostgreSQLStore: PersistentStore {
     /// Where the server is, who connects, and the PostgreSQL schema the store lives in.
@@ -46,6 +52,15 @@ public final class PostgreSQLStore: PersistentStore {
         public var schemaName: String
         /// How many connections may read at once (besides the writer and the listener).
         public var maximumReaderCount: Int = 4
+        /// How long the store waits for the server — to connect, and for each statement's
+        /// answer — before it takes the connection as lost (30 seconds by default). A lost
+        /// connection makes the call throw `LoomError/Code/storeFailure` (a commit whose answer
+        /// never came: `LoomError/Code/commitOutcomeUnknown`) and is closed; the next call opens
+        /// another, so the store works again by itself once the server is back. A connection the
+        /// server closes (it stopped, restarted or ended the session) fails at once, without
+        /// waiting this long. A statement that runs longer than this (a very large fetch or
+        /// batch) needs a longer timeout.
+        public var responseTimeout: Duration = .seconds(30)
         /// Whether every save also records a history transaction (on by default). Off, other
         /// coordinators do not learn of this store's saves.
         public var recordsHistory: Bool = true
@@ -119,8 +134,10 @@ public final class PostgreSQLStore: PersistentStore {
     public let schema: Schema
     public let configuration: Configuration
     let sql: SQLGenerator
-    /// The connection every write runs on, guarded by `writeGate`.
-    let writer: PGConnection
+    /// The connection every write runs on, guarded by `writeGate`; `begin()` replaces it when
+    /// it was lost.
+    var writer: PGConnection { writerSlot.withLock { $0 } }
+    private let writerSlot: Mutex<PGConnection>
     let readers: PGConnectionPool
     /// Held by every use of the writer (a change set, a write transaction, closing).
     let writeGate = NSRecursiveLock()
@@ -162,11 +179,13 @@ public final class PostgreSQLStore: PersistentStore {
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
         self.writeLockKey = Self.writeLockKey(configuration)
+        let writer: PGConnection
         do {
             writer = try PGConnection.open(configuration)
         } catch {
             throw Self.openError(error, configuration)
         }
+        writerSlot = Mutex(writer)
         do {
             identifier = try Self.bootstrap(writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
         } catch {
@@ -367,9 +386,18 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     /// `BEGIN`, then the store's write lock: from here to the commit, no other instance commits.
+    /// A writer found lost (the server restarted, or ended its session) is replaced first:
+    /// nothing was under way on it.
     func begin() throws(LoomError) {
         historyRowInTransaction.withLock { $0 = nil }
-        try onWriter("BEGIN")
+        if writer.isClosed { try reopenWriter() }
+        do {
+            try onWriter("BEGIN")
+        } catch where PGConnection.isLost(error.underlying ?? error) && !(error.underlying is PGConnectionLost) {
+            // Closed by the server while idle, unnoticed until now: BEGIN did nothing.
+            try reopenWriter()
+            try onWriter("BEGIN")
+        }
         var bindings = PostgresBindings()
         bindings.append(writeLockKey)
         do {
@@ -377,6 +405,34 @@ public final class PostgreSQLStore: PersistentStore {
         } catch {
             _ = try? writer.query("ROLLBACK")
             throw error
+        }
+    }
+
+    /// A new writer in place of a lost one (the write gate held).
+    private func reopenWriter() throws(LoomError) {
+        var opened: PGConnection
+        do {
+            opened = try PGConnection.open(configuration)
+        } catch {
+            throw translate(error, entity: nil)
+        }
+        writerSlot.withLock { swap(&$0, &opened) }
+        opened.close()
+    }
+
+    /// `COMMIT`. A connection lost before the server answered leaves the outcome unknown, unless
+    /// it was known closed before the statement went out (then nothing was committed).
+    func commit() throws(LoomError) {
+        let connection = writer
+        let sentOnOpenConnection = !connection.isClosed
+        do {
+            try connection.query("COMMIT")
+        } catch {
+            guard sentOnOpenConnection, PGConnection.isLost(error) else { throw translate(error, entity: nil) }
+            throw LoomError(
+                .commitOutcomeUnknown,
+                "The connection to the PostgreSQL store at \(configuration.description) was lost after COMMIT was sent (\(Self.describe(error))): the save may have been committed or not. Fetch what it changed to find out before saving again.",
+                underlying: error)
         }
     }
 
@@ -395,7 +451,7 @@ public final class PostgreSQLStore: PersistentStore {
         try begin()
         do {
             try applyStatements(changes)
-            try onWriter("COMMIT")
+            try commit()
             return nextReceipt()
         } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
             _ = try? writer.query("ROLLBACK")
@@ -408,7 +464,7 @@ public final class PostgreSQLStore: PersistentStore {
         try begin()
         do {
             try applyUnderSavepoint(changes)
-            try onWriter("COMMIT")
+            try commit()
             return nextReceipt()
         } catch {
             _ = try? writer.query("ROLLBACK")
@@ -452,7 +508,7 @@ public final class PostgreSQLStore: PersistentStore {
         }
         transactionOwner.store(0, ordering: .relaxed)
         do {
-            try onWriter("COMMIT")
+            try commit()
         } catch {
             _ = try? writer.query("ROLLBACK")
             throw error
@@ -494,6 +550,12 @@ public final class PostgreSQLStore: PersistentStore {
             closed.storeCode = code
             return closed
         }
+        if PGConnection.isLost(error) {
+            return LoomError(
+                .storeFailure,
+                "The PostgreSQL store at \(configuration.description) lost its connection to the server (\(Self.describe(error))); the store connects again at the next call, once the server answers.",
+                underlying: error, storeCode: code)
+        }
         if state == "23505", let psql = error as? PSQLError {
             // The unique index's name says the entity and the attributes.
             let constraint = psql.serverInfo?[.constraintName] ?? ""
@@ -528,6 +590,8 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     /// Closes the store: every later call throws `LoomError/Code/closed`. Closing again does nothing.
+    /// A save under way is waited for, at most ``Configuration/responseTimeout`` per statement
+    /// when the server went silent. Any thread.
     public func close() throws(LoomError) {
         listener.withLock { listener in
             listener?.stop()

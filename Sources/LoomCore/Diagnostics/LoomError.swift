@@ -92,6 +92,10 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let closed = Code(rawValue: "closed")
         /// A deleted object still holds objects in a relationship whose delete rule is deny.
         public static let deleteDenied = Code(rawValue: "deleteDenied")
+        /// The connection to a database server was lost after the commit was sent and before the
+        /// server answered: the save may have been committed, or not. The context keeps its
+        /// changes; fetch what it saved to learn which before saving again.
+        public static let commitOutcomeUnknown = Code(rawValue: "commitOutcomeUnknown")
     }
 
     /// What kind of failure this is; match on it.
