@@ -55,36 +55,50 @@ struct LiveQueryTests {
         }
     }
 
-    /// A live query and what it was last seen to hold, checked against a fresh fetch.
+    /// A live query, an observer of the same request, and what they were last seen to hold,
+    /// checked against a fresh fetch.
     final class Check<Model: PersistentModel, Key: Hashable & Sendable>: @unchecked Sendable {
         let name: String
         let live: LiveQuery<Model, Key>
+        let observer: LiveResultsObserver<Model, Key>
         /// The request as a fetch: the section key sorts first.
         let fetch: FetchRequest<Model>
         let key: (Model) -> Key
+        /// What an object shows of itself: when it changes, the object was updated.
+        let fingerprint: (Model) -> String
         var last: LiveResults<Model, Key>?
+        /// The fingerprints of the objects in the last result.
+        var shown: [ObjectID<Model>: String] = [:]
         var changesSeen = 0
 
-        init(_ name: String, _ live: LiveQuery<Model, Key>, fetch: FetchRequest<Model>, key: @escaping (Model) -> Key) {
+        init(_ name: String, _ live: LiveQuery<Model, Key>, _ observer: LiveResultsObserver<Model, Key>, fetch: FetchRequest<Model>,
+             key: @escaping (Model) -> Key, fingerprint: @escaping (Model) -> String) {
             self.name = name
             self.live = live
+            self.observer = observer
             self.fetch = fetch
             self.key = key
+            self.fingerprint = fingerprint
         }
 
         static func result(_ results: LiveResults<Model, Key>) -> SectionedResult<Key, ObjectID<Model>> {
             SectionedResult(results.sections.map { .init(key: $0.key, items: $0.items) })
         }
 
-        /// Takes the query's next result, if any; checks that its change turns the last
-        /// result into it, and that the result is what a fetch returns now.
+        /// Takes the query's next result, if any; checks that its change is not empty and turns
+        /// the last result into it, that the result is what a fetch returns now, and that an
+        /// element came when an object shown before and now changed. Checks that the
+        /// observer's result is the fetch's too, and its change not empty (it is updated at each
+        /// event, so its change may be the last of several in a step).
         func verify(_ context: ManagedObjectContext, step: String) throws {
-            if let results = try live.channel.poll() {
+            let delivered = try live.channel.poll()
+            if let results = delivered {
                 if let last {
                     let changes = try #require(results.changes, "\(name), step \(step): a later result without changes")
+                    try #require(!changes.isEmpty, "\(name), step \(step): an element whose change is empty")
                     let applied = SectionedDiff.apply(changes, to: Self.result(last), itemsFrom: Self.result(results))
                     try #require(applied == Self.result(results), "\(name), step \(step): the change does not turn the last result into the new one: \(changes)")
-                    if !changes.isEmpty { changesSeen += 1 }
+                    changesSeen += 1
                 } else {
                     try #require(results.changes == nil)
                 }
@@ -92,7 +106,9 @@ struct LiveQueryTests {
             }
             var expected: [LiveResults<Model, Key>.Section] = []
             var current: (key: Key, items: [ObjectID<Model>])?
+            var now: [ObjectID<Model>: String] = [:]
             for object in try context.fetch(fetch) {
+                now[object.objectID] = fingerprint(object)
                 let k = key(object)
                 if current?.key == k {
                     current!.items.append(object.objectID)
@@ -105,35 +121,60 @@ struct LiveQueryTests {
             if Key.self == NoSection.self && expected.isEmpty { expected = [.init(key: NoSection() as! Key, items: [])] }
             let seen = try #require(last).sections
             try #require(seen == expected, "\(name), step \(step): live \(seen.map { ($0.key, $0.items.map(\.erased.primaryKey)) }) ≠ fetched \(expected.map { ($0.key, $0.items.map(\.erased.primaryKey)) })")
+            let observed = observer.results
+            try #require(observed.changes.map { !$0.isEmpty } ?? true, "\(name), step \(step): the observer's change is empty")
+            try #require(observed.sections == expected, "\(name), step \(step): the observer's result is not what a fetch returns")
+            // Objects shown before and now whose properties changed: an element must come.
+            let updated = now.keys.filter { id in shown[id].map { $0 != now[id] } ?? false }
+            if !updated.isEmpty {
+                try #require(delivered != nil, "\(name), step \(step): objects in the result changed, and no element came: \(updated.map { "\($0): \(shown[$0]!) -> \(now[$0]!)" })")
+            }
+            shown = now
         }
     }
 
     /// The queries under test: sections by an optional attribute, by a related object's name,
-    /// a related predicate, a window, a to-many predicate and sections of authors.
+    /// a related predicate, windows with and without sections, a to-many predicate, sections of
+    /// authors, and a query without a sort.
     static func checks(_ context: ManagedObjectContext) throws -> [any Verifiable] {
+        // Attributes only: a novel's author can read as none without the novel changing (one
+        // deleted elsewhere that it still points to), which the "by author" sections check.
+        func novel(_ novel: Novel) -> String { "\(novel.title) \(novel.pages) \(novel.year ?? -1)" }
+        func author(_ author: Author) -> String { "\(author.name) \(author.rating)" }
+
         var byYear = FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)])
-        let q1 = Check("by year", try context.liveQuery(byYear, sectionedBy: \.year), fetch: { byYear.sortBy.insert(SortDescriptor(\.year), at: 0); return byYear }(), key: \.year)
+        let q1 = Check("by year", try context.liveQuery(byYear, sectionedBy: \.year), try LiveResultsObserver(byYear, sectionedBy: \.year, in: context),
+                       fetch: { byYear.sortBy.insert(SortDescriptor(\.year), at: 0); return byYear }(), key: \.year, fingerprint: novel)
 
         var byAuthor = FetchRequest<Novel>(predicate: #Predicate { $0.pages >= 20 }, sortBy: [SortDescriptor(\.pages, order: .reverse), SortDescriptor(\.title)])
-        let q2 = Check("by author", try context.liveQuery(byAuthor, sectionedBy: \.author?.name), fetch: { byAuthor.sortBy.insert(SortDescriptor(\.author?.name), at: 0); return byAuthor }(),
+        let q2 = Check("by author", try context.liveQuery(byAuthor, sectionedBy: \.author?.name), try LiveResultsObserver(byAuthor, sectionedBy: \.author?.name, in: context),
+                       fetch: { byAuthor.sortBy.insert(SortDescriptor(\.author?.name), at: 0); return byAuthor }(),
                        // A queried path through a deleted author reaches no author, as it sorts:
                        // one deleted here, or elsewhere, that a novel still points to (merged in
                        // after the delete, or changed here before it). Reading the name fires the
                        // fault that finds the author gone.
-                       key: { $0.author.flatMap { author in let name = author.name; return author.isDeleted ? nil : name } })
+                       key: { $0.author.flatMap { author in let name = author.name; return author.isDeleted ? nil : name } }, fingerprint: novel)
 
         let rated = FetchRequest<Novel>(predicate: #Predicate { $0.author != nil && $0.author?.rating ?? 0 >= 2 }, sortBy: [SortDescriptor(\.pages)])
-        let q3 = Check("rated authors", try context.liveQuery(rated), fetch: rated, key: { _ in NoSection() })
+        let q3 = Check("rated authors", try context.liveQuery(rated), try LiveResultsObserver(rated, in: context), fetch: rated, key: { _ in NoSection() }, fingerprint: novel)
 
         var window = FetchRequest<Novel>(sortBy: [SortDescriptor(\.pages), SortDescriptor(\.title)], fetchLimit: 5, fetchOffset: 2)
-        let q4 = Check("window", try context.liveQuery(window, sectionedBy: \.year), fetch: { window.sortBy.insert(SortDescriptor(\.year), at: 0); return window }(), key: \.year)
+        let q4 = Check("window", try context.liveQuery(window, sectionedBy: \.year), try LiveResultsObserver(window, sectionedBy: \.year, in: context),
+                       fetch: { window.sortBy.insert(SortDescriptor(\.year), at: 0); return window }(), key: \.year, fingerprint: novel)
 
         let long = FetchRequest<Author>(predicate: #Predicate { $0.novels.contains { $0.pages > 30 } }, sortBy: [SortDescriptor(\.name)])
-        let q5 = Check("authors of long novels", try context.liveQuery(long), fetch: long, key: { _ in NoSection() })
+        let q5 = Check("authors of long novels", try context.liveQuery(long), try LiveResultsObserver(long, in: context), fetch: long, key: { _ in NoSection() }, fingerprint: author)
 
         var byRating = FetchRequest<Author>(sortBy: [SortDescriptor(\.name, order: .reverse)])
-        let q6 = Check("authors by rating", try context.liveQuery(byRating, sectionedBy: \.rating), fetch: { byRating.sortBy.insert(SortDescriptor(\.rating), at: 0); return byRating }(), key: \.rating)
-        return [q1, q2, q3, q4, q5, q6]
+        let q6 = Check("authors by rating", try context.liveQuery(byRating, sectionedBy: \.rating), try LiveResultsObserver(byRating, sectionedBy: \.rating, in: context),
+                       fetch: { byRating.sortBy.insert(SortDescriptor(\.rating), at: 0); return byRating }(), key: \.rating, fingerprint: author)
+
+        let short = FetchRequest<Novel>(predicate: #Predicate { $0.pages < 30 })
+        let q7 = Check("short, unsorted", try context.liveQuery(short), try LiveResultsObserver(short, in: context), fetch: short, key: { _ in NoSection() }, fingerprint: novel)
+
+        let top = FetchRequest<Novel>(sortBy: [SortDescriptor(\.pages, order: .reverse)], fetchLimit: 4)
+        let q8 = Check("longest four", try context.liveQuery(top), try LiveResultsObserver(top, in: context), fetch: top, key: { _ in NoSection() }, fingerprint: novel)
+        return [q1, q2, q3, q4, q5, q6, q7, q8]
     }
 
     @Test("Random local edits, sibling and child saves, own saves, rollbacks and cascades: every change turns the last result into the new one, which a fresh fetch equals",
@@ -314,6 +355,111 @@ extension LiveQueryTests {
     }
 }
 
+extension LiveQueryTests {
+    /// A stream and an observer of one request, and whether each delivered since last asked.
+    @MainActor
+    struct Probe {
+        let name: String
+        /// The stream's next element's change, if an element came.
+        let stream: () throws -> ResultChanges?
+        /// The observer's new change, if its result changed.
+        let observer: () -> ResultChanges?
+
+        init<Key>(_ name: String, _ live: LiveQuery<Novel, Key>, _ observer: LiveResultsObserver<Novel, Key>) throws {
+            self.name = name
+            // The first element comes, even for an empty result.
+            let first = try #require(try live.channel.poll(), "\(name): no first element")
+            #expect(first.changes == nil)
+            #expect(first.sections == observer.results.sections)
+            stream = { try live.channel.poll()?.changes }
+            let fired = Counter()
+            func track() { withObservationTracking { _ = observer.results } onChange: { fired.add() } }
+            track()
+            self.observer = {
+                defer {
+                    fired.reset()
+                    track()
+                }
+                return fired.value > 0 ? observer.results.changes : nil
+            }
+        }
+    }
+
+    @Test("A change that leaves a live query's result as it was delivers no element, to a stream or an observer (plain, sorted, sectioned, windowed, empty); an update of an object in the result does",
+          arguments: StoreKind.allCases)
+    @MainActor
+    func unchangedResultDeliversNothing(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let view = container.viewContext
+        // N1…N10 of 10…100 pages, in 2000 and 2001.
+        let novels = (1...10).map { i in
+            let novel = Novel(title: "N\(i)", pages: 10 * i)
+            novel.year = 2000 + i % 2
+            return novel
+        }
+        for novel in novels { view.insert(novel) }
+        try view.save()
+        let ids = novels.map(\.objectID)
+        let long = #Predicate<Novel> { $0.pages >= 50 }
+        let plain = FetchRequest<Novel>(predicate: long)
+        let sorted = FetchRequest<Novel>(predicate: long, sortBy: [SortDescriptor(\.title)])
+        let window = FetchRequest<Novel>(sortBy: [SortDescriptor(\.pages, order: .reverse)], fetchLimit: 3, fetchOffset: 2)   // 80, 70, 60 pages
+        let none = FetchRequest<Novel>(predicate: #Predicate { $0.pages > 1_000 })
+        let probes = [
+            try Probe("plain", try view.liveQuery(plain), try LiveResultsObserver(plain, in: view)),
+            try Probe("sorted", try view.liveQuery(sorted), try LiveResultsObserver(sorted, in: view)),
+            try Probe("sectioned", try view.liveQuery(sorted, sectionedBy: \.year), try LiveResultsObserver(sorted, sectionedBy: \.year, in: view)),
+            try Probe("window", try view.liveQuery(window), try LiveResultsObserver(window, in: view)),
+            try Probe("empty", try view.liveQuery(none), try LiveResultsObserver(none, in: view)),
+        ]
+        func expectDeliveries(_ expected: Set<String>, stream: Bool = true, observer: Bool = true, after what: String) throws {
+            for probe in probes {
+                let streamed = try probe.stream()
+                if stream { #expect((streamed != nil) == expected.contains(probe.name), "\(probe.name)'s stream after \(what)") }
+                #expect(streamed?.isEmpty != true, "\(probe.name)'s stream after \(what): an empty change")
+                let observed = probe.observer()
+                if observer { #expect((observed != nil) == expected.contains(probe.name), "\(probe.name)'s observer after \(what)") }
+                #expect(observed?.isEmpty != true, "\(probe.name)'s observer after \(what): an empty change")
+            }
+        }
+        func elsewhere(_ edit: @escaping @Sendable (ManagedObjectContext) throws -> Void) throws {
+            try container.newBackgroundContext(name: "elsewhere").performAndWait { context in
+                try edit(context)
+                try context.save()
+            }
+            view.mergePendingSaves()
+            view.processPendingChanges()
+        }
+
+        try elsewhere { $0.insert(Novel(title: "brief", pages: 5)) }
+        try expectDeliveries([], after: "a saved insertion no query shows")
+        try elsewhere { try $0.existingObject(with: ids[0]).pages = 25 }
+        try expectDeliveries([], after: "a saved change of what the queries read, of a novel none shows")
+        try elsewhere { try $0.existingObject(with: ids[0]).title = "Z" }
+        try expectDeliveries([], after: "a saved change of the sort key of a novel none shows")
+        try elsewhere { $0.delete(try $0.existingObject(with: ids[1])) }
+        try expectDeliveries([], after: "a saved deletion of a novel none shows")
+        novels[0].pages = 15
+        view.processPendingChanges()
+        try expectDeliveries([], after: "an unsaved change of a novel none shows")
+        try elsewhere { try $0.existingObject(with: ids[9]).pages = 1_000 }
+        try expectDeliveries(["plain", "sorted", "sectioned"], after: "a saved change of the first novel, before the window")
+        // Entering and leaving again before the stream is read: nothing to read; the observer,
+        // updated at each event, saw both.
+        let entering = Novel(title: "entering", pages: 85)
+        view.insert(entering)
+        view.processPendingChanges()
+        view.delete(entering)
+        view.processPendingChanges()
+        try expectDeliveries([], observer: false, after: "an insertion deleted before the stream was read")
+        // Updates of objects in the result are changes, also of properties the query does not read.
+        try elsewhere { try $0.existingObject(with: ids[9]).year = 2003 }
+        try expectDeliveries(["plain", "sorted", "sectioned"], after: "a saved change of the year of a novel all but the window show")
+        try elsewhere { try $0.existingObject(with: ids[7]).title = "T" }
+        try expectDeliveries(["plain", "sorted", "sectioned", "window"], after: "a saved change of a novel in every result")
+    }
+}
+
 /// Live query streams read from other tasks than their context's: coalescing, cancellation,
 /// the context's end (run under ThreadSanitizer too).
 @Suite("Live query streams", .timeLimit(.minutes(3)))
@@ -350,6 +496,43 @@ struct LiveQueryStreamTests {
         #expect(changes.updatedItems.map(\.properties) == [["pages"]])
     }
 
+    @Test("A reader waiting for the next element is not woken with an empty change: a save that leaves the result as it was delivers nothing, the next one that alters it does",
+          arguments: StoreKind.allCases)
+    func waitingReaderGetsNoEmptyChange(kind: StoreKind) async throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.newBackgroundContext()
+        let (live, ids) = try context.performAndWait { context in
+            let novels = (0..<3).map { Novel(title: "N\($0)", pages: 10 * $0) }
+            for novel in novels { context.insert(novel) }
+            try context.save()
+            let request = FetchRequest<Novel>(predicate: #Predicate { $0.pages >= 10 }, sortBy: [SortDescriptor(\.pages)], fetchLimit: 1)
+            return (try context.liveQuery(request), novels.map(\.objectID))
+        }
+        var iterator = live.makeAsyncIterator()
+        #expect(try await iterator.next()?.items == [ids[1]])
+        let reader = Task {
+            var iterator = live.makeAsyncIterator()   // on the same channel: the next element
+            return try await iterator.next()
+        }
+        try await Task.sleep(for: .milliseconds(50))   // the reader waits
+        try context.performAndWait { context in
+            // Neither changes the window: N0 still has too few pages, N2 still comes after N1.
+            try context.existingObject(with: ids[0]).pages = 5
+            context.processPendingChanges()
+            try context.existingObject(with: ids[2]).pages = 30
+            try context.save()
+        }
+        try await Task.sleep(for: .milliseconds(50))   // the reader looked, and waits again
+        try context.performAndWait { context in
+            try context.existingObject(with: ids[1]).pages = 40   // N2 now comes first
+            try context.save()
+        }
+        let next = try #require(try await reader.value)
+        #expect(next.items == [ids[2]])
+        #expect(next.changes?.deletedItems == [ResultPosition(section: 0, item: 0)])
+        #expect(next.changes?.insertedItems == [ResultPosition(section: 0, item: 0)])
+    }
+
     @Test("Iterating ends when the reading task is cancelled, and when the context is gone")
     func iterationEnds() async throws {
         let container = try StoreKind.inMemory.makeGraphContainer()
@@ -380,6 +563,7 @@ struct LiveQueryStreamTests {
 final class Counter: Sendable {
     private let count = Locked(0)
     func add() { count.withLock { $0 += 1 } }
+    func reset() { count.withLock { $0 = 0 } }
     var value: Int { count.withLock { $0 } }
 }
 

@@ -92,6 +92,35 @@ struct QueryGenerationTests {
         }
     }
 
+    @Test("refreshAllObjects() after the generation moves past a deletion completes: the deleted object, loaded or a fault, reads as deleted; pinned, it stays readable",
+          arguments: StoreKind.allCases, [true, false])
+    func refreshAllAfterMovingPastDeletion(kind: StoreKind, deletedWasLoaded: Bool) throws {
+        let (container, reader) = try library(kind)
+        let (n0, n1) = try reader.performAndWait { context in
+            context.retainsRegisteredObjects = true
+            try context.setQueryGenerationFrom(.current)
+            let novels = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]))
+            for novel in novels where novel.title != "N1" || deletedWasLoaded { _ = novel.pages }
+            return (novels[0].objectID, novels[1].objectID)
+        }
+        try change(container)   // N0 renamed, N1 deleted
+        try reader.performAndWait { context in
+            let first = try #require(context.registeredObject(for: n0.erased) as? Novel)
+            let deleted = try #require(context.registeredObject(for: n1.erased) as? Novel)
+            // Pinned, the deleted novel is still there.
+            try context.refreshAllObjects()
+            #expect(first.title == "N0")
+            #expect(deleted.title == "N1" && !deleted.isDeleted)
+            try context.setQueryGenerationFrom(.current)
+            try context.refreshAllObjects()
+            #expect(first.title == "N0 changed")
+            #expect(deleted.isFault)
+            #expect(deleted.title == "")
+            #expect(deleted.isDeleted)
+            #expect(try context.count(for: FetchRequest<Novel>()) == 10)
+        }
+    }
+
     @Test("The generation moves on the context's own save, on a merge and on reset", arguments: StoreKind.allCases)
     func advanceTriggers(kind: StoreKind) throws {
         let (container, reader) = try library(kind)

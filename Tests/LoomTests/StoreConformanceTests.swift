@@ -404,6 +404,125 @@ struct StoreConformanceTests {
         #expect(!context.hasChanges)
     }
 
+    /// A container, and a context that merges nothing by itself and keeps its objects, holding
+    /// `count` saved books B0, B1… (pages 0, 1…) in key order: the one at `fault` is a fault,
+    /// the one at `changed` has the unsaved title "Mine", the others are loaded.
+    func readerWithBooks(_ kind: StoreKind, count: Int, fault: Int, changed: Int) throws -> (PersistentContainer, BackgroundContext, [ObjectID<Book>]) {
+        let container = try kind.makeContainer()
+        let reader = container.newBackgroundContext(name: "reader")
+        let ids = try reader.performAndWait { context in
+            context.automaticallyMergesChanges = false
+            context.retainsRegisteredObjects = true
+            let books = (0..<count).map { Book(isbn: "\($0)", title: "B\($0)", pages: $0) }
+            for book in books { context.insert(book) }
+            try context.save()
+            try context.refresh(books[fault], mergeChanges: false)
+            books[changed].title = "Mine"
+            return books.map(\.objectID)
+        }
+        return (container, reader, ids)
+    }
+
+    /// Which of six saved books another context deletes: by the lowest and the highest key
+    /// (refreshing meets them in no set order), the one left a fault and the one with unsaved
+    /// changes, or all of them.
+    enum DeletedElsewhere: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case lowestKey, highestKey, lowestAndHighestKeys, faultAndChanged, every
+        var indexes: Set<Int> {
+            switch self {
+            case .lowestKey: [0]
+            case .highestKey: [5]
+            case .lowestAndHighestKeys: [0, 5]
+            case .faultAndChanged: [3, 4]
+            case .every: Set(0..<6)
+            }
+        }
+        var testDescription: String { rawValue }
+    }
+
+    @Test("refreshAllObjects() refreshes every object when others were deleted elsewhere: those become faults that read as deleted, unsaved changes stay",
+          arguments: StoreKind.allCases, DeletedElsewhere.allCases)
+    func refreshAllAfterDeletionsElsewhere(kind: StoreKind, deleted: DeletedElsewhere) throws {
+        let (container, reader, ids) = try readerWithBooks(kind, count: 6, fault: 3, changed: 4)
+        try container.newBackgroundContext(name: "writer").performAndWait { context in
+            for (i, id) in ids.enumerated() {
+                let book = try context.existingObject(with: id)
+                if deleted.indexes.contains(i) { context.delete(book) } else { book.pages += 100 }
+            }
+            try context.save()
+        }
+        try reader.performAndWait { context in
+            let books = try ids.map { try #require(context.registeredObject(for: $0.erased) as? Book) }
+            var refreshed: Set<AnyObjectID> = []
+            let token = context.addObserver(for: .objectsDidChange) { event in
+                if case .objectsDidChange(let changes) = event { refreshed.formUnion(changes.refreshed) }
+            }
+            defer { context.removeObserver(token) }
+            try context.refreshAllObjects()
+            #expect(refreshed == Set(ids.map(\.erased)))
+            for (i, book) in books.enumerated() where !deleted.indexes.contains(i) {
+                #expect(book.pages == i + 100, "book \(i)")
+                #expect(!book.isDeleted)
+                #expect(book.title == (i == 4 ? "Mine" : "B\(i)"))
+            }
+            for (i, book) in books.enumerated() where deleted.indexes.contains(i) && i != 4 {
+                #expect(book.isFault, "book \(i)")
+                if i.isMultiple(of: 2) {
+                    // Used, the fault finds its row gone and reads as deleted.
+                    #expect(book.title == "")
+                } else {
+                    let error = try #require(throws: LoomError.self) { try context.fulfillFault(of: book) }
+                    #expect(error.code == .objectNotFound)
+                    #expect(error.objectID == ids[i].erased)
+                }
+                #expect(book.isDeleted)
+                #expect(context.registeredObject(for: ids[i].erased) == nil)
+            }
+            // Unsaved changes to an object deleted elsewhere are kept; saving them is a conflict.
+            #expect(books[4].title == "Mine")
+            #expect(books[4].isUpdated)
+            if deleted.indexes.contains(4) {
+                let error = try #require(throws: LoomError.self) { try context.save() }
+                #expect(error.code == .versionConflict)
+                #expect(error.objectID == ids[4].erased)
+                #expect(books[4].title == "Mine")
+            } else {
+                try context.save()
+            }
+        }
+    }
+
+    @Test("refresh(_:mergeChanges:) of an object deleted elsewhere makes a fault that reads as deleted; merging keeps unsaved changes",
+          arguments: StoreKind.allCases, [true, false])
+    func refreshObjectDeletedElsewhere(kind: StoreKind, mergeChanges: Bool) throws {
+        let (container, reader, ids) = try readerWithBooks(kind, count: 3, fault: 2, changed: 1)
+        try container.newBackgroundContext(name: "writer").performAndWait { context in
+            for id in ids { context.delete(try context.existingObject(with: id)) }
+            try context.save()
+        }
+        try reader.performAndWait { context in
+            let books = try ids.map { try #require(context.registeredObject(for: $0.erased) as? Book) }
+            for book in books { try context.refresh(book, mergeChanges: mergeChanges) }
+            #expect(books[0].isFault)
+            #expect(books[0].pages == 0 && books[0].title == "")
+            #expect(books[0].isDeleted)
+            #expect(books[2].isFault)
+            #expect(throws: LoomError.self) { try context.fulfillFault(of: books[2]) }
+            #expect(books[2].isDeleted)
+            if mergeChanges {
+                #expect(!books[1].isFault)
+                #expect(books[1].title == "Mine" && books[1].isUpdated)
+                #expect(context.hasChanges)
+            } else {
+                #expect(books[1].isFault)
+                #expect(!context.hasChanges)
+                let error = try #require(throws: LoomError.self) { try context.fulfillFault(of: books[1]) }
+                #expect(error.code == .objectNotFound)
+                #expect(books[1].isDeleted)
+            }
+        }
+    }
+
     @Test("Saving an update bumps the version; a stale update is a conflict", arguments: StoreKind.allCases)
     func optimisticLocking(kind: StoreKind) throws {
         let container = try kind.makeContainer()

@@ -616,6 +616,18 @@ public final class ManagedObjectContext {
     /// this context's unsaved changes are applied on top of them. Either way, observers of the
     /// object's properties are told about each one whose value is not the one it showed, and
     /// about each loaded to-many relationship (it is read again when next used).
+    ///
+    /// An object whose row was deleted elsewhere is no error here, as in Core Data: it becomes
+    /// a fault, and its next use finds the row gone, as any fault's would (it then reads as
+    /// deleted, see ``deletesInaccessibleFaults``; ``fulfillFault(of:)`` throws
+    /// ``LoomError/Code/objectNotFound``). With `mergeChanges: true` an object with unsaved
+    /// changes keeps them and its values instead: they are not lost, and saving them reports
+    /// the deletion as a conflict, which the ``mergePolicy`` resolves.
+    ///
+    /// Call it on this context's isolation. Reads the object's row from the store (one query).
+    ///
+    /// - Throws: ``LoomError/Code/wrongContext`` for an object of another context; the store's
+    ///   error when its row cannot be read (the object is then left as it was).
     public func refresh(_ object: some BackedObject, mergeChanges: Bool) throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
         let backing = object._loomBacking
@@ -625,9 +637,9 @@ public final class ManagedObjectContext {
         if backing.isInserted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         let changes: [(Int, StoredValue)] = mergeChanges && backing.state == .loaded ? backing.changedSlots() : []
-        guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: true) else {
-            throw notFound(AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: backing.entity.name, primaryKey: backing.key))
-        }
+        let row = try baseRow(of: backing.entity, key: backing.key, fresh: true)
+        // Deleted elsewhere with changes to merge: they stay, for the save to report the conflict.
+        if row == nil, mergeChanges, backing.isUpdated || backing.isDeleted { return }
         let before = backing.values
         let wasLoaded = backing.state == .loaded
         let loadedLists = backing.toMany.keys
@@ -635,16 +647,17 @@ public final class ManagedObjectContext {
         defer {
             // A fault showed nothing; a loaded to-many list may read differently when loaded again.
             if wasLoaded {
-                notifyObservers(of: backing, valuesFrom: before, to: backing.state == .loaded ? backing.values : row.values)
+                notifyObservers(of: backing, valuesFrom: before, to: backing.state == .loaded ? backing.values : row?.values ?? backing.placeholderValues)
                 for j in loadedLists { notifyObservers(ofRelationship: j, of: backing.entity, key: backing.key) }
             }
         }
-        if mergeChanges {
+        if mergeChanges, let row {
             backing.load(row)
             for (i, v) in changes { backing.values[i] = v }
             if changes.isEmpty, !backing.isDeleted { pending.updated[key] = nil; backing.isUpdated = false }
             forgetInverseLists(of: backing, before: before)
         } else {
+            // A fault of a row that is gone finds it gone when next used.
             forgetInverseLists(of: backing, before: before, dropAll: true)
             backing.state = .fault
             backing.holdsFetchedRow = false
@@ -653,14 +666,26 @@ public final class ManagedObjectContext {
             backing.isDeleted = false
             pending.updated[key] = nil
             pending.deleted[key] = nil
-            backing.committed = row.values
-            backing.version = row.version
+            backing.committed = row?.values
+            if let row { backing.version = row.version }
         }
     }
 
     /// Refreshes every registered object from the store, keeping unsaved changes on top
     /// (Core Data's `refreshAllObjects()`): loaded objects get current values, faults stay
-    /// faults and will read current data.
+    /// faults and will read current data. Posts `objectsDidChange` with the objects as
+    /// refreshed.
+    ///
+    /// Objects deleted elsewhere do not stop it: each becomes a fault that finds its row gone
+    /// when next used (it then reads as deleted), or, with unsaved changes, keeps them for the
+    /// save to report the conflict; see ``refresh(_:mergeChanges:)``. Call it after moving a
+    /// context's query generation (``setQueryGenerationFrom(_:)``) to bring the objects it
+    /// holds to the new one.
+    ///
+    /// Call it on this context's isolation. Reads each loaded object's row (one query each).
+    ///
+    /// - Throws: the store's error when a row cannot be read; the objects not reached by then
+    ///   keep their values.
     public func refreshAllObjects() throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
         forgetLoadedRelationships()

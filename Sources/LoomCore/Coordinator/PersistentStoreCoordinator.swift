@@ -135,7 +135,11 @@ public final class PersistentStoreCoordinator: Sendable {
         let cacheKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         if !bypassingCache, let cached = rowCache.withLock({ $0.row(for: cacheKey, maximumAge: maximumAge) }) { return cached }
         let generation = currentGeneration
-        guard let row = try store.row(of: entity, key: key) else { return nil }
+        guard let row = try store.row(of: entity, key: key) else {
+            // Gone (deleted elsewhere): a row cached before must not bring it back to a fault.
+            if bypassingCache { rowCache.withLock { $0.remove(deleted: cacheKey) } }
+            return nil
+        }
         try validate(CollectionOfOne(row), of: entity)
         // A fresh read (an ID lookup) loads its object at once: no fault needs the row later.
         if bypassingCache { return row }

@@ -45,6 +45,15 @@ public struct LiveResults<Model: PersistentModel, SectionKey: Hashable & Sendabl
 /// each event), merges of other contexts' saves and of other processes' commits, child saves,
 /// resets, and changes to related objects the predicate, sort or section key reads.
 ///
+/// An element's ``LiveResults/changes`` is never empty: a change that leaves the result as it
+/// was (the same items in the same sections and order, none of them updated) makes no element,
+/// even when it touched objects the query reads (a save that changes a property the query reads
+/// without moving anything, an object that enters and leaves again before the reader reads).
+/// Updates of objects in the result are changes: an element lists them in
+/// ``ResultChanges/updatedItems``, with the properties that changed, as a fetched results
+/// controller reports `.update`. The first element, the result when the query starts, comes
+/// even when it is empty.
+///
 /// Results that arrive while nobody reads are coalesced: the next element is the newest result,
 /// with the one change from the last element read to it. A consumer that stops reading holds
 /// one result, whatever the number of saves since. Iterate it from one task; the sequence ends
@@ -157,11 +166,9 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     func next(isolation actor: isolated (any Actor)?) async throws(LoomError) -> LiveResults<Model, SectionKey>? {
         while true {
             if Task.isCancelled { return nil }
-            switch takeStep() {
-            case .deliver(let previous, let latest, let updated, let touched, let keys, let read):
-                return results(latest, previous: previous, read: read, updated: updated, touched: touched, keys: keys)
-            case .fail(let error):
-                throw error
+            switch try ready() {
+            case .results(let results):
+                return results
             case .end:
                 return nil
             case .wait:
@@ -178,13 +185,34 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
 
     /// The next result if one is ready, else nil, without waiting.
     func poll() throws(LoomError) -> LiveResults<Model, SectionKey>? {
-        switch takeStep() {
-        case .deliver(let previous, let latest, let updated, let touched, let keys, let read):
-            return results(latest, previous: previous, read: read, updated: updated, touched: touched, keys: keys)
-        case .fail(let error):
-            throw error
-        case .end, .wait:
-            return nil
+        if case .results(let results) = try ready() { return results }
+        return nil
+    }
+
+    private enum Ready {
+        case results(LiveResults<Model, SectionKey>)
+        case end
+        case wait
+    }
+
+    /// The next element, if one is ready. A result that changes nothing since the last element
+    /// (the same items in the same sections and order, none updated) makes none: its change
+    /// would be empty, and a reader would redraw for nothing. Every later result still diffs
+    /// against what the reader has.
+    private func ready() throws(LoomError) -> Ready {
+        while true {
+            switch takeStep() {
+            case .deliver(let previous, let latest, let updated, let touched, let keys, let read):
+                if let results = results(latest, previous: previous, read: read, updated: updated, touched: touched, keys: keys) {
+                    return .results(results)
+                }
+            case .fail(let error):
+                throw error
+            case .end:
+                return .end
+            case .wait:
+                return .wait
+            }
         }
     }
 
@@ -210,11 +238,13 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
 
     /// The element for `snapshot`: its change from `previous` (the last snapshot read, from which
     /// `read` was made), its sections (those unchanged taken from `read`). Noted as the last read.
+    /// Nil when the change is empty: `read` then stands for `snapshot` too.
     private func results(
         _ snapshot: LiveSnapshot, previous: LiveSnapshot?, read: LiveResults<Model, SectionKey>?,
         updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey]
-    ) -> LiveResults<Model, SectionKey> {
+    ) -> LiveResults<Model, SectionKey>? {
         let changes = previous.map { SectionedDiff.changes(from: $0, to: snapshot, updated: updated, touchedKeys: touched) }
+        if let changes, changes.isEmpty { return nil }
         let earlier = previous.flatMap { previous in read.map { (previous, $0) } }
         let results = LiveResults(snapshot, changes: changes, keys: keys, storeIdentifier: storeIdentifier, previous: earlier)
         state.withLock { $0.read = results }

@@ -53,13 +53,12 @@ struct LiveChangeDigest {
     }
 
     /// Anything may have changed (a reset, history lost, a generation moved): every query is
-    /// evaluated again.
+    /// evaluated again. The changes listed are still read: they say which items were updated.
     var everything: Bool
     var entities: [String: EntityChanges] = [:]
 
     init(_ changes: ObjectChanges, everything: Bool) {
         self.everything = everything
-        guard !everything else { return }
         for id in changes.inserted { entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey) }
         for id in changes.deleted { entities[id.entityName, default: EntityChanges()].structural.insert(id.primaryKey) }
         // Updates come in runs of one entity, often with the same changed properties: the

@@ -563,12 +563,18 @@ public final class ObjectBacking {
         context = nil
     }
 
+    /// What an object shows when its row cannot be read or is gone: optional attributes `nil`,
+    /// others their default or their type's zero value, no related objects.
+    var placeholderValues: [StoredValue] {
+        var placeholder: [StoredValue] = entity.attributes.map { $0.placeholderStoredValue ?? .null }
+        placeholder += repeatElement(StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
+        return placeholder
+    }
+
     /// Shows placeholder values in a fault whose row could not be read (the store failed): as an
     /// inaccessible object's, never stale ones. The object stays a fault and in its context.
     func showPlaceholderValues() {
-        var placeholder: [StoredValue] = entity.attributes.map { $0.placeholderStoredValue ?? .null }
-        placeholder += repeatElement(StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
-        values = placeholder
+        values = placeholderValues
         holdsFetchedRow = false
     }
 
@@ -576,9 +582,7 @@ public final class ObjectBacking {
     /// optional attributes read `nil`, others their default or their type's zero value,
     /// relationships are empty. Nothing stale is ever shown.
     func becomeInaccessible() {
-        var placeholder: [StoredValue] = entity.attributes.map { $0.placeholderStoredValue ?? .null }
-        placeholder += repeatElement(StoredValue.null, count: entity.storedValueCount - entity.attributes.count)
-        values = placeholder
+        values = placeholderValues
         holdsFetchedRow = false
         committed = nil
         state = .loaded
