@@ -32,10 +32,17 @@ extension PostgreSQLStore {
     /// Records `changes` in the history, inside the transaction that applies them (the write
     /// lock is held: the number is the next one in commit order).
     func writeHistory(_ changes: StoreChangeSet) throws(LoomError) {
-        if changes.continuesHistoryTransaction, let number = historyRowInTransaction.withLock({ $0 }) {
-            try continueHistory(number, with: changes)
+        if changes.continuesHistoryTransaction, historyRowInTransaction.withLock({ row in
+            guard var continued = row else { return false }
+            row = nil   // uniquely referenced: the groups grow in place
+            continued.continue(with: changes, in: schema)
+            row = continued
+            return true
+        }) {
             return
         }
+        // The row before it (a batch request's, in an exclusive write) is complete.
+        try finishHistory()
         var entities: [UInt8] = [], packed: [UInt8] = []
         SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
         var bindings = PostgresBindings()
@@ -57,29 +64,20 @@ extension PostgreSQLStore {
             throw translate(error, entity: nil)
         }
         let number = rows.first.flatMap { $0.first { _ in true } }.map(PostgreSQLValues.int64)
-        historyRowInTransaction.withLock { $0 = number }
+        historyRowInTransaction.withLock { $0 = number.map { ContinuedHistoryRow(number: $0, writtenFrom: changes) } }
     }
 
-    /// Adds `changes` to history row `number`, written in the open transaction.
-    private func continueHistory(_ number: Int64, with changes: StoreChangeSet) throws(LoomError) {
+    /// Writes the changes of the change sets that continued the open transaction's last history
+    /// row over it (``ContinuedHistoryRow``), once: called before the transaction's `COMMIT`.
+    func finishHistory() throws(LoomError) {
+        guard let row = historyRowInTransaction.withLock({ $0 }), row.isContinued else { return }
+        historyRowInTransaction.withLock { $0 = nil }
+        let merged = row.merged
         var bindings = PostgresBindings()
-        bindings.append(number)
-        let recorded: Data
-        do {
-            let cell = try writer.query("SELECT changes FROM loom_history WHERE number = $1", bindings).first?.first { _ in true }
-            recorded = if let cell, case .blob(let data) = try PostgreSQLValues.value(cell) { data } else { Data() }
-        } catch {
-            throw translate(error, entity: nil)
-        }
-        guard let earlier = HistoryChangeGroup.decode(recorded) else {
-            throw LoomError(.corruptValue, "History transaction #\(number) of the PostgreSQL store at \(configuration.description) cannot be read: its changes are damaged.")
-        }
-        let groups = HistoryChangeGroup.merging(earlier, HistoryChangeGroup.groups(of: changes, in: schema))
-        var update = PostgresBindings()
-        update.append(SQLHistory.entityList(groups))
-        update.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: [UInt8](HistoryChangeGroup.encode(groups)))))
-        update.append(number)
-        try onWriter("UPDATE loom_history SET entities = $1, changes = $2 WHERE number = $3", update)
+        bindings.append(merged.entities)
+        bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: [UInt8](merged.changes))))
+        bindings.append(row.number)
+        try onWriter("UPDATE loom_history SET entities = $1, changes = $2 WHERE number = $3", bindings)
     }
 
     /// The transactions of a history query's rows (``SQLHistory/columns``).

@@ -153,9 +153,10 @@ public final class PostgreSQLStore: PersistentStore {
     let channel: String
     let listener = Mutex<PostgreSQLListener?>(nil)
     let snapshots = Mutex<[PostgreSQLSnapshot]>([])
-    /// The history row written in the open write transaction (`nil`: none yet), for a change
-    /// set that continues its history transaction (``StoreChangeSet/continuesHistoryTransaction``).
-    let historyRowInTransaction = Mutex<Int64?>(nil)
+    /// The history row written last in the open write transaction (`nil`: none yet), and the
+    /// change sets that continue its history transaction
+    /// (``StoreChangeSet/continuesHistoryTransaction``), written over it by `finishHistory()`.
+    let historyRowInTransaction = Mutex<ContinuedHistoryRow?>(nil)
 
     /// Opens (creating when the schema holds no store) the store in `configuration`'s schema.
     ///
@@ -508,6 +509,7 @@ public final class PostgreSQLStore: PersistentStore {
         }
         transactionOwner.store(0, ordering: .relaxed)
         do {
+            try finishHistory()
             try commit()
         } catch {
             _ = try? writer.query("ROLLBACK")

@@ -30,24 +30,13 @@ extension SQLiteStore {
     /// The metadata key of the last transaction number deleted from the history.
     static let historyDeletedKey = "historyDeletedThrough"
 
-    /// Records `changes` in the history, inside the transaction that applies them.
+    /// Records `changes` in the history, inside the transaction that applies them. A change set
+    /// that continues the history transaction of the one before it (a batch request's later
+    /// chunks) adds its changes to that row's in memory; ``HistoryWriter/finish(_:)``
+    /// writes them, once, before the transaction commits.
     func writeHistory(_ changes: StoreChangeSet, _ db: Database) throws {
-        if changes.continuesHistoryTransaction, let number = historyWriter.lastNumber {
-            try continueHistory(number, with: changes, db)
-            return
-        }
+        if changes.continuesHistoryTransaction, historyWriter.continueRow(with: changes, schema: schema) { return }
         try historyWriter.write(changes, schema: schema, origin: origin, commit: lastCommitSequence + 1, db)
-    }
-
-    /// Adds `changes` to history row `number`, written in the open transaction.
-    private func continueHistory(_ number: Int64, with changes: StoreChangeSet, _ db: Database) throws {
-        let recorded = try Data.fetchOne(db, sql: "SELECT changes FROM loom_history WHERE number = ?", arguments: [number]) ?? Data()
-        guard let earlier = HistoryChangeGroup.decode(recorded) else {
-            throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(url.path) cannot be read: its changes are damaged.", path: url.path)
-        }
-        let groups = HistoryChangeGroup.merging(earlier, HistoryChangeGroup.groups(of: changes, in: schema))
-        try db.execute(sql: "UPDATE loom_history SET entities = ?, changes = ? WHERE number = ?",
-                       arguments: [SQLHistory.entityList(groups), HistoryChangeGroup.encode(groups), number])
     }
 
     @_spi(LoomStore) public func fetchHistory(_ descriptor: HistoryDescriptor) throws(LoomError) -> [HistoryTransaction] {
@@ -229,7 +218,49 @@ final class HistoryWriter: @unchecked Sendable {
     /// What the store tells its watcher of its commits (see ``OwnCommits``).
     let own = OwnCommits()
     /// The last history row written in the open transaction (`nil`: none yet).
-    @exclusivity(unchecked) var lastNumber: Int64?
+    @exclusivity(unchecked) private var lastNumber: Int64?
+    /// The last row written in the open transaction, for change sets that continue its history
+    /// transaction.
+    @exclusivity(unchecked) private var lastRow: ContinuedHistoryRow?
+
+    /// What a savepoint restores when the change set applied under it fails (``mark``).
+    struct Mark {
+        fileprivate var lastNumber: Int64?
+        fileprivate var lastRow: ContinuedHistoryRow?
+    }
+
+    /// The history written so far in the open transaction, for ``restore(_:)``.
+    var mark: Mark { Mark(lastNumber: lastNumber, lastRow: lastRow) }
+
+    /// Forgets what was recorded after `mark` (rows written or continued under a savepoint
+    /// rolled back are gone with it).
+    func restore(_ mark: Mark) {
+        lastNumber = mark.lastNumber
+        lastRow = mark.lastRow
+    }
+
+    /// Adds `changes` to the history transaction of the last row written in the open
+    /// transaction; `false` when it wrote none (then `changes` is recorded on its own).
+    ///
+    /// - Complexity: O(changes): the row itself is written by ``finish(_:)``.
+    func continueRow(with changes: StoreChangeSet, schema: Schema) -> Bool {
+        guard var row = lastRow else { return false }
+        lastRow = nil   // uniquely referenced: the groups grow in place
+        row.continue(with: changes, in: schema)
+        lastRow = row
+        return true
+    }
+
+    /// Writes the changes of the change sets that continued the last row over it, once: call
+    /// before the `COMMIT` of a transaction that may write history, on the writer.
+    func finish(_ db: Database) throws {
+        guard let row = lastRow, row.isContinued else { return }
+        lastRow = nil
+        let merged = row.merged
+        try db.execute(sql: "UPDATE loom_history SET entities = ?, changes = ? WHERE number = ?",
+                       arguments: [merged.entities, merged.changes, row.number])
+    }
+
     /// The writer connection's data version after the store's last commit (`nil`: unknown).
     @exclusivity(unchecked) private var versionAfterCommit: UInt32?
     /// Whether the open transaction began with nothing committed by another connection since
@@ -243,6 +274,7 @@ final class HistoryWriter: @unchecked Sendable {
         let version = Self.dataVersion(db)
         beganInRun = runStart != nil && version != nil && version == versionAfterCommit
         lastNumber = nil
+        lastRow = nil
     }
 
     /// Call after the `COMMIT` of a transaction ``began(_:)`` saw begin, with its commit
@@ -250,6 +282,7 @@ final class HistoryWriter: @unchecked Sendable {
     func committed(_ db: Database, sequence: UInt64) {
         versionAfterCommit = Self.dataVersion(db)
         if !beganInRun { runStart = nil }
+        lastRow = nil
         guard let number = lastNumber else { return }
         lastNumber = nil
         let start = runStart ?? sequence
@@ -268,6 +301,8 @@ final class HistoryWriter: @unchecked Sendable {
     /// Writes the history row of `changes`, committed by this store instance (`origin`) as its
     /// commit `commit`, inside the open transaction.
     func write(_ changes: StoreChangeSet, schema: Schema, origin: Int64, commit: UInt64, _ db: Database) throws {
+        // The row before it (a batch request's, in an exclusive write) is complete.
+        try finish(db)
         let handle = try statement(db, origin: origin)
         SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
         let statement = RawStatement(handle: handle, sql: Self.insertSQL)
@@ -300,6 +335,7 @@ final class HistoryWriter: @unchecked Sendable {
             }
         }
         lastNumber = sqlite3_last_insert_rowid(sqlite3_db_handle(handle))
+        lastRow = ContinuedHistoryRow(number: lastNumber!, writtenFrom: changes)
     }
 
     private static func bindText(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32, _ handle: OpaquePointer) -> Int32 {

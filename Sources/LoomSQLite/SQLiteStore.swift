@@ -449,6 +449,9 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             value = try body()
             transactionOwner.store(0, ordering: .relaxed)
             try onWriter { db in
+                // A transaction of several change sets (a batch request's chunks) writes the
+                // history its last row continued now, once. `apply` alone applies one.
+                if recordsHistory { try historyWriter.finish(db) }
                 try Self.control(db, "COMMIT TRANSACTION")
                 if recordsHistory { historyWriter.committed(db, sequence: lastCommitSequence + 1) }
             }
@@ -543,13 +546,13 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// are read in it).
     private func applyUnderSavepoint(_ changes: StoreChangeSet, _ db: Database) throws {
         try Self.control(db, "SAVEPOINT loom_apply")
-        let historyRow = historyWriter.lastNumber
+        let history = historyWriter.mark
         do {
             try applyStatements(changes, db)
             try Self.control(db, "RELEASE SAVEPOINT loom_apply")
         } catch {
-            // A history row written under the savepoint is gone with it.
-            historyWriter.lastNumber = historyRow
+            // A history row written or continued under the savepoint is gone with it.
+            historyWriter.restore(history)
             // If the statements' effects cannot be undone, that failure is what the caller gets:
             // it ends the whole transaction instead of reading conflicts from a half-applied one.
             try Self.control(db, "ROLLBACK TO SAVEPOINT loom_apply")

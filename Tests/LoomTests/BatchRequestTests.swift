@@ -608,6 +608,38 @@ struct BatchRequestTests {
         #expect(found.transactions.map { $0.changes.count } == [5_000, 5_000, 2_000])
     }
 
+    @Test("A batch request of five chunks writes its history once: one INSERT and one UPDATE of its row, never reading it back, whatever the number of chunks", arguments: StoreKind.persistentCases)
+    @MainActor
+    func batchHistoryWrittenOnce(kind: StoreKind) throws {
+        let log = StatementLog()
+        let context = try kind.makeGraphContainer(trace: log.hook).viewContext
+        let count = 4 * 10_000 + 1   // five chunks
+        /// The statements on `loom_history` the request ran, by their first word.
+        func historyStatements(_ run: () throws -> Void) rethrows -> [String: Int] {
+            log.reset()
+            try run()
+            return log.all.filter { $0.contains("loom_history") }.reduce(into: [:]) { counts, sql in
+                counts[String(sql.prefix { $0 != " " }), default: 0] += 1
+            }
+        }
+        var token = try context.currentHistoryToken()
+        func transactionCounts() throws -> [Int] {
+            let transactions = try context.fetchHistory(HistoryDescriptor(after: token))
+            token = transactions.last?.token
+            return transactions.map(\.changes.count)
+        }
+        let rows = (0..<count).map { [BatchValue<Author>.set(\.name, to: "A\($0)")] }
+        #expect(try historyStatements { try context.execute(BatchInsertRequest(rows: rows)) } == ["INSERT": 1, "UPDATE": 1])
+        #expect(try transactionCounts() == [count])
+        #expect(try historyStatements { try context.execute(BatchUpdateRequest<Author>(set: [.set(\.rating, to: 3)])) } == ["INSERT": 1, "UPDATE": 1])
+        #expect(try transactionCounts() == [count])
+        #expect(try historyStatements { try context.execute(BatchDeleteRequest<Author>()) } == ["INSERT": 1, "UPDATE": 1])
+        #expect(try transactionCounts() == [count])
+        // One chunk: the row as a save writes it.
+        #expect(try historyStatements { try context.execute(BatchInsertRequest(rows: Array(rows.prefix(10)))) } == ["INSERT": 1])
+        #expect(try transactionCounts() == [10])
+    }
+
     @Test("Inside an exclusive write, a save, a batch request of two chunks and a save stay three history transactions: the request's chunks join only their own", arguments: StoreKind.persistentCases)
     func batchHistoryInExclusiveWrite(kind: StoreKind) async throws {
         let container = try kind.makeContainer()

@@ -431,6 +431,17 @@ struct HistoryTests {
             [group(.insert, [1, 2]), group(.update, [5, 7], "title"), group(.update, [8], "pages")],
             [group(.update, [1, 7], "pages"), tombstoned, group(.delete, [2]), group(.update, [9], "title", entity: "Author")])
         #expect(merged == [group(.insert, [1]), group(.update, [8], "pages"), group(.update, [7], "pages,title"), group(.update, [9], "title", entity: "Author"), tombstoned])
+        // Several change sets merged at once (a batch request's chunks, merged before the
+        // commit) record what merging them two by two records.
+        let sets = [
+            [group(.insert, [1, 2]), group(.update, [5, 7], "title")],
+            [group(.update, [1, 7], "pages"), group(.insert, [3])],
+            [group(.delete, [2, 5]), group(.update, [3], "title"), group(.insert, [10], entity: "Author")],
+            [group(.insert, [11, 12], entity: "Author")],
+        ]
+        let pairwise = sets.dropFirst().reduce(sets[0]) { HistoryChangeGroup.merging($0, $1) }
+        #expect(HistoryChangeGroup.merging(sets) == pairwise)
+        #expect(pairwise == [group(.insert, [1, 3]), group(.insert, [10, 11, 12], entity: "Author"), group(.update, [7], "pages,title"), group(.delete, [5])])
     }
 }
 

@@ -361,8 +361,19 @@ public struct HistoryDescriptor: Sendable {
     /// - Complexity: O(keys) for entities whose objects appear once (a batch request's chunks
     ///   touch objects of distinct key ranges); hashing the keys of the others.
     public static func merging(_ earlier: [HistoryChangeGroup], _ later: [HistoryChangeGroup]) -> [HistoryChangeGroup] {
+        merging([earlier, later])
+    }
+
+    /// The groups of one history transaction made of change sets applied one after the other
+    /// (every chunk of a batch request), merged at once by the rules of
+    /// ``merging(_:_:)``: what merging them two by two gives, without remaking the growing
+    /// result for every change set.
+    ///
+    /// - Complexity: O(keys) for entities whose objects appear once, plus sorting each
+    ///   entity's groups by key range; hashing the keys of the others.
+    public static func merging(_ sets: [[HistoryChangeGroup]]) -> [HistoryChangeGroup] {
         var byEntity: [(name: String, groups: [HistoryChangeGroup])] = []
-        for group in earlier + later {
+        for group in sets.joined() {
             if let i = byEntity.firstIndex(where: { $0.name == group.entityName }) {
                 byEntity[i].groups.append(group)
             } else {
