@@ -458,6 +458,51 @@ extension LiveQueryTests {
         try elsewhere { try $0.existingObject(with: ids[7]).title = "T" }
         try expectDeliveries(["plain", "sorted", "sectioned", "window"], after: "a saved change of a novel in every result")
     }
+
+    @Test("A property set back to its saved value in a later event is an update of that event, alone or beside an insertion and a move, and so is a to-one set back to none",
+          arguments: StoreKind.allCases)
+    func valueSetBackToItsSavedOneIsAnUpdate(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        try container.newBackgroundContext().performAndWait { context in
+            let ann = Author(name: "Ann")
+            let a = Novel(title: "A", pages: 10), b = Novel(title: "B", pages: 20), c = Novel(title: "C", pages: 30)
+            for novel in [a, b, c] {
+                novel.year = 2000
+                context.insert(novel)
+            }
+            context.insert(ann)
+            try context.save()
+            let live = try context.liveQuery(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]), sectionedBy: \.year)
+            _ = try #require(try live.channel.poll())
+            func updated(after what: String) throws -> [String: Set<String>] {
+                context.processPendingChanges()
+                let results = try #require(try live.channel.poll(), "no element after \(what)")
+                let changes = try #require(results.changes)
+                return Dictionary(uniqueKeysWithValues: try changes.updatedItems.map { (try context.existingObject(with: results[$0.at]).title, $0.properties) })
+            }
+            // Changed in one event, set back to the saved value in the next.
+            b.pages = 21
+            #expect(try updated(after: "a change of pages") == ["B": ["pages"]])
+            b.pages = 20
+            #expect(try updated(after: "pages set back") == ["B": ["pages"]])
+            // The same beside an insertion and a move, in one change.
+            a.pages = 11
+            c.pages = 31
+            #expect(try updated(after: "two changes of pages") == ["A": ["pages"], "C": ["pages"]])
+            a.pages = 10
+            c.pages = 30
+            b.title = "D"
+            let inserted = Novel(title: "AA", pages: 5)
+            inserted.year = 2000
+            context.insert(inserted)
+            #expect(try updated(after: "pages set back beside an insertion and a move") == ["A": ["pages"], "C": ["pages"], "D": ["title"]])
+            // A to-one given an object, then set back to none (its saved value).
+            a.author = ann
+            #expect(try updated(after: "an author given") == ["A": ["author"]])
+            a.author = nil
+            #expect(try updated(after: "the author set back to none") == ["A": ["author"]])
+        }
+    }
 }
 
 /// Live query streams read from other tasks than their context's: coalescing, cancellation,
