@@ -127,7 +127,11 @@ struct LiveQueryTests {
             // Objects shown before and now whose properties changed: an element must come.
             let updated = now.keys.filter { id in shown[id].map { $0 != now[id] } ?? false }
             if !updated.isEmpty {
-                try #require(delivered != nil, "\(name), step \(step): objects in the result changed, and no element came: \(updated.map { "\($0): \(shown[$0]!) -> \(now[$0]!)" })")
+                let results = try #require(delivered, "\(name), step \(step): objects in the result changed, and no element came: \(updated.map { "\($0): \(shown[$0]!) -> \(now[$0]!)" })")
+                // Each of them is listed as updated, wherever else the change moves items.
+                let listed = Set(try #require(results.changes).updatedItems.map { results[$0.at] })
+                let missing = updated.filter { !listed.contains($0) }
+                try #require(missing.isEmpty, "\(name), step \(step): objects changed and not listed as updated: \(missing.map { "\($0): \(shown[$0]!) -> \(now[$0]!)" })")
             }
             shown = now
         }
@@ -137,9 +141,12 @@ struct LiveQueryTests {
     /// a related predicate, windows with and without sections, a to-many predicate, sections of
     /// authors, and a query without a sort.
     static func checks(_ context: ManagedObjectContext) throws -> [any Verifiable] {
-        // Attributes only: a novel's author can read as none without the novel changing (one
-        // deleted elsewhere that it still points to), which the "by author" sections check.
-        func novel(_ novel: Novel) -> String { "\(novel.title) \(novel.pages) \(novel.year ?? -1)" }
+        // A novel's author counts as its own: a change of it, also by a delete rule, must be
+        // reported as the novel's. (An author deleted elsewhere that a novel changed here still
+        // points to is not followed: the merge neither nullifies nor reports that to-one yet.)
+        func novel(_ novel: Novel) -> String {
+            "\(novel.title) \(novel.pages) \(novel.year ?? -1) by \(novel.author.map { "\($0.objectID.erased.primaryKey)" } ?? "none")"
+        }
         func author(_ author: Author) -> String { "\(author.name) \(author.rating)" }
 
         var byYear = FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)])
