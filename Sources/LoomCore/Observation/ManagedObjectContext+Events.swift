@@ -78,7 +78,9 @@ extension ManagedObjectContext {
             }
             let id = objectID(of: backing)
             changes.updated.insert(id)
-            changes.changedProperties[id] = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
+            var changed = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
+            if let reverted = eventReverted[ObjectIdentifier(backing)] { changed.formUnion(reverted.map(backing.entity.storedValueName(at:))) }
+            changes.changedProperties[id] = changed
         }
         for entry in eventRelationshipChanges.entries.values where recording {
             let k = RowCacheKey(entity: ObjectIdentifier(entry.entity), key: entry.key)
@@ -97,6 +99,7 @@ extension ManagedObjectContext {
         for backing in eventInserted { backing.changedSinceEvent = false }
         eventInserted = []
         eventChanged = []
+        eventReverted = [:]
         eventDeleted = []
         eventRelationshipChanges = RelationshipChangeLog()
         eventInaccessible = []
