@@ -8,7 +8,12 @@ import Testing
 /// back: every call fails with `storeFailure` within the response timeout, the context keeps
 /// its changes, and the same container works again once the server answers. Each test runs on
 /// a cluster of its own (``OwnedPostgresCluster``), never on the shared test server.
-@Suite("PostgreSQL connection loss", .enabled(if: PostgresServer.isEnabled), .timeLimit(.minutes(2)))
+///
+/// Serialized, and run by `./scripts/test` in a `swift test` of its own: its tests wait
+/// synchronously (for `initdb`, `pg_ctl`, and saves against a silent server, up to the timeout)
+/// on the cooperative thread pool, which has one thread per core. Beside the rest of the suite
+/// on a 2-core machine, they stalled every other test until those ran out of time.
+@Suite("PostgreSQL connection loss", .serialized, .enabled(if: PostgresServer.isEnabled), .timeLimit(.minutes(2)))
 struct PostgreSQLConnectionLossTests {
     static let timeout: Duration = .seconds(2)
 
