@@ -10,7 +10,11 @@ public struct AnyObjectID: Sendable, Hashable, Codable, CustomStringConvertible 
     public let storeIdentifier: UUID
     /// The entity's name.
     public let entityName: String
-    /// The object's primary key in its entity's table.
+    /// The object's primary key in its entity's table: never reused, but not a count of the
+    /// objects inserted. Keys come from blocks reserved ahead, so they can skip values (a block
+    /// reserved ahead and one reserved on demand that cross leave one unused) and need not
+    /// follow the order of inserts; find objects by an attribute of your own, not by a key
+    /// guessed from their number.
     public let primaryKey: Int64
 
     /// Creates an ID from its parts. Resolve it with a context; a wrong part is reported then.

@@ -68,7 +68,8 @@ struct Dataset: Sendable {
     let queries: [RangeQuery]
     /// Replacement titles for W5's changes, one per changed object.
     let newTitles: [String]
-    /// Primary keys to look up in W8, uniformly over 1...count.
+    /// Item ids to look up in W8, uniformly over 1...count: the primary keys of the raw and
+    /// GRDB stores; Loom's keys for them come from ``Bench/loomKey(ofItem:)``.
     let lookupKeys: [Int64]
 
     /// The score width of a query: a category holds ~`count / categoryCount` items spread

@@ -36,6 +36,12 @@ final class Bench {
     private var templates: [String: String] = [:]
     private var postgresTemplates: [String: String] = [:]
     private var fileCounter = 0
+    /// The primary key of each object of Loom's template, in the order of `dataset.items`:
+    /// the item with id `i` has `loomKeys[i - 1]`. Loom hands out keys in blocks and may skip
+    /// some (a block reserved ahead and one reserved on demand can cross; keys are never
+    /// reused, so gaps are harmless), so they are 1...count only most of the time. A workload
+    /// that finds Loom's objects by a dataset id maps it with ``loomKey(ofItem:)``.
+    private var loomKeys: [Int64] = []
 
     init(sizes: Sizes, directory: URL, postgresURL: String? = nil) {
         self.sizes = sizes
@@ -68,6 +74,13 @@ final class Bench {
         return path
     }
 
+    /// The primary key of the item with dataset id `id` in Loom's template (and its copies).
+    /// Builds the template first if needed.
+    func loomKey(ofItem id: Int64) throws -> Int64 {
+        if templates["loom"] == nil { templates["loom"] = try makeTemplate(loom: true) }
+        return loomKeys[Int(id - 1)]
+    }
+
     /// Builds both templates now, in a workload's `prepare`, so that no round pays for them.
     func prepareTemplates() throws {
         if templates["sql"] == nil { templates["sql"] = try makeTemplate(loom: false) }
@@ -79,8 +92,10 @@ final class Bench {
         if loom {
             let container = try PersistentContainer.bench(at: path)
             let context = container.viewContext
-            for item in dataset.items { context.insert(Item(item)) }
+            let objects = dataset.items.map(Item.init)
+            for object in objects { context.insert(object) }
             try context.save()
+            loomKeys = objects.map(\.objectID.primaryKey)
             try container.closeAndWait()
         } else {
             let db = try RawDatabase(path: path)

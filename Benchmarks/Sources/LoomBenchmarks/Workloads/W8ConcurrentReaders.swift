@@ -54,7 +54,8 @@ final class ConcurrentReaders: SynchronousWorkload {
         defer { bench.remove(path) }
         let sizes = bench.sizes
         let dataset = bench.dataset
-        let keys = dataset.lookupKeys
+        // Dataset ids, or for Loom the keys its template gave those items (not always the same).
+        let keys = contender == .loom ? try dataset.lookupKeys.map(bench.loomKey(ofItem:)) : dataset.lookupKeys
         let queries = dataset.queries
         let subject: any ReadSubject = switch contender {
         case .raw: RawReadSubject(path: path, queries: queries)
