@@ -98,9 +98,6 @@ public final class ManagedObjectContext {
     let eventHub = ContextEventHub()
     var eventInserted: [ObjectBacking] = []
     var eventChanged: [ObjectBacking] = []
-    /// Stored values set back to their saved value in the current event, by object: changed
-    /// in this event, though no longer different from the saved row.
-    var eventReverted: [ObjectIdentifier: Set<Int>] = [:]
     var eventDeleted: [ObjectBacking] = []
     var endOfEventScheduled = false
 

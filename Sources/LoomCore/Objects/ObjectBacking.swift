@@ -470,12 +470,8 @@ public final class ObjectBacking {
         if isDeleted {
             fatalError("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
         }
-        // A value set back to the saved one is still a change of this event, which the
-        // comparison with the saved row at the event's end no longer sees.
-        let reverts = committed.map { $0[index].isIdentical(to: stored) && !values[index].isIdentical(to: stored) } ?? false
         values[index] = stored
         guard let context else { return }
-        if reverts { context.eventReverted[ObjectIdentifier(self), default: []].insert(index) }
         if !isInserted && !isUpdated {
             isUpdated = true
             context.objectDidChange(self)

@@ -78,9 +78,7 @@ extension ManagedObjectContext {
             }
             let id = objectID(of: backing)
             changes.updated.insert(id)
-            var changed = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
-            if let reverted = eventReverted[ObjectIdentifier(backing)] { changed.formUnion(reverted.map(backing.entity.storedValueName(at:))) }
-            changes.changedProperties[id] = changed
+            changes.changedProperties[id] = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
         }
         for entry in eventRelationshipChanges.entries.values where recording {
             let k = RowCacheKey(entity: ObjectIdentifier(entry.entity), key: entry.key)
@@ -99,7 +97,6 @@ extension ManagedObjectContext {
         for backing in eventInserted { backing.changedSinceEvent = false }
         eventInserted = []
         eventChanged = []
-        eventReverted = [:]
         eventDeleted = []
         eventRelationshipChanges = RelationshipChangeLog()
         eventInaccessible = []

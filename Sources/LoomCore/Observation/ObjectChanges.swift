@@ -12,8 +12,7 @@ public struct ObjectChanges: Sendable, Equatable, CustomStringConvertible {
     /// Registered objects whose values were reloaded from the store (refresh or merge),
     /// including faults: a list observing them never misses a change.
     public var refreshed: Set<AnyObjectID> = []
-    /// For updated and refreshed objects, the names of the properties that changed, also one
-    /// set back to its saved value (a change of this event, though no longer unsaved).
+    /// For updated and refreshed objects, the names of the properties that changed.
     public var changedProperties: [AnyObjectID: Set<String>] = [:]
 
     /// An empty set of changes.
