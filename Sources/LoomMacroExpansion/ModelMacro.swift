@@ -94,7 +94,7 @@ extension ModelDeclaration {
     /// `_loomSlot`, which holds the object's backing (made on first use for an object the app
     /// creates) and takes the object out of its context's registry when it is destroyed.
     /// Every property access reads it; `@exclusivity(unchecked)` spares each read a run-time
-    /// exclusivity check (about 50 instructions). Safe: its only writes are `init(backing:)`
+    /// exclusivity check. Safe: its only writes are `init(backing:)`
     /// and the first use's `makeBacking`, which call nothing that could read it meanwhile.
     fileprivate var slotDeclaration: DeclSyntax {
         """

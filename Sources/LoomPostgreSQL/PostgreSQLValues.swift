@@ -136,10 +136,9 @@ enum PostgreSQLValues {
     ///
     /// The array is measured first, then written in one pass straight into the buffer's memory:
     /// writing it value by value through `ByteBuffer` (three calls a value, each checking
-    /// capacity and exclusive access) and testing text for NUL with `utf8.contains` cost a
-    /// 10,000-object insert of nine columns about 110 M instructions on the saving thread
-    /// (PG-W1). Values of another kind than the column's (converted or refused by ``write``) go
-    /// the value-by-value way.
+    /// capacity and exclusive access) and testing text for NUL with `utf8.contains` was a
+    /// large part of the saving thread's work on a large insert. Values of another kind than
+    /// the column's (converted or refused by ``write``) go the value-by-value way.
     static func bindArray<C: Collection>(_ values: C, as kind: ColumnKind, to bindings: inout PostgresBindings) throws(UnstorableValue) where C.Element == StoredValue {
         bindings.append(BoundValue(psqlType: kind.arrayType, bytes: try arrayBytes(values, as: kind)))
     }

@@ -120,7 +120,7 @@ extension SQLGenerator {
 
     /// Deletes by key sets, ``keysPerDelete`` rows a statement: for a set whose versions were
     /// read in the transaction that applies it, where no other writer can have changed them.
-    /// SQLite's work on W16's cascade falls by a fifth against one statement a row.
+    /// SQLite does less work on a large cascading delete than with one statement a row.
     private func forEachDeleteByKeys<E: Error>(of changes: StoreChangeSet, _ body: (ChangeStatement) throws(E) -> Void) throws(E) {
         var start = 0
         while start < changes.deletes.count {

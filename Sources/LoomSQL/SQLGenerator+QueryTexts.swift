@@ -5,8 +5,8 @@ extension SQLGenerator {
     /// The `SELECT` texts of queries already written, by shape.
     ///
     /// Queries that differ only in their constants (an app's `#Predicate` with other values,
-    /// W3's 1,000 range queries) have the same text, since constants are bound as parameters.
-    /// Writing it again was a few thousand string appends per query (3% of W3); the shape — the
+    /// a range query run with other bounds) have the same text, since constants are bound as
+    /// parameters. Writing it again was a few thousand string appends per query; the shape — the
     /// predicate with each constant replaced by a placeholder of the same kind, the sort and
     /// whether there is a window — is hashed instead, and the constants are collected in the
     /// order the text binds them.

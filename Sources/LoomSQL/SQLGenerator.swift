@@ -16,7 +16,7 @@ package struct SQLGenerator: Sendable {
 
     /// One entity's fixed statements. A class: a lookup by key reads one text of it, and
     /// copying a struct of eight texts out of the dictionary retained and released all of them
-    /// (about 500 instructions a lookup, W8).
+    /// on every lookup.
     package final class EntityTexts: Sendable {
         /// `"Z_PK", "Z_OPT", <columns>` unqualified, and qualified by the alias `t0`.
         let columns: String
@@ -30,7 +30,7 @@ package struct SQLGenerator: Sendable {
         let selectRelated: [Int: String]
         /// The same for one owner, bound as an integer: a to-many fault firing. `IN (SELECT
         /// value FROM json_each(?))` makes SQLite build an ephemeral table for every query,
-        /// which was a fifth of such a query's cost.
+        /// which was a large part of such a query's cost.
         let selectRelatedToOwner: [Int: String]
 
         init(columns: String, aliasedColumns: String, insert: String, delete: String, selectByKeys: String, selectByKey: String,

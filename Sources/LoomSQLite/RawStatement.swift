@@ -139,8 +139,8 @@ package struct RawStatement {
     package func row(key: Int64, version: Int64, width: Int, offset: Int32 = 0) -> StoreRow {
         // Reserved and appended rather than `init(unsafeUninitializedCapacity:)`, whose buffer
         // comes from the standard library's unspecialized allocator: it looks the storage
-        // class's generic metadata up for every row (about 680 instructions a row, against
-        // 350 for the specialized allocation, W4).
+        // class's generic metadata up for every row, which the specialized allocation does
+        // not.
         var values: [StoredValue] = []
         values.reserveCapacity(width)
         for i in 0..<width { values.append(column(offset + 2 + Int32(i))) }
@@ -151,7 +151,7 @@ package struct RawStatement {
     ///
     /// Read through the column's `sqlite3_value`: each `sqlite3_column_*` call finds the
     /// column and checks for an allocation failure again, so a type test and a read cost two
-    /// of those (about 45 instructions a column, 3% of a W3 query). The value is "unprotected"
+    /// of those for every column. The value is "unprotected"
     /// (SQLite does not lock the connection's mutex around the `sqlite3_value_*` calls), which is
     /// safe here: a statement's connection is used by one thread at a time, the one reading it.
     package func column(_ index: Int32) -> StoredValue {

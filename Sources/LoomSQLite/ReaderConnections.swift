@@ -163,7 +163,7 @@ final class ReaderConnection {
     /// The statements used last, found by where their text is stored rather than by hashing it.
     /// The store's texts come from the SQL generator's caches, so a read that repeats passes
     /// the very same string, and comparing an address and a length costs a few instructions
-    /// where hashing a 150-character text for ``statements`` cost about 1,000 (a W8 ID lookup's
+    /// where hashing a statement's text for ``statements`` reads all of it (an ID lookup's
     /// fixed cost). Sound because each entry holds its text: while it does, no other string can
     /// be stored at that address, and strings share storage only when they are equal (shared
     /// storage is copied before it is changed). The statements are ``statements``' own; only

@@ -217,8 +217,8 @@ final class RemoteCommitWatcher: Sendable {
         /// Runs `body` in a read transaction on the watcher's connection, with statements
         /// prepared once. Not `DatabaseQueue.read`: it turns `PRAGMA query_only` on and off
         /// around the transaction, and changing a flag pragma expires every prepared statement
-        /// of the connection, so every look prepared its statements again (about 200,000
-        /// instructions of a look's 280,000). This connection runs nothing but these reads.
+        /// of the connection, so every look prepared its statements again (most of a look's
+        /// work). This connection runs nothing but these reads.
         func inReadTransaction<T>(_ body: (Database) throws -> T) throws -> T {
             try queue.inDatabase { db in
                 try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
@@ -296,7 +296,7 @@ final class OwnCommits: Sendable {
     // A sequence lock, with atomics only (which ThreadSanitizer follows): `version` is odd while
     // the one writer (the store's, `writeGate` held) changes the fields, and moves by 2 with
     // every commit; a reader that finds it odd or moved while it read gets `nil`, as if nothing
-    // were known yet, and reads the history. A lock cost a save about 270 instructions.
+    // were known yet, and reads the history. A lock would add its round trip to every save.
     private let version = Atomic<UInt64>(0)
     private let sequence = Atomic<UInt64>(0)
     private let number = Atomic<Int64>(0)

@@ -144,7 +144,7 @@ extension SQLiteReader {
 
 /// Room for a result's rows once its first row is read: most results have more than one, and
 /// an array grown from one element by doubling was reallocated five times for a to-many
-/// fault's ten rows (about 1,800 instructions each time, W3 and W4).
+/// fault's ten rows, copying the rows so far each time.
 @inline(__always)
 private func firstRowsCapacity(limit: Int?) -> Int {
     if let limit, limit > 0 { return min(limit, 16) }

@@ -491,7 +491,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         }
         // Alone: one writer access that begins, applies and commits. Without a savepoint: in
         // WAL mode SQLite copies every existing page a savepoint's statements change into a
-        // sub-journal, a quarter of a 1,000-insert save (W11). A refusal rolls back and applies
+        // sub-journal, a large part of a save's cost. A refusal rolls back and applies
         // again under one, so that its conflicts are read in the transaction that refused it.
         transactionOwner.store(ThreadID.current, ordering: .relaxed)
         defer { transactionOwner.store(0, ordering: .relaxed) }
@@ -562,8 +562,8 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     }
 
     /// Runs a transaction-control statement from GRDB's statement cache: preparing BEGIN,
-    /// SAVEPOINT, RELEASE and COMMIT again for every save cost a one-object save about a
-    /// quarter of its time (W9).
+    /// SAVEPOINT, RELEASE and COMMIT again for every save was a large part of a one-object
+    /// save's time.
     private static func control(_ db: Database, _ sql: String) throws {
         try db.cachedStatement(sql: sql).execute()
     }

@@ -26,7 +26,7 @@ enum ContextIsolation: CustomStringConvertible {
 
     /// Traps unless the calling code runs on this isolation. `what` (the object or call named in
     /// the message) is only made for the trap: every attribute access with the checks on runs
-    /// this, and making the object's description each time tripled a read's cost (W11).
+    /// this, and making the object's description each time was most of a read's cost.
     func verify(context: ManagedObjectContext, what: @autoclosure () -> String) {
         guard !isCurrent else { return }
         fatalError("Loom concurrency violation: \(what()) in context '\(context.name ?? "unnamed")' was used on \(IsolationDomain.describeCurrent()), but belongs to \(self).")

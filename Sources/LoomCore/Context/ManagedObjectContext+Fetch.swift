@@ -18,8 +18,8 @@ extension ManagedObjectContext {
     }
 
     /// The objects of a fetch as `Model`s. This generic code runs unspecialized, where `map`
-    /// goes through `Collection`'s witnesses for every element (about 500 instructions per
-    /// object, 2.5% of W3) and `append` through the array's: the array is written in place.
+    /// goes through `Collection`'s witnesses for every element (a cost paid per fetched
+    /// object) and `append` through the array's: the array is written in place.
     /// The objects are of the entity's own class (always, unless a schema maps the entity to
     /// another class): a metatype comparison instead of a dynamic cast for each.
     static func models<Model: PersistentModel>(_ objects: [any BackedObject]) -> [Model] {

@@ -31,7 +31,7 @@ public final class ManagedObjectContext {
     /// object's entry leaves with the object (see ``ObjectSlot``).
     ///
     /// `@exclusivity(unchecked)`: every object made or destroyed reaches it two or three times,
-    /// and each run-time exclusivity check cost about 100 instructions (W4). Safe because no
+    /// and the run-time exclusivity check would run on each. Safe because no
     /// method of ``IdentityMap`` releases an object or calls out while it changes the map (an
     /// object dropped from it is returned, to be released by the caller), so an object's
     /// `deinit`, which takes its entry out, never runs inside another access to it.
@@ -39,7 +39,7 @@ public final class ManagedObjectContext {
 
     /// The entity of the last object ID this context resolved (``resolvedEntity(of:)``): IDs of one
     /// entity in a row are the rule, and comparing the name with the last one's spares a lookup
-    /// by name (about 340 instructions an ID lookup, W8). `@exclusivity(unchecked)` like
+    /// by name (a string hash on every ID lookup). `@exclusivity(unchecked)` like
     /// ``identityMap``: read and assigned only there, on the context's isolation.
     @exclusivity(unchecked) private var lastResolvedEntity: EntityDescription?
 

@@ -43,8 +43,8 @@ struct PendingChanges {
     }
 
     /// A set of the few entities a context changed: a short list whose last entry a run of
-    /// changes to one entity finds first (a dictionary's hashing cost an insert about 300
-    /// instructions, W1).
+    /// changes to one entity finds first (a dictionary hashed the entity on every
+    /// insert).
     struct ChangedEntities {
         private var entities: [ObjectIdentifier] = []
 

@@ -14,7 +14,7 @@ final class KeyAllocator: Sendable {
     ///
     /// An entity's state is a class, found once per insert and changed in place: a dictionary's
     /// in-place update of a `KeyBlock` value, and a `Set` of every unsaved key, cost an insert
-    /// about 2,200 instructions (W1), a tenth of making and inserting an object.
+    /// a noticeable share of making and inserting an object.
     private struct Keys {
         var entities: [ObjectIdentifier: EntityKeys] = [:]
         /// The entity of the last call, which a run of inserts repeats: no hashing then.

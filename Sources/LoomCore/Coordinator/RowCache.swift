@@ -6,7 +6,7 @@ struct RowCacheKey: Hashable {
     let key: Int64
 
     /// What `Dictionary` and `Set` call: ``IdentityHash`` of the key and the entity's address
-    /// instead of SipHash over both (about 100 instructions a hash). A context's pending
+    /// instead of SipHash over both. A context's pending
     /// changes, its strongly held objects and the shared row cache are all keyed this way, so
     /// every insert and every save hashes these several times.
     @inline(__always)

@@ -3,8 +3,8 @@ import Foundation
 /// A predicate expression whose tree Loom translates with static calls, known from its type.
 ///
 /// The general translation (``LoomTranslatableExpression``) sees each operand as `Any` and
-/// finds what it is with a dynamic cast: about 1,400 instructions, and often an allocation, per
-/// node and per query (ten per W3 query, whose `#Predicate` is the same type every time with
+/// finds what it is with a dynamic cast: a costly cast, and often an allocation, per node and
+/// per query (a query that runs again has a `#Predicate` of the same type every time, with
 /// other constants). The logical operators and comparisons below conform to this protocol when
 /// their operands do, so a tree made of them and of the expressions translated as before
 /// (``LoomDelegatingStaticExpression``) conforms as a whole: one cast at the root, which the

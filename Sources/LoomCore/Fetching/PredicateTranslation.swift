@@ -154,7 +154,7 @@ extension PredicateExpressions.Value: LoomTranslatableExpression {
 
 extension StoredValue {
     /// ``converting(_:)`` for the most common constant types, told by a metadata comparison
-    /// instead of an existential cast (about 1,000 instructions a constant); `nil` for any other
+    /// instead of an existential cast (costly, for every constant); `nil` for any other
     /// type, which ``converting(_:)`` handles. The same conversion (`storedValue`) either way.
     static func convertingCommon<T>(_ value: T) -> StoredValue? {
         if T.self == Int.self { return unsafeBitCast(value, to: Int.self).storedValue }
@@ -188,7 +188,7 @@ extension PredicateExpressions.KeyPath: LoomTranslatableExpression {
         // A property of the object or of an object reached through to-one relationships:
         // `$0.title`, `$0.author?.name`, `$0.author!.publisher?.name`, `$0.objectID`. The
         // common root, a variable, is told by its type (a metadata comparison) rather than by
-        // `objectPath`'s existential casts (about 1,300 instructions a key path).
+        // `objectPath`'s existential casts, costly for every key path of every query.
         let objectBase: [ResolvedRelationship]? = if Root.self == PredicateExpressions.Variable<Root.Output>.self {
             t.objectPath(ofVariable: unsafeBitCast(root, to: PredicateExpressions.Variable<Root.Output>.self).key)
         } else {

@@ -473,12 +473,12 @@ public struct HistoryDescriptor: Sendable {
     /// Keys that come in runs of consecutive numbers (a save of new objects: keys are handed out
     /// in blocks) are written as runs instead, when that is shorter: the kind plus 4 (4 inserts,
     /// 5 updates, 6 deletes), the key count, the run count (4 bytes) and each run's first key
-    /// (8 bytes) and length (4 bytes). A save of 100,000 new objects then records a few hundred
-    /// bytes instead of 800 KB, which the store writes (and its log) in the saving transaction.
+    /// (8 bytes) and length (4 bytes). A save of many new objects then records a few runs
+    /// instead of 8 bytes a key, which the store writes (and its log) in the saving transaction.
     /// ``decode(_:)`` reads both forms.
     ///
     /// Written into a byte array sized up front and copied into `Data` once: every save writes
-    /// one of these, and appending to `Data` piece by piece cost a save about 5,000 instructions.
+    /// one of these, and appending to `Data` piece by piece was a measurable part of a save.
     public static func encode(_ groups: [HistoryChangeGroup]) -> Data {
         var bytes: [UInt8] = []
         encode(groups, into: &bytes)

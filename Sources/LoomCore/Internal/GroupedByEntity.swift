@@ -2,8 +2,8 @@
 /// each entity first appears.
 ///
 /// A short list searched from the group used last, not a dictionary: a save's items come in runs
-/// of one entity, and there are few entities (a dictionary of arrays cost two lookups an item,
-/// W1 and PG-W1). Used by the save pipeline and by stores that write an entity's rows at once.
+/// of one entity, and there are few entities (a dictionary of arrays cost two lookups an item).
+/// Used by the save pipeline and by stores that write an entity's rows at once.
 @inlinable package func groupedByEntity<T>(_ items: some Sequence<T>, _ entity: (T) -> EntityDescription) -> [(entity: EntityDescription, items: [T])] {
     var groups: [(entity: EntityDescription, items: [T])] = []
     var last = -1

@@ -3,7 +3,7 @@
 ///
 /// SipHash guards a table against keys chosen to collide; a registry's keys are the store's
 /// primary keys and object addresses, which no input picks, and hashing them with SipHash was
-/// about 90 instructions per lookup (W4: several lookups per object made and destroyed). The
+/// paid on every lookup (several lookups per object made and destroyed). The
 /// mixer is SplitMix64's finalizer, whose low bits (the ones a `Dictionary` uses) depend on
 /// every bit of the key; the table's per-instance seed is mixed in as SipHash would.
 @usableFromInline

@@ -10,7 +10,7 @@ import Foundation
 package final class Locked<State>: @unchecked Sendable {
     private let lock = NSLock()
     /// Only touched with `lock` held, so the run-time exclusivity check (a `swift_beginAccess`
-    /// and `swift_endAccess` per use, about 120 instructions; every insert takes a key through
+    /// and `swift_endAccess` per use; every insert takes a key through
     /// here) is left out.
     @exclusivity(unchecked) private var state: State
 

@@ -273,8 +273,8 @@ extension LiveResults {
     }
 
     /// The IDs of these keys. Written as `AnyObjectID`s into the array's memory: code generic
-    /// over the model makes a typed ID and appends it through the model's metadata (about 400
-    /// instructions an item in a shuffle of 10,000), where an `ObjectID` is an `AnyObjectID`
+    /// over the model makes a typed ID and appends it through the model's metadata (for every
+    /// item of a result), where an `ObjectID` is an `AnyObjectID`
     /// and nothing else, so the two share their layout.
     static func objectIDs(_ keys: [Int64], storeIdentifier: UUID, entityName: String) -> [ObjectID<Model>] {
         precondition(MemoryLayout<ObjectID<Model>>.size == MemoryLayout<AnyObjectID>.size

@@ -175,8 +175,8 @@ extension StoredValue {
     /// storable raw value, or an optional of those) to the value the store compares with.
     ///
     /// A `PersistentValue` (which no `Optional` is) is tried first: it is the common constant,
-    /// and each dynamic cast tried before it cost a predicate's translation about 400
-    /// instructions per constant.
+    /// and each dynamic cast tried before it would be paid by every constant of every
+    /// predicate's translation.
     static func converting(_ value: Any) -> StoredValue? {
         if let p = value as? any PersistentValue { return p.storedValue }
         if let opt = value as? any LoomOptional {

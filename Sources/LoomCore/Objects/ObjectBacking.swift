@@ -47,8 +47,8 @@ public final class ObjectBacking {
     /// The coordinator's shared ``StoreIdentity`` (one reference instead of a UUID per object).
     var storeIdentity: StoreIdentity?
     /// The object's yes/no states, in one byte: with ``state`` and ``heldRowAge`` after it, an
-    /// object's storage is 88 bytes, which malloc serves from its 96-byte bin (eight `Bool`s
-    /// and the to-many lists inline made it 104, served from the 112-byte bin: W10).
+    /// object's storage fills its malloc bin exactly (eight `Bool`s and the to-many lists
+    /// inline moved every object to the next, larger bin).
     /// `@exclusivity(unchecked)` like ``state``: only read or changed inside the accessors
     /// below, never across a call.
     @exclusivity(unchecked) private var flags: Flags = []
@@ -176,7 +176,7 @@ public final class ObjectBacking {
     func applyDefaultsIfNeeded() {
         guard state == .detached || isInserted, values.count != entity.storedValueCount else { return }
         // A new array of its own, filled in place: a copy of the shared `entity.nullValues`
-        // would be copied again by the first set (about 800 instructions an object, W1).
+        // would be copied again by the first set, for every new object.
         let count = entity.storedValueCount
         var fresh: [StoredValue] = []
         fresh.reserveCapacity(count)
@@ -212,7 +212,7 @@ public final class ObjectBacking {
     /// from its stored value. `@inlinable`, so that the generated accessor of each property is
     /// specialized for its type (no boxing, no dynamic cast), and always inlined, so that the
     /// accessor holds the read instead of calling a specialized copy through a thunk shared by
-    /// getters of one type (about 27 instructions a read, W3). Generated accessors call this, on
+    /// getters of one type (a call more on every read). Generated accessors call this, on
     /// the object's context's isolation; it traps where ``value(at:as:)-(_,T.Type)`` does.
     @inlinable @inline(__always)
     public func value<T: PersistentValue>(at index: Int, as type: T.Type) -> T {
@@ -665,7 +665,7 @@ struct MemberList: Equatable {
     init(_ keys: [Int64] = []) {
         if zip(keys, keys.dropFirst()).allSatisfy({ $0 < $1 }) {
             // Increasing, so distinct (a loaded list, sorted by key): shared as it is, instead
-            // of appended key by key into a growing array (about 1,500 instructions, W4).
+            // of appended key by key into a growing array, for every to-many fault.
             self.keys = keys
             if keys.count > Self.searchLimit { set = Set(keys) }
         } else if keys.count <= Self.searchLimit {

@@ -2,7 +2,7 @@
 /// object is gone.
 ///
 /// A context's registry (its identity map) refers to its objects without keeping them alive and
-/// without weak references: a weak reference costs every object a side table (about 48 bytes)
+/// without weak references: a weak reference costs every object a side table
 /// and makes each of its retains and releases slower. Instead the slot, a stored property of the
 /// object, takes the object's registry entry out when the object is destroyed: its `deinit` runs
 /// as part of the object's. `@Model` generates the slot; user code never needs this type.
@@ -36,7 +36,7 @@ public struct ObjectSlot: ~Copyable {
 
     /// `body`'s result for the backing, when it exists, without retaining the backing: the
     /// generated getters and setters reach the backing through this (a retain and a release,
-    /// about 40 instructions, on every access otherwise). Runs on the caller's isolation.
+    /// on every access otherwise). Runs on the caller's isolation.
     /// Safe: the object holds its slot, and the slot its backing, for the object's whole life,
     /// and a slot never replaces a backing it has; so the backing outlives any accessor of the
     /// object, which its caller keeps alive.

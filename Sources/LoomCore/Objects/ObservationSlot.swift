@@ -5,8 +5,8 @@ public import Observation
 ///
 /// The registrar is made the first time one of the object's persistent properties is read
 /// inside a tracking scope (`withObservationTracking`, `Observations`), not with the object and
-/// not on a plain read: a registrar and its box cost three allocations (about 160 bytes) and
-/// about 2,000 instructions made and freed, which every object an app reads would pay. Until
+/// not on a plain read: a registrar and its box cost three allocations, made and freed,
+/// which every object an app reads would pay. Until
 /// then nothing observes the object (observing a property means reading it inside a tracking
 /// scope), so a change tells no one and costs one comparison. `ObservationTrackingProbe`
 /// tells a tracked read from a plain one; where it cannot (it is unavailable on a platform),
@@ -17,8 +17,8 @@ public import Observation
 public struct ObservationSlot {
     /// The registrar, in a box of its own: `ObservationRegistrar` is a resilient type of another
     /// library, so an `Optional<ObservationRegistrar>` stored here would be tested, copied and
-    /// destroyed through value witnesses on every read (about 1,100 instructions, four times
-    /// the rest of the read); an optional reference to a final class is one pointer test.
+    /// destroyed through value witnesses on every read (more work than the rest of the read);
+    /// an optional reference to a final class is one pointer test.
     @usableFromInline
     var box: RegistrarBox?
     /// The Observation runtime's reader of its tracking state (`ObservationTrackingProbe`),

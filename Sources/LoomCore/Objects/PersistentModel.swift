@@ -225,15 +225,15 @@ extension PersistentModel {
 ///
 /// A key path is found by its object first: a key-path literal without generic arguments is
 /// instantiated once per place it is written, so a predicate or sort that runs again passes
-/// the very same object. Hashing a key path walks its components (about 770 instructions a
-/// lookup, four per W3 query); its object identifier is one word. The identity entries keep
+/// the very same object. Hashing a key path walks its components, for every key path of every
+/// query; its object identifier is one word. The identity entries keep
 /// their key paths alive, so no other key path can take a remembered address.
 enum KeyPathNames {
     private final class Table {
         /// Every persistent property's key path, by equality.
         let byValue: [AnyKeyPath: String]
         /// Key paths already looked up, by object; at most ``identityLimit``. Only touched under
-        /// the tables' lock, so the run-time exclusivity check (about 110 instructions) is left out.
+        /// the tables' lock, so the run-time exclusivity check is left out.
         @exclusivity(unchecked) var byIdentity: [ObjectIdentifier: (keyPath: AnyKeyPath, name: String)] = [:]
 
         init(byValue: [AnyKeyPath: String]) { self.byValue = byValue }

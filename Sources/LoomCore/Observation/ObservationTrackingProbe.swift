@@ -7,8 +7,8 @@ import Observation
 /// tracks reads through the Observation framework), so that a `@Model` object makes its
 /// `ObservationRegistrar` only for a read that something may observe.
 ///
-/// An `ObservationRegistrar` costs three allocations (about 160 bytes) and, made and freed, about
-/// 2,000 instructions: for every object an app reads, when only the reads inside a tracking scope
+/// An `ObservationRegistrar` costs three allocations, made and freed, for every object an app
+/// reads, when only the reads inside a tracking scope
 /// can ever lead to an observer. The Observation library keeps "a tracking scope is open" in a
 /// thread-local value that only its own registrar reads, through `_swift_observation_tls_get`,
 /// which Linux's `libswiftObservation.so` keeps out of its exported symbols. The library file
