@@ -82,6 +82,8 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedSort = Code(rawValue: "unsupportedSort")
         /// A stored row changed underneath (optimistic locking).
         public static let versionConflict = Code(rawValue: "versionConflict")
+        /// An integer result does not fit in 64 bits (SQLite's "integer overflow", raised by `SUM`).
+        public static let integerOverflow = Code(rawValue: "integerOverflow")
         /// A stored value is not of its attribute's type (corrupt or foreign data).
         public static let corruptValue = Code(rawValue: "corruptValue")
         /// The store could not be read or written.
