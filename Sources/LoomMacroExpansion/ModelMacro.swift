@@ -98,14 +98,14 @@ extension ModelDeclaration {
     /// and the first use's `makeBacking`, which call nothing that could read it meanwhile.
     fileprivate var slotDeclaration: DeclSyntax {
         """
-        @exclusivity(unchecked) private var \(raw: Self.slotName) = ObjectSlot()
+        @exclusivity(unchecked) private var \(raw: Self.slotName) = _ObjectSlot()
         """
     }
 
     /// `var _loomBacking`, which holds the values of the persistent properties.
     fileprivate var backingDeclaration: DeclSyntax {
         """
-        \(raw: accessPrefix)var \(raw: Self.backingName): ObjectBacking {
+        \(raw: accessPrefix)var \(raw: Self.backingName): _ObjectBacking {
             if let backing = \(raw: Self.slotName).current { return backing }
             return \(raw: Self.slotName).makeBacking(for: \(typeName).entity)
         }
@@ -117,7 +117,7 @@ extension ModelDeclaration {
     /// else through `_loomBacking`, which makes it (an object the app created, on first use).
     fileprivate var withBackingFunction: DeclSyntax {
         """
-        @inline(__always) private func \(raw: Self.withBackingName)<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+        @inline(__always) private func \(raw: Self.withBackingName)<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
             if let result = \(raw: Self.slotName).withCurrentBacking(body) { return result }
             return body(\(raw: Self.backingName))
         }
@@ -131,7 +131,7 @@ extension ModelDeclaration {
     /// or its absence, and never reads it again.
     fileprivate var observationDeclaration: DeclSyntax {
         """
-        @exclusivity(unchecked) private var \(raw: Self.observationName) = ObservationSlot()
+        @exclusivity(unchecked) private var \(raw: Self.observationName) = _ObservationSlot()
         """
     }
 
@@ -190,8 +190,8 @@ extension ModelDeclaration {
     fileprivate var backingInitializer: DeclSyntax {
         let required = isFinal ? "" : "required "
         return """
-            \(raw: accessPrefix)\(raw: required)init(backing: ObjectBacking) {
-                self.\(raw: Self.slotName) = ObjectSlot(backing)
+            \(raw: accessPrefix)\(raw: required)init(backing: _ObjectBacking) {
+                self.\(raw: Self.slotName) = _ObjectSlot(backing)
             }
             """
     }
@@ -200,7 +200,7 @@ extension ModelDeclaration {
     fileprivate var contextInitializer: DeclSyntax {
         """
         \(raw: accessPrefix)convenience init(context: ManagedObjectContext) {
-            self.init(backing: ObjectBacking(entity: \(typeName).entity))
+            self.init(backing: _ObjectBacking(entity: \(typeName).entity))
             context.insert(self)
         }
         """

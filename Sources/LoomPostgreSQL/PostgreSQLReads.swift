@@ -99,9 +99,9 @@ enum PostgreSQLReads {
         } catch is NumericOverflow {
             throw LoomError(.integerOverflow, "A sum over \(query.entity.name) does not fit in a 64-bit integer; narrow the predicate, or sum a Double attribute.",
                             entity: query.entity.name)
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "22003" {
+        } catch let error as PSQLError where PostgreSQLStore.storeCode(of: error) == .postgresNumericValueOutOfRange {
             throw LoomError(.integerOverflow, "A value computed over \(query.entity.name) does not fit in a 64-bit integer (PostgreSQL: \(error.serverInfo?[.message] ?? "out of range")).",
-                            entity: query.entity.name, underlying: error, storeCode: StoreErrorCode(sqlState: "22003"))
+                            entity: query.entity.name, underlying: error, storeCode: .postgresNumericValueOutOfRange)
         }
     }
 

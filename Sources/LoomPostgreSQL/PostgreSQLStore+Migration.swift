@@ -43,27 +43,27 @@ extension PostgreSQLStore {
             case .copyRows(let entity, let sources, let table, _, let copy, let arguments):
                 let tableRows = rows[table] ?? 0
                 progress?(entity.name, 0, tableRows, total == 0 ? 1 : Double(copied) / Double(total))
-                try diagnosing(connection, state: "23502", copy, try bindings(arguments)) { error in
+                try diagnosing(connection, state: .postgresNotNullViolation, copy, try bindings(arguments)) { error in
                     for (attribute, query) in sql.missingValueQueries(entity, sources, table: table) {
                         let empty = try count(connection, query)
                         if empty > 0 {
                             return MigrationErrors.missingValues(entity.name, attribute: attribute, count: empty, location: location,
-                                                                 underlying: error, storeCode: storeCode(error))
+                                                                 underlying: error, storeCode: storeCode(of: error))
                         }
                     }
-                    return MigrationErrors.missingValues(entity.name, attribute: nil, count: 0, location: location, underlying: error, storeCode: storeCode(error))
+                    return MigrationErrors.missingValues(entity.name, attribute: nil, count: 0, location: location, underlying: error, storeCode: storeCode(of: error))
                 }
                 copied += tableRows
                 progress?(entity.name, tableRows, tableRows, total == 0 ? 1 : Double(copied) / Double(total))
             case .uniqueIndex(let entity, let constraint, let text):
-                try diagnosing(connection, state: "23505", text, PostgresBindings()) { error in
+                try diagnosing(connection, state: .postgresUniqueViolation, text, PostgresBindings()) { error in
                     let row = try connection.query(sql.duplicateQuery(entity, constraint)).first.map { try $0.map(PostgreSQLValues.value) }
                     let key = row.map { values in
                         constraint.indices.map { "\(constraint[$0]) = \(values[$0])" }.joined(separator: ", ")
                     } ?? "?"
                     let count: Int = if case .integer(let n) = row?[constraint.count] { Int(n) } else { 0 }
                     return MigrationErrors.duplicates(entity.name, constraint: constraint, key: key, count: count, location: location,
-                                                      underlying: error, storeCode: storeCode(error))
+                                                      underlying: error, storeCode: storeCode(of: error))
                 }
             }
         }
@@ -74,16 +74,16 @@ extension PostgreSQLStore {
         try expireHistory(connection)
     }
 
-    /// Runs `text` under a savepoint; a failure with SQLSTATE `state` is rolled back to it (the
+    /// Runs `text` under a savepoint; a failure with the store code `state` is rolled back to it (the
     /// transaction stays usable) and becomes the error `diagnose` makes by reading the store.
     private static func diagnosing(
-        _ connection: PGConnection, state: String, _ text: String, _ bindings: PostgresBindings, _ diagnose: (any Error) throws -> LoomError
+        _ connection: PGConnection, state: StoreErrorCode, _ text: String, _ bindings: PostgresBindings, _ diagnose: (any Error) throws -> LoomError
     ) throws {
         try connection.query("SAVEPOINT loom_migration_step")
         do {
             try connection.query(text, bindings)
             try connection.query("RELEASE SAVEPOINT loom_migration_step")
-        } catch where sqlState(of: error) == state {
+        } catch where storeCode(of: error) == state {
             try connection.query("ROLLBACK TO SAVEPOINT loom_migration_step")
             throw try diagnose(error)
         }
@@ -133,9 +133,5 @@ extension PostgreSQLStore {
 
     private static func count(_ connection: PGConnection, _ query: String) throws -> Int {
         try connection.query(query).first.map { Int(try $0.decode(Int64.self)) } ?? 0
-    }
-
-    private static func storeCode(_ error: any Error) -> StoreErrorCode? {
-        sqlState(of: error).map(StoreErrorCode.init(sqlState:))
     }
 }

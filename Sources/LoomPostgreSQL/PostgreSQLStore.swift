@@ -213,12 +213,17 @@ public final class PostgreSQLStore: PersistentStore {
     static func openError(_ error: any Error, _ configuration: Configuration) -> LoomError {
         if let error = error as? LoomError { return error }
         return LoomError(.storeFailure, "The PostgreSQL store at \(configuration.description) could not be opened: \(describe(error)).",
-                         underlying: error, storeCode: sqlState(of: error).map(StoreErrorCode.init(sqlState:)))
+                         underlying: error, storeCode: storeCode(of: error))
     }
 
     /// The server's SQLSTATE of an error, if it came from the server.
     static func sqlState(of error: any Error) -> String? {
         (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    /// The server's SQLSTATE of an error as a store code, if it came from the server.
+    static func storeCode(of error: any Error) -> StoreErrorCode? {
+        sqlState(of: error).map(StoreErrorCode.init(sqlState:))
     }
 
     /// The server's message, or the error's description.
@@ -544,8 +549,7 @@ public final class PostgreSQLStore: PersistentStore {
     /// ``LoomError/underlying`` and its SQLSTATE as ``LoomError/storeCode``.
     func translate(_ error: any Error, entity: EntityDescription?, key: Int64? = nil) -> LoomError {
         if let error = error as? LoomError { return error }
-        let state = Self.sqlState(of: error)
-        let code = state.map(StoreErrorCode.init(sqlState:))
+        let code = Self.storeCode(of: error)
         if isClosed || error is PoolClosed {
             var closed = closedError()
             closed.underlying = error
@@ -558,7 +562,7 @@ public final class PostgreSQLStore: PersistentStore {
                 "The PostgreSQL store at \(configuration.description) lost its connection to the server (\(Self.describe(error))); the store connects again at the next call, once the server answers.",
                 underlying: error, storeCode: code)
         }
-        if state == "23505", let psql = error as? PSQLError {
+        if code == .postgresUniqueViolation, let psql = error as? PSQLError {
             // The unique index's name says the entity and the attributes.
             let constraint = psql.serverInfo?[.constraintName] ?? ""
             let tableName = psql.serverInfo?[.tableName]

@@ -1,6 +1,7 @@
 import DebianPackages
 import Foundation
 import Loom
+@_spi(LoomTesting) import LoomCore
 
 extension DemoCommand {
     /// Batch requests on the imported store, with no objects made: the package list imported

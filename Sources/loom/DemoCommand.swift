@@ -2,6 +2,7 @@ import ArgumentParser
 import DebianPackages
 import Foundation
 import Loom
+@_spi(LoomTesting) import LoomCore
 import LoomPostgreSQL
 
 /// `loom demo`: imports this machine's Debian package database into a Loom store as an object

@@ -1,6 +1,7 @@
 import DebianPackages
 import Foundation
 import Loom
+@_spi(LoomTesting) import LoomCore
 
 extension DemoCommand {
     /// A second run on the same store: the package list imported as uniqued batch inserts that

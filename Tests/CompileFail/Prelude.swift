@@ -4,11 +4,11 @@ import Foundation
 import Loom
 
 final class Note: PersistentModel {
-    var _loomBacking = ObjectBacking(entity: Note.entity)
+    var _loomBacking = _ObjectBacking(entity: Note.entity)
     static let entity = EntityDescription(name: "Note", modelType: Note.self, attributes: [
         AttributeDescription(name: "text", valueType: String.self),
     ])
-    init(backing: ObjectBacking) { _loomBacking = backing }
+    init(backing: _ObjectBacking) { _loomBacking = backing }
     static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? { keyPath == \Note.text ? "text" : nil }
     var text: String {
         get { _loomBacking.value(at: 0, as: String.self) }

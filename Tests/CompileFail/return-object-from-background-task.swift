@@ -2,7 +2,7 @@
 // An object returned out of performBackgroundTask.
 func wrong(_ container: PersistentContainer) async throws {
     let note: Note = try await container.performBackgroundTask { context in
-        let n = Note(backing: ObjectBacking(entity: Note.entity))
+        let n = Note(backing: _ObjectBacking(entity: Note.entity))
         context.insert(n)
         return n
     }

@@ -228,19 +228,19 @@ import Testing
                 final class Book {
                     var x = 0
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    var _loomBacking: ObjectBacking {
+                    var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Book.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -256,12 +256,12 @@ import Testing
                         properties: []
                     )
 
-                    init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Book.entity))
+                        self.init(backing: _ObjectBacking(entity: Book.entity))
                         context.insert(self)
                     }
 

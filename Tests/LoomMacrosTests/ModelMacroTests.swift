@@ -105,19 +105,19 @@ import Testing
                     var computed: Int { pages * 2 }
                     init(isbn: String, title: String) { self.isbn = isbn; self.title = title }
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    var _loomBacking: ObjectBacking {
+                    var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Book.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -146,12 +146,12 @@ import Testing
                         indexes: [["title"], ["rating", "pages"]]
                     )
 
-                    init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Book.entity))
+                        self.init(backing: _ObjectBacking(entity: Book.entity))
                         context.insert(self)
                     }
 
@@ -235,19 +235,19 @@ import Testing
                         }
                     }
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    public var _loomBacking: ObjectBacking {
+                    public var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Author.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     public var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -266,12 +266,12 @@ import Testing
                         ]
                     )
 
-                    public required init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    public required init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     public convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Author.entity))
+                        self.init(backing: _ObjectBacking(entity: Author.entity))
                         context.insert(self)
                     }
 
@@ -309,19 +309,19 @@ import Testing
             expandedSource: #"""
                 \#(modifiers) class Tag {
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    \#(access)var _loomBacking: ObjectBacking {
+                    \#(access)var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Tag.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     \#(access)var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -337,12 +337,12 @@ import Testing
                         properties: []
                     )
 
-                    \#(access)\#(required)init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    \#(access)\#(required)init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     \#(access)convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Tag.entity))
+                        self.init(backing: _ObjectBacking(entity: Tag.entity))
                         context.insert(self)
                     }
 
@@ -436,19 +436,19 @@ import Testing
                         }
                     }
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    var _loomBacking: ObjectBacking {
+                    var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Reader.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -473,12 +473,12 @@ import Testing
                         ]
                     )
 
-                    init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Reader.entity))
+                        self.init(backing: _ObjectBacking(entity: Reader.entity))
                         context.insert(self)
                     }
 
@@ -522,19 +522,19 @@ import Testing
                     static let shared = 1
                     var uptime: Int { openedAt }
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    var _loomBacking: ObjectBacking {
+                    var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Session.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -550,12 +550,12 @@ import Testing
                         properties: []
                     )
 
-                    init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Session.entity))
+                        self.init(backing: _ObjectBacking(entity: Session.entity))
                         context.insert(self)
                     }
 
@@ -636,19 +636,19 @@ import Testing
                         }
                     }
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    var _loomBacking: ObjectBacking {
+                    var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Account.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -671,12 +671,12 @@ import Testing
                         ]
                     )
 
-                    init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Account.entity))
+                        self.init(backing: _ObjectBacking(entity: Account.entity))
                         context.insert(self)
                     }
 
@@ -728,19 +728,19 @@ import Testing
                         }
                     }
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    var _loomBacking: ObjectBacking {
+                    var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Setting.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -759,12 +759,12 @@ import Testing
                         ]
                     )
 
-                    init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Setting.entity))
+                        self.init(backing: _ObjectBacking(entity: Setting.entity))
                         context.insert(self)
                     }
 
@@ -846,19 +846,19 @@ import Testing
                         }
                     }
 
-                    @exclusivity(unchecked) private var _loomSlot = ObjectSlot()
+                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
 
-                    var _loomBacking: ObjectBacking {
+                    var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
                         return _loomSlot.makeBacking(for: Author.entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (ObjectBacking) -> Result) -> Result {
+                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = ObservationSlot()
+                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
 
                     var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -881,12 +881,12 @@ import Testing
                         ]
                     )
 
-                    init(backing: ObjectBacking) {
-                        self._loomSlot = ObjectSlot(backing)
+                    init(backing: _ObjectBacking) {
+                        self._loomSlot = _ObjectSlot(backing)
                     }
 
                     convenience init(context: ManagedObjectContext) {
-                        self.init(backing: ObjectBacking(entity: Author.entity))
+                        self.init(backing: _ObjectBacking(entity: Author.entity))
                         context.insert(self)
                     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) @_spi(LoomTesting) import LoomCore
 import Loom
 import LoomSQL
 

@@ -1,5 +1,5 @@
 import Foundation
-@testable import LoomCore
+@_spi(LoomTesting) @testable import LoomCore
 import Loom
 import Observation
 import Testing

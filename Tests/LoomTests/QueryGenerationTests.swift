@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Loom
+@_spi(LoomTesting) import LoomCore
 import Synchronization
 import Testing
 

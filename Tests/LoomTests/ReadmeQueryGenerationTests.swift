@@ -1,5 +1,6 @@
 import Foundation
 import Loom
+@_spi(LoomTesting) import LoomCore
 import Testing
 
 // The code between the markers is README.md's query-generation example, checked line for line

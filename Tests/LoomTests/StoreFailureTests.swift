@@ -227,7 +227,7 @@ struct StoreFailureTests {
         }
         let failure = try #require(error)
         #expect(failure.code == .uniquenessViolation)
-        #expect(failure.storeCode == StoreErrorCode(primary: 19, extended: 2067))   // SQLITE_CONSTRAINT_UNIQUE
+        #expect(failure.storeCode == .sqliteConstraintUnique)
         let underlying = try #require(failure.underlying)
         #expect(String(describing: type(of: underlying)) == "DatabaseError")
 

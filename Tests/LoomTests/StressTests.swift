@@ -1,5 +1,6 @@
 import Foundation
 import Loom
+@_spi(LoomTesting) import LoomCore
 import Testing
 
 /// Several background contexts saving overlapping objects at once while the view context

@@ -110,7 +110,7 @@ extension ManagedObjectContext {
     /// While pinned, another context's saves change nothing this context reads: objects keep
     /// their values, fetches their membership, and objects deleted since stay readable. The
     /// generation moves to the current data on this context's own save, when it merges saves
-    /// (automatically or with ``mergePendingSaves()``/``mergeChanges(fromContextDidSave:)``), on
+    /// (automatically or with ``mergeChanges(fromContextDidSave:)``), on
     /// ``reset()``, and when set again; as in Core Data, moving does not refresh registered
     /// objects (refetch, or ``refreshAllObjects()``). Saves always write against the latest data,
     /// under the ``mergePolicy``.

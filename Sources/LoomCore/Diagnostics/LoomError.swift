@@ -7,6 +7,10 @@
 ///     print(error.entityName, error.attributeNames)   // "Book", ["isbn"]
 /// }
 /// ```
+/// A code also matches the error itself, as Foundation's `CocoaError` codes do:
+/// `catch LoomError.Code.versionConflict { }`, or `catch LoomError.uniquenessViolation { }` for
+/// the codes most often caught. A store's own code matches the same way
+/// (`catch StoreErrorCode.sqliteFull { }`: see ``StoreErrorCode``).
 ///
 /// Attribute *values* are never put into messages: they can be personal data.
 public struct LoomError: Error, Sendable, CustomStringConvertible {
@@ -82,6 +86,8 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedSort = Code(rawValue: "unsupportedSort")
         /// A stored row changed underneath (optimistic locking).
         public static let versionConflict = Code(rawValue: "versionConflict")
+        /// An integer result does not fit in 64 bits (SQLite's "integer overflow", raised by `SUM`).
+        public static let integerOverflow = Code(rawValue: "integerOverflow")
         /// A stored value is not of its attribute's type (corrupt or foreign data).
         public static let corruptValue = Code(rawValue: "corruptValue")
         /// The store could not be read or written.
@@ -117,7 +123,7 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
     /// SQLite's primary and extended result codes); `nil` when the store did not fail.
     ///
     /// ```swift
-    /// catch let error as LoomError where error.storeCode?.primary == 19 { }   // SQLITE_CONSTRAINT
+    /// catch StoreErrorCode.sqliteConstraint { }   // any constraint SQLite refused
     /// ```
     public var storeCode: StoreErrorCode?
     /// For a save that failed on conflicts: every conflict found.
@@ -138,9 +144,7 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         self.attributeNames = attributes
         self.objectID = objectID
         self.path = path
-        // Every `Error` is `Sendable` in Swift 6: the cause is kept as it is. (Code built in
-        // Swift 5 mode may pass a non-Sendable error anyway; wrap those in ``SendableErrorBox``
-        // before passing them.)
+        // Every `Error` is `Sendable` in Swift 6: the cause is kept as it is.
         self.underlying = underlying
         self.storeCode = storeCode
     }
@@ -153,51 +157,9 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// A store's result code for a failure: for the SQLite store, SQLite's primary result code
-/// (`SQLITE_CONSTRAINT` is 19, `SQLITE_READONLY` 8, `SQLITE_FULL` 13…) and its extended code
-/// (`SQLITE_CONSTRAINT_UNIQUE` is 2067); for the PostgreSQL store, the server's SQLSTATE
-/// (`23505` for a unique violation, `40P01` for a deadlock), with both numbers 0.
-public struct StoreErrorCode: Hashable, Sendable, CustomStringConvertible {
-    /// The primary result code (the low 8 bits of the extended one, for SQLite).
-    public var primary: Int32
-    /// The extended result code; the same as `primary` when the store has no finer code.
-    public var extended: Int32
-    /// The SQLSTATE of a server that reports one (PostgreSQL); `nil` for SQLite.
-    public var sqlState: String?
-
-    public init(primary: Int32, extended: Int32) {
-        self.primary = primary
-        self.extended = extended
-    }
-
-    /// A SQLSTATE code (PostgreSQL's five characters).
-    public init(sqlState: String) {
-        self.primary = 0
-        self.extended = 0
-        self.sqlState = sqlState
-    }
-
-    public var description: String {
-        if let sqlState { return "SQLSTATE \(sqlState)" }
-        return primary == extended ? "\(primary)" : "\(primary)/\(extended)"
-    }
-}
-
-/// Keeps an underlying error's description, for a cause that is not `Sendable` (an error type
-/// declared in Swift 5 mode without `Sendable` checking). ``LoomError`` keeps every other cause
-/// as it is (see ``LoomError/underlying``).
-public struct SendableErrorBox: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    public let typeName: String
-    public init(describing error: any Error) {
-        if let box = error as? SendableErrorBox { self = box; return }
-        description = String(describing: error)
-        typeName = String(describing: type(of: error))
-    }
-}
-
 extension LoomError.Code {
-    /// Lets `catch LoomError.uniquenessViolation { }` match a ``LoomError`` by its code.
+    /// Lets `catch LoomError.Code.versionConflict { }` (or `catch LoomError.uniquenessViolation { }`)
+    /// match a ``LoomError`` by its code.
     public static func ~= (code: LoomError.Code, error: any Error) -> Bool {
         (error as? LoomError)?.code == code
     }

@@ -1,11 +1,13 @@
 extension ManagedObjectContext {
     /// Merges every save of other contexts that is waiting for this one, in the order the store
     /// committed them, then posts one `objectsDidChange` for all of them. Automatic merging calls
-    /// this on the context's isolation; call it yourself to be sure pending saves are merged now.
+    /// this on the context's isolation. Loom's tests, tool and benchmark call it to merge at a
+    /// moment of their choosing (`@_spi(LoomTesting) import LoomCore`); an app leaves it to
+    /// automatic merging.
     /// Local unsaved edits stay on top (see ``mergeChanges(fromContextDidSave:)``).
     ///
     /// - Complexity: O(objects registered here that the saves changed), plus the IDs' count.
-    public func mergePendingSaves() {
+    @_spi(LoomTesting) public func mergePendingSaves() {
         ConcurrencyDebugging.check(self, #function)
         let events = inbox.take()
         guard !events.isEmpty else { return }

@@ -36,7 +36,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     /// always indexed and are not listed here.
     public let indexes: [[String]]
     /// How many stored values an object of this entity has: see the type's discussion.
-    public let storedValueCount: Int
+    @_spi(LoomStore) public let storedValueCount: Int
     let modelTypeBox: ModelTypeBox?
     let indexByName: [String: Int]
     let slotByName: [String: Int]
@@ -192,31 +192,31 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     }
 
     /// The slot holding an attribute's value or a to-one relationship's foreign key, by name.
-    public func storedValueIndex(named name: String) -> Int? { slotByName[name] }
+    @_spi(LoomStore) public func storedValueIndex(named name: String) -> Int? { slotByName[name] }
 
     /// The slot of a to-one relationship's foreign key or of an ordered to-many's order; `nil`
     /// for a to-many without order.
-    public func storedValueIndex(ofRelationship index: Int) -> Int? {
+    @_spi(LoomStore) public func storedValueIndex(ofRelationship index: Int) -> Int? {
         let slot = relationshipSlots[index]
         return slot < 0 ? nil : slot
     }
 
     /// What a slot holds.
-    public func storedValue(at slot: Int) -> StoredValueSlot {
+    @_spi(LoomStore) public func storedValue(at slot: Int) -> StoredValueSlot {
         if slot < attributes.count { return .attribute(attributes[slot]) }
         let j = slotRelationships[slot - attributes.count]
         return relationships[j].kind == .toOne ? .foreignKey(relationships[j]) : .order(relationships[j])
     }
 
     /// The property name a slot belongs to.
-    public func storedValueName(at slot: Int) -> String {
+    @_spi(LoomStore) public func storedValueName(at slot: Int) -> String {
         if slot < attributes.count { return attributes[slot].name }
         return relationships[slotRelationships[slot - attributes.count]].name
     }
 
     /// The column a store keeps a slot in: the attribute's name, `Z_<name>` for a foreign key,
     /// `Z_<name>_ORDER` for an order.
-    public func columnName(at slot: Int) -> String {
+    @_spi(LoomStore) public func columnName(at slot: Int) -> String {
         switch storedValue(at: slot) {
         case .attribute(let a): a.name
         case .foreignKey(let r): "Z_\(r.name)"
@@ -284,7 +284,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 }
 
 /// What one slot of an object's stored values holds; see ``EntityDescription``.
-public enum StoredValueSlot: Sendable {
+@_spi(LoomStore) public enum StoredValueSlot: Sendable {
     /// An attribute's value.
     case attribute(AttributeDescription)
     /// A to-one relationship's destination key (NULL when empty).

@@ -121,7 +121,7 @@ public struct RelationshipDescription: Sendable {
 }
 
 /// Where the objects of a relationship are recorded in a store.
-public enum RelationshipStorage: Sendable, Hashable {
+@_spi(LoomStore) public enum RelationshipStorage: Sendable, Hashable {
     /// A to-one: the destination's key in the source's own values, at this position.
     case foreignKey(slot: Int)
     /// A to-many whose inverse is a to-one: the destinations' own foreign key, at this position
@@ -136,7 +136,7 @@ public enum RelationshipStorage: Sendable, Hashable {
 ///
 /// Named `Z_<Entity>_<relationship>` after the side whose `"Entity.relationship"` sorts first;
 /// `Z_SOURCE` holds that side's keys and `Z_TARGET` the other side's.
-public struct JoinTable: Sendable, Hashable {
+@_spi(LoomStore) public struct JoinTable: Sendable, Hashable {
     /// The table name.
     public let name: String
     /// The entity whose keys `Z_SOURCE` holds.
@@ -151,7 +151,7 @@ public struct JoinTable: Sendable, Hashable {
 
 /// A relationship of a schema with everything resolved: both entities, the inverse, and how it
 /// is stored. Built by ``Schema``.
-public struct ResolvedRelationship: Sendable {
+@_spi(LoomStore) public struct ResolvedRelationship: Sendable {
     /// The entity the relationship belongs to.
     public let source: EntityDescription
     /// Its position in ``EntityDescription/relationships``.

@@ -1,23 +1,23 @@
 extension Schema {
     /// Every relationship of an entity, resolved, in the entity's order.
-    public func relationships(of entity: EntityDescription) -> [ResolvedRelationship] {
+    @_spi(LoomStore) public func relationships(of entity: EntityDescription) -> [ResolvedRelationship] {
         resolved[ObjectIdentifier(entity)] ?? []
     }
 
     /// One relationship of an entity, resolved. The entity must be one of this schema's and
     /// `index` one of its relationships' positions (a programmer error otherwise).
-    public func relationship(_ index: Int, of entity: EntityDescription) -> ResolvedRelationship {
+    @_spi(LoomStore) public func relationship(_ index: Int, of entity: EntityDescription) -> ResolvedRelationship {
         resolved[ObjectIdentifier(entity)]![index]
     }
 
     /// The relationship a reference names, or `nil` when the schema has no such relationship.
-    public func relationship(_ reference: RelationshipReference) -> ResolvedRelationship? {
+    @_spi(LoomStore) public func relationship(_ reference: RelationshipReference) -> ResolvedRelationship? {
         guard let entity = entityByName[reference.entityName], let index = entity.relationshipIndex(named: reference.name) else { return nil }
         return relationship(index, of: entity)
     }
 
     /// The join tables that hold keys of `entity`, with the column they are in.
-    public func joinTables(involving entity: EntityDescription) -> [(table: JoinTable, column: String)] {
+    @_spi(LoomStore) public func joinTables(involving entity: EntityDescription) -> [(table: JoinTable, column: String)] {
         var out: [(JoinTable, String)] = []
         for table in joinTables {
             if table.sourceEntityName == entity.name { out.append((table, JoinTable.sourceColumn)) }

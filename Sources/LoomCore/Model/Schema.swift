@@ -15,7 +15,7 @@ public struct Schema: Sendable {
     let entityByName: [String: EntityDescription]
     let resolved: [ObjectIdentifier: [ResolvedRelationship]]
     /// The join tables of the many-to-many relationships.
-    public let joinTables: [JoinTable]
+    @_spi(LoomStore) public let joinTables: [JoinTable]
 
     /// Builds a schema from entity descriptions; throws ``LoomError/Code/invalidModel`` with
     /// every problem found: duplicate or reserved names, constraints on unknown properties,

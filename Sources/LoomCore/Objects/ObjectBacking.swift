@@ -5,7 +5,11 @@ import Foundation
 /// `@Model` generates `_loomBacking` (kept in an ``ObjectSlot``) and accessors that call
 /// `value(at:as:)` and ``setValue(_:at:)`` (with overloads for relationships); user code never
 /// needs this type. Not `Sendable`: it belongs to the context its object is registered in.
-public final class ObjectBacking {
+///
+/// Public, with an underscored name, only because the code `@Model` expands to lives in the
+/// app's module.
+@_documentation(visibility: internal)
+public final class _ObjectBacking {
     @usableFromInline
     enum State: UInt8 {
         /// Created and not inserted into a context yet.

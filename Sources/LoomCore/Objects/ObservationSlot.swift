@@ -14,7 +14,11 @@ public import Observation
 ///
 /// `@Model` generates the slot and the accessors that use it; user code never needs this type.
 /// Like its object, it is used only on the isolation of the object's context.
-public struct ObservationSlot {
+///
+/// Public, with an underscored name, only because the code `@Model` expands to lives in the
+/// app's module.
+@_documentation(visibility: internal)
+public struct _ObservationSlot {
     /// The registrar, in a box of its own: `ObservationRegistrar` is a resilient type of another
     /// library, so an `Optional<ObservationRegistrar>` stored here would be tested, copied and
     /// destroyed through value witnesses on every read (more work than the rest of the read);
@@ -79,9 +83,10 @@ public struct ObservationSlot {
     }
 }
 
-/// The `ObservationRegistrar` of one object, held by reference (see ``ObservationSlot``).
+/// The `ObservationRegistrar` of one object, held by reference (see `_ObservationSlot`).
 /// Used only on the isolation of the object's context, like its object.
-public final class RegistrarBox {
+@usableFromInline
+final class RegistrarBox {
     @usableFromInline
     let registrar = ObservationRegistrar()
 

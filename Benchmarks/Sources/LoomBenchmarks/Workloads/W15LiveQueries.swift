@@ -1,5 +1,6 @@
 import Foundation
 import Loom
+@_spi(LoomTesting) import LoomCore
 
 /// W15: live queries — how long after a background save the main actor has the new result of a
 /// query and the exact change from the old one.

@@ -1,0 +1,12 @@
+/// A row a to-many relationship leads to, with the key of the object it belongs to.
+@_spi(LoomStore) public struct RelatedRow: Sendable, Equatable {
+    /// The key of the object whose relationship holds the row.
+    public var owner: Int64
+    /// The destination's row.
+    public var row: StoreRow
+
+    public init(owner: Int64, row: StoreRow) {
+        self.owner = owner
+        self.row = row
+    }
+}
