@@ -264,17 +264,3 @@ struct PostgreSQLMigrationPlanTests {
         try await container.close()
     }
 }
-
-/// NotesV2 back to an optional subtitle, with `heading` kept: another rebuild of the same table.
-enum NotesRebuiltAgain {
-    @Model final class Note {
-        var heading: String
-        var subtitle: String?
-        var count: Int = 0
-        var weight: Double = 0
-        var body: String?
-        var priority: Int? = 2
-
-        init(heading: String) { self.heading = heading }
-    }
-}
