@@ -1,3 +1,4 @@
+import Testing
 import Foundation
 import Loom
 import LoomPostgreSQL
@@ -26,8 +27,32 @@ enum PostgresServer {
         return false
     }()
 
-    /// A configuration for a new, empty store: a schema of its own on the test server.
+    /// Why the PostgreSQL cases are skipped, when they are. Reads the environment only, so that
+    /// listing the tests does not decide ``isEnabled`` (and print its banner).
+    static var skipReason: Comment {
+        if ProcessInfo.processInfo.environment["LOOM_TEST_POSTGRES"] == "off" {
+            return "PostgreSQL skipped: LOOM_TEST_POSTGRES=off (another run covers it)"
+        }
+        return "PostgreSQL skipped: LOOM_TEST_POSTGRES_URL is not set (./scripts/test starts a server)"
+    }
+
+    /// Runs a PostgreSQL-only suite or test only when the PostgreSQL cases run, saying why not.
+    static var required: ConditionTrait { .enabled(if: isEnabled, skipReason) }
+
+    /// Returns when the PostgreSQL cases run; otherwise records a warning that says why and
+    /// cancels the current test case, so that a run without a server says so in its summary
+    /// ("passed … with N warnings") instead of passing on the other stores alone.
+    static func requireServer() throws {
+        guard !isEnabled else { return }
+        guard Test.current != nil else { throw LoomError(.storeFailure, skipReason.rawValue) }
+        Issue.record(skipReason, severity: .warning)
+        try Test.cancel(skipReason)
+    }
+
+    /// A configuration for a new, empty store: a schema of its own on the test server. Outside a
+    /// PostgreSQL run it skips the current test case (``requireServer()``).
     static func configuration(trace: (@Sendable (String) -> Void)? = nil, recordsHistory: Bool = true) throws -> PostgreSQLStore.Configuration {
+        try requireServer()
         guard let url else {
             throw LoomError(.storeFailure, "No PostgreSQL server for the tests: LOOM_TEST_POSTGRES_URL is not set (./scripts/test starts one).")
         }

@@ -2,20 +2,6 @@ import Foundation
 import Loom
 import Testing
 
-@Model final class Playlist {
-    var title: String
-    @Relationship(inverse: \Song.playlists) var songs: [Song] = []   // ordered, many-to-many
-
-    init(title: String) { self.title = title }
-}
-
-@Model final class Song {
-    var name: String
-    var playlists: Set<Playlist> = []
-
-    init(name: String) { self.name = name }
-}
-
 @MainActor
 @Suite("Ordered many-to-many and nested deletes", .timeLimit(.minutes(3)))
 struct OrderedManyToManyTests {

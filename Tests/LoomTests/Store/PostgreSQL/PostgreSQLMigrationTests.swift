@@ -12,7 +12,7 @@ import Testing
 /// Inferred migrations on PostgreSQL: the same models and expectations as SQLite's suites
 /// (`MigrationTests`, `RelationshipRenameTests`, `RelationshipKindTests`), through the statements
 /// both stores share, plus what only a server has: servers starting together migrate once.
-@Suite("PostgreSQL store: inferred migrations", .enabled(if: PostgresServer.isEnabled), .timeLimit(.minutes(3)))
+@Suite("PostgreSQL store: inferred migrations", PostgresServer.required, .timeLimit(.minutes(3)))
 struct PostgreSQLMigrationTests {
     static func open(_ configuration: PostgreSQLStore.Configuration, _ schema: Schema) throws -> PersistentContainer {
         PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: schema))
@@ -186,7 +186,7 @@ struct PostgreSQLMigrationTests {
 
 /// Versioned plans on PostgreSQL: SQLite's plans and expectations (`VersionedMigrationTests`,
 /// `TransformMigrationTests`) through `PostgreSQLStore.Location`.
-@Suite("PostgreSQL store: migration plans", .enabled(if: PostgresServer.isEnabled), .timeLimit(.minutes(3)))
+@Suite("PostgreSQL store: migration plans", PostgresServer.required, .timeLimit(.minutes(3)))
 struct PostgreSQLMigrationPlanTests {
     @Test("A V1 store opens with V3 through the plan: lightweight then custom stage, each step once, the version saved")
     func migratesThroughTheStages() async throws {
@@ -262,19 +262,5 @@ struct PostgreSQLMigrationPlanTests {
         let container = try await PersistentContainer(for: ShelfV3.self, migrationPlan: ShelfPlan.self, postgres: configuration)
         #expect(try await container.performBackgroundTask { try $0.count(for: FetchRequest<ShelfV3.Shelf>()) } == 1)
         try await container.close()
-    }
-}
-
-/// NotesV2 back to an optional subtitle, with `heading` kept: another rebuild of the same table.
-enum NotesRebuiltAgain {
-    @Model final class Note {
-        var heading: String
-        var subtitle: String?
-        var count: Int = 0
-        var weight: Double = 0
-        var body: String?
-        var priority: Int? = 2
-
-        init(heading: String) { self.heading = heading }
     }
 }

@@ -9,7 +9,12 @@ import Testing
 /// (`sending`) is diagnosed on SIL, so `-typecheck` would let the very races we look for pass.
 @Suite("Compile-time confinement", .ownThreads)
 struct CompileFailTests {
-    static let folder = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appending(path: "CompileFail")
+    /// `Tests/CompileFail`, found from this file's path wherever it sits under `Tests/`.
+    static let folder: URL = {
+        var url = URL(filePath: #filePath).deletingLastPathComponent()
+        while url.lastPathComponent != "Tests" && url.pathComponents.count > 1 { url.deleteLastPathComponent() }
+        return url.appending(path: "CompileFail")
+    }()
 
     static var snippets: [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])

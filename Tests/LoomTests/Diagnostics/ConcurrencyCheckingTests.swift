@@ -12,7 +12,7 @@ struct ConcurrencyCheckingTests {
     func viewContextOnTheMainActor() async {
         await #expect(processExitsWith: .success) {
             ConcurrencyDebugging.isEnabled = true
-            for kind in StoreKind.allCases { try await CorrectUse.viewContextOnTheMainActor(kind) }
+            for kind in StoreKind.availableCases { try await CorrectUse.viewContextOnTheMainActor(kind) }
         }
     }
 
@@ -20,7 +20,7 @@ struct ConcurrencyCheckingTests {
     func backgroundContexts() async {
         await #expect(processExitsWith: .success) {
             ConcurrencyDebugging.isEnabled = true
-            for kind in StoreKind.allCases { try await CorrectUse.backgroundContexts(kind) }
+            for kind in StoreKind.availableCases { try await CorrectUse.backgroundContexts(kind) }
         }
     }
 
@@ -28,7 +28,7 @@ struct ConcurrencyCheckingTests {
     func childContexts() async {
         await #expect(processExitsWith: .success) {
             ConcurrencyDebugging.isEnabled = true
-            for kind in StoreKind.allCases {
+            for kind in StoreKind.availableCases {
                 try await CorrectUse.childOfViewContext(kind)
                 try await CorrectUse.childOfBackgroundContext(kind)
                 try await CorrectUse.writerMainWorkerStack(kind)

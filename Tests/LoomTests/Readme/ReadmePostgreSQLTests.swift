@@ -32,7 +32,7 @@ func twoAppServers(databaseURL: String) async throws -> String {
 }
 // END README POSTGRESQL
 
-@Test("README: two app servers on one PostgreSQL database", .enabled(if: PostgresServer.isEnabled))
+@Test("README: two app servers on one PostgreSQL database", PostgresServer.required)
 @MainActor
 func readmePostgreSQL() async throws {
     // A schema of its own on the test server.

@@ -13,7 +13,7 @@ import Testing
 /// synchronously (for `initdb`, `pg_ctl`, and saves against a silent server, up to the timeout)
 /// on the cooperative thread pool, which has one thread per core. Beside the rest of the suite
 /// on a 2-core machine, they stalled every other test until those ran out of time.
-@Suite("PostgreSQL connection loss", .serialized, .enabled(if: PostgresServer.isEnabled), .timeLimit(.minutes(2)))
+@Suite("PostgreSQL connection loss", .serialized, PostgresServer.required, .timeLimit(.minutes(2)))
 struct PostgreSQLConnectionLossTests {
     static let timeout: Duration = .seconds(2)
 
