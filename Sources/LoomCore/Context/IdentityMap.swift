@@ -66,6 +66,12 @@ struct IdentityMap {
     var heldCount: Int { held.count }
     /// Whether no object is registered.
     var isEmpty: Bool { count == 0 }
+    /// How many entities have a table (grows as objects of new entities are registered).
+    var entityCount: Int {
+        @inline(__always) get { entities.count }
+    }
+    /// The entities that have a table.
+    var registeredEntities: [ObjectIdentifier] { entities }
     /// Whether every registered object is held strongly (see `setRetainsAll(_:)`).
     private(set) var retainsAll = false
 

@@ -213,7 +213,12 @@ extension ManagedObjectContext {
 
     /// Rows by key as this context's source sees them, in one query.
     func baseRows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
-        guard let parent else { return try coordinator.rows(of: entity, keys: keys, pinned: pinnedSnapshot()) }
+        guard let parent else {
+            // During a merge, the rows its saves carried first.
+            let (carried, missing) = rowsCarriedByMerge(of: entity, keys: keys)
+            if missing.isEmpty { return carried }
+            return try carried + coordinator.rows(of: entity, keys: missing, pinned: pinnedSnapshot())
+        }
         return try parent.run { (context) throws(LoomError) -> [StoreRow] in
             var rows: [StoreRow] = []
             var missing: [Int64] = []

@@ -423,6 +423,7 @@ public final class ManagedObjectContext {
     /// context holds it strongly instead, until reset.
     func enroll(_ object: any BackedObject, _ backing: ObjectBacking, at key: RowCacheKey) {
         let displaced = identityMap.insert(object, backing, at: key)
+        announceRegisteredEntities()
         withExtendedLifetime(displaced) {}   // released here, once the map is consistent
     }
 

@@ -432,6 +432,15 @@ public final class PersistentStoreCoordinator: Sendable {
         inboxes.withLock { inboxes in inboxes.values.contains { $0 !== inbox && $0.isEnabled } }
     }
 
+    /// The entities whose rows the contexts that merge automatically need from a save, and
+    /// `inbox`'s (a context merging a batch request it ran itself), merging or not.
+    func mergeInterest(including inbox: MergeInbox? = nil) -> MergeInterest {
+        var interest = inbox?.mergeInterest ?? MergeInterest()
+        let targets = inboxes.withLock { Array($0.values) }
+        for target in targets where target !== inbox && target.isEnabled { interest.formUnion(target.mergeInterest) }
+        return interest
+    }
+
     func unregister(_ inbox: MergeInbox) {
         _ = inboxes.withLock { $0.removeValue(forKey: ObjectIdentifier(inbox)) }
     }
@@ -475,13 +484,14 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Other coordinators' commits, from the store's watcher thread: the shared cache forgets
-    /// what they changed, then each is delivered to the merging contexts right after the local
-    /// commit it followed (``SaveSequencer/publish(remote:after:deliver:)``), then to the
+    /// what they changed, the rows the merging contexts need are read (``EventRows/read(_:for:through:)``),
+    /// then each is delivered to the merging contexts right after the local commit it followed (``SaveSequencer/publish(remote:after:deliver:)``), then to the
     /// ``remoteChanges()`` streams.
     private func receive(_ commits: RemoteCommits) {
         let event: RemoteChangeEvent
         switch commits {
         case .committed(let list):
+            let interest = mergeInterest()
             for (transaction, after) in list {
                 var changes = ObjectChanges()
                 var changed: [RowCacheKey] = [], deleted: [RowCacheKey] = []
@@ -503,15 +513,16 @@ public final class PersistentStoreCoordinator: Sendable {
                     }
                 }
                 forgetChangedRows(changed, deleted: deleted)
-                var save = SaveEvent(number: after, changes: changes, rows: [:], origin: ObjectIdentifier(self), mergesIntoViewContext: true)
-                save.isRemote = true
+                // The rows the merging contexts apply, read once, here, rather than by each
+                // context on its own isolation (the view context on the main actor).
+                let rows = EventRows.read(changes, for: interest, through: self)
+                let save = SaveEvent(number: after, changes: changes, rows: rows, origin: ObjectIdentifier(self), mergesIntoViewContext: true)
                 deliver(remote: save, after: after)
             }
             event = RemoteChangeEvent(transactions: list.map(\.transaction), token: list.last?.transaction.token)
         case .historyLost(_, let current):
             forgetCachedRows()
-            var save = SaveEvent(number: 0, changes: ObjectChanges(), rows: [:], origin: ObjectIdentifier(self), mergesIntoViewContext: true)
-            save.isRemote = true
+            var save = SaveEvent(number: 0, changes: ObjectChanges(), rows: .all([:]), origin: ObjectIdentifier(self), mergesIntoViewContext: true)
             save.refreshesEverything = true
             deliver(remote: save, after: 0)
             event = RemoteChangeEvent(transactions: [], token: current, historyWasLost: true)

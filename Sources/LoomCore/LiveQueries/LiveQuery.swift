@@ -379,6 +379,8 @@ extension ManagedObjectContext {
         engine.sink = sink
         try engine.start()
         liveQueries.append(engine)
+        // Saves then carry the rows of the objects it may list.
+        inbox.noteQueried(ObjectIdentifier(query.entity))
     }
 }
 

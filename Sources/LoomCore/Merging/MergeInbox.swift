@@ -1,31 +1,14 @@
 import Foundation
 
-/// A committed save, as delivered to the other contexts of the coordinator.
-struct SaveEvent: Sendable {
-    /// The store commit that made it (``CommitReceipt/sequence``): increases with every commit
-    /// through the coordinator, and saves are delivered in its order.
-    var number: UInt64
-    /// What the save changed, by ID.
-    let changes: ObjectChanges
-    /// The rows as saved, for inserted and updated objects, so that merging needs no I/O.
-    let rows: [AnyObjectID: StoreRow]
-    /// The inbox of the context that saved, which does not merge its own save.
-    let origin: ObjectIdentifier
-    /// Whether the view context merges this save (the container's `save` helper can opt out).
-    let mergesIntoViewContext: Bool
-    /// Committed by another coordinator or process (found in the store's history), or by a
-    /// batch request: it carries no rows, and merging reads the changed objects' current rows.
-    var isRemote = false
-    /// The store's history of other coordinators' commits was deleted before this coordinator
-    /// read it: what changed is unknown, so every registered object is refreshed.
-    var refreshesEverything = false
-}
-
 /// Where the coordinator leaves saves for one context to merge, and how it wakes the context up
 /// on the context's own isolation.
 ///
-/// `@unchecked Sendable`: `pending`, `drainScheduled` and `enabled` are only touched while `lock`
-/// is held; `context` is set once at creation and only opened on the context's isolation.
+/// It also tells the coordinator which rows the context needs from a save (``interest``), so
+/// that whoever publishes a save reads them once, off the context.
+///
+/// `@unchecked Sendable`: `pending`, `drainScheduled`, `enabled` and `interest` are only touched
+/// while `lock` is held; `context` is set once at creation and only opened on the context's
+/// isolation, as are `announcedEntityCount` and `rowsBeingMerged`.
 final class MergeInbox: @unchecked Sendable {
     let isolation: ContextIsolation
     let isViewContext: Bool
@@ -34,6 +17,13 @@ final class MergeInbox: @unchecked Sendable {
     private var pending: [SaveEvent] = []
     private var drainScheduled = false
     private var enabled: Bool
+    private var interest = MergeInterest()
+    /// How many entities of the context's identity map ``interest`` was told of (context's
+    /// isolation only).
+    var announcedEntityCount = 0
+    /// While the context merges, the rows the events carried, for live queries that look up
+    /// objects the context does not hold (context's isolation only).
+    var rowsBeingMerged: [AnyObjectID: StoreRow] = [:]
 
     init(isolation: ContextIsolation, isViewContext: Bool, enabled: Bool) {
         self.isolation = isolation
@@ -44,6 +34,21 @@ final class MergeInbox: @unchecked Sendable {
     var isEnabled: Bool {
         get { lock.withLock { enabled } }
         set { lock.withLock { enabled = newValue } }
+    }
+
+    /// The entities whose rows the context needs from a save.
+    var mergeInterest: MergeInterest { lock.withLock { interest } }
+
+    /// Notes that the context registers objects of these entities: merging a save that updated
+    /// one of them needs its row. Never forgotten (the context may hold such objects again).
+    func noteRegistered(_ entities: some Sequence<ObjectIdentifier>) {
+        lock.withLock { interest.registered.formUnion(entities) }
+    }
+
+    /// Notes that a live query of the context lists objects of `entity`: merging a save that
+    /// inserted or updated one of them needs its row.
+    func noteQueried(_ entity: ObjectIdentifier) {
+        lock.withLock { _ = interest.queried.insert(entity) }
     }
 
     /// Queues a save for merging and schedules the merge on the context's isolation. Never

@@ -1,129 +1,5 @@
 import Foundation
 
-/// How batch requests run: inside one store write transaction (so a failure anywhere leaves the
-/// store as it was), in chunks of ``BatchWriter/chunkSize`` objects, each chunk written as one
-/// store change set — the same change sets a context's save writes, so that versions advance,
-/// the history records every change, and the shared cache forgets what changed exactly as
-/// after a save. The history records the request as one transaction, as it does a save (each
-/// chunk after the first continues it: ``StoreChangeSet/continuesHistoryTransaction``). Each
-/// chunk's changes are published like a save's, carrying IDs and no rows: merging contexts read
-/// the rows of the objects they hold.
-extension ManagedObjectContext {
-    /// Deletes, in the store, every object the request matches, with the delete rules of their
-    /// relationships applied there (cascade, nullify, deny); see ``BatchDeleteRequest``.
-    ///
-    /// Runs on this context's isolation, like ``save()``. When it returns, this context has
-    /// merged the deletion (its objects that were deleted are deleted, those whose relationships
-    /// changed are refreshed, `objectsDidChange` was posted, live queries updated), and every
-    /// other context that merges automatically gets it as it gets a save. Unsaved changes of
-    /// this context are neither saved nor lost. A deny rule holding, a store failure or a
-    /// nullified required relationship throws, and the store is left as it was.
-    @discardableResult
-    public func execute<Model: PersistentModel>(_ request: BatchDeleteRequest<Model>) throws(LoomError) -> BatchResult {
-        ConcurrencyDebugging.check(self, "execute(_:)")
-        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        let query: StoreQuery
-        if let keys = request.keys {
-            query = StoreQuery(entity: entity, predicate: .isIn(.primaryKey, keys.map { .integer($0) }))
-        } else {
-            query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
-        }
-        return try runBatch(request.resultType) { writer throws(LoomError) in
-            let matched = try coordinator.store.fetchKeys(StoreQuery(entity: entity, predicate: query.predicate))
-            let all = Set(matched)
-            for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.delete(Array(chunk), of: entity, requestKeys: all) }
-        }
-    }
-
-    /// Sets, in the store, the request's attributes on every object it matches; see
-    /// ``BatchUpdateRequest``.
-    ///
-    /// Runs on this context's isolation, like ``save()``, and merges like
-    /// ``execute(_:)-(BatchDeleteRequest<Model>)``: this context's unsaved edits stay on top. A
-    /// value of the wrong type, `nil` for a required attribute or a broken uniqueness
-    /// constraint throws, and the store is left as it was.
-    @discardableResult
-    public func execute<Model: PersistentModel>(_ request: BatchUpdateRequest<Model>) throws(LoomError) -> BatchResult {
-        ConcurrencyDebugging.check(self, "execute(_:)")
-        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
-        var targets = KeyPathTargets()
-        let values = try BatchWriter.resolve(request.values, of: entity, row: nil, targets: &targets)
-        try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
-        for (slot, value) in values where value.isNull && !BatchWriter.isOptional(slot, of: entity) {
-            throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.storedValueName(at: slot)) to nil: it is required.",
-                            entity: entity.name, attributes: [entity.storedValueName(at: slot)])
-        }
-        return try runBatch(request.resultType) { writer throws(LoomError) in
-            guard !values.isEmpty else { return }
-            let matched = try coordinator.store.fetchKeys(query)
-            for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.update(Array(chunk), of: entity, setting: values) }
-        }
-    }
-
-    /// Inserts the request's rows in the store, uniquing them as it says; see
-    /// ``BatchInsertRequest``.
-    ///
-    /// Runs on this context's isolation, like ``save()``, and merges like
-    /// ``execute(_:)-(BatchDeleteRequest<Model>)``. A row with a value of the wrong type,
-    /// without a value for a required attribute, or (with ``BatchInsertRequest/Uniquing/fail``)
-    /// matching an existing object throws, naming the row, and the store is left as it was.
-    @discardableResult
-    public func execute<Model: PersistentModel>(_ request: BatchInsertRequest<Model>) throws(LoomError) -> BatchResult {
-        ConcurrencyDebugging.check(self, "execute(_:)")
-        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        var constraint: [Int] = []
-        if let paths = request.uniquingBy {
-            for path in paths {
-                guard let name = Model.loomPropertyName(for: path), let index = entity.attributeIndex(named: name) else {
-                    throw LoomError(.invalidRequest, "A key path to unique a batch insert of \(entity.name) by does not name one of its attributes.", entity: entity.name)
-                }
-                constraint.append(index)
-            }
-        } else if let first = entity.uniquenessConstraints.first {
-            constraint = first.compactMap { entity.attributeIndex(named: $0) }
-            if constraint.count != first.count { constraint = [] }   // a constraint on a relationship: not by values
-        }
-        if constraint.isEmpty && request.uniquing != .fail && request.uniquingBy == nil {
-            throw LoomError(.invalidRequest, "A batch insert of \(entity.name) that updates or ignores matching objects needs a uniqueness constraint on attributes, or uniquingBy key paths.", entity: entity.name)
-        }
-        let rows = request.rows
-        var targets = KeyPathTargets()
-        return try runBatch(request.resultType, rowNaming: request.rowNaming) { writer throws(LoomError) in
-            for indexes in Array(rows.indices).chunked(by: BatchWriter.chunkSize) {
-                var chunk: [(row: Int, values: [(slot: Int, value: StoredValue)])] = []
-                for i in indexes {
-                    let values = try BatchWriter.resolve(rows[i], of: entity, row: i, naming: request.rowNaming, targets: &targets)
-                    try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
-                    chunk.append((i, values))
-                }
-                try writer.insert(chunk, of: entity, uniquingBy: constraint, uniquing: request.uniquing)
-            }
-        }
-    }
-
-    /// Runs `body` with a writer inside one store write transaction, then merges what it
-    /// changed into this context. Inside ``PersistentContainer/performExclusiveWrite(_:)`` the
-    /// request joins that transaction, and this context merges it before the transaction
-    /// commits: if the exclusive write then throws, reset or refresh the context.
-    private func runBatch(_ resultType: BatchResultType, rowNaming: BatchRowNaming = BatchRowNaming(), _ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
-        try reportStoreFailures()
-        // A context holding no objects, with no one listening, has nothing to merge: its
-        // chunks' changes are not kept (a request's heap stays one chunk's).
-        let writer = BatchWriter(context: self, listsIDs: resultType == .objectIDs, keepsChanges: !identityMap.isEmpty || hasEventListeners)
-        writer.rowNaming = rowNaming
-        do {
-            try coordinator.performBatchWrite { () throws -> Void in try body(writer) }
-        } catch let error as LoomError {
-            throw error
-        } catch {
-            throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
-        }
-        if writer.committed { mergeBatchChanges(writer.changes) }
-        return writer.result
-    }
-}
-
 /// Writes one batch request's chunks as store change sets, and collects what changed.
 final class BatchWriter {
     /// Objects per change set. It bounds each change set, not the request: the result and the
@@ -132,8 +8,9 @@ final class BatchWriter {
 
     let context: ManagedObjectContext
     var result = BatchResult()
-    /// Each committed chunk's changes, merged chunk by chunk (no union of them all is built).
-    var changes: [ObjectChanges] = []
+    /// Each committed chunk's save event, for the executing context to merge chunk by chunk
+    /// (no union of them all is built).
+    var events: [SaveEvent] = []
     /// Whether a chunk changed the store.
     var committed = false
     /// Whether a chunk wrote changes a store records in its history (a non-empty change set).
@@ -142,6 +19,10 @@ final class BatchWriter {
     let listsIDs: Bool
     /// Whether the executing context merges the chunks' changes (see `runBatch`).
     let keepsChanges: Bool
+    /// The entities whose rows the merging contexts need (the executing one's included): each
+    /// chunk's event carries them, built from what the chunk read and wrote, so that no
+    /// context reads them again.
+    let interest: MergeInterest
     /// How errors name a batch insert's rows.
     var rowNaming = BatchRowNaming()
     private var coordinator: PersistentStoreCoordinator { context.coordinator }
@@ -151,6 +32,8 @@ final class BatchWriter {
         self.context = context
         self.listsIDs = listsIDs
         self.keepsChanges = keepsChanges
+        context.announceRegisteredEntities()
+        self.interest = context.coordinator.mergeInterest(including: keepsChanges ? context.inbox : nil)
     }
 
     private func noteInserted(_ id: AnyObjectID) {
@@ -166,6 +49,14 @@ final class BatchWriter {
     private func noteDeleted(_ id: AnyObjectID) {
         result.deletedCount += 1
         if listsIDs { result.deleted.append(id) }
+    }
+
+    /// `row` with `changes` written, as the store leaves it: the values set, the version one up.
+    private static func written(_ row: StoreRow, _ changes: some Sequence<(slot: Int, value: StoredValue)>) -> StoreRow {
+        var row = row
+        for (slot, value) in changes { row.values[slot] = value }
+        row.version += 1
+        return row
     }
 
     private func id(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
@@ -266,8 +157,9 @@ final class BatchWriter {
         }
     }
 
-    /// Applies one chunk's change set and publishes it like a save.
-    private func commit(_ set: StoreChangeSet, _ chunk: ObjectChanges) throws(LoomError) {
+    /// Applies one chunk's change set and publishes it like a save, with `rows`: the rows as
+    /// written of the inserted and updated objects of the entities in ``interest``.
+    private func commit(_ set: StoreChangeSet, _ chunk: ObjectChanges, rows: [AnyObjectID: StoreRow]) throws(LoomError) {
         guard !set.isEmpty || !set.relationshipOwners.isEmpty else { return }
         var set = set
         set.author = context.transactionAuthor
@@ -278,13 +170,15 @@ final class BatchWriter {
         let receipt = try coordinator.save(set)
         if !set.isEmpty { recordedHistory = true }
         var event: SaveEvent?
-        if coordinator.hasInboxes(besides: context.inbox) {
-            event = SaveEvent(number: receipt.sequence, changes: chunk, rows: [:], origin: ObjectIdentifier(context.inbox), mergesIntoViewContext: true)
-            event!.isRemote = true   // carries IDs, not rows: merging contexts read the rows they need
+        if keepsChanges || coordinator.hasInboxes(besides: context.inbox) {
+            // An object of an entity in `interest` without a row here kept its row (only a
+            // to-many list of it changed).
+            event = SaveEvent(number: receipt.sequence, changes: chunk, rows: EventRows(rows: rows, covered: interest.entities),
+                              origin: ObjectIdentifier(context.inbox), mergesIntoViewContext: true)
         }
         coordinator.publish(event, for: receipt)
         committed = true
-        if keepsChanges { changes.append(chunk) }
+        if keepsChanges, let event { events.append(event) }
     }
 
     // MARK: Update
@@ -293,18 +187,21 @@ final class BatchWriter {
         var set = StoreChangeSet()
         var chunk = ObjectChanges()
         var related: [(row: Int?, key: Int64?, slot: Int, old: StoredValue, new: StoredValue)] = []
+        var rows: [AnyObjectID: StoreRow] = [:]
+        let wantsRows = interest.wantsUpdated(ObjectIdentifier(entity))
         for row in try store.rows(of: entity, keys: keys) {
             let changed = values.filter { row.values[$0.slot] != $0.value }
             guard !changed.isEmpty else { result.unchanged += 1; continue }
             set.updates.append(.init(entity: entity, key: row.key, expectedVersion: row.version, changes: changed.map { ($0.slot, $0.value) }))
             let id = id(entity, row.key)
+            if wantsRows { rows[id] = Self.written(row, changed) }
             chunk.updated.insert(id)
             chunk.changedProperties[id] = Set(changed.map { entity.storedValueName(at: $0.slot) })
             noteUpdated(id)
             for (slot, value) in changed where slot >= entity.attributes.count { related.append((nil, row.key, slot, row.values[slot], value)) }
         }
         try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
-        try commit(set, chunk)
+        try commit(set, chunk, rows: rows)
     }
 
     // MARK: Insert
@@ -395,12 +292,14 @@ final class BatchWriter {
         chunk.updated.reserveCapacity(updateOrder.count)
         set.inserts.reserveCapacity(newRows.count)
         var related: [(row: Int?, key: Int64?, slot: Int, old: StoredValue, new: StoredValue)] = []
+        var eventRows: [AnyObjectID: StoreRow] = [:]
         for key in updateOrder {
             let entry = updates[key]!
             guard !entry.changed.isEmpty else { result.unchanged += 1; continue }
             let slots = entry.changed.sorted()
             set.updates.append(.init(entity: entity, key: key, expectedVersion: entry.version, changes: slots.map { ($0, entry.values[$0]) }))
             let id = id(entity, key)
+            if interest.wantsUpdated(ObjectIdentifier(entity)) { eventRows[id] = StoreRow(key: key, version: entry.version + 1, values: entry.values) }
             chunk.updated.insert(id)
             chunk.changedProperties[id] = Set(slots.map { entity.storedValueName(at: $0) })
             noteUpdated(id)
@@ -416,9 +315,11 @@ final class BatchWriter {
             }
             for (row, values) in newRows where required.contains(where: { values[$0].isNull }) { try checkRequired(values, of: entity, row: row) }
             newKeys = Array(try store.allocateKeys(for: entity, count: newRows.count))
+            let wantsRows = interest.wantsInserted(ObjectIdentifier(entity))
             for ((row, values), key) in zip(newRows, newKeys) {
                 set.inserts.append(.init(entity: entity, key: key, values: values))
                 let id = id(entity, key)
+                if wantsRows { eventRows[id] = StoreRow(key: key, version: 1, values: values) }
                 chunk.inserted.insert(id)
                 noteInserted(id)
                 for slot in entity.attributes.count..<entity.storedValueCount where !values[slot].isNull { related.append((row, nil, slot, .null, values[slot])) }
@@ -427,7 +328,7 @@ final class BatchWriter {
         try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
         if listsIDs { for end in ends { result.objectIDs.append(id(entity, end >= 0 ? end : newKeys[Int(-end - 1)])) } }
         do {
-            try commit(set, chunk)
+            try commit(set, chunk, rows: eventRows)
         } catch {
             // A store's refusal names an object: named here by its row.
             let conflict = error.storeConflicts.first { $0.entity === entity }?.key
@@ -511,6 +412,7 @@ final class BatchWriter {
         // Every row was read above, in the request's write transaction.
         set.versionsReadInTransaction = true
         var chunk = ObjectChanges()
+        var eventRows: [AnyObjectID: StoreRow] = [:]
         // Foreign keys to clear on objects that stay, by entity and key.
         var clears: [ObjectIdentifier: (entity: EntityDescription, slots: [Int64: [(slot: Int, name: String, to: Int64)]])] = [:]
         var owners: [ObjectIdentifier: (entity: EntityDescription, names: [Int64: Set<String>])] = [:]
@@ -569,6 +471,7 @@ final class BatchWriter {
                 guard !changes.isEmpty else { continue }
                 set.updates.append(.init(entity: e, key: row.key, expectedVersion: row.version, changes: changes))
                 let id = id(e, row.key)
+                if interest.wantsUpdated(ObjectIdentifier(e)) { eventRows[id] = Self.written(row, changes.map { (slot: $0.index, value: $0.value) }) }
                 chunk.updated.insert(id)
                 chunk.changedProperties[id, default: []].formUnion(names)
                 noteUpdated(id)
@@ -596,7 +499,7 @@ final class BatchWriter {
                 noteDeleted(id)
             }
         }
-        try commit(set, chunk)
+        try commit(set, chunk, rows: eventRows)
     }
 
     /// The rows of one entity a batch delete deletes, by key: a class, so that looking one up
@@ -693,7 +596,7 @@ extension RelationshipStorage {
 
 extension Array {
     /// The array in consecutive slices of at most `size` elements.
-    fileprivate func chunked(by size: Int) -> [ArraySlice<Element>] {
+    func chunked(by size: Int) -> [ArraySlice<Element>] {
         stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
     }
 }

@@ -6,27 +6,21 @@ extension ManagedObjectContext {
     /// automatic merging.
     /// Local unsaved edits stay on top (see ``mergeChanges(fromContextDidSave:)``).
     ///
+    /// Reads nothing from the store: every save arrives with the rows this context needs (a
+    /// context's save with the rows it wrote; another coordinator's commit and a batch request
+    /// with the rows read or built once, off every context, for the entities contexts hold).
+    /// A row that could not be read (or of an entity this context had not registered objects of
+    /// when it was read) is not guessed at: a loaded object without unsaved changes becomes a
+    /// fault again, and its next use reads the store and reports what fails there; one with
+    /// unsaved changes keeps them, and its old version makes its next save a conflict for the
+    /// merge policy.
+    ///
     /// - Complexity: O(objects registered here that the saves changed), plus the IDs' count.
     @_spi(LoomTesting) public func mergePendingSaves() {
         ConcurrencyDebugging.check(self, #function)
         let events = inbox.take()
         guard !events.isEmpty else { return }
-        processPendingChanges()
-        // A pinned context moves to the current data, which holds what it merges.
-        advanceQueryGeneration()
-        var merged = ObjectChanges()
-        for event in events {
-            if event.refreshesEverything {
-                liveQueriesMayHaveMissedChanges()
-                refreshEverything(into: &merged)
-            } else {
-                merge(event.changes, rows: event.isRemote ? currentRows(for: event.changes) : event.rows, into: &merged)
-            }
-            lastMergedSaveNumber = max(lastMergedSaveNumber, event.number)
-        }
-        checkIdentityMap()
-        if !merged.isEmpty { post(.objectsDidChange(merged)) }
-        refreshLiveQueriesIfNeeded()
+        merge(events)
     }
 
     /// Merges the changes another context saved (the payload of its `didSave` event) into this
@@ -39,37 +33,86 @@ extension ManagedObjectContext {
     /// wins; the object takes the saved row's version, so its next save writes the edit without a
     /// conflict. ``mergePolicy`` only governs saves.
     ///
-    /// The payload holds IDs, not rows, so the saved rows are read again (automatic merging gets
-    /// them with the save and reads nothing). If that read fails, a loaded object without unsaved
-    /// changes becomes a fault again (its next use reads the store and reports what fails there)
-    /// rather than keep stale values; one with unsaved changes keeps them, and its old version
-    /// makes its next save a conflict for the merge policy.
+    /// The payload holds IDs, not rows, so the rows of the objects this context holds are read
+    /// again, here, one store query per entity (automatic merging gets them with the save and
+    /// reads nothing). If that read fails, a loaded object without unsaved changes becomes a
+    /// fault again (its next use reads the store and reports what fails there) rather than keep
+    /// stale values; one with unsaved changes keeps them, and its old version makes its next save
+    /// a conflict for the merge policy.
     ///
     /// Call it on this context's isolation.
     public func mergeChanges(fromContextDidSave changes: ObjectChanges) {
         ConcurrencyDebugging.check(self, #function)
+        // Read before the merge moves a pinned context to the current data: read at the
+        // current data, as the merge will be.
+        announceRegisteredEntities()
+        let rows = EventRows.read(changes, for: inbox.mergeInterest, through: coordinator)
+        merge([SaveEvent(number: 0, changes: changes, rows: rows, origin: ObjectIdentifier(coordinator), mergesIntoViewContext: true)])
+    }
+
+    /// The one way saves are merged here (automatic merging, a `didSave` payload merged by hand,
+    /// a batch request this context ran): each event's changes applied with the rows it carries,
+    /// in order, then one `objectsDidChange`.
+    func merge(_ events: [SaveEvent]) {
         processPendingChanges()
+        // A pinned context moves to the current data, which holds what it merges.
         advanceQueryGeneration()
         var merged = ObjectChanges()
-        merge(changes, rows: [:], into: &merged)
+        for event in events {
+            if event.refreshesEverything {
+                liveQueriesMayHaveMissedChanges()
+                refreshEverything(into: &merged)
+            } else {
+                merge(event.changes, rows: event.rows, into: &merged)
+            }
+            lastMergedSaveNumber = max(lastMergedSaveNumber, event.number)
+        }
         checkIdentityMap()
-        if !merged.isEmpty { post(.objectsDidChange(merged)) }
+        if !merged.isEmpty {
+            // Live queries place the objects the events inserted or updated with the rows they
+            // carry (``rowsCarriedByMerge(of:keys:)``), not with a store read.
+            if !liveQueries.isEmpty { inbox.rowsBeingMerged = Self.rowsCarried(by: events) }
+            post(.objectsDidChange(merged))
+            inbox.rowsBeingMerged = [:]
+        }
         refreshLiveQueriesIfNeeded()
     }
 
-    /// Merges what a batch request this context ran changed (``execute(_:)-(BatchDeleteRequest<Model>)``),
-    /// reading the rows of the objects it holds, as a merge of another coordinator's commit does.
-    func mergeBatchChanges(_ chunks: [ObjectChanges]) {
-        processPendingChanges()
-        advanceQueryGeneration()
-        var merged = ObjectChanges()
-        for changes in chunks { merge(changes, rows: currentRows(for: changes), into: &merged) }
-        checkIdentityMap()
-        if !merged.isEmpty { post(.objectsDidChange(merged)) }
-        refreshLiveQueriesIfNeeded()
+    /// The rows `events` carry, the latest of each object, without those a later event deleted.
+    private static func rowsCarried(by events: [SaveEvent]) -> [AnyObjectID: StoreRow] {
+        if events.count == 1 { return events[0].rows.rows }
+        var rows: [AnyObjectID: StoreRow] = [:]
+        for event in events {
+            for id in event.changes.deleted { rows[id] = nil }
+            rows.merge(event.rows.rows) { $1.version >= $0.version ? $1 : $0 }
+        }
+        return rows
     }
 
-    private func merge(_ changes: ObjectChanges, rows: [AnyObjectID: StoreRow], into merged: inout ObjectChanges) {
+    /// The rows of `keys` the events being merged carry, and the keys they do not: what a live
+    /// query looks up while the merge posts its `objectsDidChange`. Outside a merge, none.
+    func rowsCarriedByMerge(of entity: EntityDescription, keys: [Int64]) -> (rows: [StoreRow], missing: [Int64]) {
+        let carried = inbox.rowsBeingMerged
+        if carried.isEmpty { return ([], keys) }
+        var rows: [StoreRow] = [], missing: [Int64] = []
+        for key in keys {
+            if let row = carried[AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, primaryKey: key)] { rows.append(row) } else { missing.append(key) }
+        }
+        return (rows, missing)
+    }
+
+    /// Tells the coordinator the entities this context registers objects of, when new ones
+    /// came (see ``MergeInbox/noteRegistered(_:)``): saves then carry their rows. One
+    /// comparison when none did.
+    @inline(__always)
+    func announceRegisteredEntities() {
+        if identityMap.entityCount != inbox.announcedEntityCount {
+            inbox.noteRegistered(identityMap.registeredEntities)
+            inbox.announcedEntityCount = identityMap.entityCount
+        }
+    }
+
+    private func merge(_ changes: ObjectChanges, rows: EventRows, into merged: inout ObjectChanges) {
         // Nothing registered and nobody listening (a batch request's or an importer's context):
         // `merged` would only be posted to no one, and a batch's union of a million IDs costs
         // as much as its SQL.
@@ -140,27 +183,24 @@ extension ManagedObjectContext {
                 notifyObservers(of: backing, properties: properties)
                 continue
             }
-            let row: StoreRow?
-            if let saved = rows[id] {
-                row = saved
-            } else {
-                // A save event carries every saved row; only a `didSave` payload merged by hand
-                // comes without them.
-                do {
-                    row = try coordinator.row(of: backing.entity, key: backing.key, pinned: pinnedSnapshot())
-                } catch {
-                    // Never keep stale values silently: a clean object becomes a fault again,
-                    // whose next use reads the store (and reports what fails there); one with
-                    // unsaved changes keeps them, and its old version makes its next save a
-                    // conflict that the merge policy resolves.
-                    if !backing.isUpdated && !backing.isDeleted {
-                        refault(backing)
-                        notifyObservers(of: backing, properties: nil)   // what changed is unknown
-                    }
-                    continue
+            let row: StoreRow
+            switch rows.lookup(id, of: ObjectIdentifier(backing.entity)) {
+            case .row(let carried):
+                row = carried
+            case .unchanged:
+                continue
+            case .unknown:
+                // Never keep stale values silently: a clean object becomes a fault again,
+                // whose next use reads the store (and reports what fails there); one with
+                // unsaved changes keeps them, and its old version makes its next save a
+                // conflict that the merge policy resolves.
+                if !backing.isUpdated && !backing.isDeleted {
+                    refault(backing)
+                    notifyObservers(of: backing, properties: nil)   // what changed is unknown
                 }
+                continue
             }
-            guard let row, row.version > backing.version else { continue }
+            guard row.version > backing.version else { continue }
             let local = backing.isUpdated ? backing.changedSlots() : []
             let before = backing.values
             backing.load(row)
@@ -174,27 +214,6 @@ extension ManagedObjectContext {
             // top) or saved unchanged tells no one.
             notifyObservers(of: backing, valuesFrom: before, to: backing.values)
         }
-    }
-
-    /// For another coordinator's commit, which carries no rows: the current rows of the loaded
-    /// objects registered here that it updated, one store read per entity. If a read fails, its
-    /// objects are left out, and `merge` reads (or refaults) them one by one.
-    private func currentRows(for changes: ObjectChanges) -> [AnyObjectID: StoreRow] {
-        if identityMap.isEmpty { return [:] }
-        var wanted: [ObjectIdentifier: (entity: EntityDescription, keys: [Int64], ids: [Int64: AnyObjectID])] = [:]
-        for id in changes.updated {
-            guard let backing = registeredObject(for: id)?._loomBacking, backing.state == .loaded else { continue }
-            let entity = ObjectIdentifier(backing.entity)
-            if wanted[entity] == nil { wanted[entity] = (backing.entity, [], [:]) }
-            wanted[entity]!.keys.append(backing.key)
-            wanted[entity]!.ids[backing.key] = id
-        }
-        var rows: [AnyObjectID: StoreRow] = [:]
-        for (_, request) in wanted {
-            guard let found = try? coordinator.rows(of: request.entity, keys: request.keys, pinned: pinnedSnapshot()) else { continue }
-            for row in found { if let id = request.ids[row.key] { rows[id] = row } }
-        }
-        return rows
     }
 
     /// What changed in the store is unknown (its history was deleted before this coordinator
