@@ -47,7 +47,7 @@ extension ObjectGraph {
             context.pending.insertedDeleted[key] = nil
             context.identityMap.remove(key)
             context.pending.relationships.entries[key] = nil
-            context.eventRelationshipChanges.entries[key] = nil
+            context.observation.relationshipChanges.entries[key] = nil
             context.coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
             context.pending.links = context.pending.links.filter { link, _ in
                 !((link.table.sourceEntityName == backing.entity.name && link.source == backing.key)

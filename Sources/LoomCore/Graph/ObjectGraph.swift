@@ -195,7 +195,7 @@ struct ObjectGraph {
     /// next event and the relationship's observers.
     func noteRelationshipChange(_ entity: EntityDescription, _ key: Int64, _ j: Int) {
         context.pending.relationships.note(entity, key, j)
-        context.eventRelationshipChanges.note(entity, key, j)
+        context.observation.relationshipChanges.note(entity, key, j)
         context.scheduleEndOfEventIfNeeded()
         context.notifyObservers(ofRelationship: j, of: entity, key: key)
     }
