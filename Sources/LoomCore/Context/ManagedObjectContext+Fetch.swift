@@ -95,66 +95,10 @@ extension ManagedObjectContext {
         }
     }
 
-    /// The store's answer corrected by this context's unsaved changes, sorted and windowed.
-    ///
-    /// Objects whose answer may differ from the store's (changed here, or reaching a changed
-    /// object through the relationships the query follows) are judged in memory, on their
-    /// current values and relationships; the others keep the store's verdict.
+    /// The store's answer corrected by this context's unsaved changes, sorted and windowed
+    /// (see ``PendingChangeEvaluator``).
     func matchingRows(_ query: StoreQuery) throws(LoomError) -> [(row: StoreRow, object: (any BackedObject)?)] {
-        let entity = query.entity
-        let entityID = ObjectIdentifier(entity)
-        let affected = try affectedKeys(query)
-        // The store's rows that no unsaved change touches keep their verdict and their place in
-        // the order (the sort keys' relationships count among the affected paths), so the window
-        // needs at most `offset + limit` of them, and the store's first `offset + limit +
-        // affected` rows hold those: the rest of the entity is not read.
-        var base = query
-        base.fetchOffset = 0
-        base.fetchLimit = query.fetchLimit.flatMap { limit in
-            let (window, o1) = query.fetchOffset.addingReportingOverflow(limit)
-            let (needed, o2) = window.addingReportingOverflow(affected.count)
-            return o1 || o2 ? nil : needed
-        }
-        let graph = ContextGraph(self)
-        var results: [(row: StoreRow, object: (any BackedObject)?, graphRow: ContextGraph.Row)] = []
-        for row in try baseFetch(base) where !affected.contains(row.key) {
-            results.append((row, nil, graph.remember(entity, row)))
-        }
-        var candidates: [ContextGraph.Row] = []
-        for key in affected.sorted() {
-            if let row = graph.row(entity, key) { candidates.append(row) }
-        }
-        if let failure = graph.failure { throw failure }
-        // Judge the candidates on what they are now, loading what the predicate follows in
-        // one query per relationship at the first level.
-        if let predicate = query.predicate {
-            for path in predicate.relationshipPaths {
-                guard let first = path.first, let r = coordinator.schema.relationship(first) else { continue }
-                if r.description.isToMany { graph.warmMembers(r, of: candidates.map(\.key)) } else { graph.warmDestinations(r, of: candidates) }
-            }
-        }
-        for candidate in candidates where query.predicate?.matches(candidate, in: graph) ?? true {
-            let k = RowCacheKey(entity: entityID, key: candidate.key)
-            let object = pending.inserted[k] ?? pending.updated[k]
-            // A registered fault that holds no row (one a relationship change registered) knows
-            // no version: the row read for it does.
-            let version = object?._loomBacking.version ?? candidate.version
-            results.append((StoreRow(key: candidate.key, version: version, values: candidate.values), object, candidate))
-        }
-        if let failure = graph.failure { throw failure }
-        if SortKey.usesRelationships(query.sortKeys) {
-            for key in query.sortKeys {
-                guard let first = key.relationshipPath.first, let r = coordinator.schema.relationship(first) else { continue }
-                graph.warmDestinations(r, of: results.map(\.graphRow))
-            }
-            SortKey.sort(&results, by: query.sortKeys, row: \.graphRow, in: graph)
-            if let failure = graph.failure { throw failure }
-        } else {
-            results.sort { SortKey.areInIncreasingOrder(query.sortKeys, $0.row, $1.row) }
-        }
-        let start = min(query.fetchOffset, results.count)
-        let end = query.fetchLimit.map { min(start + $0, results.count) } ?? results.count
-        return results[start..<end].map { ($0.row, $0.object) }
+        try pendingChangeEvaluator.matchingRows(query)
     }
 
     /// Loads relationships of fetched objects, one query per relationship.

@@ -71,7 +71,7 @@ extension ManagedObjectContext {
         if !merged.isEmpty {
             // Live queries place the objects the events inserted or updated with the rows they
             // carry (``rowsCarriedByMerge(of:keys:)``), not with a store read.
-            if !liveQueries.isEmpty { inbox.rowsBeingMerged = Self.rowsCarried(by: events) }
+            if !observation.liveQueries.isEmpty { inbox.rowsBeingMerged = Self.rowsCarried(by: events) }
             post(.objectsDidChange(merged))
             inbox.rowsBeingMerged = [:]
         }

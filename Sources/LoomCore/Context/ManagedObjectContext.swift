@@ -69,10 +69,6 @@ public final class ManagedObjectContext {
     var queryGeneration: QueryGenerationToken?
     /// A generation released by its limit, whose event the end of the event posts.
     var releasedGeneration: QueryGenerationToken?
-    /// To-many relationships whose members changed since the last `objectsDidChange`.
-    var eventRelationshipChanges = RelationshipChangeLog()
-    /// Objects found deleted when their fault fired, since the last `objectsDidChange`.
-    var eventInaccessible: [AnyObjectID] = []
 
     /// What happens when a fault fires and its row no longer exists (another context or
     /// process deleted it): with `true` (the default, Core Data's `shouldDeleteInaccessibleFaults`)
@@ -92,20 +88,8 @@ public final class ManagedObjectContext {
     /// The first read failure not reported yet (a fault, a to-many, a batch).
     var readFailure: LoomError?
 
-    // Events (see ManagedObjectContext+Events.swift).
-    var observers: [(token: ObserverToken, kind: ContextEvent.Kind, handler: (ContextEvent) -> Void)] = []
-    var nextObserverID = 0
-    let eventHub = ContextEventHub()
-    var eventInserted: [ObjectBacking] = []
-    var eventChanged: [ObjectBacking] = []
-    var eventDeleted: [ObjectBacking] = []
-    var endOfEventScheduled = false
-
-    // Live queries (see LiveQueries/).
-    var liveQueries: [LiveQueryEngine] = []
-    /// Something changed that no event lists: live queries are evaluated again at the end of
-    /// the current event.
-    var liveQueriesNeedEverything = false
+    /// Events, their observers and live queries (see Observation/ContextObservation.swift).
+    let observation = ContextObservation()
 
     // Merging (see ManagedObjectContext+Merging.swift).
     let inbox: MergeInbox
@@ -147,6 +131,7 @@ public final class ManagedObjectContext {
         self.inbox = MergeInbox(isolation: isolation, isViewContext: isViewContext, enabled: mergesAutomatically)
         inbox.context = UncheckedContext(self)
         coordinator.register(inbox)
+        if case .mainActor = isolation { observation.mainActorContext = UncheckedContext(self) }
     }
 
     deinit {
@@ -154,7 +139,7 @@ public final class ManagedObjectContext {
         for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
             coordinator.keyAllocator.forgetUnsaved(object._loomBacking.entity, key: key.key)
         }
-        eventHub.finish()
+        observation.hub.finish()
     }
 
     // MARK: Change tracking
@@ -481,7 +466,7 @@ public final class ManagedObjectContext {
         pending.updated[key] = nil
         pending.deleted[key] = nil
         backing.becomeInaccessible()
-        eventInaccessible.append(id)
+        observation.inaccessible.append(id)
         scheduleEndOfEventIfNeeded()
     }
 
@@ -573,7 +558,7 @@ public final class ManagedObjectContext {
         // Held until observers are told: the registry does not keep clean objects alive.
         let held = Array(pending.updated.values) + Array(pending.deleted.values)
         pending = PendingChanges()
-        eventRelationshipChanges = RelationshipChangeLog()
+        observation.relationshipChanges = RelationshipChangeLog()
         forgetObjectsAwaitingKeys()
         forgetLoadedRelationships()
         checkIdentityMap()
@@ -600,8 +585,8 @@ public final class ManagedObjectContext {
         withExtendedLifetime(released) {}   // released here, once the map is empty
         fetchedRowsGeneration = nil
         pending = PendingChanges()
-        eventRelationshipChanges = RelationshipChangeLog()
-        eventInaccessible = []
+        observation.relationshipChanges = RelationshipChangeLog()
+        observation.inaccessible = []
         forgetObjectsAwaitingKeys()
         readFailure = nil
         advanceQueryGeneration()

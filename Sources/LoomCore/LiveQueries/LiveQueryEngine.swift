@@ -415,30 +415,3 @@ extension PredicateNode {
         }
     }
 }
-
-extension ManagedObjectContext {
-    /// Brings every live query of this context up to date with one event's changes (on this
-    /// context's isolation). A query whose consumer is gone is dropped here.
-    func updateLiveQueries(_ changes: ObjectChanges) {
-        liveQueries.removeAll { $0.sink == nil }
-        let everything = liveQueriesNeedEverything
-        liveQueriesNeedEverything = false
-        guard !liveQueries.isEmpty else { return }
-        let digest = LiveChangeDigest(changes, everything: everything)
-        for engine in liveQueries { engine.update(digest) }
-    }
-
-    /// Evaluates every live query again if something changed that no event lists (a reset,
-    /// history lost, a query generation moved).
-    func refreshLiveQueriesIfNeeded() {
-        guard liveQueriesNeedEverything else { return }
-        updateLiveQueries(ObjectChanges())
-    }
-
-    /// Notes that live queries must be evaluated again at the end of the current event.
-    func liveQueriesMayHaveMissedChanges() {
-        guard !liveQueries.isEmpty else { return }
-        liveQueriesNeedEverything = true
-        scheduleEndOfEventIfNeeded()
-    }
-}

@@ -310,7 +310,7 @@ extension LiveQueryTests {
         let container = try StoreKind.inMemory.makeGraphContainer()
         container.newBackgroundContext().performAndWait { context in
             #expect(throws: LoomError.self) { try context.liveQuery(FetchRequest<Novel>(), sectionedBy: \.chapters.count) }
-            #expect(context.liveQueries.isEmpty)
+            #expect(context.observation.liveQueries.isEmpty)
         }
     }
 

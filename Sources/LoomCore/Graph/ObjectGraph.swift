@@ -1,0 +1,261 @@
+/// The relationships of one context's objects as a graph: setting one side of a relationship
+/// keeps its inverse in step, and deleting an object applies its relationships' delete rules
+/// (see ObjectGraph+DeleteRules.swift).
+///
+/// The graph keeps no state of its own: what it changes is the context's unsaved changes
+/// (``PendingChanges/links``, ``PendingChanges/relationships``) and its objects' values and
+/// loaded member lists. The context makes one for each call (``ManagedObjectContext/graph``)
+/// and calls it on its own isolation; it is not `Sendable`.
+struct ObjectGraph {
+    unowned let context: ManagedObjectContext
+
+    /// Sets relationship `j` of a loaded object to `objects` (one or none for a to-one), keeping
+    /// every inverse in step.
+    func setRelationship(_ j: Int, of backing: ObjectBacking, to objects: [any BackedObject]) {
+        let r = context.coordinator.schema.relationship(j, of: backing.entity)
+        context.forgetDeferredRelationship(j, of: backing)
+        var targets: [ObjectBacking] = []
+        for object in objects {
+            let b = object._loomBacking
+            if b.state == .detached {
+                do { try context.insertObject(object) } catch { fatalError(error.message) }
+                if b.state == .detached {
+                    // No key could be reserved for it: set at the next save, once it has one.
+                    context.deferRelationship(j, of: backing, to: objects)
+                    return
+                }
+            }
+            guard b.context === context else {
+                fatalError("\(backing.entity.name).\(r.description.name) was given \(English.a(b.entity.name)) from another context (or one no longer in a context); relate objects of the same context, fetching them there by ID.")
+            }
+            guard b.entity === r.destination else {
+                fatalError("\(backing.entity.name).\(r.description.name) leads to \(r.destination.name), not to \(b.entity.name).")
+            }
+            if b.isDeleted {
+                fatalError("\(backing.entity.name).\(r.description.name) was given \(b.objectIDDescription), which is deleted.")
+            }
+            if !targets.contains(where: { $0 === b }) { targets.append(b) }
+        }
+        withExtendedLifetime(objects) {
+            switch r.description.kind {
+            case .toOne:
+                if let target = targets.first {
+                    relate(r, backing, target.key)
+                } else {
+                    for old in context.relatedKeys(of: backing, r) { unrelate(r, backing, old) }
+                }
+            case .toMany, .orderedToMany:
+                let current = context.members(of: backing, r)
+                let wanted = Set(targets.map(\.key))
+                for key in current.keys where !wanted.contains(key) { unrelate(r, backing, key) }
+                for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }
+                if r.description.kind == .orderedToMany {
+                    var ordered = MemberList(targets.map(\.key))
+                    ordered.keep(current.rows, readAt: current.rowsReadAt)
+                    if backing.toMany[r.index] != ordered {
+                        backing.toMany[r.index] = ordered
+                        noteRelationshipChange(backing.entity, backing.key, r.index)
+                    }
+                    writeOrder(of: backing, r)
+                }
+            }
+        }
+    }
+
+    /// Makes the object with key `other` a destination of `backing`'s relationship `r`, and
+    /// `backing` one of the inverse's.
+    func relate(_ r: ResolvedRelationship, _ backing: ObjectBacking, _ other: Int64) {
+        switch r.storage {
+        case .foreignKey(let slot):
+            if backing.state == .fault { context.fulfillFault(backing) }
+            let old = backing.values[slot]
+            if old == .integer(other) { return }
+            if case .integer(let previous) = old { unrelate(r, backing, previous) }
+            backing.setStoredValue(.integer(other), at: slot)
+            context.notifyObservers(ofSlot: slot, of: backing)
+            inverseGained(r, owner: other, member: backing.key)
+        case .inverseForeignKey:
+            let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
+            context.withObject(r.destination, other) { relate(inverse, $0, backing.key) }
+        case .joinTable(let table, let ownColumn, _):
+            if backing.toMany[r.index]?.contains(other) == true { return }
+            let link = LinkKey(table, ownColumn: ownColumn, own: backing.key, other: other)
+            recordLink(link, added: true)
+            gain(backing.entity, backing.key, r.index, member: other)
+            gain(r.destination, other, r.inverseIndex, member: backing.key)
+        }
+    }
+
+    /// Removes the object with key `other` from `backing`'s relationship `r`, and `backing` from
+    /// the inverse.
+    func unrelate(_ r: ResolvedRelationship, _ backing: ObjectBacking, _ other: Int64) {
+        switch r.storage {
+        case .foreignKey(let slot):
+            if backing.state == .fault { context.fulfillFault(backing) }
+            guard backing.values[slot] == .integer(other) else { return }
+            if !backing.isDeleted {
+                backing.setStoredValue(.null, at: slot)
+                context.notifyObservers(ofSlot: slot, of: backing)
+            }
+            inverseLost(r, owner: other, member: backing.key)
+        case .inverseForeignKey:
+            let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
+            context.withObject(r.destination, other) { b in
+                if b.state == .fault { context.fulfillFault(b) }
+                guard !b.isInaccessible else { return }
+                if b.values[inverse.storage.foreignKeySlot] == .integer(backing.key) { unrelate(inverse, b, backing.key) }
+            }
+        case .joinTable(let table, let ownColumn, _):
+            let link = LinkKey(table, ownColumn: ownColumn, own: backing.key, other: other)
+            recordLink(link, added: false)
+            lose(backing.entity, backing.key, r.index, member: other)
+            lose(r.destination, other, r.inverseIndex, member: backing.key)
+        }
+    }
+
+    /// The destination `owner` of to-one `r` now has `member` in its inverse.
+    private func inverseGained(_ r: ResolvedRelationship, owner: Int64, member: Int64) {
+        let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
+        switch inverse.storage {
+        case .foreignKey(let slot):
+            // One-to-one: the owner's previous partner loses it.
+            context.withObject(r.destination, owner) { o in
+                if o.state == .fault { context.fulfillFault(o) }
+                guard !o.isInaccessible, !o.isDeleted else { return }
+                let current = o.values[slot]
+                if current == .integer(member) { return }
+                if case .integer(let previous) = current {
+                    context.withObject(r.source, previous) { clearReference($0, at: r.storage.foreignKeySlot, to: owner) }
+                }
+                o.setStoredValue(.integer(member), at: slot)
+                context.notifyObservers(ofSlot: slot, of: o)
+            }
+        default:
+            gain(r.destination, owner, r.inverseIndex, member: member)
+        }
+    }
+
+    /// Sets foreign key `slot` of `object` to NULL if it still refers to `key` (and the object
+    /// is neither deleted nor gone).
+    func clearReference(_ object: ObjectBacking, at slot: Int, to key: Int64) {
+        if object.state == .fault { context.fulfillFault(object) }
+        if !object.isInaccessible, !object.isDeleted, object.values[slot] == .integer(key) {
+            object.setStoredValue(.null, at: slot)
+            context.notifyObservers(ofSlot: slot, of: object)
+        }
+    }
+
+    /// The destination `owner` of to-one `r` no longer has `member` in its inverse.
+    func inverseLost(_ r: ResolvedRelationship, owner: Int64, member: Int64) {
+        let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
+        switch inverse.storage {
+        case .foreignKey(let slot):
+            context.withObject(r.destination, owner) { clearReference($0, at: slot, to: member) }
+        default:
+            lose(r.destination, owner, r.inverseIndex, member: member)
+        }
+    }
+
+    /// A to-many relationship of an object gained a member: its loaded list follows.
+    private func gain(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64) {
+        noteRelationshipChange(entity, owner, j)
+        guard let o = context.registeredBacking(of: entity, key: owner), o.toMany[j] != nil, !o.toMany[j]!.contains(member) else { return }
+        o.toMany[j]!.append(member)
+        if entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
+    }
+
+    /// A to-many relationship of an object lost a member: its loaded list follows.
+    func lose(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64) {
+        noteRelationshipChange(entity, owner, j)
+        guard let o = context.registeredBacking(of: entity, key: owner), o.toMany[j]?.contains(member) == true else { return }
+        o.toMany[j]!.remove(member)
+        if entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
+    }
+
+    /// Saves an ordered relationship's loaded order in its owner's order slot.
+    func writeOrder(of backing: ObjectBacking, _ r: ResolvedRelationship) {
+        guard let list = backing.toMany[r.index], let slot = backing.entity.storedValueIndex(ofRelationship: r.index),
+              !backing.isDeleted, !backing.isInaccessible else { return }
+        let order = StoredValue.order(list.keys)
+        if backing.state == .fault { context.fulfillFault(backing) }
+        if backing.values[slot] != order { backing.setStoredValue(order, at: slot) }
+    }
+
+    private func recordLink(_ link: LinkKey, added: Bool) {
+        if let noted = context.pending.links[link], noted != added {
+            context.pending.links[link] = nil   // undoes an unsaved change
+        } else {
+            context.pending.links[link] = added
+        }
+        if let source = context.coordinator.schema.entity(named: link.table.sourceEntityName) { context.pending.noteChange(of: ObjectIdentifier(source)) }
+        if let target = context.coordinator.schema.entity(named: link.table.targetEntityName) { context.pending.noteChange(of: ObjectIdentifier(target)) }
+    }
+
+    /// Notes that to-many relationship `j` of an object gained or lost objects, for the save, the
+    /// next event and the relationship's observers.
+    func noteRelationshipChange(_ entity: EntityDescription, _ key: Int64, _ j: Int) {
+        context.pending.relationships.note(entity, key, j)
+        context.observation.relationshipChanges.note(entity, key, j)
+        context.scheduleEndOfEventIfNeeded()
+        context.notifyObservers(ofRelationship: j, of: entity, key: key)
+    }
+
+    /// Forgets every loaded to-many list: they are loaded again, from the store and this
+    /// context's unsaved changes, when next read.
+    func forgetLoadedRelationships() {
+        for entry in context.identityMap.entries { entry.backing.toMany = [:] }
+    }
+
+    /// After an object's stored values were replaced (refresh, merge, a newer row): the loaded
+    /// lists of the objects whose foreign keys it changed are loaded again when next read.
+    func forgetInverseLists(of backing: ObjectBacking, before: [StoredValue], dropAll: Bool = false) {
+        guard !backing.entity.relationships.isEmpty else { return }
+        for r in context.coordinator.schema.relationships(of: backing.entity) {
+            guard case .foreignKey(let slot) = r.storage else { continue }
+            let old: StoredValue? = before.indices.contains(slot) ? before[slot] : nil
+            let new: StoredValue? = backing.values.indices.contains(slot) ? backing.values[slot] : nil
+            guard dropAll || old != new else { continue }
+            for case let value? in [old, new] {
+                if case .integer(let key) = value, let o = context.registeredBacking(of: r.destination, key: key) {
+                    o.toMany[r.inverseIndex] = nil
+                }
+            }
+        }
+    }
+}
+
+/// One row of a join table, as an unsaved change.
+struct LinkKey: Hashable {
+    let table: JoinTable
+    let source: Int64
+    let target: Int64
+}
+
+extension LinkKey {
+    /// The row linking `own`, whose key the table keeps in `ownColumn`, with `other`.
+    init(_ table: JoinTable, ownColumn: String, own: Int64, other: Int64) {
+        let ownIsSource = ownColumn == JoinTable.sourceColumn
+        self.init(table: table, source: ownIsSource ? own : other, target: ownIsSource ? other : own)
+    }
+}
+
+/// To-many relationships whose members changed, by owner, for events and merges.
+struct RelationshipChangeLog {
+    var entries: [RowCacheKey: (entity: EntityDescription, key: Int64, relationships: Set<Int>)] = [:]
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    mutating func note(_ entity: EntityDescription, _ key: Int64, _ relationship: Int) {
+        let k = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
+        if entries[k] == nil { entries[k] = (entity, key, []) }
+        entries[k]!.relationships.insert(relationship)
+    }
+}
+
+extension RelationshipStorage {
+    /// The slot of a to-one's foreign key.
+    var foreignKeySlot: Int {
+        if case .foreignKey(let slot) = self { return slot }
+        fatalError("not a to-one relationship")
+    }
+}
