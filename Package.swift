@@ -36,6 +36,9 @@ let package = Package(
     products: [
         .library(name: "Loom", targets: ["Loom"]),
         .library(name: "LoomPostgreSQL", targets: ["LoomPostgreSQL"]),
+        // The store contract, for a store written outside Loom to run from its own tests
+        // (Tests/OutsideStore shows one).
+        .library(name: "LoomStoreTesting", targets: ["LoomStoreTesting"]),
         .executable(name: "loom", targets: ["loom"]),
     ],
     // `PostgreSQL`: the `loom` tool also opens PostgreSQL stores (`swift run --traits PostgreSQL
