@@ -36,7 +36,19 @@ let package = Package(
     products: [
         .library(name: "Loom", targets: ["Loom"]),
         .library(name: "LoomPostgreSQL", targets: ["LoomPostgreSQL"]),
+        // The store contract, for a store written outside Loom to run from its own tests
+        // (Tests/OutsideStore shows one).
+        .library(name: "LoomStoreTesting", targets: ["LoomStoreTesting"]),
         .executable(name: "loom", targets: ["loom"]),
+    ],
+    // `PostgreSQL`: the `loom` tool also opens PostgreSQL stores (`swift run --traits PostgreSQL
+    // loom …`). Off by default, so that `swift run loom demo` builds no postgres-nio and no TLS
+    // stack (swift-nio-ssl's BoringSSL, swift-crypto) for a SQLite demo. It changes only what the
+    // tool links: the `LoomPostgreSQL` library and the tests build either way. A trait is a
+    // compilation condition of every target here, so switching it rebuilds Loom's own modules
+    // (not its dependencies): `./scripts/test` builds everything with it, once.
+    traits: [
+        .trait(name: "PostgreSQL", description: "The loom tool opens PostgreSQL stores (postgres:// URLs) too."),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -108,7 +120,8 @@ let package = Package(
         .target(
             name: "LoomTools",
             dependencies: [
-                "Loom", "LoomCore", "LoomSQL", "LoomSQLite", "LoomPostgreSQL",
+                "Loom", "LoomCore", "LoomSQL", "LoomSQLite",
+                .target(name: "LoomPostgreSQL", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -116,7 +129,8 @@ let package = Package(
         .executableTarget(
             name: "loom",
             dependencies: [
-                "Loom", "LoomTools", "LoomPostgreSQL", "DebianPackages",
+                "Loom", "LoomTools", "DebianPackages",
+                .target(name: "LoomPostgreSQL", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),

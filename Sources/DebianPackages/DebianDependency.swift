@@ -8,11 +8,11 @@
 ///     print(dependency.alternatives.map(\.name))   // ["debconf", "debconf-2.0"]
 /// }
 /// ```
-public struct DebianDependency: Sendable, Hashable, CustomStringConvertible {
+package struct DebianDependency: Sendable, Hashable, CustomStringConvertible {
     /// The relationship field a dependency comes from.
     ///
     /// The raw value is the field name as dpkg writes it.
-    public enum Kind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    package enum Kind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
         /// `Pre-Depends`: must be installed and configured before this package is unpacked.
         case preDepends = "Pre-Depends"
         /// `Depends`: must be installed for this package to be configured.
@@ -33,23 +33,23 @@ public struct DebianDependency: Sendable, Hashable, CustomStringConvertible {
         case provides = "Provides"
 
         /// The field name as dpkg writes it (`"Pre-Depends"`).
-        public var fieldName: String { rawValue }
-        public var description: String { rawValue }
+        package var fieldName: String { rawValue }
+        package var description: String { rawValue }
     }
 
     /// The field this dependency was written in.
-    public var kind: Kind
+    package var kind: Kind
     /// The packages any one of which satisfies the dependency; never empty when parsed.
-    public var alternatives: [DebianPackageReference]
+    package var alternatives: [DebianPackageReference]
 
     /// Creates a dependency.
-    public init(_ kind: Kind, alternatives: [DebianPackageReference]) {
+    package init(_ kind: Kind, alternatives: [DebianPackageReference]) {
         self.kind = kind
         self.alternatives = alternatives
     }
 
     /// The entry as written in its field: `debconf (>= 0.5) | debconf-2.0`.
-    public var description: String {
+    package var description: String {
         alternatives.map(\.description).joined(separator: " | ")
     }
 }

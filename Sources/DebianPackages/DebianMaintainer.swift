@@ -7,14 +7,14 @@
 /// maintainer.name    // "Debian Adduser Developers"
 /// maintainer.email   // "adduser@packages.debian.org"
 /// ```
-public struct DebianMaintainer: Sendable, Hashable, CustomStringConvertible {
+package struct DebianMaintainer: Sendable, Hashable, CustomStringConvertible {
     /// The display name; the whole field when it has no `<address>` part.
-    public var name: String
+    package var name: String
     /// The e-mail address between `<` and `>`, if the field has one.
-    public var email: String?
+    package var email: String?
 
     /// Creates a maintainer from its parts.
-    public init(name: String, email: String? = nil) {
+    package init(name: String, email: String? = nil) {
         self.name = name
         self.email = email
     }
@@ -23,7 +23,7 @@ public struct DebianMaintainer: Sendable, Hashable, CustomStringConvertible {
     ///
     /// Never fails: a value without a well-formed `<address>` at its end is taken whole as the
     /// name, and ``email`` is `nil`.
-    public init(parsing text: String) {
+    package init(parsing text: String) {
         let trimmed = text.trimmingWhitespace()
         guard trimmed.hasSuffix(">"), let open = trimmed.lastIndex(of: "<") else {
             self.init(name: String(trimmed), email: nil)
@@ -37,7 +37,7 @@ public struct DebianMaintainer: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The field as dpkg writes it: `Name <address>`, or only the name.
-    public var description: String {
+    package var description: String {
         guard let email else { return name }
         return name.isEmpty ? "<\(email)>" : "\(name) <\(email)>"
     }

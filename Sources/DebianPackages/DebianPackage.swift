@@ -13,47 +13,47 @@
 /// ```
 ///
 /// Fields that Loom does not interpret (`Conffiles`, `Multi-Arch`, …) are not kept.
-public struct DebianPackage: Sendable, Hashable {
+package struct DebianPackage: Sendable, Hashable {
     /// The package name, from the `Package` field; never empty.
-    public var name: String
+    package var name: String
     /// The version, from `Version` (for example `"2.36.1-8+deb11u1"`).
-    public var version: String?
+    package var version: String?
     /// The architecture, from `Architecture` (`"amd64"`, `"all"`, …).
-    public var architecture: String?
+    package var architecture: String?
     /// dpkg's want, error flag and state, from `Status` (for example `"install ok installed"`).
-    public var status: String?
+    package var status: String?
     /// The priority, from `Priority` (`"required"`, `"important"`, `"optional"`, …).
-    public var priority: String?
+    package var priority: String?
     /// The archive section, from `Section` (`"admin"`, `"libs"`, …).
-    public var section: String?
+    package var section: String?
     /// The estimated disk space the installed package takes, in KiB, from `Installed-Size`.
-    public var installedSizeKiB: Int?
+    package var installedSizeKiB: Int?
     /// The person or team responsible for the package, from `Maintainer`.
-    public var maintainer: DebianMaintainer?
+    package var maintainer: DebianMaintainer?
     /// The name of the source package this binary package was built from, from `Source`.
     ///
     /// dpkg omits the field when the source package has the binary package's name; this
     /// property is `nil` then.
-    public var sourcePackage: String?
+    package var sourcePackage: String?
     /// The source package's version, when `Source` gives one because it differs from
     /// ``version`` (`Source: bash (5.2.15-2)`).
-    public var sourceVersion: String?
+    package var sourceVersion: String?
     /// The upstream project's web site, from `Homepage`.
-    public var homepage: String?
+    package var homepage: String?
     /// The one-line synopsis: the first line of `Description`.
-    public var summary: String?
+    package var summary: String?
     /// The extended description: the lines of `Description` after the first.
     ///
     /// The one leading space of each continuation line is removed and dpkg's `" ."` lines
     /// become empty lines, so paragraphs are separated by `"\n\n"`. Lines dpkg shows verbatim
     /// keep their extra indentation. Empty when the description is only a synopsis.
-    public var descriptionBody: String
+    package var descriptionBody: String
     /// The package's relationships, in field order (`Pre-Depends`, `Depends`, `Recommends`, …)
     /// and, within a field, in the order written.
-    public var dependencies: [DebianDependency]
+    package var dependencies: [DebianDependency]
 
     /// Creates a package from already-interpreted values.
-    public init(
+    package init(
         name: String,
         version: String? = nil,
         architecture: String? = nil,
@@ -89,7 +89,7 @@ public struct DebianPackage: Sendable, Hashable {
     ///
     /// Packages that were removed but kept their configuration files (`config-files`), or
     /// whose installation failed half-way, are in the database too.
-    public var isInstalled: Bool {
+    package var isInstalled: Bool {
         status?.hasSuffix(" installed") ?? false
     }
 
@@ -100,7 +100,7 @@ public struct DebianPackage: Sendable, Hashable {
     ///     print(dependency)   // "libc6 (>= 2.34)", "debconf | debconf-2.0"
     /// }
     /// ```
-    public func dependencies(_ kind: DebianDependency.Kind) -> [DebianDependency] {
+    package func dependencies(_ kind: DebianDependency.Kind) -> [DebianDependency] {
         dependencies.filter { $0.kind == kind }
     }
 }

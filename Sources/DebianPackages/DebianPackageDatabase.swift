@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// Reads the package database dpkg keeps at `/var/lib/dpkg/status`, or a file of the same
 /// format.
@@ -22,13 +22,13 @@ public import Foundation
 /// let (packages, source) = try DebianPackageDatabase.loadSystemOrSample()
 /// print("\(packages.count) packages from \(source)")
 /// ```
-public enum DebianPackageDatabase {
+package enum DebianPackageDatabase {
     /// Where dpkg keeps its database on Debian and derived systems.
-    public static let systemPath = "/var/lib/dpkg/status"
+    package static let systemPath = "/var/lib/dpkg/status"
 
     /// The source name of the sample database bundled with this library, as returned by
     /// ``loadSystemOrSample()`` and used in errors about the sample.
-    public static let bundledSampleName = "status-sample"
+    package static let bundledSampleName = "status-sample"
 
     /// Parses the text of a status database into packages, in file order.
     ///
@@ -44,7 +44,7 @@ public enum DebianPackageDatabase {
     /// - Throws: ``DebianPackageDatabaseError`` with code `malformedField`,
     ///   `missingPackageName` or `malformedDependency`, and the line at fault.
     /// - Complexity: O(*n*) in the length of `text`: one pass over its UTF-8 bytes.
-    public static func parse(_ text: String, source: String) throws -> [DebianPackage] {
+    package static func parse(_ text: String, source: String) throws -> [DebianPackage] {
         var packages: [DebianPackage] = []
         try ControlFileScanner.forEachStanza(in: text, source: source) { stanza in
             packages.append(try DebianPackage(stanza: stanza, source: source))
@@ -59,7 +59,7 @@ public enum DebianPackageDatabase {
     ///   - source: A name for `data` used in error messages, such as a file name.
     /// - Throws: ``DebianPackageDatabaseError`` with code `invalidUTF8` and the first line
     ///   that is not valid UTF-8, or the errors parsing text throws.
-    public static func parse(_ data: Data, source: String) throws -> [DebianPackage] {
+    package static func parse(_ data: Data, source: String) throws -> [DebianPackage] {
         guard let text = String(validating: data, as: UTF8.self) else {
             throw DebianPackageDatabaseError(
                 .invalidUTF8, source: source, line: firstLineNotValidUTF8(in: data),
@@ -80,7 +80,7 @@ public enum DebianPackageDatabase {
     /// - Throws: ``DebianPackageDatabaseError`` with code `unreadable` (and the file system's
     ///   error as `underlying`) when the file cannot be read, or the errors parsing data
     ///   throws.
-    public static func load(contentsOf url: URL) throws -> [DebianPackage] {
+    package static func load(contentsOf url: URL) throws -> [DebianPackage] {
         let source = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
         let data: Data
         do {
@@ -100,7 +100,7 @@ public enum DebianPackageDatabase {
     ///
     /// - Throws: ``DebianPackageDatabaseError`` with code `unreadable` if the resource bundle
     ///   lacks the sample, which means the package is built without its resources.
-    public static func bundledSample() throws -> [DebianPackage] {
+    package static func bundledSample() throws -> [DebianPackage] {
         guard let url = Bundle.module.url(forResource: bundledSampleName, withExtension: nil) else {
             throw DebianPackageDatabaseError(
                 .unreadable, source: bundledSampleName, line: nil,
@@ -131,7 +131,7 @@ public enum DebianPackageDatabase {
     ///   read.
     /// - Throws: ``DebianPackageDatabaseError`` from ``load(contentsOf:)`` or
     ///   ``bundledSample()``.
-    public static func loadSystemOrSample() throws -> (packages: [DebianPackage], source: String) {
+    package static func loadSystemOrSample() throws -> (packages: [DebianPackage], source: String) {
         do {
             return (try load(contentsOf: URL(filePath: systemPath)), systemPath)
         } catch DebianPackageDatabaseError.Code.unreadable {

@@ -8,23 +8,23 @@
 ///     name: "python3", architecture: "any",
 ///     versionConstraint: DebianVersionConstraint(.laterOrEqual, "3.11"))
 /// ```
-public struct DebianPackageReference: Sendable, Hashable, CustomStringConvertible {
+package struct DebianPackageReference: Sendable, Hashable, CustomStringConvertible {
     /// The package name (which may be a virtual package, such as `mail-transport-agent`).
-    public var name: String
+    package var name: String
     /// The architecture qualifier after a colon (`any`, `native`, `amd64`…), if any.
-    public var architecture: String?
+    package var architecture: String?
     /// The version restriction in parentheses, if any.
-    public var versionConstraint: DebianVersionConstraint?
+    package var versionConstraint: DebianVersionConstraint?
 
     /// Creates a reference.
-    public init(name: String, architecture: String? = nil, versionConstraint: DebianVersionConstraint? = nil) {
+    package init(name: String, architecture: String? = nil, versionConstraint: DebianVersionConstraint? = nil) {
         self.name = name
         self.architecture = architecture
         self.versionConstraint = versionConstraint
     }
 
     /// The reference as written in a control file: `python3:any (>= 3.11)`.
-    public var description: String {
+    package var description: String {
         var text = name
         if let architecture { text += ":\(architecture)" }
         if let versionConstraint { text += " (\(versionConstraint))" }

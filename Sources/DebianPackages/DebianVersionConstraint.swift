@@ -2,9 +2,9 @@
 ///
 /// Versions are kept as written; comparing them needs dpkg's ordering rules (epochs, `~`…),
 /// which this library does not implement.
-public struct DebianVersionConstraint: Sendable, Hashable, CustomStringConvertible {
+package struct DebianVersionConstraint: Sendable, Hashable, CustomStringConvertible {
     /// How a package's version must compare with ``version``.
-    public enum Relation: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    package enum Relation: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
         /// `<<`: strictly earlier.
         case strictlyEarlier = "<<"
         /// `<=`: earlier or equal. dpkg's obsolete `<` is read as this too.
@@ -17,20 +17,20 @@ public struct DebianVersionConstraint: Sendable, Hashable, CustomStringConvertib
         case strictlyLater = ">>"
 
         /// The operator as written in a control file (`">="`).
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
     /// How the version must compare.
-    public var relation: Relation
+    package var relation: Relation
     /// The version compared with, as written (for example `"2.34"` or `"1:2.0~rc1-1"`).
-    public var version: String
+    package var version: String
 
     /// Creates a constraint.
-    public init(_ relation: Relation, _ version: String) {
+    package init(_ relation: Relation, _ version: String) {
         self.relation = relation
         self.version = version
     }
 
     /// The constraint as written in a control file, without parentheses: `">= 2.34"`.
-    public var description: String { "\(relation.rawValue) \(version)" }
+    package var description: String { "\(relation.rawValue) \(version)" }
 }

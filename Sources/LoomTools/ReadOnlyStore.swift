@@ -1,7 +1,6 @@
 public import Foundation
 @_spi(LoomStore) public import LoomCore
 @_spi(LoomStore) import LoomSQLite
-@_spi(LoomStore) import LoomPostgreSQL
 import LoomSQL
 import GRDB
 
@@ -39,11 +38,10 @@ public final class ReadOnlyStore {
     ///   file is not a Loom store (``LoomError/Code/notADatabase``,
     ///   ``LoomError/Code/notALoomStore``), or it cannot be read.
     public init(location: String) throws(LoomError) {
-        if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
-            let configuration = try PostgreSQLStore.Configuration(url: location)
-            let state = try PostgreSQLStore.savedState(configuration: configuration)
+        if PostgreSQLLocation.isURL(location) {
+            let state = try PostgreSQLLocation.savedState(location)
             schema = try Schema(record: state.record)
-            let store = try PostgreSQLStore(configuration: configuration, schema: schema)
+            let store = try PostgreSQLLocation.open(location, schema: schema)
             storeIdentifier = store.identifier
             source = .store(store)
             return

@@ -3,7 +3,10 @@ import DebianPackages
 import Foundation
 import Loom
 @_spi(LoomTesting) import LoomCore
+#if PostgreSQL
 import LoomPostgreSQL
+#endif
+import LoomTools
 
 /// `loom demo`: imports this machine's Debian package database into a Loom store as an object
 /// graph (packages, their maintainers, and dependencies linking packages to the packages they
@@ -17,7 +20,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Where to create the store (a file path). Default: a new temporary folder.")
     var store: String?
 
-    @Option(help: "Run on PostgreSQL instead: a URL such as postgres://user@localhost:5432/db?schema=loom_demo (a Unix socket folder: ?host=/run/postgresql).")
+    @Option(help: "Run on PostgreSQL instead: a URL such as postgres://user@localhost:5432/db?schema=loom_demo (a Unix socket folder: ?host=/run/postgresql). Needs the tool built with the PostgreSQL trait: swift run --traits PostgreSQL loom demo --postgres URL.")
     var postgres: String?
 
     @Option(help: "A dpkg status file to import instead of /var/lib/dpkg/status.")
@@ -166,15 +169,20 @@ struct DemoCommand: AsyncParsableCommand {
         print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL)")
     }
 
-    /// Where the demo's store is: a SQLite file, or a schema of a PostgreSQL database.
+    /// Where the demo's store is: a SQLite file, or a schema of a PostgreSQL database (with the
+    /// `PostgreSQL` trait only, like every PostgreSQL case below).
     enum Location: CustomStringConvertible {
         case file(URL)
+        #if PostgreSQL
         case postgres(PostgreSQLStore.Configuration, url: String)
+        #endif
 
         var description: String {
             switch self {
             case .file(let url): url.path
+            #if PostgreSQL
             case .postgres(let configuration, let url): "\(url) (PostgreSQL schema \(configuration.schemaName))"
+            #endif
             }
         }
     }
@@ -187,10 +195,12 @@ struct DemoCommand: AsyncParsableCommand {
             let opening = PersistentContainer.opening(name: "LoomDemo", for: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self, location: .file(url))
             for await step in opening.progress { print("  migrating: \(step)") }
             return try await opening.container
+        #if PostgreSQL
         case .postgres(let configuration, _):
             return try await PersistentContainer(
                 for: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self, postgres: configuration,
                 progress: { step in print("  migrating: \(step)") })
+        #endif
         }
     }
 
@@ -204,20 +214,26 @@ struct DemoCommand: AsyncParsableCommand {
             let folder = FileManager.default.temporaryDirectory.appending(path: "loom-demo-v1-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             old = .file(folder.appending(path: "packages-v1.loom"))
+        #if PostgreSQL
         case .postgres(var configuration, let url):
             configuration.schemaName += "_v1"
             try PostgreSQLStore.destroy(configuration: configuration)
             old = .postgres(configuration, url: url)
+        #endif
         }
         defer {
             switch old {
             case .file(let url): try? FileManager.default.removeItem(at: url.deletingLastPathComponent())
+            #if PostgreSQL
             case .postgres(let configuration, _): try? PostgreSQLStore.destroy(configuration: configuration)
+            #endif
             }
         }
         let previous = switch old {
         case .file(let url): try await PersistentContainer(name: "LoomDemo", for: DemoSchemaV1.self, location: .file(url))
+        #if PostgreSQL
         case .postgres(let configuration, _): try await PersistentContainer(for: DemoSchemaV1.self, postgres: configuration)
+        #endif
         }
         try await previous.save { context in
             for package in packages {
@@ -234,8 +250,10 @@ struct DemoCommand: AsyncParsableCommand {
         print("\nA store of the previous demo model (\(DemoSchemaV1.versionIdentifier), \(packages.count) packages) opened with the current one:")
         let forecast = switch old {
         case .file(let url): try PersistentContainer.requiredMigrationStages(forStoreAt: url, version: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self)
+        #if PostgreSQL
         case .postgres(let configuration, _):
             try PersistentContainer.requiredMigrationStages(postgres: configuration, version: DemoSchemaV2.self, migrationPlan: DemoMigrationPlan.self)
+        #endif
         }
         print("  forecast: \(forecast)")
         let started = ContinuousClock.now
@@ -251,9 +269,13 @@ struct DemoCommand: AsyncParsableCommand {
 
     private func location() throws -> Location {
         if let postgres {
+            #if PostgreSQL
             var configuration = try PostgreSQLStore.Configuration(url: postgres)
             if !postgres.contains("schema=") { configuration.schemaName = "loom_demo" }
             return .postgres(configuration, url: postgres)
+            #else
+            throw PostgreSQLLocation.unavailable(postgres)
+            #endif
         }
         return .file(try storeLocation())
     }

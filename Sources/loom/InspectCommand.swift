@@ -4,7 +4,6 @@ import Loom
 @_spi(LoomStore) import LoomCore   // the saved state, without a model
 import LoomTools
 @_spi(LoomStore) import LoomSQLite   // the saved version and migration step
-@_spi(LoomStore) import LoomPostgreSQL
 
 /// `loom inspect PATH`: prints the schema saved in a store and how many objects each entity has,
 /// without the model it was made with.
@@ -53,8 +52,8 @@ struct InspectCommand: ParsableCommand {
     func run() throws {
         // Read-only: the saved schema and state, then counts through one read-only connection.
         let state: (record: SchemaRecord, metadata: [String: String])
-        if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
-            state = try PostgreSQLStore.savedState(configuration: try PostgreSQLStore.Configuration(url: path))
+        if PostgreSQLLocation.isURL(path) {
+            state = try PostgreSQLLocation.savedState(path)
         } else {
             let saved = try SQLiteStore.savedState(at: URL(filePath: path))
             state = (saved.record, saved.metadata)

@@ -14,6 +14,15 @@ enum LoomExecutable {
         var standardError: String
     }
 
+    /// Whether the tool opens PostgreSQL stores: it was built with the package's `PostgreSQL`
+    /// trait, as these tests were (a trait is a compilation condition of every target of the
+    /// package, so the tests and the tool beside them agree).
+    #if PostgreSQL
+    static let opensPostgreSQL = true
+    #else
+    static let opensPostgreSQL = false
+    #endif
+
     /// The executable beside the running test bundle.
     static var url: URL {
         URL(filePath: CommandLine.arguments[0]).deletingLastPathComponent().appending(path: "loom")

@@ -77,8 +77,9 @@ import Testing
     }
 }
 
-/// The reading verbs on a PostgreSQL store, given as a URL (when a test server is there).
-@Suite(.enabled(if: PostgresServer.isEnabled)) struct PostgreSQLCommandTests {
+/// The reading verbs on a PostgreSQL store, given as a URL (when a test server is there and the
+/// tool was built with the `PostgreSQL` trait, as `./scripts/test` builds it).
+@Suite(.enabled(if: PostgresServer.isEnabled && LoomExecutable.opensPostgreSQL)) struct PostgreSQLCommandTests {
     @Test func inspectQueryAndHistoryReadAPostgreSQLStore() async throws {
         let configuration = try PostgresServer.configuration()
         let container = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema([Book.self])))

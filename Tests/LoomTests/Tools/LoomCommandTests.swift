@@ -85,13 +85,29 @@ import Testing
     }
 
     /// A PostgreSQL store no server answers for: nothing listens on port 1.
-    @Test(arguments: ["inspect", "history", "query"])
+    @Test(.enabled(if: LoomExecutable.opensPostgreSQL, "the tool was built without the PostgreSQL trait"), arguments: ["inspect", "history", "query"])
     func aPostgreSQLServerThatIsNotThereIsAnErrorByItsMessageAndExitsTwo(_ verb: String) throws {
         let url = "postgres://app@127.0.0.1:1/db?schema=library"
         let output = try LoomExecutable.run(verb == "query" ? [verb, url, "Book"] : [verb, url])
         #expect(output.status == 2)
         #expect(output.standardError.hasPrefix("Error: The PostgreSQL store at 127.0.0.1:1/db, schema library could not be opened"), "\(output.standardError)")
         #expect(!output.standardError.contains("LoomError"))
+        #expect(output.standardOutput.isEmpty)
+    }
+
+    /// The tool's default build links no PostgreSQL driver (`swift run loom demo` builds no TLS
+    /// stack): a PostgreSQL URL is refused, saying how to get a tool that opens it.
+    @Test(.disabled(if: LoomExecutable.opensPostgreSQL, "the tool was built with the PostgreSQL trait"), arguments: ["inspect", "history", "query", "demo"])
+    func withoutThePostgreSQLTraitAPostgreSQLURLIsRefusedSayingHowToBuildIt(_ verb: String) throws {
+        let url = "postgres://app@127.0.0.1:1/db?schema=library"
+        let arguments = switch verb {
+        case "query": [verb, url, "Book"]
+        case "demo": [verb, "--postgres", url]
+        default: [verb, url]
+        }
+        let output = try LoomExecutable.run(arguments)
+        #expect(output.status == 2)
+        #expect(output.standardError == "Error: \(url) is a PostgreSQL URL, and this loom was built without PostgreSQL support: build or run it with the PostgreSQL trait (swift run --traits PostgreSQL loom …).\n")
         #expect(output.standardOutput.isEmpty)
     }
 
