@@ -156,35 +156,36 @@ extension PostgreSQLStore {
         if isClosed { throw closedError() }
         if token.storeIdentifier != identifier { throw HistoryErrors.foreign(token, store: identifier) }
         while true {
-            writeGate.lock()
-            defer { writeGate.unlock() }
-            var more = false
-            try begin()
-            do throws(LoomError) {
-                let oldestRows: PostgresQueryResult
-                do {
-                    try Self.checkPosition(token, on: writer, forDeletion: true)
-                    oldestRows = try writer.query("SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
+            let more = try writeScope.exclusively { () throws(LoomError) -> Bool in
+                var more = false
+                try begin()
+                do throws(LoomError) {
+                    let oldestRows: PostgresQueryResult
+                    do {
+                        try Self.checkPosition(token, on: writer, forDeletion: true)
+                        oldestRows = try writer.query("SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL")
+                    } catch {
+                        throw translate(error, entity: nil)
+                    }
+                    if let cell = oldestRows.first?.first(where: { _ in true }), cell.bytes != nil, PostgreSQLValues.int64(cell) <= token.transactionNumber {
+                        let upTo = min(token.transactionNumber, PostgreSQLValues.int64(cell) + Int64(Self.historyDeleteChunk) - 1)
+                        var bindings = PostgresBindings()
+                        bindings.append(upTo)
+                        // The newest row stays, emptied, so that its number is never given again.
+                        try onWriter("DELETE FROM loom_history WHERE number <= $1 AND number < (SELECT MAX(number) FROM loom_history)", bindings)
+                        try onWriter("UPDATE loom_history SET changes = NULL WHERE number <= $1", bindings)
+                        var metadata = PostgresBindings()
+                        metadata.append(Self.historyDeletedKey)
+                        metadata.append(String(upTo))
+                        try onWriter("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", metadata)
+                        more = upTo < token.transactionNumber
+                    }
+                    try commit()
                 } catch {
-                    throw translate(error, entity: nil)
+                    _ = try? writer.query("ROLLBACK")
+                    throw error
                 }
-                if let cell = oldestRows.first?.first(where: { _ in true }), cell.bytes != nil, PostgreSQLValues.int64(cell) <= token.transactionNumber {
-                    let upTo = min(token.transactionNumber, PostgreSQLValues.int64(cell) + Int64(Self.historyDeleteChunk) - 1)
-                    var bindings = PostgresBindings()
-                    bindings.append(upTo)
-                    // The newest row stays, emptied, so that its number is never given again.
-                    try onWriter("DELETE FROM loom_history WHERE number <= $1 AND number < (SELECT MAX(number) FROM loom_history)", bindings)
-                    try onWriter("UPDATE loom_history SET changes = NULL WHERE number <= $1", bindings)
-                    var metadata = PostgresBindings()
-                    metadata.append(Self.historyDeletedKey)
-                    metadata.append(String(upTo))
-                    try onWriter("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", metadata)
-                    more = upTo < token.transactionNumber
-                }
-                try commit()
-            } catch {
-                _ = try? writer.query("ROLLBACK")
-                throw error
+                return more
             }
             if !more { return }
         }

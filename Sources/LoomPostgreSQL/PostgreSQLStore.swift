@@ -134,17 +134,18 @@ public final class PostgreSQLStore: PersistentStore {
     public let schema: Schema
     public let configuration: Configuration
     let sql: SQLGenerator
-    /// The connection every write runs on, guarded by `writeGate`; `begin()` replaces it when
+    /// The connection every write runs on, guarded by ``writeScope``; `begin()` replaces it when
     /// it was lost.
     var writer: PGConnection { writerSlot.withLock { $0 } }
     private let writerSlot: Mutex<PGConnection>
     let readers: PGConnectionPool
-    /// Held by every use of the writer (a change set, a write transaction, closing).
-    let writeGate = NSRecursiveLock()
-    /// The thread that holds the open write transaction (0: none): its reads use the writer.
-    let transactionOwner = Atomic<UInt>(0)
-    private let commitSequence = Atomic<UInt64>(0)
-    private let closedFlag = Atomic<Bool>(false)
+    /// Held by every use of the writer (a change set, a write transaction, closing); the thread
+    /// holding it reads on the writer, so that it sees its transaction.
+    @_spi(LoomStore) public let writeScope: WriteScope
+    /// The receipt of the migration this instance made to the model when it opened the store:
+    /// its first commit. `nil` when it migrated nothing (a new store, one already on the model,
+    /// or one another server migrated while this one waited).
+    @_spi(LoomStore) public let migrationReceipt: CommitReceipt?
     /// What this instance's history rows carry in `origin`: its listener skips them.
     let origin = Int64.random(in: 1...Int64.max)
     /// The advisory lock every write takes: one per store (schema) in the database.
@@ -178,6 +179,9 @@ public final class PostgreSQLStore: PersistentStore {
         configuration.sqlLog = .some(configuration.sqlLog ?? LoomLogging.sqlLog(store: configuration.description))
         self.configuration = configuration
         self.schema = schema
+        let location = configuration.description
+        let scope = WriteScope { PostgreSQLStore.closedError(location: location) }
+        self.writeScope = scope
         self.sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
         self.writeLockKey = Self.writeLockKey(configuration)
         let writer: PGConnection
@@ -188,7 +192,12 @@ public final class PostgreSQLStore: PersistentStore {
         }
         writerSlot = Mutex(writer)
         do {
-            identifier = try Self.bootstrap(writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
+            let sql = self.sql
+            let opened = try scope.opening { () throws(LoomError) in
+                try Self.bootstrap(writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
+            }
+            identifier = opened.value
+            migrationReceipt = opened.migration
         } catch {
             writer.close()
             throw error
@@ -243,11 +252,12 @@ public final class PostgreSQLStore: PersistentStore {
     ]
 
     /// Creates Loom's tables in an empty schema, or checks an existing store against the model,
-    /// under an advisory lock so that servers starting together do it once. Returns the store's UUID.
+    /// under an advisory lock so that servers starting together do it once. Returns the store's
+    /// UUID and whether it was migrated.
     private static func bootstrap(
         _ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?],
         progress: TableMigrationProgress?
-    ) throws(LoomError) -> UUID {
+    ) throws(LoomError) -> (value: UUID, migrated: Bool) {
         let name = configuration.schemaName
         do {
             try connection.query("BEGIN")
@@ -269,8 +279,11 @@ public final class PostgreSQLStore: PersistentStore {
                 let tables = try connection.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1", tablesBindings)
                     .map { try $0.decode(String.self) }
                 let id: UUID
+                var migrated = false
                 if tables.contains("loom_metadata") {
-                    id = try checkExisting(connection, schema: schema, sql: sql, configuration: configuration, progress: progress)
+                    let existing = try checkExisting(connection, schema: schema, sql: sql, configuration: configuration, progress: progress)
+                    id = existing.id
+                    migrated = existing.migrated
                 } else if !tables.isEmpty {
                     throw LoomError(.notALoomStore, "The PostgreSQL schema \(name) at \(configuration.description) holds tables Loom did not create (\(tables.sorted().prefix(5).joined(separator: ", "))) and no loom_metadata; Loom does not open foreign schemas. Choose another schemaName.")
                 } else {
@@ -287,7 +300,7 @@ public final class PostgreSQLStore: PersistentStore {
                 }
                 for (key, value) in metadata.sorted(by: { $0.key < $1.key }) { try setMetadata(value, forKey: key, on: connection) }
                 try connection.query("COMMIT")
-                return id
+                return (id, migrated)
             } catch {
                 _ = try? connection.query("ROLLBACK")
                 throw error
@@ -298,10 +311,10 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     /// Checks an existing store against the model, migrating it when it was saved with an
-    /// earlier one, and returns its UUID.
+    /// earlier one; returns its UUID and whether it was migrated.
     private static func checkExisting(
         _ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration, progress: TableMigrationProgress?
-    ) throws -> UUID {
+    ) throws -> (id: UUID, migrated: Bool) {
         var metadata: [String: String] = [:]
         for row in try connection.query("SELECT key, value FROM loom_metadata") {
             let (key, value) = try row.decode((String, String).self)
@@ -311,29 +324,28 @@ public final class PostgreSQLStore: PersistentStore {
               let saved = try? JSONDecoder().decode(SchemaRecord.self, from: Data(recordText.utf8)) else {
             throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) has a loom_metadata table but no readable store identifier or schema.")
         }
-        if metadata["versionHash"] == schema.versionHash { return id }
+        if metadata["versionHash"] == schema.versionHash { return (id, false) }
         try migrate(connection, from: saved, to: schema, sql: sql, configuration: configuration, progress: progress)
-        return id
+        return (id, true)
     }
 
     // MARK: Reads
 
     /// Whether ``close()`` was called.
-    var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+    var isClosed: Bool { writeScope.isClosed }
 
-    func closedError() -> LoomError {
-        LoomError(.closed, "The PostgreSQL store at \(configuration.description) was closed; open it again to read or save.")
+    func closedError() -> LoomError { writeScope.closed() }
+
+    static func closedError(location: String) -> LoomError {
+        LoomError(.closed, "The PostgreSQL store at \(location) was closed; open it again to read or save.")
     }
-
-    /// Whether the calling thread holds the open write transaction.
-    var inTransaction: Bool { transactionOwner.load(ordering: .relaxed) == ThreadID.current }
 
     /// Runs `body` on the connection the calling thread reads from: the writer inside a write
     /// transaction (its reads see its writes), else a connection of the pool.
     func withReadConnection<T>(_ body: (PGConnection) throws -> T) throws(LoomError) -> T {
         if isClosed { throw closedError() }
         do {
-            if inTransaction { return try body(writer) }
+            if writeScope.isHeldByCurrentThread { return try body(writer) }
             return try readers.withConnection(body)
         } catch let error as LoomError {
             throw error
@@ -374,14 +386,6 @@ public final class PostgreSQLStore: PersistentStore {
 
     // MARK: Writes
 
-    @_spi(LoomStore) public var lastCommitSequence: UInt64 { commitSequence.load(ordering: .relaxed) }
-
-    private func nextReceipt() -> CommitReceipt {
-        let sequence = commitSequence.load(ordering: .relaxed) + 1
-        commitSequence.store(sequence, ordering: .relaxed)
-        return CommitReceipt(sequence: sequence)
-    }
-
     /// Runs a statement on the writer, errors translated.
     func onWriter(_ sql: String, _ bindings: PostgresBindings = PostgresBindings()) throws(LoomError) {
         do {
@@ -414,7 +418,7 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
-    /// A new writer in place of a lost one (the write gate held).
+    /// A new writer in place of a lost one (the write scope held).
     private func reopenWriter() throws(LoomError) {
         var opened: PGConnection
         do {
@@ -444,21 +448,23 @@ public final class PostgreSQLStore: PersistentStore {
 
     @discardableResult
     @_spi(LoomStore) public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
-        if isClosed { throw closedError() }
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        if inTransaction {
-            // Inside the caller's transaction: atomic on its own, committed with it.
-            try applyUnderSavepoint(changes)
-            return CommitReceipt(sequence: commitSequence.load(ordering: .relaxed) + 1)
+        try writeScope.write { () throws(LoomError) -> CommitReceipt in
+            if writeScope.isHeldByCurrentThread {
+                // Inside the caller's transaction: atomic on its own, committed with it.
+                try applyUnderSavepoint(changes)
+                return writeScope.receiptOfOpenTransaction
+            }
+            return try writeScope.asOwner { () throws(LoomError) -> CommitReceipt in try applyAlone(changes) }
         }
-        transactionOwner.store(ThreadID.current, ordering: .relaxed)
-        defer { transactionOwner.store(0, ordering: .relaxed) }
+    }
+
+    /// Begins a transaction, applies `changes` and commits.
+    private func applyAlone(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
         try begin()
         do {
             try applyStatements(changes)
             try commit()
-            return nextReceipt()
+            return writeScope.commit()
         } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
             _ = try? writer.query("ROLLBACK")
         } catch {
@@ -471,7 +477,7 @@ public final class PostgreSQLStore: PersistentStore {
         do {
             try applyUnderSavepoint(changes)
             try commit()
-            return nextReceipt()
+            return writeScope.commit()
         } catch {
             _ = try? writer.query("ROLLBACK")
             throw error
@@ -499,28 +505,14 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
-        if isClosed { throw closedError() }
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        try begin()
-        transactionOwner.store(ThreadID.current, ordering: .relaxed)
-        let value: T
-        do {
-            value = try body()
-        } catch {
-            transactionOwner.store(0, ordering: .relaxed)
-            _ = try? writer.query("ROLLBACK")
-            throw error
-        }
-        transactionOwner.store(0, ordering: .relaxed)
-        do {
-            try finishHistory()
-            try commit()
-        } catch {
-            _ = try? writer.query("ROLLBACK")
-            throw error
-        }
-        return (value, nextReceipt())
+        try writeScope.transaction(
+            begin: begin,
+            body,
+            commit: {
+                try finishHistory()
+                try commit()
+            },
+            rollBack: { _ = try? writer.query("ROLLBACK") })
     }
 
     /// Reserves `count` keys with one statement on a connection of its own (outside any write
@@ -603,12 +595,11 @@ public final class PostgreSQLStore: PersistentStore {
             listener?.stop()
             listener = nil
         }
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for snapshot in snapshots.withLock({ $0 }) { snapshot.close() }
-        readers.close()
-        writer.close()
+        writeScope.close {
+            for snapshot in snapshots.withLock({ $0 }) { snapshot.close() }
+            readers.close()
+            writer.close()
+        }
     }
 }
 

@@ -294,7 +294,7 @@ final class OwnCommits: Sendable {
     }
 
     // A sequence lock, with atomics only (which ThreadSanitizer follows): `version` is odd while
-    // the one writer (the store's, `writeGate` held) changes the fields, and moves by 2 with
+    // the one writer (the store's, its write scope held) changes the fields, and moves by 2 with
     // every commit; a reader that finds it odd or moved while it read gets `nil`, as if nothing
     // were known yet, and reads the history. A lock would add its round trip to every save.
     private let version = Atomic<UInt64>(0)

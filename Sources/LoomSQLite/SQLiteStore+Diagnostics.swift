@@ -1,5 +1,6 @@
 public import Foundation
 import GRDB
+@_spi(LoomStore) import LoomCore
 
 extension SQLiteStore {
     /// Reads a SQLite pragma (`synchronous`, `journal_mode`, `page_size`…) on the writer
@@ -7,15 +8,15 @@ extension SQLiteStore {
     /// `String`, `Data` or `nil`. For diagnostics and tests.
     public func unsafePragma(_ name: String) throws -> (any Sendable)? {
         guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else { return nil }
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        return try pool.writeWithoutTransaction { db -> (any Sendable)? in
-            switch try DatabaseValue.fetchOne(db, sql: "PRAGMA \(name)")?.storage ?? .null {
-            case .null: return nil
-            case .int64(let v): return Int(v)
-            case .double(let v): return v
-            case .string(let v): return v
-            case .blob(let v): return v
+        return try writeScope.exclusively { () throws -> (any Sendable)? in
+            try pool.writeWithoutTransaction { db -> (any Sendable)? in
+                switch try DatabaseValue.fetchOne(db, sql: "PRAGMA \(name)")?.storage ?? .null {
+                case .null: return nil
+                case .int64(let v): return Int(v)
+                case .double(let v): return v
+                case .string(let v): return v
+                case .blob(let v): return v
+                }
             }
         }
     }

@@ -113,32 +113,31 @@ extension SQLiteStore {
         if isClosed { throw closedError() }
         if token.storeIdentifier != identifier { throw HistoryErrors.foreign(token, store: identifier) }
         while true {
-            writeGate.lock()
-            defer { writeGate.unlock() }
-            let more: Bool
-            do {
-                more = try pool.writeWithoutTransaction { db -> Bool in
-                    var more = false
-                    try db.inTransaction(.immediate) {
-                        try Self.checkPosition(token, in: db, forDeletion: true)
-                        guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL"),
-                              oldest <= token.transactionNumber else {
+            let more = try writeScope.exclusively { () throws(LoomError) -> Bool in
+                do {
+                    return try pool.writeWithoutTransaction { db -> Bool in
+                        var more = false
+                        try db.inTransaction(.immediate) {
+                            try Self.checkPosition(token, in: db, forDeletion: true)
+                            guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(number) FROM loom_history WHERE changes IS NOT NULL"),
+                                  oldest <= token.transactionNumber else {
+                                return .commit
+                            }
+                            let upTo = min(token.transactionNumber, oldest + Int64(Self.historyDeleteChunk) - 1)
+                            // The newest row stays, emptied, so that its number is never given again.
+                            try db.execute(sql: "DELETE FROM loom_history WHERE number <= ? AND number < (SELECT MAX(number) FROM loom_history)", arguments: [upTo])
+                            try db.execute(sql: "UPDATE loom_history SET changes = NULL WHERE number <= ?", arguments: [upTo])
+                            try db.execute(sql: "INSERT OR REPLACE INTO loom_metadata (key, value) VALUES (?, ?)", arguments: [Self.historyDeletedKey, String(upTo)])
+                            more = upTo < token.transactionNumber
                             return .commit
                         }
-                        let upTo = min(token.transactionNumber, oldest + Int64(Self.historyDeleteChunk) - 1)
-                        // The newest row stays, emptied, so that its number is never given again.
-                        try db.execute(sql: "DELETE FROM loom_history WHERE number <= ? AND number < (SELECT MAX(number) FROM loom_history)", arguments: [upTo])
-                        try db.execute(sql: "UPDATE loom_history SET changes = NULL WHERE number <= ?", arguments: [upTo])
-                        try db.execute(sql: "INSERT OR REPLACE INTO loom_metadata (key, value) VALUES (?, ?)", arguments: [Self.historyDeletedKey, String(upTo)])
-                        more = upTo < token.transactionNumber
-                        return .commit
+                        return more
                     }
-                    return more
+                } catch let error as LoomError {
+                    throw error
+                } catch {
+                    throw translate(error, entity: nil)
                 }
-            } catch let error as LoomError {
-                throw error
-            } catch {
-                throw translate(error, entity: nil)
             }
             if !more { return }
         }
@@ -199,7 +198,7 @@ extension SQLiteStore {
 /// never cleared; the entity list and the packed changes are written into buffers kept from one
 /// save to the next, and bound from them without a copy.
 ///
-/// `@unchecked Sendable`: used only on the writer connection with the store's `writeGate` held.
+/// `@unchecked Sendable`: used only on the writer connection with the store's write scope held.
 final class HistoryWriter: @unchecked Sendable {
     static let insertSQL = "INSERT INTO loom_history (timestamp, origin, originCommit, author, context, process, processName, entities, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 

@@ -154,7 +154,7 @@ extension SQLiteStore {
     /// Writes one `loom_metadata` value inside the write transaction this thread holds, so that
     /// it commits (or rolls back) with the transaction's saves.
     @_spi(LoomStore) public func setMetadata(_ value: String?, forKey key: String) throws(LoomError) {
-        guard inTransaction else {
+        guard writeScope.isHeldByCurrentThread else {
             throw LoomError(.storeFailure, "SQLiteStore.setMetadata was called outside a write transaction of this thread.", path: url.path)
         }
         do {

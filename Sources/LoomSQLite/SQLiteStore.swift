@@ -67,18 +67,16 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// Held by every use of the writer connection (a change set, a key reservation, a write
     /// transaction, closing) for its whole length: GRDB's writer runs one access at a time,
     /// but a write transaction spans several accesses, which nothing else may come between.
-    let writeGate = NSRecursiveLock()
-    /// The thread that holds the open write transaction (0: none). Its reads go to the writer
-    /// connection, so that they see the transaction.
-    let transactionOwner = Atomic<UInt>(0)
-    /// The last commit's ``CommitReceipt/sequence``; changed only with `writeGate` held.
-    private let commitSequence = Atomic<UInt64>(0)
-    /// Set once by ``close()``: every call after it throws ``LoomError/Code/closed``.
-    private let closedFlag = Atomic<Bool>(false)
+    /// The thread holding it reads on the writer connection, so that it sees its transaction.
+    @_spi(LoomStore) public let writeScope: WriteScope
+    /// The receipt of the migration this instance made to the model when it opened the store:
+    /// its first commit. `nil` when it migrated nothing (a new store, one already on the model,
+    /// or one another process migrated while this one waited).
+    @_spi(LoomStore) public let migrationReceipt: CommitReceipt?
     /// What this instance's history rows carry in `origin`: its watcher skips them.
     let origin = Int64.random(in: 1...Int64.max)
     /// The history rows' INSERT and buffers, and what the writer tells the watcher of its
-    /// commits; used with `writeGate` held.
+    /// commits; used with the ``writeScope`` held.
     let historyWriter = HistoryWriter()
     /// The thread that finds other instances' commits, once ``observeRemoteCommits(_:)`` started it.
     let watcher = Mutex<RemoteCommitWatcher?>(nil)
@@ -112,6 +110,8 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         self.sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
         self.recordsHistory = options.recordsHistory
         let path = url.path
+        let scope = WriteScope { SQLiteStore.closedError(path: path) }
+        self.writeScope = scope
         try SQLiteStore.checkHeader(path: path)
         let migrates = try SQLiteStore.preflight(path: path, schema: schema)
         var configuration = Configuration()
@@ -130,8 +130,12 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             SQLFunctions.register(in: db)
             if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
         }
+        var migration: CommitReceipt?
         if migrates {
-            try SQLiteStore.migrateBeforeOpening(path: path, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
+            let sql = self.sql
+            migration = try scope.opening { () throws(LoomError) in
+                try SQLiteStore.migrateBeforeOpening(path: path, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
+            }.migration
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -142,7 +146,12 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             throw SQLiteStore.openError(error, path: path)
         }
         do {
-            identifier = try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path, metadata: metadata, progress: migrationProgress)
+            let (pool, sql) = (self.pool, self.sql)
+            let opened = try scope.opening { () throws(LoomError) in
+                try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path, metadata: metadata, progress: migrationProgress)
+            }
+            identifier = opened.value
+            migrationReceipt = migration ?? opened.migration
         } catch {
             try? pool.close()
             throw error
@@ -210,7 +219,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// the file stays byte for byte the same.
     static func migrateBeforeOpening(
         path: String, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?], progress: TableMigrationProgress?
-    ) throws(LoomError) {
+    ) throws(LoomError) -> (value: UUID, migrated: Bool) {
         var configuration = configuration
         configuration.journalMode = .default
         let queue: DatabaseQueue
@@ -220,25 +229,25 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             throw openError(error, path: path)
         }
         defer { try? queue.close() }
-        _ = try bootstrap(queue, schema: schema, sql: sql, path: path, metadata: metadata, progress: progress)
+        return try bootstrap(queue, schema: schema, sql: sql, path: path, metadata: metadata, progress: progress)
     }
 
-    /// Creates Loom's tables in a new file, or checks an existing store against the model.
-    /// Returns the store's UUID.
+    /// Creates Loom's tables in a new file, or checks an existing store against the model and
+    /// migrates it. Returns the store's UUID and whether it was migrated.
     static func bootstrap(
         _ writer: some DatabaseWriter, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?], progress: TableMigrationProgress?
-    ) throws(LoomError) -> UUID {
+    ) throws(LoomError) -> (value: UUID, migrated: Bool) {
         do {
             // IMMEDIATE: of several processes opening an outdated store at once, one migrates
             // while the others wait for its commit, then find the store migrated.
-            return try writer.writeWithoutTransaction { db -> UUID in
-                var id: UUID?
+            return try writer.writeWithoutTransaction { db -> (value: UUID, migrated: Bool) in
+                var opened: (UUID, Bool)?
                 try db.inTransaction(.immediate) {
-                    id = try bootstrap(db, schema: schema, sql: sql, path: path, progress: progress)
+                    opened = try bootstrap(db, schema: schema, sql: sql, path: path, progress: progress)
                     try write(metadata, db)
                     return .commit
                 }
-                return id!
+                return opened!
             }
         } catch let error as LoomError {
             throw error
@@ -262,10 +271,10 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     }
 
     /// ``bootstrap(_:schema:sql:path:metadata:progress:)`` inside its transaction.
-    private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String, progress: TableMigrationProgress?) throws -> UUID {
+    private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String, progress: TableMigrationProgress?) throws -> (UUID, Bool) {
         let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         if tables.contains("loom_metadata") {
-            return try checkExisting(db, schema: schema, path: path, progress: progress).id
+            return try checkExisting(db, schema: schema, path: path, progress: progress)
         }
         if !tables.isEmpty { throw foreign(path: path, tables: tables) }
         let id = UUID()
@@ -275,7 +284,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         let record = try JSONEncoder().encode(schema.record)
         try db.execute(sql: "INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', ?), ('schema', ?), ('versionHash', ?), ('formatVersion', 1)",
                        arguments: [id.uuidString, record, schema.versionHash])
-        return id
+        return (id, false)
     }
 
     /// Checks an existing store against the model and returns its UUID, and whether it was saved
@@ -407,21 +416,13 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// No transaction around it: every read here is a single SQL statement, which SQLite runs
     /// on one snapshot by itself.
     func readStatement<T>(_ sql: String, _ body: (RawStatement) throws -> T) throws -> T {
-        if inTransaction {
+        if writeScope.isHeldByCurrentThread {
             return try pool.writeWithoutTransaction { db in try RawStatement.with(db, sql, body) }
         }
         return try readers.read(sql, body)
     }
 
-    /// Whether the calling thread holds the open write transaction.
-    var inTransaction: Bool {
-        let owner = transactionOwner.load(ordering: .relaxed)
-        return owner != 0 && owner == ThreadID.current
-    }
-
     // MARK: Writing
-
-    @_spi(LoomStore) public var lastCommitSequence: UInt64 { commitSequence.load(ordering: .relaxed) }
 
     /// Runs `body` on the writer connection, with errors translated.
     private func onWriter<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
@@ -435,32 +436,24 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     }
 
     @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
-        if isClosed { throw closedError() }
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        if inTransaction { fatalError("SQLiteStore: a write transaction was opened inside another on the same thread.") }
-        try onWriter { db in
-            try Self.control(db, "BEGIN IMMEDIATE TRANSACTION")
-            if recordsHistory { historyWriter.began(db) }
-        }
-        transactionOwner.store(ThreadID.current, ordering: .relaxed)
-        let value: T
-        do {
-            value = try body()
-            transactionOwner.store(0, ordering: .relaxed)
-            try onWriter { db in
-                // A transaction of several change sets (a batch request's chunks) writes the
-                // history its last row continued now, once. `apply` alone applies one.
-                if recordsHistory { try historyWriter.finish(db) }
-                try Self.control(db, "COMMIT TRANSACTION")
-                if recordsHistory { historyWriter.committed(db, sequence: lastCommitSequence + 1) }
-            }
-        } catch {
-            transactionOwner.store(0, ordering: .relaxed)
-            rollBack()
-            throw error
-        }
-        return (value, nextReceipt())
+        try writeScope.transaction(
+            begin: {
+                try onWriter { db in
+                    try Self.control(db, "BEGIN IMMEDIATE TRANSACTION")
+                    if recordsHistory { historyWriter.began(db) }
+                }
+            },
+            body,
+            commit: {
+                try onWriter { db in
+                    // A transaction of several change sets (a batch request's chunks) writes the
+                    // history its last row continued now, once. `apply` alone applies one.
+                    if recordsHistory { try historyWriter.finish(db) }
+                    try Self.control(db, "COMMIT TRANSACTION")
+                    if recordsHistory { historyWriter.committed(db, sequence: lastCommitSequence + 1) }
+                }
+            },
+            rollBack: rollBack)
     }
 
     /// Ends the open transaction without writing it. Only on a path that already throws the
@@ -472,34 +465,26 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         }
     }
 
-    /// The receipt of the commit just made (`writeGate` held).
-    private func nextReceipt() -> CommitReceipt {
-        let sequence = commitSequence.load(ordering: .relaxed) + 1
-        commitSequence.store(sequence, ordering: .relaxed)
-        return CommitReceipt(sequence: sequence)
-    }
-
     @discardableResult
     @_spi(LoomStore) public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
-        if isClosed { throw closedError() }
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        if inTransaction {
-            // Inside the caller's transaction: atomic on its own, committed with it.
-            try applyInSavepoint(changes)
-            return CommitReceipt(sequence: commitSequence.load(ordering: .relaxed) + 1)
+        try writeScope.write { () throws(LoomError) -> CommitReceipt in
+            if writeScope.isHeldByCurrentThread {
+                // Inside the caller's transaction: atomic on its own, committed with it.
+                try applyInSavepoint(changes)
+                return writeScope.receiptOfOpenTransaction
+            }
+            // Alone: one writer access that begins, applies and commits. Without a savepoint: in
+            // WAL mode SQLite copies every existing page a savepoint's statements change into a
+            // sub-journal, a large part of a save's cost. A refusal rolls back and applies again
+            // under one, so that its conflicts are read in the transaction that refused it.
+            return try writeScope.asOwner { () throws(LoomError) -> CommitReceipt in
+                if try applyAlone(changes, underSavepoint: false) == nil { return writeScope.commit() }
+                guard var refused = try applyAlone(changes, underSavepoint: true) else { return writeScope.commit() }
+                defer { rollBack() }
+                refused.storeConflicts = try changes.conflicts(in: self)
+                throw refused
+            }
         }
-        // Alone: one writer access that begins, applies and commits. Without a savepoint: in
-        // WAL mode SQLite copies every existing page a savepoint's statements change into a
-        // sub-journal, a large part of a save's cost. A refusal rolls back and applies
-        // again under one, so that its conflicts are read in the transaction that refused it.
-        transactionOwner.store(ThreadID.current, ordering: .relaxed)
-        defer { transactionOwner.store(0, ordering: .relaxed) }
-        if try applyAlone(changes, underSavepoint: false) == nil { return nextReceipt() }
-        guard var refused = try applyAlone(changes, underSavepoint: true) else { return nextReceipt() }
-        defer { rollBack() }
-        refused.storeConflicts = try changes.conflicts(in: self)
-        throw refused
     }
 
     /// Begins a transaction, applies `changes` and commits, or returns the refusal (a version
@@ -647,10 +632,12 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     }
 
     /// Whether ``close()`` was called.
-    var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+    var isClosed: Bool { writeScope.isClosed }
 
-    func closedError() -> LoomError {
-        LoomError(.closed, "The store at \(url.path) was closed; open it again to read or save.", path: url.path)
+    func closedError() -> LoomError { writeScope.closed() }
+
+    static func closedError(path: String) -> LoomError {
+        LoomError(.closed, "The store at \(path) was closed; open it again to read or save.", path: path)
     }
 
     /// SQLite's primary and extended result codes of a GRDB error.
@@ -699,20 +686,19 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     /// that a reservation made in the background shows up in a statement trace as one write,
     /// never as a read.
     @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
-        if isClosed { throw closedError() }
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        do {
-            // One statement: atomic by itself, inside the caller's write transaction or alone
-            // (then it takes the write lock at once, so another process's reservation waits).
-            return try pool.writeWithoutTransaction { db in
-                let end = try Int64.fetchOne(
-                    db, sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1 + ?) ON CONFLICT(entity) DO UPDATE SET next = next + ? RETURNING next",
-                    arguments: [entity.name, count, count]) ?? (1 + Int64(count))
-                return (end - Int64(count))..<end
+        try writeScope.write { () throws(LoomError) -> Range<Int64> in
+            do {
+                // One statement: atomic by itself, inside the caller's write transaction or alone
+                // (then it takes the write lock at once, so another process's reservation waits).
+                return try pool.writeWithoutTransaction { db in
+                    let end = try Int64.fetchOne(
+                        db, sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1 + ?) ON CONFLICT(entity) DO UPDATE SET next = next + ? RETURNING next",
+                        arguments: [entity.name, count, count]) ?? (1 + Int64(count))
+                    return (end - Int64(count))..<end
+                }
+            } catch {
+                throw translate(error, entity: entity)
             }
-        } catch {
-            throw translate(error, entity: entity)
         }
     }
 
@@ -730,19 +716,18 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             watcher = nil
         }
         // Waits for a write in progress (a save, or an exclusive write) to finish.
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        snapshots.closeAll()
-        readers.close()
-        // A statement left unfinalized would keep the writer connection from closing.
-        historyWriter.close()
-        // Everything into the file itself, so that the file alone is the whole store once
-        // closed. SQLite does it when the last connection closes, except after another
-        // connection (the watcher's) shared the WAL index, and when another process has the
-        // file open; then this is the last chance before the other one's close.
-        _ = try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        do { try pool.close() } catch { throw translate(error, entity: nil) }
+        try writeScope.close { () throws(LoomError) in
+            snapshots.closeAll()
+            readers.close()
+            // A statement left unfinalized would keep the writer connection from closing.
+            historyWriter.close()
+            // Everything into the file itself, so that the file alone is the whole store once
+            // closed. SQLite does it when the last connection closes, except after another
+            // connection (the watcher's) shared the WAL index, and when another process has the
+            // file open; then this is the last chance before the other one's close.
+            _ = try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            do { try pool.close() } catch { throw translate(error, entity: nil) }
+        }
     }
 }
 

@@ -113,7 +113,7 @@ extension ManagedObjectContext {
         let writer = BatchWriter(context: self, listsIDs: resultType == .objectIDs, keepsChanges: !identityMap.isEmpty || hasEventListeners)
         writer.rowNaming = rowNaming
         do {
-            try coordinator.performBatchWrite { () throws -> Void in try body(writer) }
+            _ = try coordinator.write(.batch) { () throws -> Void in try body(writer) }
         } catch let error as LoomError {
             throw error
         } catch {

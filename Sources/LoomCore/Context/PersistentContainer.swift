@@ -155,11 +155,11 @@ public final class PersistentContainer: Sendable {
                 context.transactionAuthor = nil   // the next call starts as a fresh context
             }
             do {
-                return try coordinator.performExclusiveWrite { () throws -> T in
+                return try coordinator.write(.exclusive) { () throws -> T in
                     let value = try body(context)
                     try context.save()
                     return value
-                }
+                }.value
             } catch {
                 context.rollback()
                 throw error

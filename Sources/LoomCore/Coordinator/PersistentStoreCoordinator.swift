@@ -22,24 +22,20 @@ public final class PersistentStoreCoordinator: Sendable {
     let keyAllocator: KeyAllocator
     /// Puts saves in commit order on their way to other contexts.
     private let sequencer: SaveSequencer
-    /// The write transaction running now, if any: the saves it made, which are delivered when
-    /// it commits (and dropped if it rolls back), and the rows they changed.
-    private let exclusiveWrite = Locked<ExclusiveWrite?>(nil)
-    /// The thread running that write transaction, or 0. Its saves are held or noted in
-    /// ``exclusiveWrite``, and what it reads may be its own uncommitted saves, which must not
-    /// reach the shared cache. Read without a lock, relaxed: only that thread sets it to its own
-    /// ID (and back to 0), so a thread comparing it with its own ID sees the truth, and every
-    /// other thread (every save outside a transaction) passes without taking a lock.
-    private let writeTransactionThread = Atomic<UInt>(0)
+    /// The write transaction this coordinator runs now (``write(_:_:)``), if any: the saves it
+    /// made, which are delivered when it commits (and dropped if it rolls back), and the rows
+    /// they changed. Which thread runs it, the store's ``PersistentStore/writeScope`` knows:
+    /// that thread's saves are held or noted here, and what it reads may be its own
+    /// uncommitted saves, which must not reach the shared cache.
+    private let openWrite = Locked<OpenWrite?>(nil)
     private let inboxes = Locked<[ObjectIdentifier: MergeInbox]>([:])
     /// The streams of ``remoteChanges()``.
     private let remoteStreams = Locked<[Int: AsyncStream<RemoteChangeEvent>.Continuation]>([:])
     private let nextRemoteStream = Atomic<Int>(0)
     private let remoteFailure = Locked<LoomError?>(nil)
 
-    struct ExclusiveWrite {
-        /// Whether saves made inside are delivered when it commits (an exclusive write block),
-        /// rather than by their savers (a save's own conflict resolution).
+    struct OpenWrite {
+        /// Whether saves made inside are delivered when it commits (``WriteOptions/holdsEvents``).
         let holdsEvents: Bool
         var events: [SaveEvent] = []
         /// The rows its saves changed or deleted. Until the commit, other threads read (and may
@@ -252,22 +248,21 @@ public final class PersistentStoreCoordinator: Sendable {
     func save(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
         let receipt = try store.apply(changes)
         let inTransaction = inWriteTransactionOnThisThread
-        if inTransaction { exclusiveWrite.withLock { $0!.noteChanged(changes) } }
+        if inTransaction { openWrite.withLock { $0?.noteChanged(changes) } }
         didApply(changes, committed: !inTransaction)
         return receipt
     }
 
-    /// Whether this thread runs the current write transaction (``writeTransactionThread``).
-    private var inWriteTransactionOnThisThread: Bool {
-        writeTransactionThread.load(ordering: .relaxed) == ThreadID.current
-    }
+    /// Whether this thread holds the store's write (a write transaction: this coordinator's
+    /// ``write(_:_:)``). No lock: every save outside a transaction passes at once.
+    private var inWriteTransactionOnThisThread: Bool { store.writeScope.isHeldByCurrentThread }
 
     /// Hands a committed save (`event`, or nothing when no one needs its contents) to every
     /// other context for merging, in commit order; see ``SaveSequencer``. A save made inside an
     /// exclusive write is held until that write commits. Never waits for the contexts.
     func publish(_ event: SaveEvent?, for receipt: CommitReceipt) {
-        let heldBack = inWriteTransactionOnThisThread && exclusiveWrite.withLock { write -> Bool in
-            guard write!.holdsEvents else { return false }
+        let heldBack = inWriteTransactionOnThisThread && openWrite.withLock { write -> Bool in
+            guard write?.holdsEvents == true else { return false }
             if let event { write!.events.append(event) }
             return true
         }
@@ -284,60 +279,44 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// How a write made through ``write(_:_:)`` runs.
+    struct WriteOptions {
+        /// The saves made inside reach other contexts when the transaction commits, in commit
+        /// order (an exclusive write, a batch request); without it, each save publishes itself
+        /// with the receipt it is given (a save's last tries at resolving its conflicts).
+        var holdsEvents: Bool
+        /// On a thread that already holds the store's write, `body` runs inside that write (a
+        /// batch request made in an exclusive write); without it, that is a programmer error.
+        var joinsOpenWrite: Bool
+
+        /// ``PersistentContainer/performExclusiveWrite(_:)``.
+        static let exclusive = WriteOptions(holdsEvents: true, joinsOpenWrite: false)
+        /// A batch request: its own transaction, or the exclusive write it is made in.
+        static let batch = WriteOptions(holdsEvents: true, joinsOpenWrite: true)
+        /// A save's last tries at resolving its conflicts.
+        static let save = WriteOptions(holdsEvents: false, joinsOpenWrite: false)
+    }
+
     /// Runs `body` inside one store write transaction (``PersistentStore/withWriteTransaction(_:)``):
     /// no other coordinator or process can commit between what `body` reads and what it saves,
-    /// and what it reads through this coordinator on this thread sees what it saved. The saves
-    /// made in `body` reach other contexts when the transaction commits, in commit order; if
-    /// `body` throws, nothing of it is written or delivered, and its error is rethrown unchanged.
+    /// and what it reads through this coordinator on this thread sees what it saved. If `body`
+    /// throws, nothing of it is written or delivered, and its error is rethrown unchanged.
+    /// Returns `body`'s value and the commit's receipt (inside a write joined, the receipt that
+    /// write will commit under).
     ///
     /// Holds no lock of the coordinator's while `body` runs: other contexts keep reading, and
     /// their saves wait for the store's writer.
-    func performExclusiveWrite<T>(_ body: () throws -> T) throws -> T {
-        let outcome = try withWriteTransaction(holdingEvents: true, body)
-        deliver(outcome.events.map { var event = $0; event.number = outcome.receipt.sequence; return event }, sequence: outcome.receipt.sequence)
-        return outcome.value
-    }
-
-    /// Runs a batch request's `body` inside one store write transaction, or inside the exclusive
-    /// write this thread already holds (a batch request made in ``performExclusiveWrite(_:)``).
-    func performBatchWrite<T>(_ body: () throws -> T) throws -> T {
-        if inWriteTransactionOnThisThread { return try body() }
-        return try performExclusiveWrite(body)
-    }
-
-    /// Runs `body` inside one store write transaction, for a save's last tries at resolving its
-    /// conflicts: the save made inside publishes itself, with the returned receipt.
-    func inWriteTransaction<T>(_ body: () throws(LoomError) -> T) throws(LoomError) -> (value: T, receipt: CommitReceipt) {
+    func write<T>(_ options: WriteOptions, _ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
+        if options.joinsOpenWrite && inWriteTransactionOnThisThread { return (try body(), store.writeScope.receiptOfOpenTransaction) }
+        var finished = OpenWrite(holdsEvents: options.holdsEvents)
+        let outcome: (value: T, receipt: CommitReceipt)
         do {
-            let outcome = try withWriteTransaction(holdingEvents: false) { () throws -> T in try body() }
-            return (outcome.value, outcome.receipt)
-        } catch let error as LoomError {
-            throw error
-        } catch {
-            throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
-        }
-    }
-
-    /// Runs `body` in a store write transaction, noting (in ``exclusiveWrite``, cleared before
-    /// the transaction ends, so that the next one starts clean) the thread and what its saves
-    /// did. Returns the events the saves inside held back, to deliver once committed.
-    private func withWriteTransaction<T>(holdingEvents: Bool, _ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt, events: [SaveEvent]) {
-        var finished = ExclusiveWrite(holdsEvents: holdingEvents)
-        do {
-            let outcome = try store.withWriteTransaction { () throws -> T in
-                exclusiveWrite.withLock { $0 = ExclusiveWrite(holdsEvents: holdingEvents) }
-                writeTransactionThread.store(ThreadID.current, ordering: .relaxed)
-                defer {
-                    writeTransactionThread.store(0, ordering: .relaxed)
-                    finished = exclusiveWrite.withLock { write in defer { write = nil }; return write! }
-                }
+            // `openWrite` is cleared before the transaction ends, so that the next one starts clean.
+            outcome = try store.withWriteTransaction { () throws -> T in
+                openWrite.withLock { $0 = OpenWrite(holdsEvents: options.holdsEvents) }
+                defer { finished = openWrite.withLock { write in defer { write = nil }; return write! } }
                 return try body()
             }
-            // Until the commit, other threads read the rows as they were before the saves inside,
-            // and may have cached them or kept them in faults: those reads are older than the
-            // commit, and are marked so.
-            if finished.changedTooMany { forgetCachedRows() } else { forgetChangedRows(finished.changedRows, deleted: []) }
-            return (outcome.value, outcome.receipt, finished.events)
         } catch {
             // Nothing the rolled-back saves wrote reached the shared cache (see `didApply` and
             // `cache(_:of:readAt:)`): what other threads cached meanwhile is the committed data.
@@ -345,6 +324,14 @@ public final class PersistentStoreCoordinator: Sendable {
             keyAllocator.dropReservedBlocks()
             throw error
         }
+        // Until the commit, other threads read the rows as they were before the saves inside,
+        // and may have cached them or kept them in faults: those reads are older than the
+        // commit, and are marked so.
+        if finished.changedTooMany { forgetCachedRows() } else { forgetChangedRows(finished.changedRows, deleted: []) }
+        if options.holdsEvents {
+            deliver(finished.events.map { var event = $0; event.number = outcome.receipt.sequence; return event }, sequence: outcome.receipt.sequence)
+        }
+        return outcome
     }
 
     /// Empties the shared cache and marks every row as possibly changed.

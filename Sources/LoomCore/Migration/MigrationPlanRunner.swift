@@ -468,7 +468,7 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
             let objects = try oldContext.fetchObjects(StoreQuery(entity: entity, predicate: after(cursor), fetchLimit: transform.chunkSize), includesPendingChanges: false, asFaults: false)
             guard let last = objects.last?._loomBacking.key else { break }
             do {
-                try newCoordinator.performExclusiveWrite {
+                _ = try newCoordinator.write(.exclusive) {
                     try transform.body(objects, oldContext, newContext)
                     let step = Step(from: from.identifier, to: to.identifier, state: .transforming, cursor: last)
                     try location.setMetadata(step.text, forKey: stepKey, in: new)
@@ -484,6 +484,6 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
             newContext.reset()
             progress(done, total)
         }
-        try newCoordinator.performExclusiveWrite { try location.setMetadata(nil, forKey: stepKey, in: new) }
+        _ = try newCoordinator.write(.exclusive) { try location.setMetadata(nil, forKey: stepKey, in: new) }
     }
 }

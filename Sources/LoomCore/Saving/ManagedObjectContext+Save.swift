@@ -103,11 +103,18 @@ extension ManagedObjectContext {
             if let outcome = try attempt(&resolved) { return outcome }
         }
         var resolvedInside = false
-        let outcome = try coordinator.inWriteTransaction { () throws(LoomError) -> StoreChangeSet? in
-            for _ in 0..<2 {
-                if let outcome = try attempt(&resolvedInside) { return outcome?.0 }
+        let outcome: (value: StoreChangeSet?, receipt: CommitReceipt)
+        do {
+            outcome = try coordinator.write(.save) { () throws(LoomError) -> StoreChangeSet? in
+                for _ in 0..<2 {
+                    if let outcome = try attempt(&resolvedInside) { return outcome?.0 }
+                }
+                throw LoomError(.versionConflict, "The save still conflicted after its conflicts were resolved inside the store's write transaction; the merge policy's resolution does not converge.")
             }
-            throw LoomError(.versionConflict, "The save still conflicted after its conflicts were resolved inside the store's write transaction; the merge policy's resolution does not converge.")
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
         }
         resolved = resolved || resolvedInside
         // A transaction that wrote nothing still committed: its receipt is published all the same.

@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 /// A store that keeps everything in memory, for tests and previews. Written against the
 /// ``PersistentStore`` protocol only, with the same semantics as the SQLite store: the store
@@ -13,8 +12,6 @@ public final class InMemoryStore: PersistentStore {
         /// Join tables by name: each row a (source, target) pair.
         var links: [String: Set<Link>] = [:]
         var nextKeys: [ObjectIdentifier: Int64] = [:]
-        var isClosed = false
-        var lastCommitSequence: UInt64 = 0
     }
 
     struct Link: Hashable {
@@ -25,10 +22,9 @@ public final class InMemoryStore: PersistentStore {
     private let state = Locked(State())
     /// Held by every write (a change set, a key reservation, a write transaction) for its whole
     /// length, so that writes are serial and a write transaction excludes the others.
-    private let writeGate = NSRecursiveLock()
-    /// The thread that holds an open write transaction (0: none), and the transaction's own
-    /// data, which only that thread reads and writes.
-    private let transactionOwner = Atomic<UInt>(0)
+    @_spi(LoomStore) public let writeScope = WriteScope { LoomError(.closed, "The in-memory store was closed.") }
+    /// The open write transaction's own data, which only the thread holding ``writeScope``
+    /// reads and writes.
     private let transaction = Locked<State?>(nil)
 
     /// Creates an empty store for `schema`.
@@ -37,67 +33,43 @@ public final class InMemoryStore: PersistentStore {
         self.identifier = identifier
     }
 
-    private func checkOpen(_ state: State) throws(LoomError) {
-        if state.isClosed { throw LoomError(.closed, "The in-memory store was closed.") }
-    }
-
-    /// Whether the calling thread holds the open write transaction.
-    private var inTransaction: Bool {
-        let owner = transactionOwner.load(ordering: .relaxed)
-        return owner != 0 && owner == ThreadID.current
-    }
-
     /// The data as the calling thread sees it: its write transaction's, or the committed data.
     private func snapshot() throws(LoomError) -> State {
-        if inTransaction, let working = transaction.withLock({ $0 }) { return working }
-        return try state.withLock { state throws(LoomError) -> State in
-            try checkOpen(state)
-            return state
-        }
+        if writeScope.isHeldByCurrentThread, let working = transaction.withLock({ $0 }) { return working }
+        try writeScope.checkOpen()
+        return state.withLock { $0 }
     }
 
-    /// Runs a change to the data as the calling thread sees it, holding the write gate.
+    /// Runs a change to the data as the calling thread sees it, holding the write scope.
     private func write<T>(_ body: (inout State) throws(LoomError) -> T) throws(LoomError) -> T {
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        if inTransaction {
-            return try transaction.withLock { working throws(LoomError) -> T in
-                var data = working!
-                try checkOpen(data)
-                let result = try body(&data)
-                working = data
-                return result
+        try writeScope.write { () throws(LoomError) -> T in
+            if writeScope.isHeldByCurrentThread {
+                return try transaction.withLock { working throws(LoomError) -> T in
+                    var data = working!
+                    let result = try body(&data)
+                    working = data
+                    return result
+                }
             }
-        }
-        return try state.withLock { state throws(LoomError) -> T in
-            try checkOpen(state)
-            return try body(&state)
+            return try state.withLock { state throws(LoomError) -> T in try body(&state) }
         }
     }
-
-    @_spi(LoomStore) public var lastCommitSequence: UInt64 { state.withLock { $0.lastCommitSequence } }
 
     @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        if inTransaction { fatalError("InMemoryStore: a write transaction was opened inside another on the same thread.") }
-        let start = try snapshot()
-        transaction.withLock { $0 = start }
-        transactionOwner.store(ThreadID.current, ordering: .relaxed)
-        defer {
-            transactionOwner.store(0, ordering: .relaxed)
-            transaction.withLock { $0 = nil }
-        }
-        let value = try body()
-        guard let working = transaction.withLock({ $0 }) else { throw LoomError(.storeFailure, "The in-memory store's write transaction lost its data.") }
-        let sequence = try state.withLock { state throws(LoomError) -> UInt64 in
-            try checkOpen(state)
-            let sequence = state.lastCommitSequence + 1
-            state = working
-            state.lastCommitSequence = sequence
-            return sequence
-        }
-        return (value, CommitReceipt(sequence: sequence))
+        try writeScope.transaction(
+            begin: {
+                let start = try snapshot()
+                transaction.withLock { $0 = start }
+            },
+            body,
+            commit: {
+                guard let working = transaction.withLock({ state in defer { state = nil }; return state }) else {
+                    throw LoomError(.storeFailure, "The in-memory store's write transaction lost its data.")
+                }
+                try writeScope.checkOpen()
+                state.withLock { $0 = working }
+            },
+            rollBack: { transaction.withLock { $0 = nil } })
     }
 
     @_spi(LoomStore) public func fetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
@@ -118,10 +90,8 @@ public final class InMemoryStore: PersistentStore {
 
     /// A copy of the committed data (copy-on-write: nothing is copied until the store changes).
     @_spi(LoomStore) public func openSnapshot() throws(LoomError) -> any StoreSnapshot {
-        let data = try state.withLock { state throws(LoomError) -> State in
-            try checkOpen(state)
-            return state
-        }
+        try writeScope.checkOpen()
+        let data = state.withLock { $0 }
         return Snapshot(schema: schema, data: data)
     }
 
@@ -192,20 +162,17 @@ public final class InMemoryStore: PersistentStore {
 
     @discardableResult
     @_spi(LoomStore) public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
-        writeGate.lock()
-        defer { writeGate.unlock() }
-        do {
-            try write { state throws(LoomError) in try apply(changes, to: &state) }
-        } catch let error where error.code == .versionConflict || error.code == .uniquenessViolation {
-            // Nothing was written: read the conflicts from the data the change set failed on.
-            var failure = error
-            failure.storeConflicts = try changes.conflicts(in: self)
-            throw failure
-        }
-        if inTransaction { return CommitReceipt(sequence: state.withLock { $0.lastCommitSequence } + 1) }
-        return try state.withLock { state throws(LoomError) -> CommitReceipt in
-            state.lastCommitSequence += 1
-            return CommitReceipt(sequence: state.lastCommitSequence)
+        try writeScope.write { () throws(LoomError) -> CommitReceipt in
+            do throws(LoomError) {
+                try write { state throws(LoomError) in try apply(changes, to: &state) }
+            } catch let error where error.code == .versionConflict || error.code == .uniquenessViolation {
+                // Nothing was written: read the conflicts from the data the change set failed on.
+                var failure = error
+                failure.storeConflicts = try changes.conflicts(in: self)
+                throw failure
+            }
+            if writeScope.isHeldByCurrentThread { return writeScope.receiptOfOpenTransaction }
+            return writeScope.commit()
         }
     }
 
@@ -281,6 +248,6 @@ public final class InMemoryStore: PersistentStore {
     }
 
     @_spi(LoomStore) public func close() throws(LoomError) {
-        state.withLock { $0.isClosed = true }
+        writeScope.close {}
     }
 }

@@ -40,8 +40,12 @@ public protocol PersistentStore: StoreReading, Sendable {
     @_spi(LoomStore) func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt)
 
     /// The sequence number of the last commit made through this store instance (0 before the
-    /// first): see ``CommitReceipt/sequence``.
+    /// first): see ``CommitReceipt/sequence``. By default, its ``writeScope``'s.
     @_spi(LoomStore) var lastCommitSequence: UInt64 { get }
+
+    /// Who holds this store's write, and its commits' numbers: every write goes through it, and
+    /// the coordinator asks it whether the calling thread holds the write (see ``WriteScope``).
+    @_spi(LoomStore) var writeScope: WriteScope { get }
 
     /// Reserves `count` primary keys for an entity, never to be handed out again.
     @_spi(LoomStore) func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64>

@@ -586,6 +586,7 @@ final class SkipsEveryRowStore: PersistentStore {
     func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt { try inner.apply(changes) }
     func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) { try inner.withWriteTransaction(body) }
     var lastCommitSequence: UInt64 { inner.lastCommitSequence }
+    var writeScope: WriteScope { inner.writeScope }
     func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try inner.allocateKeys(for: entity, count: count) }
     func close() throws(LoomError) { try inner.close() }
 }

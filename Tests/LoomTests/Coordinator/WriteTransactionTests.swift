@@ -227,7 +227,7 @@ struct WriteTransactionTests {
             set.updates = keys.map { .init(entity: entity, key: $0, expectedVersion: 1, changes: []) }
             return set
         }
-        var write = PersistentStoreCoordinator.ExclusiveWrite(holdsEvents: false)
+        var write = PersistentStoreCoordinator.OpenWrite(holdsEvents: false)
         write.noteChanged(changes(0..<10))
         #expect(write.changedRows.count == 10)
         #expect(!write.changedTooMany)

@@ -105,6 +105,7 @@ private final class ForgetfulStore: PersistentStore, @unchecked Sendable {
     }
     func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) { try base.withWriteTransaction(body) }
     var lastCommitSequence: UInt64 { base.lastCommitSequence }
+    var writeScope: WriteScope { base.writeScope }
     func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try base.allocateKeys(for: entity, count: count) }
     func close() throws(LoomError) { try base.close() }
 }

@@ -48,6 +48,7 @@ final class CountingStore: PersistentStore, @unchecked Sendable {
     func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt { try base.apply(changes) }
     func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) { try base.withWriteTransaction(body) }
     var lastCommitSequence: UInt64 { base.lastCommitSequence }
+    var writeScope: WriteScope { base.writeScope }
     func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> { try base.allocateKeys(for: entity, count: count) }
     func close() throws(LoomError) { try base.close() }
 }

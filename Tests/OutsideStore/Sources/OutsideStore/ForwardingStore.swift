@@ -41,6 +41,7 @@ public final class ForwardingStore: PersistentStore {
         try base.withWriteTransaction(body)
     }
     @_spi(LoomStore) public var lastCommitSequence: UInt64 { base.lastCommitSequence }
+    @_spi(LoomStore) public var writeScope: WriteScope { base.writeScope }
     @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
         try base.allocateKeys(for: entity, count: count)
     }
