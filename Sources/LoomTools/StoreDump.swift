@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import GRDB
 @_spi(LoomStore) import LoomCore
 import LoomSQL
@@ -44,7 +44,7 @@ extension LoomTools {
     ///   - progress: Called with the number of objects written so far, every 65,536 objects and
     ///     at the end.
     /// - Throws: ``LoomToolError`` when the file is not a Loom store or cannot be read or written.
-    public static func dump(storeAt url: URL, to output: Int32, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
+    package static func dump(storeAt url: URL, to output: Int32, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
         let queue = try openReadOnly(url)
         defer { try? queue.close() }
         var out = BufferedOutput(descriptor: output)

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import GRDB
 @_spi(LoomStore) import LoomCore
 import LoomSQL
@@ -51,7 +51,7 @@ extension LoomTools {
     ///   unknown entity or attribute, a value of the wrong type, a duplicate or dangling URI or a
     ///   broken uniqueness constraint, and ``LoomToolError/Code/storeFailure`` when the store
     ///   cannot be written.
-    public static func load(from input: Int32, into url: URL, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
+    package static func load(from input: Int32, into url: URL, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
         let path = url.path
         if FileManager.default.fileExists(atPath: path) {
             throw LoomToolError(.destinationExists, "\(path) exists; load makes a new store: remove it or choose another path.")
