@@ -1,7 +1,6 @@
 package import Foundation
 @_spi(LoomStore) package import LoomCore
 @_spi(LoomStore) import LoomSQLite
-@_spi(LoomStore) import LoomPostgreSQL
 import LoomSQL
 import GRDB
 
@@ -39,11 +38,9 @@ package final class ReadOnlyStore {
     ///   file is not a Loom store (``LoomError/Code/notADatabase``,
     ///   ``LoomError/Code/notALoomStore``), or it cannot be read.
     package init(location: String) throws(LoomError) {
-        if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
-            let configuration = try PostgreSQLStore.Configuration(url: location)
-            let state = try PostgreSQLStore.savedState(configuration: configuration)
-            schema = try Schema(record: state.record)
-            let store = try PostgreSQLStore(configuration: configuration, schema: schema)
+        if PostgreSQLStores.isURL(location) {
+            let store = try PostgreSQLStores.openExisting(location)
+            schema = store.schema
             storeIdentifier = store.identifier
             source = .store(store)
             return

@@ -4,8 +4,13 @@ package import Foundation
 import LoomSQL
 import GRDB
 
-/// Checks a SQLite store file for damage: SQLite's own integrity and foreign-key checks, then
-/// Loom's invariants, read from the schema saved in the store (no application model needed).
+/// Checks a Loom store for damage: the store's own check of its storage (SQLite's integrity and
+/// foreign-key checks), then Loom's invariants, read from the schema saved in the store (no
+/// application model needed). A SQLite file is checked as below; a PostgreSQL store (a
+/// `postgres://` URL, ``init(location:)``) through the store SPI: the server's view of the
+/// store's tables, constraints and indexes, then keys, versions, values, to-one references and
+/// uniqueness constraints on the rows the store returns (what the server enforces itself, column
+/// types, `NOT NULL` and unique indexes, is trusted while its constraints and indexes are valid).
 ///
 /// ```swift
 /// let report = try StoreVerifier(url: URL(filePath: "Library.loom")).verify()
@@ -43,8 +48,7 @@ import GRDB
 /// leaves its (empty) `-wal` and `-shm` index files beside the store, as any read-only reader
 /// of a WAL file does; the store file's bytes and modification time are unchanged.
 ///
-/// Not isolated: call it from any thread; it blocks that thread while it reads. SQLite files
-/// only; a PostgreSQL store is not verified by this type.
+/// Not isolated: call it from any thread; it blocks that thread while it reads.
 package struct StoreVerifier: Sendable {
     /// Which of SQLite's whole-file checks runs.
     package enum IntegrityCheck: String, Sendable, Codable {
@@ -54,8 +58,10 @@ package struct StoreVerifier: Sendable {
         case quick
     }
 
-    /// The store file.
+    /// The store file (for a PostgreSQL store, the URL as a file URL: use ``location``).
     package let url: URL
+    /// The store file's path, or the PostgreSQL store's URL.
+    package let location: String
     /// Which SQLite integrity check runs; ``IntegrityCheck/full`` by default.
     package var integrityCheck: IntegrityCheck = .full
     /// At most this many findings of one check are reported; the report says when some were
@@ -65,6 +71,14 @@ package struct StoreVerifier: Sendable {
     /// A verifier of the store at `url`; nothing is opened until ``verify(progress:)``.
     package init(url: URL) {
         self.url = url
+        self.location = url.path
+    }
+
+    /// A verifier of the store at `location`, a SQLite file path or a PostgreSQL URL
+    /// (`postgres://user@host:port/db?schema=name`); nothing is opened until ``verify(progress:)``.
+    package init(location: String) {
+        self.url = URL(filePath: location)
+        self.location = location
     }
 
     /// Runs every check and returns what it found.
@@ -79,6 +93,11 @@ package struct StoreVerifier: Sendable {
     /// - Complexity: a few scans of each table and index, one of them reading every attribute;
     ///   one to two seconds per million objects (see `Benchmarks/README.md`).
     package func verify(progress: ((VerificationProgress) -> Void)? = nil) throws(LoomError) -> VerificationReport {
+        if PostgreSQLStores.isURL(location) {
+            let store = try PostgreSQLStores.openExisting(location)
+            defer { try? store.close() }
+            return try verify(store, progress: progress)
+        }
         let path = url.path
         let state = try SQLiteStore.savedState(at: url)
         let schema = try Schema(record: state.record)
@@ -179,6 +198,9 @@ package struct VerificationFinding: Codable, Sendable, Hashable, CustomStringCon
         case sqliteIntegrity
         /// `PRAGMA foreign_key_check` reported a row.
         case sqliteForeignKey
+        /// A server store's check of its storage found a problem: a table the schema needs is
+        /// missing, or a constraint or index is not valid.
+        case storeIntegrity
         /// The version hash saved in `loom_metadata` is not the saved schema's.
         case schemaHashMismatch
         /// A table the saved schema needs (an entity's, a join table, `loom_keys`) is missing.
