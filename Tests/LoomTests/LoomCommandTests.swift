@@ -70,9 +70,6 @@ import Testing
             try Data(dump.standardOutput.utf8).write(to: folder.appending(path: "library.ndjson"))
             arguments = ["load", folder.appending(path: "library.ndjson").path, store.path]
             expected = "Error: \(store.path) exists; load makes a new store: remove it or choose another path.\n"
-        case "verify":
-            arguments = ["verify", "postgres://app@localhost:5432/db"]
-            expected = "Error: loom verify checks SQLite stores only; postgres://app@localhost:5432/db is a PostgreSQL URL.\n"
         default:
             let foreign = folder.appending(path: "people.sqlite")
             try SQLiteStore.unsafeExecuteRawSQL("CREATE TABLE people (name TEXT)", at: foreign)
@@ -85,7 +82,7 @@ import Testing
     }
 
     /// A PostgreSQL store no server answers for: nothing listens on port 1.
-    @Test(arguments: ["inspect", "history", "query"])
+    @Test(arguments: ["inspect", "history", "query", "dump", "verify"])
     func aPostgreSQLServerThatIsNotThereIsAnErrorByItsMessageAndExitsTwo(_ verb: String) throws {
         let url = "postgres://app@127.0.0.1:1/db?schema=library"
         let output = try LoomExecutable.run(verb == "query" ? [verb, url, "Book"] : [verb, url])
