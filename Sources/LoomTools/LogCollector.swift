@@ -1,32 +1,32 @@
-public import Logging
+package import Logging
 import Synchronization
 
 /// A log that keeps what is logged to it, in order: for showing what Loom logged (the demo) and
 /// for reading it back (the tests).
 ///
 /// Isolation: none; it can be logged to and read from any thread.
-public final class LogCollector: Sendable {
+package final class LogCollector: Sendable {
     /// One message and the `loom.store` metadata it was logged with (the store's path, or its
     /// PostgreSQL description).
-    public struct Entry: Sendable {
-        public var message: String
-        public var store: String?
+    package struct Entry: Sendable {
+        package var message: String
+        package var store: String?
     }
 
     private let entries = Mutex<[Entry]>([])
 
-    public init() {}
+    package init() {}
 
     /// Everything logged so far.
-    public var all: [Entry] { entries.withLock { $0 } }
+    package var all: [Entry] { entries.withLock { $0 } }
 
     /// The messages logged for the store whose description contains `store`.
-    public func messages(of store: String) -> [String] {
+    package func messages(of store: String) -> [String] {
         all.filter { $0.store?.contains(store) == true }.map(\.message)
     }
 
     /// A logger that writes here, at every level.
-    public func logger(label: String) -> Logger {
+    package func logger(label: String) -> Logger {
         Logger(label: label) { _ in Handler(collector: self) }
     }
 

@@ -3,4 +3,4 @@
 ///
 /// Every verb works without the application's model (it reads the schema saved in the store),
 /// opens a store another process may have open, and writes only when the verb is one that writes.
-public enum LoomTools {}
+package enum LoomTools {}

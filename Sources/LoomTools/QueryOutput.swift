@@ -1,8 +1,8 @@
-public import Foundation
-@_spi(LoomStore) public import LoomCore
+package import Foundation
+@_spi(LoomStore) package import LoomCore
 
 /// How `loom query` prints the objects a query matched.
-public enum QueryOutputFormat: String, Sendable, CaseIterable {
+package enum QueryOutputFormat: String, Sendable, CaseIterable {
     /// An aligned text table with a header; the whole result is read before the first line.
     case table
     /// One JSON array of objects.
@@ -37,10 +37,10 @@ public enum QueryOutputFormat: String, Sendable, CaseIterable {
 /// with the same care as the store.
 ///
 /// Not `Sendable`: one printer writes one result, on one thread.
-public struct QueryPrinter {
-    public let format: QueryOutputFormat
+package struct QueryPrinter {
+    package let format: QueryOutputFormat
     /// The column names, `uri` first.
-    public let columns: [String]
+    package let columns: [String]
     private let entity: EntityDescription
     private let relationships: [ResolvedRelationship]
     private let storeIdentifier: UUID
@@ -52,7 +52,7 @@ public struct QueryPrinter {
 
     /// A printer for objects of `entity`, writing to the file descriptor `output` (standard
     /// output by default) through a buffer; ``finish()`` writes what is left.
-    public init(format: QueryOutputFormat, entity: EntityDescription, schema: Schema, storeIdentifier: UUID, output: Int32 = 1) {
+    package init(format: QueryOutputFormat, entity: EntityDescription, schema: Schema, storeIdentifier: UUID, output: Int32 = 1) {
         self.format = format
         self.entity = entity
         self.relationships = schema.relationships(of: entity).filter { $0.description.kind == .toOne }
@@ -75,7 +75,7 @@ public struct QueryPrinter {
     /// Writes one object: its key and its stored values (one per slot).
     ///
     /// - Throws: ``LoomToolError`` when the output cannot be written.
-    public mutating func add(key: Int64, values: [StoredValue]) throws(LoomToolError) {
+    package mutating func add(key: Int64, values: [StoredValue]) throws(LoomToolError) {
         let cells = [Cell.text(uri(entity, key))] + entity.attributes.indices.map { cell(values[$0], entity.attributes[$0].type) }
             + relationships.map { r -> Cell in
                 guard let slot = entity.storedValueIndex(ofRelationship: r.index), case .integer(let target) = values[slot] else { return .null }
@@ -100,7 +100,7 @@ public struct QueryPrinter {
     /// Ends the output: the table is written now, the JSON array closed, the buffer written out.
     ///
     /// - Throws: ``LoomToolError`` when the output cannot be written.
-    public mutating func finish() throws(LoomToolError) {
+    package mutating func finish() throws(LoomToolError) {
         switch format {
         case .table:
             let all = [columns] + tableRows

@@ -1,5 +1,5 @@
-public import Foundation
-@_spi(LoomStore) public import LoomCore
+package import Foundation
+@_spi(LoomStore) package import LoomCore
 @_spi(LoomStore) import LoomSQLite
 import LoomSQL
 import GRDB
@@ -19,11 +19,11 @@ import GRDB
 /// ```
 ///
 /// Use it from one thread at a time.
-public final class ReadOnlyStore {
+package final class ReadOnlyStore {
     /// The schema saved in the store.
-    public let schema: Schema
+    package let schema: Schema
     /// The store's identifier, the host of its object URIs.
-    public let storeIdentifier: UUID
+    package let storeIdentifier: UUID
     private let source: Source
 
     private enum Source {
@@ -37,11 +37,10 @@ public final class ReadOnlyStore {
     /// - Throws: `LoomError` when there is no store there (``LoomError/Code/storeFailure``), the
     ///   file is not a Loom store (``LoomError/Code/notADatabase``,
     ///   ``LoomError/Code/notALoomStore``), or it cannot be read.
-    public init(location: String) throws(LoomError) {
+    package init(location: String) throws(LoomError) {
         if PostgreSQLLocation.isURL(location) {
-            let state = try PostgreSQLLocation.savedState(location)
-            schema = try Schema(record: state.record)
-            let store = try PostgreSQLLocation.open(location, schema: schema)
+            let store = try PostgreSQLLocation.openExisting(location)
+            schema = store.schema
             storeIdentifier = store.identifier
             source = .store(store)
             return
@@ -74,7 +73,7 @@ public final class ReadOnlyStore {
     /// store streams the rows from one read transaction (constant memory, one snapshot).
     ///
     /// - Throws: `LoomError` when the store cannot be read; what `body` throws.
-    public func forEachRow(of query: TextQuery, _ body: (_ key: Int64, _ values: [StoredValue]) throws -> Void) throws {
+    package func forEachRow(of query: TextQuery, _ body: (_ key: Int64, _ values: [StoredValue]) throws -> Void) throws {
         switch source {
         case .store(let store):
             for row in try store.fetch(query.storeQuery) { try body(row.key, row.values) }
@@ -98,7 +97,7 @@ public final class ReadOnlyStore {
     /// How many objects of `entity` the store holds.
     ///
     /// - Throws: `LoomError` when the store cannot be read.
-    public func count(of entity: EntityDescription) throws -> Int {
+    package func count(of entity: EntityDescription) throws -> Int {
         switch source {
         case .store(let store):
             return try store.count(StoreQuery(entity: entity))
@@ -119,7 +118,7 @@ public final class ReadOnlyStore {
     ///   purged (``LoomError/Code/historyTokenExpired``), is another store's, is past the
     ///   store's last transaction (``LoomError/Code/historyTokenAhead``) or names a transaction
     ///   the store does not hold (``LoomError/Code/historyTokenMismatch``).
-    public func fetchHistory(_ descriptor: HistoryDescriptor) throws -> [HistoryTransaction] {
+    package func fetchHistory(_ descriptor: HistoryDescriptor) throws -> [HistoryTransaction] {
         switch source {
         case .store(let store):
             return try store.fetchHistory(descriptor)

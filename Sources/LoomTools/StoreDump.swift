@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import GRDB
 @_spi(LoomStore) import LoomCore
 import LoomSQL
@@ -44,7 +44,7 @@ extension LoomTools {
     ///   - progress: Called with the number of objects written so far, every 65,536 objects and
     ///     at the end.
     /// - Throws: ``LoomToolError`` when the file is not a Loom store or cannot be read or written.
-    public static func dump(storeAt url: URL, to output: Int32, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
+    package static func dump(storeAt url: URL, to output: Int32, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
         let queue = try openReadOnly(url)
         defer { try? queue.close() }
         var out = BufferedOutput(descriptor: output)
@@ -144,67 +144,82 @@ struct StoreDumper {
         let sql = "SELECT \(columns.joined(separator: ", ")) FROM \(SQLGenerator.quote(entity.name)) ORDER BY \"Z_PK\""
         let statement = try db.makeStatement(sql: sql)
         let rows = RawStatement(handle: statement.sqliteStatement, sql: sql)
-        let prefix = prefixes[entity.name]!
         var keys: [Int64] = []
         defer { withExtendedLifetime(statement) {} }   // `rows` reads through its handle
         while try rows.step() {
             let key = rows.int64(0)
-            out.append("{\"uri\":\"")
-            out.append(bytes: prefix.bytes)
-            out.append(key)
-            out.append("\",\"entity\":")
-            out.appendJSONString(entity.name)
-            out.append(",\"version\":")
-            out.append(rows.int64(1))
-            out.append(",\"attributes\":{")
-            for (i, attribute) in entity.attributes.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                out.appendJSONString(attribute.name)
-                out.append(UInt8(ascii: ":"))
-                let column = Int32(2 + i), value = rows.column(column)
-                if case .text = value, let bytes = rows.nonUTF8Text(column) {
-                    DumpValueCodec.write(textBytes: bytes, to: &out)
-                } else {
-                    DumpValueCodec.write(value, of: attribute.type, to: &out)
-                }
-            }
-            out.append("},\"relationships\":{")
-            for (n, r) in relationships.enumerated() {
-                if n > 0 { out.append(UInt8(ascii: ",")) }
-                out.appendJSONString(r.description.name)
-                out.append(UInt8(ascii: ":"))
-                let destination = prefixes[r.destination.name]!
-                if case .foreignKey(let slot) = r.storage {
-                    if case .integer(let target) = rows.column(Int32(2 + slot)) {
-                        out.append(UInt8(ascii: "\""))
-                        out.append(bytes: destination.bytes)
-                        out.append(target)
-                        out.append(UInt8(ascii: "\""))
-                    } else {
-                        out.append("null")
-                    }
-                    continue
-                }
-                keys.removeAll(keepingCapacity: true)
-                try members[r.index]!.members(of: key, into: &keys)
-                if let slot = entity.storedValueIndex(ofRelationship: r.index) {
-                    Self.order(&keys, by: rows.column(Int32(2 + slot)))
-                }
-                out.append(UInt8(ascii: "["))
-                for (m, target) in keys.enumerated() {
-                    if m > 0 { out.append(UInt8(ascii: ",")) }
-                    out.append(UInt8(ascii: "\""))
-                    out.append(bytes: destination.bytes)
-                    out.append(target)
-                    out.append(UInt8(ascii: "\""))
-                }
-                out.append(UInt8(ascii: "]"))
-            }
-            out.append("}}\n")
+            try Self.writeObject(
+                of: entity, relationships: relationships, key: key, version: rows.int64(1), prefixes: prefixes,
+                value: { rows.column(Int32(2 + $0)) },
+                nonUTF8Text: { slot in if case .text = rows.column(Int32(2 + slot)) { rows.nonUTF8Text(Int32(2 + slot)) } else { nil } },
+                members: { r, keys in try members[r.index]!.members(of: key, into: &keys) },
+                keys: &keys, to: &out)
             try out.flushIfFull()
             count += 1
             if count & 0xFFFF == 0 { progress?(count) }
         }
+    }
+
+    /// Writes one object's line: `value` reads the row's stored value at a slot, `nonUTF8Text`
+    /// the bytes of a text value that is not valid UTF-8 (`nil` otherwise), and `members` appends
+    /// the keys of a to-many relationship's members, by key.
+    static func writeObject(
+        of entity: EntityDescription, relationships: [ResolvedRelationship], key: Int64, version: Int64, prefixes: [String: URIPrefix],
+        value: (Int) -> StoredValue, nonUTF8Text: (Int) -> Data?, members: (ResolvedRelationship, inout [Int64]) throws -> Void,
+        keys: inout [Int64], to out: inout BufferedOutput
+    ) rethrows {
+        let prefix = prefixes[entity.name]!
+        out.append("{\"uri\":\"")
+        out.append(bytes: prefix.bytes)
+        out.append(key)
+        out.append("\",\"entity\":")
+        out.appendJSONString(entity.name)
+        out.append(",\"version\":")
+        out.append(version)
+        out.append(",\"attributes\":{")
+        for (i, attribute) in entity.attributes.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.appendJSONString(attribute.name)
+            out.append(UInt8(ascii: ":"))
+            if let bytes = nonUTF8Text(i) {
+                DumpValueCodec.write(textBytes: bytes, to: &out)
+            } else {
+                DumpValueCodec.write(value(i), of: attribute.type, to: &out)
+            }
+        }
+        out.append("},\"relationships\":{")
+        for (n, r) in relationships.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            out.appendJSONString(r.description.name)
+            out.append(UInt8(ascii: ":"))
+            let destination = prefixes[r.destination.name]!
+            if case .foreignKey(let slot) = r.storage {
+                if case .integer(let target) = value(slot) {
+                    out.append(UInt8(ascii: "\""))
+                    out.append(bytes: destination.bytes)
+                    out.append(target)
+                    out.append(UInt8(ascii: "\""))
+                } else {
+                    out.append("null")
+                }
+                continue
+            }
+            keys.removeAll(keepingCapacity: true)
+            try members(r, &keys)
+            if let slot = entity.storedValueIndex(ofRelationship: r.index) {
+                order(&keys, by: value(slot))
+            }
+            out.append(UInt8(ascii: "["))
+            for (m, target) in keys.enumerated() {
+                if m > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(UInt8(ascii: "\""))
+                out.append(bytes: destination.bytes)
+                out.append(target)
+                out.append(UInt8(ascii: "\""))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append("}}\n")
     }
 
     /// The `(owner, member)` pairs of a to-many relationship, by owner then member key; `nil` for

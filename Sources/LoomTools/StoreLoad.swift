@@ -1,7 +1,5 @@
-public import Foundation
-import GRDB
+package import Foundation
 @_spi(LoomStore) import LoomCore
-import LoomSQL
 @_spi(LoomStore) import LoomSQLite
 
 extension LoomTools {
@@ -51,7 +49,7 @@ extension LoomTools {
     ///   unknown entity or attribute, a value of the wrong type, a duplicate or dangling URI or a
     ///   broken uniqueness constraint, and ``LoomToolError/Code/storeFailure`` when the store
     ///   cannot be written.
-    public static func load(from input: Int32, into url: URL, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
+    package static func load(from input: Int32, into url: URL, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
         let path = url.path
         if FileManager.default.fileExists(atPath: path) {
             throw LoomToolError(.destinationExists, "\(path) exists; load makes a new store: remove it or choose another path.")
@@ -59,7 +57,9 @@ extension LoomTools {
         let temporary = url.deletingLastPathComponent().appending(path: ".\(url.lastPathComponent).loading-\(getpid())")
         removeStoreFiles(temporary)
         do {
-            let count = try StoreLoader.load(from: input, building: temporary, progress: progress)
+            let count = try StoreLoader.load(from: input, progress: progress) { header, schema, fill in
+                try SQLiteStore.loadNewFile(at: temporary, schema: schema, metadata: header.metadata, identifier: header.storeIdentifier, fill)
+            }
             try FileManager.default.moveItem(at: temporary, to: url)
             return count
         } catch {
@@ -69,31 +69,71 @@ extension LoomTools {
         }
     }
 
+    /// Loads a dump as the SQLite variant (`into: URL`) does into the store at `location`:
+    /// a SQLite file path, or a PostgreSQL URL (`postgres://user@host:port/db?schema=name`).
+    ///
+    /// A PostgreSQL store is made in the URL's schema, which must hold no store, or an empty one
+    /// of the dump's schema; the load runs in one transaction through the store, so a failed load
+    /// leaves that schema without objects (the empty store stays, and a new load may fill it).
+    /// Text that is not valid UTF-8 cannot be loaded there (PostgreSQL refuses it).
+    ///
+    /// Not isolated: call it from any thread; it blocks that thread until it is done.
+    ///
+    /// - Throws: ``LoomToolError`` as the SQLite variant (`into: URL`) does;
+    ///   ``LoomToolError/Code/destinationExists`` when the PostgreSQL schema holds objects or a
+    ///   store of another schema.
+    package static func load(from input: Int32, into location: String, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
+        guard PostgreSQLLocation.isURL(location) else { return try load(from: input, into: URL(filePath: location), progress: progress) }
+        guard PostgreSQLLocation.isAvailable else {
+            // Refused before the input is read: a dump piped in would be read for nothing.
+            throw LoomToolError(.storeFailure, PostgreSQLLocation.unavailable(location).message)
+        }
+        do {
+            return try StoreLoader.load(from: input, progress: progress) { header, schema, fill in
+                let store = try PostgreSQLLocation.openForLoading(location, schema: schema)
+                defer { try? store.close() }
+                do {
+                    return try store.bulkLoad(as: header.storeIdentifier, metadata: header.metadata, fill)
+                } catch let error as LoomError where error.code == .invalidRequest {
+                    throw LoomToolError(.destinationExists, "\(location) holds objects; load makes a new store: choose another schema (?schema=name). \(error.message)")
+                }
+            }
+        } catch let error as LoomToolError {
+            throw error
+        } catch {
+            throw LoomToolError(.storeFailure, "The store at \(location) could not be written: \(error)")
+        }
+    }
+
     /// Removes a store file and its WAL, shared-memory and journal files.
     static func removeStoreFiles(_ url: URL) {
         for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
     }
 }
 
-/// Loads one dump into a new store file.
+/// Loads one dump into a new store, through the store SPI's bulk writer.
 final class StoreLoader {
     private let header: DumpHeader
     private let schema: Schema
-    private let db: Database
+    private let writer: any StoreBulkWriter
     private var entities: [String: EntityLoader] = [:]
     private let prefixes: [String: URIPrefix]
     private var count = 0
 
-    private init(header: DumpHeader, schema: Schema, db: Database) throws {
+    private init(header: DumpHeader, schema: Schema, writer: any StoreBulkWriter) {
         self.header = header
         self.schema = schema
-        self.db = db
+        self.writer = writer
         prefixes = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, URIPrefix(storeIdentifier: header.storeIdentifier, entityName: $0.name)) })
-        for entity in schema.entities { entities[entity.name] = try EntityLoader(entity, schema: schema, db: db) }
+        for entity in schema.entities { entities[entity.name] = EntityLoader(entity) }
     }
 
-    /// Reads the dump from `input` and builds the store in `file`, which must not exist.
-    static func load(from input: Int32, building file: URL, progress: ((Int) -> Void)?) throws -> Int {
+    /// Reads the dump from `input`: its header first, with which `open` makes the store and calls
+    /// the fill it is given with the store's bulk writer; the fill loads every object.
+    static func load(
+        from input: Int32, progress: ((Int) -> Void)?,
+        into open: (DumpHeader, Schema, _ fill: (any StoreBulkWriter) throws -> Int) throws -> Int
+    ) throws -> Int {
         let reader = LineReader(descriptor: input)
         var read: (DumpHeader, Schema)?
         // The header is the first line that is not blank.
@@ -102,30 +142,14 @@ final class StoreLoader {
             throw LoomToolError(.badInput, "The input is empty; a dump starts with its header line (see loom dump --help).", line: max(1, reader.lineNumber))
         }
         let (header, schema) = read
-        let queue = try create(file, header: header, schema: schema)
-        defer { try? queue.close() }
-        let count = try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
-            do {
-                let loader = try StoreLoader(header: header, schema: schema, db: db)
-                while try reader.withNextLine({ line -> Void in if !isBlank(line) { try loader.loadObject(line, reader.lineNumber) } }) != nil {
-                    if loader.count & 0xFFFF == 0, loader.count > 0 { progress?(loader.count) }
-                }
-                try loader.finish()
-                try db.execute(sql: "COMMIT TRANSACTION")
-                return loader.count
-            } catch {
-                // The file is removed: this only ends the transaction, so that it can be closed.
-                if db.isInsideTransaction { try? db.execute(sql: "ROLLBACK TRANSACTION") }
-                throw error
+        let count = try open(header, schema) { writer in
+            let loader = StoreLoader(header: header, schema: schema, writer: writer)
+            while try reader.withNextLine({ line -> Void in if !isBlank(line) { try loader.loadObject(line, reader.lineNumber) } }) != nil {
+                if loader.count & 0xFFFF == 0, loader.count > 0 { progress?(loader.count) }
             }
+            try loader.finish()
+            return loader.count
         }
-        // Back to WAL, the store's mode, now that the data is in (see `create`).
-        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
-        try queue.close()
-        let handle = try FileHandle(forUpdating: file)
-        try handle.synchronize()
-        try handle.close()
         progress?(count)
         return count
     }
@@ -165,24 +189,6 @@ final class StoreLoader {
             throw LoomToolError(.badInput, "The key allocator names \(name), which is not an entity of the schema.", line: number, field: "nextKeys.\(name)")
         }
         return (header, schema)
-    }
-
-    /// Creates the store's tables (through ``SQLiteStore``, so that the layout is exactly a
-    /// store's) and opens it for the load: without a journal and without syncs, since on
-    /// failure the whole file is removed and on success it is synced once at the end.
-    private static func create(_ file: URL, header: DumpHeader, schema: Schema) throws -> DatabaseQueue {
-        let store = try SQLiteStore(url: file, schema: schema, options: SQLiteStore.Options(recordsHistory: false),
-                                    metadata: header.metadata.mapValues { $0 as String? })
-        try store.close()
-        // Traced as the store's own connections are: `LOOM_SQL_DEBUG` shows the load's inserts.
-        let queue = try SQLiteStore.tracedQueue(path: file.path, configuration: Configuration())
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA journal_mode = OFF")
-            try db.execute(sql: "PRAGMA synchronous = OFF")
-            try db.execute(sql: "PRAGMA cache_size = -65536")
-            try db.execute(sql: "UPDATE loom_metadata SET value = ? WHERE key = 'storeIdentifier'", arguments: [header.storeIdentifier.uuidString])
-        }
-        return queue
     }
 
     // MARK: Objects
@@ -226,7 +232,7 @@ final class StoreLoader {
             throw bad("attributes.\(missing.name)", "The attribute \(missing.name) is missing (write null for nil).")
         }
         guard case .object(let relationships) = json.member("relationships") else { throw bad("relationships", "The relationships are missing or not an object.") }
-        var links: [(JoinTableInsert, [Int64])] = []
+        var links: [(ResolvedRelationship, [Int64])] = []
         for (name, value) in relationships.lazy.map({ ($0.name, $0.value) }) {
             guard let j = loader.entity.relationshipIndex(named: name) else { throw bad("relationships.\(name)", "\(entityName) has no relationship \(name).") }
             let r = schema.relationship(j, of: loader.entity)
@@ -247,23 +253,27 @@ final class StoreLoader {
                 targets.append(try self.key(of: target, entity: r.destination, field: "\(field)[\(n)]", bad))
             }
             if let slot = loader.entity.storedValueIndex(ofRelationship: j) { values[slot] = Self.order(targets) }
-            if let insert = loader.links[j] { links.append((insert, targets)) }
+            // A many-to-many is written from its owning side, the join table's `Z_SOURCE`.
+            if case .joinTable(_, let own, _) = r.storage, own == JoinTable.sourceColumn { links.append((r, targets)) }
         }
         if let missing = loader.entity.relationships.first(where: { r in !relationships.contains { $0.name == r.name } }) {
             throw bad("relationships.\(missing.name)", "The relationship \(missing.name) is missing (write null or [] when empty).")
         }
         do {
-            try loader.insert(key: key, version: version, values: values, textBytes: textBytes, line: number)
-        } catch let error as DatabaseError {
-            let duplicate = error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
-            throw bad(duplicate ? "uri" : "", duplicate ? "A second object with the URI \(uri)." : "\(entityName)/\(key) cannot be stored: \(error.message ?? "\(error.resultCode)").")
+            try writer.insert(loader.entity, key: key, version: version, values: values, textBytes: textBytes)
+        } catch {
+            // A store may insert later than asked (in batches): a key loaded before is named here.
+            if loader.line(of: key) != nil { throw bad("uri", "A second object with the URI \(uri).") }
+            throw bad("", "\(entityName)/\(key) cannot be stored: \(error.message).")
         }
-        for (insert, targets) in links {
+        loader.loaded(key, line: number)
+        for (r, targets) in links {
+            guard case .joinTable(let table, _, _) = r.storage else { continue }
             for (n, target) in targets.enumerated() {
                 do {
-                    try insert.insert(key, target)
-                } catch let error as DatabaseError {
-                    throw bad("relationships.\(insert.name)[\(n)]", "The link cannot be stored (listed twice?): \(error.message ?? "\(error.resultCode)").")
+                    try writer.link(table, source: key, target: target)
+                } catch {
+                    throw bad("relationships.\(r.description.name)[\(n)]", "The link cannot be stored (listed twice?): \(error.message).")
                 }
             }
         }
@@ -295,69 +305,34 @@ final class StoreLoader {
     /// and the store identifier.
     private func finish() throws {
         for entity in schema.entities {
-            let table = SQLGenerator.quote(entity.name)
             for r in schema.relationships(of: entity) {
-                let destination = SQLGenerator.quote(r.destination.name)
-                let sql: String
-                switch r.storage {
-                case .foreignKey(let slot):
-                    let fk = SQLGenerator.quote(entity.columnName(at: slot))
-                    sql = "SELECT s.\"Z_PK\", s.\(fk) FROM \(table) AS s WHERE s.\(fk) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(destination) WHERE \"Z_PK\" = s.\(fk)) LIMIT 1"
-                case .joinTable(let join, let own, let other) where own == JoinTable.sourceColumn:
-                    let (own, other) = (SQLGenerator.quote(own), SQLGenerator.quote(other))
-                    sql = "SELECT j.\(own), j.\(other) FROM \(SQLGenerator.quote(join.name)) AS j WHERE NOT EXISTS (SELECT 1 FROM \(destination) WHERE \"Z_PK\" = j.\(other)) LIMIT 1"
-                default:
-                    continue
-                }
-                if let row = try Row.fetchOne(db, sql: sql) {
-                    let (owner, target): (Int64, Int64) = (row[0], row[1])
+                if let (owner, target) = try writer.firstDanglingReference(of: r) {
                     let uri = prefixes[r.destination.name]!.text + String(target)
                     throw LoomToolError(.badInput, "\(entity.name)/\(owner)'s \(r.description.name) names \(uri), which is not in the dump.",
                                         line: entities[entity.name]!.line(of: owner), field: "relationships.\(r.description.name)")
                 }
             }
-            let highest = try Int64.fetchOne(db, sql: "SELECT MAX(\"Z_PK\") FROM \(table)")
+            let highest = try writer.highestKey(of: entity)
             let saved = header.nextKeys[entity.name]
             if highest != nil || saved != nil {
-                let next = max(saved ?? 1, (highest ?? 0) + 1)
-                try db.execute(sql: "INSERT OR REPLACE INTO loom_keys (entity, next) VALUES (?, ?)", arguments: [entity.name, next])
+                try writer.setNextKey(max(saved ?? 1, (highest ?? 0) + 1), for: entity)
             }
         }
     }
 }
 
-/// One entity's prepared inserts, and the input line of each object loaded.
+/// One entity of the load, and the input line of each object loaded.
 private final class EntityLoader {
     let entity: EntityDescription
-    private let statement: Statement
-    private let raw: RawStatement
-    /// The join-table inserts of the many-to-many relationships this entity owns, by index.
-    let links: [Int: JoinTableInsert]
     private var keys: [Int64] = []
     private var lines: [Int32] = []
 
-    init(_ entity: EntityDescription, schema: Schema, db: Database) throws {
+    init(_ entity: EntityDescription) {
         self.entity = entity
-        let columns = (["Z_PK", "Z_OPT"] + (0..<entity.storedValueCount).map(entity.columnName(at:))).map(SQLGenerator.quote)
-        let sql = "INSERT INTO \(SQLGenerator.quote(entity.name)) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
-        statement = try db.makeStatement(sql: sql)
-        raw = RawStatement(handle: statement.sqliteStatement, sql: sql)
-        var links: [Int: JoinTableInsert] = [:]
-        for r in schema.relationships(of: entity) {
-            if case .joinTable(let table, let own, _) = r.storage, own == JoinTable.sourceColumn {
-                links[r.index] = try JoinTableInsert(table, name: r.description.name, db: db)
-            }
-        }
-        self.links = links
     }
 
-    func insert(key: Int64, version: Int64, values: [StoredValue], textBytes: [(slot: Int, bytes: Data)], line: Int) throws {
-        raw.reset()
-        try raw.bind(key, at: 1)
-        try raw.bind(version, at: 2)
-        for (i, value) in values.enumerated() { try raw.bind(value, at: Int32(3 + i)) }
-        for (slot, bytes) in textBytes { try raw.bindText(bytes: bytes, at: Int32(3 + slot)) }
-        try raw.execute()
+    /// Records that the object with `key` was loaded from input line `line`.
+    func loaded(_ key: Int64, line: Int) {
         keys.append(key)
         lines.append(Int32(clamping: line))
     }
@@ -365,26 +340,5 @@ private final class EntityLoader {
     /// The input line of the object with `key`.
     func line(of key: Int64) -> Int? {
         keys.firstIndex(of: key).map { Int(lines[$0]) }
-    }
-}
-
-/// The prepared insert of one join table's rows.
-private final class JoinTableInsert {
-    let name: String
-    private let statement: Statement
-    private let raw: RawStatement
-
-    init(_ table: JoinTable, name: String, db: Database) throws {
-        self.name = name
-        let sql = "INSERT INTO \(SQLGenerator.quote(table.name)) (\"Z_SOURCE\", \"Z_TARGET\") VALUES (?, ?)"
-        statement = try db.makeStatement(sql: sql)
-        raw = RawStatement(handle: statement.sqliteStatement, sql: sql)
-    }
-
-    func insert(_ source: Int64, _ target: Int64) throws {
-        raw.reset()
-        try raw.bind(source, at: 1)
-        try raw.bind(target, at: 2)
-        try raw.execute()
     }
 }

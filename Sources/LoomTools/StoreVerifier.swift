@@ -1,11 +1,16 @@
-public import Foundation
-@_spi(LoomStore) public import LoomCore
+package import Foundation
+@_spi(LoomStore) package import LoomCore
 @_spi(LoomStore) import LoomSQLite
 import LoomSQL
 import GRDB
 
-/// Checks a SQLite store file for damage: SQLite's own integrity and foreign-key checks, then
-/// Loom's invariants, read from the schema saved in the store (no application model needed).
+/// Checks a Loom store for damage: the store's own check of its storage (SQLite's integrity and
+/// foreign-key checks), then Loom's invariants, read from the schema saved in the store (no
+/// application model needed). A SQLite file is checked as below; a PostgreSQL store (a
+/// `postgres://` URL, ``init(location:)``) through the store SPI: the server's view of the
+/// store's tables, constraints and indexes, then keys, versions, values, to-one references and
+/// uniqueness constraints on the rows the store returns (what the server enforces itself, column
+/// types, `NOT NULL` and unique indexes, is trusted while its constraints and indexes are valid).
 ///
 /// ```swift
 /// let report = try StoreVerifier(url: URL(filePath: "Library.loom")).verify()
@@ -43,28 +48,37 @@ import GRDB
 /// leaves its (empty) `-wal` and `-shm` index files beside the store, as any read-only reader
 /// of a WAL file does; the store file's bytes and modification time are unchanged.
 ///
-/// Not isolated: call it from any thread; it blocks that thread while it reads. SQLite files
-/// only; a PostgreSQL store is not verified by this type.
-public struct StoreVerifier: Sendable {
+/// Not isolated: call it from any thread; it blocks that thread while it reads.
+package struct StoreVerifier: Sendable {
     /// Which of SQLite's whole-file checks runs.
-    public enum IntegrityCheck: String, Sendable, Codable {
+    package enum IntegrityCheck: String, Sendable, Codable {
         /// `PRAGMA integrity_check`: every page, and every index against its table.
         case full
         /// `PRAGMA quick_check`: every page, without matching indexes to tables; faster.
         case quick
     }
 
-    /// The store file.
-    public let url: URL
+    /// The store file (for a PostgreSQL store, the URL as a file URL: use ``location``).
+    package let url: URL
+    /// The store file's path, or the PostgreSQL store's URL.
+    package let location: String
     /// Which SQLite integrity check runs; ``IntegrityCheck/full`` by default.
-    public var integrityCheck: IntegrityCheck = .full
+    package var integrityCheck: IntegrityCheck = .full
     /// At most this many findings of one check are reported; the report says when some were
     /// left out (``VerificationReport/isTruncated``).
-    public var findingLimitPerCheck = 100
+    package var findingLimitPerCheck = 100
 
     /// A verifier of the store at `url`; nothing is opened until ``verify(progress:)``.
-    public init(url: URL) {
+    package init(url: URL) {
         self.url = url
+        self.location = url.path
+    }
+
+    /// A verifier of the store at `location`, a SQLite file path or a PostgreSQL URL
+    /// (`postgres://user@host:port/db?schema=name`); nothing is opened until ``verify(progress:)``.
+    package init(location: String) {
+        self.url = URL(filePath: location)
+        self.location = location
     }
 
     /// Runs every check and returns what it found.
@@ -78,7 +92,12 @@ public struct StoreVerifier: Sendable {
     ///   store is never thrown: it is in the report.
     /// - Complexity: a few scans of each table and index, one of them reading every attribute;
     ///   one to two seconds per million objects (see `Benchmarks/README.md`).
-    public func verify(progress: ((VerificationProgress) -> Void)? = nil) throws(LoomError) -> VerificationReport {
+    package func verify(progress: ((VerificationProgress) -> Void)? = nil) throws(LoomError) -> VerificationReport {
+        if PostgreSQLLocation.isURL(location) {
+            let store = try PostgreSQLLocation.openExisting(location)
+            defer { try? store.close() }
+            return try verify(store, progress: progress)
+        }
         let path = url.path
         let state = try SQLiteStore.savedState(at: url)
         let schema = try Schema(record: state.record)
@@ -115,13 +134,13 @@ public struct StoreVerifier: Sendable {
 }
 
 /// How far ``StoreVerifier/verify(progress:)`` is: the check about to run.
-public struct VerificationProgress: Sendable {
+package struct VerificationProgress: Sendable {
     /// How many checks have finished.
-    public var completed: Int
+    package var completed: Int
     /// How many checks there are.
-    public var total: Int
+    package var total: Int
     /// What the next check looks at, e.g. `Novel.author` or `integrity_check`.
-    public var step: String
+    package var step: String
 }
 
 /// What ``StoreVerifier`` found in a store.
@@ -143,24 +162,24 @@ public struct VerificationProgress: Sendable {
 /// ```
 /// `entity`, `property` and `object` are left out when a finding has none (a missing table has
 /// no object; SQLite's integrity check names pages, not objects).
-public struct VerificationReport: Codable, Sendable {
+package struct VerificationReport: Codable, Sendable {
     /// The store file's path.
-    public var store: String
+    package var store: String
     /// The store's UUID, the host of its objects' URIs.
-    public var storeIdentifier: String
+    package var storeIdentifier: String
     /// Whether nothing was found.
-    public var healthy: Bool
+    package var healthy: Bool
     /// How many objects the store holds, over every entity whose table exists.
-    public var objectCount: Int
+    package var objectCount: Int
     /// How many checks ran.
-    public var checkCount: Int
+    package var checkCount: Int
     /// Whether some check found more than ``StoreVerifier/findingLimitPerCheck`` problems and
     /// the rest were left out.
-    public var isTruncated: Bool
+    package var isTruncated: Bool
     /// Every problem found, in the order the checks ran.
-    public var findings: [VerificationFinding]
+    package var findings: [VerificationFinding]
 
-    public init(store: String, storeIdentifier: String, objectCount: Int, checkCount: Int, findings: [VerificationFinding], isTruncated: Bool) {
+    package init(store: String, storeIdentifier: String, objectCount: Int, checkCount: Int, findings: [VerificationFinding], isTruncated: Bool) {
         self.store = store
         self.storeIdentifier = storeIdentifier
         self.healthy = findings.isEmpty
@@ -172,13 +191,16 @@ public struct VerificationReport: Codable, Sendable {
 }
 
 /// One problem in a store: what kind, where, and a sentence that says it.
-public struct VerificationFinding: Codable, Sendable, Hashable, CustomStringConvertible {
+package struct VerificationFinding: Codable, Sendable, Hashable, CustomStringConvertible {
     /// The kinds of damage ``StoreVerifier`` recognises.
-    public enum Kind: String, Codable, Sendable, CaseIterable {
+    package enum Kind: String, Codable, Sendable, CaseIterable {
         /// `PRAGMA integrity_check` (or `quick_check`) reported a problem, or a page could not be read.
         case sqliteIntegrity
         /// `PRAGMA foreign_key_check` reported a row.
         case sqliteForeignKey
+        /// A server store's check of its storage found a problem: a table the schema needs is
+        /// missing, or a constraint or index is not valid.
+        case storeIntegrity
         /// The version hash saved in `loom_metadata` is not the saved schema's.
         case schemaHashMismatch
         /// A table the saved schema needs (an entity's, a join table, `loom_keys`) is missing.
@@ -229,17 +251,17 @@ public struct VerificationFinding: Codable, Sendable, Hashable, CustomStringConv
     }
 
     /// What is wrong.
-    public var kind: Kind
+    package var kind: Kind
     /// The entity (or, for a join table, the relationship's entity) concerned.
-    public var entity: String?
+    package var entity: String?
     /// The attribute, relationship, constraint (`title,author`) or column concerned.
-    public var property: String?
+    package var property: String?
     /// The URI of the object concerned (`loom://<store>/<Entity>/<key>`).
-    public var object: String?
+    package var object: String?
     /// A sentence that says what is wrong; it never holds attribute values.
-    public var message: String
+    package var message: String
 
-    public init(kind: Kind, entity: String? = nil, property: String? = nil, object: String? = nil, message: String) {
+    package init(kind: Kind, entity: String? = nil, property: String? = nil, object: String? = nil, message: String) {
         self.kind = kind
         self.entity = entity
         self.property = property
@@ -248,7 +270,7 @@ public struct VerificationFinding: Codable, Sendable, Hashable, CustomStringConv
     }
 
     /// `kind object: message`, as the `loom verify` text output prints it.
-    public var description: String {
+    package var description: String {
         "\(kind.rawValue)\(object.map { " " + $0 } ?? ""): \(message)"
     }
 }

@@ -1,4 +1,4 @@
-@_spi(LoomStore) public import LoomCore
+@_spi(LoomStore) package import LoomCore
 
 /// A fetch written as text, parsed against a store's saved schema: what `loom query` runs.
 ///
@@ -42,20 +42,20 @@
 /// ```
 ///
 /// A `TextQuery` is an immutable value: use it from any isolation.
-public struct TextQuery: Sendable {
+package struct TextQuery: Sendable {
     /// The query as written.
-    public let text: String
+    package let text: String
     /// The entity whose objects the query fetches.
-    public let entity: EntityDescription
+    package let entity: EntityDescription
     /// The filter; `nil` when the query has no `where`.
-    @_spi(LoomStore) public let predicate: PredicateNode?
+    package let predicate: PredicateNode?
     /// The order, first key first; empty when the query has no `sort` (objects then come in
     /// primary-key order).
-    @_spi(LoomStore) public let sortKeys: [SortKey]
+    package let sortKeys: [SortKey]
     /// The most objects to fetch (`limit`), if any.
-    public let limit: Int?
+    package let limit: Int?
     /// How many matching objects to skip (`offset`).
-    public let offset: Int
+    package let offset: Int
 
     /// Parses a text query against a schema (usually one saved in a store, `Schema(record:)`):
     /// entity, attribute and relationship names are resolved now.
@@ -63,7 +63,7 @@ public struct TextQuery: Sendable {
     /// - Throws: ``TextQueryError`` with the column the problem is at: a syntax error, an unknown
     ///   entity or property (with the nearest name when one is close), a literal that does not
     ///   fit the attribute it is compared with, or a construct the predicate tree cannot express.
-    public init(parsing text: String, schema: Schema) throws(TextQueryError) {
+    package init(parsing text: String, schema: Schema) throws(TextQueryError) {
         var parser = try TextQueryParser(text, schema: schema)
         let parsed = try parser.parseQuery()
         self.text = text
@@ -75,7 +75,7 @@ public struct TextQuery: Sendable {
     }
 
     /// The query as a store runs it.
-    @_spi(LoomStore) public var storeQuery: StoreQuery {
+    package var storeQuery: StoreQuery {
         StoreQuery(entity: entity, predicate: predicate, sortKeys: sortKeys, fetchOffset: offset, fetchLimit: limit)
     }
 }
@@ -88,35 +88,35 @@ public struct TextQuery: Sendable {
 /// Book where titel == "Dune"
 ///            ^
 /// ```
-public struct TextQueryError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct TextQueryError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of problem it is; extensible.
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+    package struct Code: RawRepresentable, Hashable, Sendable {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
         /// The text does not follow the grammar (an unexpected or missing token, a bad literal).
-        public static let syntax = Code(rawValue: "syntax")
+        package static let syntax = Code(rawValue: "syntax")
         /// No entity of that name in the schema.
-        public static let unknownEntity = Code(rawValue: "unknownEntity")
+        package static let unknownEntity = Code(rawValue: "unknownEntity")
         /// No attribute or relationship of that name in the entity.
-        public static let unknownProperty = Code(rawValue: "unknownProperty")
+        package static let unknownProperty = Code(rawValue: "unknownProperty")
         /// A path that goes somewhere it cannot (through an attribute, to a to-many as a value).
-        public static let invalidPath = Code(rawValue: "invalidPath")
+        package static let invalidPath = Code(rawValue: "invalidPath")
         /// A literal that does not fit what it is compared with (a string for an integer, a date
         /// that is not ISO-8601).
-        public static let typeMismatch = Code(rawValue: "typeMismatch")
+        package static let typeMismatch = Code(rawValue: "typeMismatch")
         /// Valid text that Loom's predicates cannot express (ordering a UUID attribute).
-        public static let unsupported = Code(rawValue: "unsupported")
+        package static let unsupported = Code(rawValue: "unsupported")
     }
 
-    public let code: Code
+    package let code: Code
     /// What is wrong, and how to fix it when that is not obvious.
-    public let message: String
+    package let message: String
     /// The query that was parsed.
-    public let query: String
+    package let query: String
     /// Where the problem is: 1-based, in characters from the start of the query.
-    public let column: Int
+    package let column: Int
 
-    public init(_ code: Code, _ message: String, query: String, column: Int) {
+    package init(_ code: Code, _ message: String, query: String, column: Int) {
         self.code = code
         self.message = message
         self.query = query
@@ -124,7 +124,7 @@ public struct TextQueryError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     /// The query's line holding the column, then a caret under it.
-    public var caretDiagram: String {
+    package var caretDiagram: String {
         var lineStart = 0, index = 0
         var lines: [(start: Int, text: String)] = []
         var current = ""
@@ -146,5 +146,5 @@ public struct TextQueryError: Error, Sendable, Equatable, CustomStringConvertibl
         return "\(line.text)\n\(padding)^"
     }
 
-    public var description: String { "error: \(message) (column \(column))\n\(caretDiagram)" }
+    package var description: String { "error: \(message) (column \(column))\n\(caretDiagram)" }
 }

@@ -31,7 +31,9 @@ struct VerifyCommand: ParsableCommand {
             The store is opened read-only and never written, not even checkpointed: it may be \
             open in another process. On a store no process has open, SQLite leaves its empty \
             -wal and -shm index files beside it, as any reader does; the store file itself is \
-            unchanged. SQLite stores only (not PostgreSQL).
+            unchanged. A PostgreSQL store (postgres://user@host:port/db?schema=name) is checked \
+            through the store: its tables, constraints and indexes as the server sees them, then \
+            keys, versions, values, to-one references and uniqueness on its rows.
 
             Exit status: 0 when nothing is found, 1 when something is, 2 when the file cannot \
             be verified (missing, not SQLite, not a Loom store), 64 for a wrong command line \
@@ -50,7 +52,7 @@ struct VerifyCommand: ParsableCommand {
               1 problem in 5,000 objects (31 checks).
             """)
 
-    @Argument(help: "The store file.")
+    @Argument(help: "The store file, or a PostgreSQL URL.")
     var path: String
 
     @Flag(help: "Print JSON (see the shape above) instead of text.")
@@ -63,10 +65,7 @@ struct VerifyCommand: ParsableCommand {
     var limit = 100
 
     func run() throws {
-        if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
-            throw LoomToolError(.badInput, "loom verify checks SQLite stores only; \(path) is a PostgreSQL URL.")
-        }
-        var verifier = StoreVerifier(url: URL(filePath: path))
+        var verifier = StoreVerifier(location: path)
         verifier.integrityCheck = quick ? .quick : .full
         verifier.findingLimitPerCheck = limit
         let showsProgress = isatty(STDERR_FILENO) == 1

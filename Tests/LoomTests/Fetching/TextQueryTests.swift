@@ -1,7 +1,7 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
-@_spi(LoomStore) import LoomTools
+import LoomTools
 import Testing
 
 /// `loom query`'s text language: each construct parses to the node `#Predicate` would give,

@@ -23,6 +23,17 @@ enum LoomExecutable {
     static let opensPostgreSQL = false
     #endif
 
+    /// Why a test of the tool on PostgreSQL is skipped in a build without the trait.
+    static let withoutTraitReason: Comment = "the tool was built without the PostgreSQL trait (./scripts/test builds with --traits PostgreSQL)"
+
+    /// Returns when the tool opens PostgreSQL stores; otherwise records a warning that says why
+    /// and cancels the current test case, as ``PostgresServer/requireServer()`` does.
+    static func requirePostgreSQLTrait() throws {
+        guard !opensPostgreSQL else { return }
+        Issue.record(withoutTraitReason, severity: .warning)
+        try Test.cancel(withoutTraitReason)
+    }
+
     /// The executable beside the running test bundle.
     static var url: URL {
         URL(filePath: CommandLine.arguments[0]).deletingLastPathComponent().appending(path: "loom")

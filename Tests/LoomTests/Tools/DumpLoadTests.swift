@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import Testing
 import Loom
+@_spi(LoomStore) import LoomCore
+import LoomPostgreSQL
 import LoomTools
 
 /// `loom dump` and `loom load`: a dump loaded into a new store and dumped again is byte for
@@ -219,6 +221,64 @@ struct DumpLoadTests {
                 return (1, "header")
             }
         }
+    }
+
+    // MARK: Every store
+
+    @Test("A dump loads into every store kind, which dumps the same bytes, verifies sound and reads back through the model", arguments: StoreKind.persistentCases)
+    func dumpLoadsIntoEveryStore(_ kind: StoreKind) throws {
+        let (original, container) = try Self.makeSmallStore()
+        let context = container.viewContext
+        let dune = try #require(try context.fetch(FetchRequest<Novel>()).first { $0.title == "Dune" })
+        let chapters = [Chapter(title: "Two"), Chapter(title: "One")]
+        for chapter in chapters { context.insert(chapter) }
+        dune.chapters = chapters   // an ordered to-many, in an order that is not the keys'
+        try context.save()
+        let dump = try Self.dump(original)
+
+        let location = try Self.newLocation(kind)
+        let loaded = try LoomExecutable.run(["load", "-", location], input: dump)
+        #expect(loaded.status == 0, "\(loaded.standardError)")
+        let dumped = try LoomExecutable.run(["dump", location])
+        #expect(dumped.status == 0, "\(dumped.standardError)")
+        #expect(Data(dumped.standardOutput.utf8) == dump)
+        if Data(dumped.standardOutput.utf8) != dump { Self.reportFirstDifference(dump, Data(dumped.standardOutput.utf8)) }
+        let verified = try LoomExecutable.run(["verify", location])
+        #expect(verified.status == 0, "\(verified.standardOutput)\(verified.standardError)")
+
+        // The copy opens with the application's model: the same objects under the same URIs.
+        let store = try Self.openStore(location, kind, try Schema(Self.types))
+        let copy = PersistentContainer(store: store)
+        #expect(try Self.summary(copy.viewContext) == Self.summary(context))
+        try store.close()
+    }
+
+    @Test("Loading into a PostgreSQL schema that holds objects is refused and leaves them", PostgresServer.required, .enabled(if: LoomExecutable.opensPostgreSQL, LoomExecutable.withoutTraitReason))
+    func loadingOverPostgreSQLObjectsIsRefused() throws {
+        let (original, _) = try Self.makeSmallStore()
+        let dump = try Self.dump(original)
+        let location = try Self.newLocation(.postgres)
+        #expect(try LoomExecutable.run(["load", "-", location], input: dump).status == 0)
+        let again = try LoomExecutable.run(["load", "-", location], input: dump)
+        #expect(again.status != 0)
+        #expect(again.standardError.contains("holds objects"), "\(again.standardError)")
+        #expect(Data(try LoomExecutable.run(["dump", location]).standardOutput.utf8) == dump)
+    }
+
+    /// Where a tool test's new store of `kind` lives: a file in a new folder, or a new schema on
+    /// the test server, as the `loom` verbs take it.
+    static func newLocation(_ kind: StoreKind) throws -> String {
+        guard kind == .postgres else { return TemporaryDirectory.make().appending(path: "store.loom").path }
+        let schema = try PostgresServer.configuration().schemaName
+        try LoomExecutable.requirePostgreSQLTrait()
+        let base = try #require(PostgresServer.url)
+        return base + (base.contains("?") ? "&" : "?") + "schema=" + schema
+    }
+
+    /// The store at `location` (see ``newLocation(_:)``), opened with `schema`.
+    static func openStore(_ location: String, _ kind: StoreKind, _ schema: Schema) throws -> any StoreMaintenance {
+        guard kind == .postgres else { return try SQLiteStore(url: URL(filePath: location), schema: schema) }
+        return try PostgreSQLStore(configuration: .init(url: location), schema: schema)
     }
 
     // MARK: Stores

@@ -70,9 +70,6 @@ import Testing
             try Data(dump.standardOutput.utf8).write(to: folder.appending(path: "library.ndjson"))
             arguments = ["load", folder.appending(path: "library.ndjson").path, store.path]
             expected = "Error: \(store.path) exists; load makes a new store: remove it or choose another path.\n"
-        case "verify":
-            arguments = ["verify", "postgres://app@localhost:5432/db"]
-            expected = "Error: loom verify checks SQLite stores only; postgres://app@localhost:5432/db is a PostgreSQL URL.\n"
         default:
             let foreign = folder.appending(path: "people.sqlite")
             try SQLiteStore.unsafeExecuteRawSQL("CREATE TABLE people (name TEXT)", at: foreign)
@@ -85,7 +82,7 @@ import Testing
     }
 
     /// A PostgreSQL store no server answers for: nothing listens on port 1.
-    @Test(.enabled(if: LoomExecutable.opensPostgreSQL, "the tool was built without the PostgreSQL trait"), arguments: ["inspect", "history", "query"])
+    @Test(.enabled(if: LoomExecutable.opensPostgreSQL, LoomExecutable.withoutTraitReason), arguments: ["inspect", "history", "query", "dump", "verify"])
     func aPostgreSQLServerThatIsNotThereIsAnErrorByItsMessageAndExitsTwo(_ verb: String) throws {
         let url = "postgres://app@127.0.0.1:1/db?schema=library"
         let output = try LoomExecutable.run(verb == "query" ? [verb, url, "Book"] : [verb, url])
@@ -97,12 +94,13 @@ import Testing
 
     /// The tool's default build links no PostgreSQL driver (`swift run loom demo` builds no TLS
     /// stack): a PostgreSQL URL is refused, saying how to get a tool that opens it.
-    @Test(.disabled(if: LoomExecutable.opensPostgreSQL, "the tool was built with the PostgreSQL trait"), arguments: ["inspect", "history", "query", "demo"])
+    @Test(.disabled(if: LoomExecutable.opensPostgreSQL, "the tool was built with the PostgreSQL trait"), arguments: ["inspect", "history", "query", "dump", "verify", "load", "demo"])
     func withoutThePostgreSQLTraitAPostgreSQLURLIsRefusedSayingHowToBuildIt(_ verb: String) throws {
         let url = "postgres://app@127.0.0.1:1/db?schema=library"
         let arguments = switch verb {
         case "query": [verb, url, "Book"]
         case "demo": [verb, "--postgres", url]
+        case "load": [verb, "-", url]
         default: [verb, url]
         }
         let output = try LoomExecutable.run(arguments)

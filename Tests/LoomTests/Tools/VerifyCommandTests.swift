@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Loom
+@_spi(LoomStore) import LoomCore
 import LoomTools
 import Testing
 
@@ -170,10 +171,26 @@ struct VerifyCommandTests {
         #expect(try FileSnapshot(url) == before)
     }
 
-    @Test func aPostgreSQLURLIsRefusedAsNotSupported() throws {
-        let output = try LoomExecutable.run(["verify", "postgres://loom@localhost:5432/loom"])
-        #expect(output.status == 2)
-        #expect(output.standardError.contains("SQLite stores only"))
+    @Test(arguments: StoreKind.persistentCases)
+    func damageWrittenThroughTheStoreIsFoundOnEveryStore(_ kind: StoreKind) throws {
+        let location = try DumpLoadTests.newLocation(kind)
+        let store = try DumpLoadTests.openStore(location, kind, try Schema(DumpLoadTests.types))
+        let identifier = store.identifier
+        // A tag with a key the key allocator never handed out, of version 0.
+        let tag = try #require(store.schema.entity(named: "Tag"))
+        var values = [StoredValue](repeating: .null, count: tag.storedValueCount)
+        values[0] = .text("planted")
+        try store.bulkLoad(as: identifier, metadata: [:]) { writer in
+            try writer.insert(tag, key: 7, version: 0, values: values, textBytes: [])
+        }
+        try store.close()
+        let output = try LoomExecutable.run(["verify", "--json", location])
+        #expect(output.status == 1, "\(output.standardOutput)\(output.standardError)")
+        let report = try JSONDecoder().decode(VerificationReport.self, from: Data(output.standardOutput.utf8))
+        let uri = "loom://\(identifier)/Tag/7"
+        // SQLite's check names a row's first problem; the SPI's names each.
+        #expect(report.findings.contains { $0.object == uri && $0.kind == .keyOutOfRange }, "\(report.findings)")
+        #expect(report.objectCount == 1)
     }
 
     @Test func helpHasAnExample() throws {
