@@ -59,7 +59,7 @@ public final class ManagedObjectContext {
     var pending = PendingChanges()
 
     // Relationships (see ManagedObjectContext+Relationships.swift).
-    /// The inserted objects in the order the last change set listed them (see `makeChangeSet`).
+    /// The inserted objects in the order the last change set listed them (see `SaveOperation.makeChangeSet`).
     var changeSetInsertOrder: [ObjectBacking] = []
     /// The coordinator's change generation before the first fetch whose faults hold their rows
     /// (the oldest such rows are that old), from which each fault's ``ObjectBacking/heldRowAge``

@@ -1,15 +1,15 @@
-extension ManagedObjectContext {
+extension SaveOperation {
     /// A save's first stage: refuses changes the store must never see, before any I/O but the
     /// loading of deny rules' relationships. Every required attribute and to-one relationship
     /// has a value of its type, no deleted object still holds objects in a relationship whose
     /// rule is ``DeleteRule/deny``, and no two objects being saved break a uniqueness
     /// constraint (the store checks saved rows).
-    func validatePendingChanges() throws(LoomError) {
-        for object in pending.inserted.values { try validateValues(object._loomBacking) }
-        for (key, object) in pending.updated where pending.deleted[key] == nil { try validateValues(object._loomBacking) }
-        let doomed = (Array(pending.deleted.values) + Array(pending.insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
-        loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
-        try reportStoreFailures()   // a deny rule's relationships that could not be loaded
+    func validate() throws(LoomError) {
+        for object in context.pending.inserted.values { try validateValues(object._loomBacking) }
+        for (key, object) in context.pending.updated where context.pending.deleted[key] == nil { try validateValues(object._loomBacking) }
+        let doomed = (Array(context.pending.deleted.values) + Array(context.pending.insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
+        context.loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
+        try context.reportStoreFailures()   // a deny rule's relationships that could not be loaded
         for object in doomed { try validateDeletion(object._loomBacking) }
         try validateUniqueness()
     }
@@ -26,13 +26,13 @@ extension ManagedObjectContext {
                 throw LoomError(
                     .missingRequiredValue,
                     "\(entity.name).\(attribute.name) is required but has no value in \(backing.objectIDDescription); set it, give it a default, or make it optional.",
-                    entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
+                    entity: entity.name, attributes: [attribute.name], objectID: context.objectID(of: backing))
             }
             if !attribute.type.accepts(value) {
                 throw LoomError(
                     .typeMismatch,
                     "\(entity.name).\(attribute.name) in \(backing.objectIDDescription) holds \(English.a(value.kindName)), which is not a valid \(attribute.type.rawValue).",
-                    entity: entity.name, attributes: [attribute.name], objectID: objectID(of: backing))
+                    entity: entity.name, attributes: [attribute.name], objectID: context.objectID(of: backing))
             }
         }
         try validateRequiredRelationships(backing)
@@ -60,18 +60,18 @@ extension ManagedObjectContext {
                 throw LoomError(
                     .missingRequiredValue,
                     "\(entity.name).\(relationship.name) is a required relationship but is empty in \(backing.objectIDDescription); set it, or make it optional.",
-                    entity: entity.name, attributes: [relationship.name], objectID: objectID(of: backing))
+                    entity: entity.name, attributes: [relationship.name], objectID: context.objectID(of: backing))
             }
         }
     }
 
     /// Refuses the deletion of an object whose deny relationship still holds objects.
     private func validateDeletion(_ backing: ObjectBacking) throws(LoomError) {
-        guard let (relationship, count) = deniedRelationship(of: backing) else { return }
+        guard let (relationship, count) = context.deniedRelationship(of: backing) else { return }
         throw LoomError(
             .deleteDenied,
             "\(backing.objectIDDescription) cannot be deleted: its relationship '\(relationship)' (delete rule deny) still holds \(count) object\(count == 1 ? "" : "s"); empty it or delete them first, or roll back.",
-            entity: backing.entity.name, attributes: [relationship], objectID: objectID(of: backing))
+            entity: backing.entity.name, attributes: [relationship], objectID: context.objectID(of: backing))
     }
 
     /// Finds two objects being saved that share values for a uniqueness constraint, before any
@@ -86,8 +86,8 @@ extension ManagedObjectContext {
             guard !backing.entity.uniquenessConstraints.isEmpty else { return }
             byEntity[ObjectIdentifier(backing.entity), default: []].append(backing)
         }
-        for object in pending.inserted.values { gather(object._loomBacking) }
-        for (key, object) in pending.updated where pending.deleted[key] == nil { gather(object._loomBacking) }
+        for object in context.pending.inserted.values { gather(object._loomBacking) }
+        for (key, object) in context.pending.updated where context.pending.deleted[key] == nil { gather(object._loomBacking) }
         for backings in byEntity.values where backings.count > 1 {
             let entity = backings[0].entity
             for constraint in entity.uniquenessConstraints {
@@ -100,7 +100,7 @@ extension ManagedObjectContext {
                         throw LoomError(
                             .uniquenessViolation,
                             "\(entity.name) \(other.objectIDDescription) and \(backing.objectIDDescription) have the same \(constraint.joined(separator: ", ")), which must be unique; change one of them or delete it.",
-                            entity: entity.name, attributes: constraint, objectID: objectID(of: backing))
+                            entity: entity.name, attributes: constraint, objectID: context.objectID(of: backing))
                     }
                     seen[values] = backing
                 }

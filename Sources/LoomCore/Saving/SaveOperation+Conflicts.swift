@@ -1,4 +1,4 @@
-extension ManagedObjectContext {
+extension SaveOperation {
     /// The conflicts behind a store's refusal of a save, as merge conflicts of this context's
     /// objects: rows changed or deleted since they were read, or uniqueness constraints broken
     /// by saved rows. Built from what the store read inside the failed write
@@ -7,7 +7,7 @@ extension ManagedObjectContext {
         var conflicts: [(MergeConflict, StoreRow?)] = []
         for found in error.storeConflicts {
             let key = RowCacheKey(entity: ObjectIdentifier(found.entity), key: found.key)
-            guard let object = pending.inserted[key] ?? pending.updated[key] ?? pending.deleted[key] else { continue }
+            guard let object = context.pending.inserted[key] ?? context.pending.updated[key] ?? context.pending.deleted[key] else { continue }
             let b = object._loomBacking
             switch found.kind {
             case .version:
@@ -16,8 +16,8 @@ extension ManagedObjectContext {
                 if b.isDeleted { continue }
                 guard let existing = found.persisted else { continue }
                 // A saved row this context is deleting in the same save is no conflict.
-                if pending.deleted[RowCacheKey(entity: key.entity, key: existing.key)] != nil { continue }
-                conflicts.append((try conflict(.uniqueness(constraint: constraint, existing: objectID(b.entity, existing.key)), b, persisted: existing), existing))
+                if context.pending.deleted[RowCacheKey(entity: key.entity, key: existing.key)] != nil { continue }
+                conflicts.append((try conflict(.uniqueness(constraint: constraint, existing: context.objectID(b.entity, existing.key)), b, persisted: existing), existing))
             }
         }
         return conflicts
@@ -36,7 +36,7 @@ extension ManagedObjectContext {
             cached = try coordinator.row(of: b.entity, key: b.key)
         }
         return MergeConflict(
-            kind: kind, objectID: objectID(of: b),
+            kind: kind, objectID: context.objectID(of: b),
             originalSnapshot: b.committed.map(snapshot),
             objectSnapshot: snapshot(b.values),
             cachedSnapshot: cached.map { snapshot($0.values) },
@@ -56,7 +56,7 @@ extension ManagedObjectContext {
         }
         for (conflict, persisted) in found {
             let resolution: MergeConflict.Resolution
-            switch mergePolicy {
+            switch context.mergePolicy {
             case .error: throw failure
             case .mergeByPropertyStoreTrump: resolution = .storeTrump
             case .mergeByPropertyObjectTrump: resolution = .objectTrump
@@ -65,7 +65,7 @@ extension ManagedObjectContext {
             case .custom(let resolver): resolution = resolver(conflict)
             }
             if case .fail = resolution { throw failure }
-            guard let object = registeredObject(for: conflict.objectID) else { continue }
+            guard let object = context.registeredObject(for: conflict.objectID) else { continue }
             let b = object._loomBacking
             switch conflict.kind {
             case .optimisticLocking:
@@ -104,11 +104,11 @@ extension ManagedObjectContext {
         b.version = persisted.version
         if b.isDeleted, resolution == .storeTrump || resolution == .rollback {
             b.isDeleted = false
-            pending.deleted[key] = nil
+            context.pending.deleted[key] = nil
         }
         if b.changedSlots().isEmpty {
             b.isUpdated = false
-            pending.updated[key] = nil
+            context.pending.updated[key] = nil
         }
     }
 
@@ -120,7 +120,7 @@ extension ManagedObjectContext {
                 // The saved object wins; the duplicate's to-many relationships join it (Core Data's
                 // store-trump merges them too), so that nothing the duplicate held is lost.
                 if resolution == .storeTrump {
-                    let targetObject = try existingObject(with: existing)
+                    let targetObject = try context.existingObject(with: existing)
                     mergeRelationships(from: b, into: targetObject._loomBacking, includingToOne: false)
                     withExtendedLifetime(targetObject) {}
                 }
@@ -128,11 +128,11 @@ extension ManagedObjectContext {
             } else if let committed = b.committed {
                 b.values = committed
                 b.isUpdated = false
-                pending.updated[key] = nil
+                context.pending.updated[key] = nil
             }
         case .objectTrump:
             // Hold the object: the registry does not keep it alive, and it must reach pending.updated below.
-            let targetObject = try existingObject(with: existing)
+            let targetObject = try context.existingObject(with: existing)
             let target = targetObject._loomBacking
             let source = b.isInserted ? b.values.indices.map { ($0, b.values[$0]) } : b.changedSlots()
             let wasInserted = b.isInserted
@@ -144,17 +144,17 @@ extension ManagedObjectContext {
             } else if let committed = b.committed {
                 b.values = committed
                 b.isUpdated = false
-                pending.updated[key] = nil
+                context.pending.updated[key] = nil
             }
             // An inserted duplicate's relationships were merged above; only its attributes remain.
             for (i, v) in source where i < b.entity.attributes.count || !wasInserted { target.setStoredValue(v, at: i) }
             withExtendedLifetime(targetObject) {}
         case .overwrite:
             // This object wins and the saved one goes; its to-many relationships join this one.
-            let duplicate = try existingObject(with: existing)
+            let duplicate = try context.existingObject(with: existing)
             mergeRelationships(from: duplicate._loomBacking, into: b, includingToOne: false)
-            delete(duplicate)
-            propagateDeletes([duplicate])
+            context.delete(duplicate)
+            context.propagateDeletes([duplicate])
         }
     }
 
@@ -166,19 +166,19 @@ extension ManagedObjectContext {
             func mapped(_ other: Int64) -> Int64 { r.destination === source.entity && other == source.key ? target.key : other }
             if r.description.kind == .toOne {
                 guard includingToOne, case .foreignKey(let slot) = r.storage, case .integer(let other) = source.values[slot] else { continue }
-                relate(r, target, mapped(other))
+                context.relate(r, target, mapped(other))
             } else {
-                for other in relatedKeys(of: source, r) { relate(r, target, mapped(other)) }
+                for other in context.relatedKeys(of: source, r) { context.relate(r, target, mapped(other)) }
             }
         }
     }
 
     /// Takes an inserted object out of the save: it stays readable but belongs to no context.
     private func drop(_ b: ObjectBacking, key: RowCacheKey) {
-        pending.inserted[key] = nil
-        identityMap.remove(key)
-        pending.relationships.entries[key] = nil
-        pending.links = pending.links.filter { link, _ in
+        context.pending.inserted[key] = nil
+        context.identityMap.remove(key)
+        context.pending.relationships.entries[key] = nil
+        context.pending.links = context.pending.links.filter { link, _ in
             !((link.table.sourceEntityName == b.entity.name && link.source == b.key) || (link.table.targetEntityName == b.entity.name && link.target == b.key))
         }
         coordinator.keyAllocator.forgetUnsaved(b.entity, key: b.key)
@@ -188,9 +188,9 @@ extension ManagedObjectContext {
     }
 
     private func detachAsDeleted(_ b: ObjectBacking, key: RowCacheKey) {
-        pending.updated[key] = nil
-        pending.deleted[key] = nil
-        identityMap.remove(key)
+        context.pending.updated[key] = nil
+        context.pending.deleted[key] = nil
+        context.identityMap.remove(key)
         b.isUpdated = false
         b.isDeleted = true
         b.context = nil

@@ -22,151 +22,14 @@ extension ManagedObjectContext {
         try save(mergingIntoViewContext: true)
     }
 
-    /// The save pipeline: delete rules → validate (``validatePendingChanges()``) → into the
-    /// parent (a child context, ``saveIntoParent(_:)``), or: build the change set → apply it,
-    /// resolving conflicts and trying again (``applyResolvingConflicts(_:)``) → commit the
-    /// context's state to what was saved (``commitSavedState(saved:recording:rowsFor:)``) →
-    /// publish to other contexts in commit order (``PersistentStoreCoordinator/publish(_:for:)``).
-    /// A failure before the commit restores the pending changes' snapshot.
+    /// Runs one save (``SaveOperation``) on the context's isolation.
     func save(mergingIntoViewContext: Bool) throws(LoomError) {
         ConcurrencyDebugging.check(self, "save()")
-        try reportStoreFailures()
-        processPendingChanges()
-        guard hasPendingWork else { return }
-        post(.willSave)
-        processPendingChanges()
-        guard hasPendingWork else { return }
-
-        try validatePendingChanges()
-
-        if let parent {
-            try saveIntoParent(parent)
-            return
-        }
-
-        let before = pending.snapshot()
-        var saved: (changes: StoreChangeSet, receipt: CommitReceipt)?
-        var resolved = false
-        do throws(LoomError) {
-            saved = try applyResolvingConflicts(&resolved)
-        } catch {
-            before.restore(into: self)
-            if resolved { forgetLoadedRelationships() }
-            throw error
-        }
-        // Conflict resolution may have changed foreign keys behind the loaded lists' back.
-        if resolved { forgetLoadedRelationships() }
-
-        // What was saved travels to this context's observers and to the other contexts; with
-        // no one listening, the IDs and rows are not collected.
-        let listened = coordinator.hasInboxes(besides: inbox)
-        let (changes, rows) = commitSavedState(saved: saved?.changes, recording: listened || hasEventListeners, rowsFor: listened)
-        guard let saved else { return }
-        lastSaveNumber = saved.receipt.sequence
-        // A pinned context moves to the data it just saved.
-        advanceQueryGeneration()
-        if !saved.changes.isEmpty { post(.didSave(changes)) }
-        // Published whatever happens, in commit order (later saves wait for this one).
-        coordinator.publish(
-            listened ? SaveEvent(number: saved.receipt.sequence, changes: changes, rows: rows, origin: ObjectIdentifier(inbox), mergesIntoViewContext: mergingIntoViewContext) : nil,
-            for: saved.receipt)
+        try SaveOperation(self, mergingIntoViewContext: mergingIntoViewContext).run()
     }
-
-    /// How many times a save is tried, its conflicts resolved in between, before the last tries
-    /// run inside the store's write transaction.
-    static let optimisticSaveAttempts = 3
-
-    /// Writes the context's changes, resolving what the store refuses by the merge policy and
-    /// trying again. Returns what was applied and its receipt; `nil` when nothing was left to
-    /// write. `resolved` tells whether conflicts were resolved (objects may have changed).
-    ///
-    /// Optimistic first: resolution (a custom resolver is the user's code) runs with no lock
-    /// held, and the next try finds out whether the store changed again meanwhile. If other
-    /// saves keep winning that race, the last tries run inside the store's write transaction,
-    /// where nothing else can commit between resolving and writing, so a busy store cannot
-    /// starve a save.
-    private func applyResolvingConflicts(_ resolved: inout Bool) throws(LoomError) -> (changes: StoreChangeSet, receipt: CommitReceipt)? {
-        func attempt(_ resolved: inout Bool) throws(LoomError) -> (StoreChangeSet, CommitReceipt)?? {
-            let changes = makeChangeSet()
-            if changes.isEmpty { return .some(nil) }
-            do throws(LoomError) {
-                return (changes, try coordinator.save(changes))
-            } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
-                resolved = true
-                let conflicts = try mergeConflicts(for: error)
-                guard !conflicts.isEmpty else { throw error }
-                try resolve(conflicts, failing: error)
-                return nil
-            }
-        }
-        for _ in 0..<Self.optimisticSaveAttempts {
-            if let outcome = try attempt(&resolved) { return outcome }
-        }
-        var resolvedInside = false
-        let outcome: (value: StoreChangeSet?, receipt: CommitReceipt)
-        do {
-            outcome = try coordinator.write(.save) { () throws(LoomError) -> StoreChangeSet? in
-                for _ in 0..<2 {
-                    if let outcome = try attempt(&resolvedInside) { return outcome?.0 }
-                }
-                throw LoomError(.versionConflict, "The save still conflicted after its conflicts were resolved inside the store's write transaction; the merge policy's resolution does not converge.")
-            }
-        } catch let error as LoomError {
-            throw error
-        } catch {
-            throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
-        }
-        resolved = resolved || resolvedInside
-        // A transaction that wrote nothing still committed: its receipt is published all the same.
-        return (outcome.value ?? StoreChangeSet(), outcome.receipt)
-    }
-
-    private var hasPendingWork: Bool { !pending.isEmpty }
 
     func objectID(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {
         AnyObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, primaryKey: key)
-    }
-
-    /// The store change set for the context's current unsaved changes.
-    private func makeChangeSet() -> StoreChangeSet {
-        var changes = StoreChangeSet()
-        changes.author = transactionAuthor
-        changes.contextName = name
-        changes.inserts.reserveCapacity(pending.inserted.count)
-        changeSetInsertOrder = insertedBackingsInOrder()
-        for b in changeSetInsertOrder {
-            changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
-        }
-        for (key, object) in pending.updated.sorted(by: { $0.key.key < $1.key.key }) where pending.deleted[key] == nil {
-            let b = object._loomBacking
-            let changed = b.changedSlots()
-            if changed.isEmpty { continue }
-            changes.updates.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version, changes: changed.map { (index: $0.0, value: $0.1) }))
-        }
-        for object in pending.deleted.values.sorted(by: { $0._loomBacking.key < $1._loomBacking.key }) {
-            let b = object._loomBacking
-            var tombstone: [(index: Int, value: StoredValue)] = []
-            if !b.entity.preservedOnDeletion.isEmpty {
-                // The saved values (an edit made before the deletion was never saved).
-                let saved = b.committed ?? b.values
-                if saved.count == b.entity.storedValueCount { tombstone = b.entity.preservedOnDeletion.map { ($0, saved[$0]) } }
-            }
-            changes.deletes.append(.init(entity: b.entity, key: b.key, expectedVersion: b.version, tombstone: tombstone))
-        }
-        for (key, entry) in pending.relationships.entries where pending.inserted[key] == nil && pending.deleted[key] == nil {
-            changes.relationshipOwners.append((entry.entity, entry.key, entry.relationships.map { entry.entity.relationships[$0].name }))
-        }
-        for (link, added) in pending.links.sorted(by: { ($0.key.table.name, $0.key.source, $0.key.target) < ($1.key.table.name, $1.key.source, $1.key.target) }) {
-            let change = StoreChangeSet.LinkChange(table: link.table, source: link.source, target: link.target)
-            if added {
-                // A row for an object deleted in this save would outlive it.
-                if isDeletedHere(link.table.sourceEntityName, link.source) || isDeletedHere(link.table.targetEntityName, link.target) { continue }
-                changes.linkInserts.append(change)
-            } else {
-                changes.linkDeletes.append(change)
-            }
-        }
-        return changes
     }
 
     /// The inserted objects' storage, entity by entity in schema order, each entity's by key
@@ -217,11 +80,6 @@ extension ManagedObjectContext {
         sorted.reserveCapacity(backings.count)
         for case let b? in table { sorted.append(b) }
         return sorted
-    }
-
-    private func isDeletedHere(_ entityName: String, _ key: Int64) -> Bool {
-        guard let entity = coordinator.schema.entity(named: entityName) else { return false }
-        return pending.deleted[RowCacheKey(entity: ObjectIdentifier(entity), key: key)] != nil
     }
 
     /// After a successful save: every object's state in line with the store. Returns what was
