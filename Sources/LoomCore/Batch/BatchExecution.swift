@@ -8,70 +8,50 @@ import Foundation
 /// chunk after the first continues it: ``StoreChangeSet/continuesHistoryTransaction``). Each
 /// chunk's changes are published like a save's, with the rows of the entities contexts hold,
 /// built from what the chunk read and wrote (``BatchWriter``): merging contexts read nothing.
-extension ManagedObjectContext {
-    /// Deletes, in the store, every object the request matches, with the delete rules of their
-    /// relationships applied there (cascade, nullify, deny); see ``BatchDeleteRequest``.
-    ///
-    /// Runs on this context's isolation, like ``save()``. When it returns, this context has
-    /// merged the deletion (its objects that were deleted are deleted, those whose relationships
-    /// changed are refreshed, `objectsDidChange` was posted, live queries updated), and every
-    /// other context that merges automatically gets it as it gets a save. Unsaved changes of
-    /// this context are neither saved nor lost. A deny rule holding, a store failure or a
-    /// nullified required relationship throws, and the store is left as it was.
-    @discardableResult
-    public func execute<Model: PersistentModel>(_ request: BatchDeleteRequest<Model>) throws(LoomError) -> BatchResult {
-        ConcurrencyDebugging.check(self, "execute(_:)")
-        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+///
+/// It keeps no state of its own: the context makes one for each request
+/// (``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)`` and its siblings) and calls
+/// it on its own isolation; it is not `Sendable`.
+struct BatchExecution {
+    unowned let context: ManagedObjectContext
+
+    /// The body of ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)``.
+    func execute<Model: PersistentModel>(_ request: BatchDeleteRequest<Model>) throws(LoomError) -> BatchResult {
+        let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
         let query: StoreQuery
         if let keys = request.keys {
             query = StoreQuery(entity: entity, predicate: .isIn(.primaryKey, keys.map { .integer($0) }))
         } else {
-            query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
+            query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: context.coordinator.schema)
         }
         return try runBatch(request.resultType) { writer throws(LoomError) in
-            let matched = try coordinator.store.fetchKeys(StoreQuery(entity: entity, predicate: query.predicate))
+            let matched = try context.coordinator.store.fetchKeys(StoreQuery(entity: entity, predicate: query.predicate))
             let all = Set(matched)
             for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.delete(Array(chunk), of: entity, requestKeys: all) }
         }
     }
 
-    /// Sets, in the store, the request's attributes on every object it matches; see
-    /// ``BatchUpdateRequest``.
-    ///
-    /// Runs on this context's isolation, like ``save()``, and merges like
-    /// ``execute(_:)-(BatchDeleteRequest<Model>)``: this context's unsaved edits stay on top. A
-    /// value of the wrong type, `nil` for a required attribute or a broken uniqueness
-    /// constraint throws, and the store is left as it was.
-    @discardableResult
-    public func execute<Model: PersistentModel>(_ request: BatchUpdateRequest<Model>) throws(LoomError) -> BatchResult {
-        ConcurrencyDebugging.check(self, "execute(_:)")
-        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: coordinator.schema)
+    /// The body of ``ManagedObjectContext/execute(_:)-(BatchUpdateRequest<Model>)``.
+    func execute<Model: PersistentModel>(_ request: BatchUpdateRequest<Model>) throws(LoomError) -> BatchResult {
+        let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
+        let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: context.coordinator.schema)
         var targets = KeyPathTargets()
         let values = try BatchWriter.resolve(request.values, of: entity, row: nil, targets: &targets)
-        try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
+        try BatchWriter.checkRelatable(values, of: entity, in: context.coordinator.schema)
         for (slot, value) in values where value.isNull && !BatchWriter.isOptional(slot, of: entity) {
             throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.storedValueName(at: slot)) to nil: it is required.",
                             entity: entity.name, attributes: [entity.storedValueName(at: slot)])
         }
         return try runBatch(request.resultType) { writer throws(LoomError) in
             guard !values.isEmpty else { return }
-            let matched = try coordinator.store.fetchKeys(query)
+            let matched = try context.coordinator.store.fetchKeys(query)
             for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.update(Array(chunk), of: entity, setting: values) }
         }
     }
 
-    /// Inserts the request's rows in the store, uniquing them as it says; see
-    /// ``BatchInsertRequest``.
-    ///
-    /// Runs on this context's isolation, like ``save()``, and merges like
-    /// ``execute(_:)-(BatchDeleteRequest<Model>)``. A row with a value of the wrong type,
-    /// without a value for a required attribute, or (with ``BatchInsertRequest/Uniquing/fail``)
-    /// matching an existing object throws, naming the row, and the store is left as it was.
-    @discardableResult
-    public func execute<Model: PersistentModel>(_ request: BatchInsertRequest<Model>) throws(LoomError) -> BatchResult {
-        ConcurrencyDebugging.check(self, "execute(_:)")
-        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+    /// The body of ``ManagedObjectContext/execute(_:)-(BatchInsertRequest<Model>)``.
+    func execute<Model: PersistentModel>(_ request: BatchInsertRequest<Model>) throws(LoomError) -> BatchResult {
+        let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
         var constraint: [Int] = []
         if let paths = request.uniquingBy {
             for path in paths {
@@ -94,7 +74,7 @@ extension ManagedObjectContext {
                 var chunk: [(row: Int, values: [(slot: Int, value: StoredValue)])] = []
                 for i in indexes {
                     let values = try BatchWriter.resolve(rows[i], of: entity, row: i, naming: request.rowNaming, targets: &targets)
-                    try BatchWriter.checkRelatable(values, of: entity, in: coordinator.schema)
+                    try BatchWriter.checkRelatable(values, of: entity, in: context.coordinator.schema)
                     chunk.append((i, values))
                 }
                 try writer.insert(chunk, of: entity, uniquingBy: constraint, uniquing: request.uniquing)
@@ -107,20 +87,20 @@ extension ManagedObjectContext {
     /// request joins that transaction, and this context merges it before the transaction
     /// commits: if the exclusive write then throws, reset or refresh the context.
     private func runBatch(_ resultType: BatchResultType, rowNaming: BatchRowNaming = BatchRowNaming(), _ body: (BatchWriter) throws(LoomError) -> Void) throws(LoomError) -> BatchResult {
-        try reportStoreFailures()
+        try context.reportStoreFailures()
         // A context holding no objects, with no one listening, has nothing to merge: its
         // chunks' changes are not kept (a request's heap stays one chunk's).
-        let writer = BatchWriter(context: self, listsIDs: resultType == .objectIDs, keepsChanges: !identityMap.isEmpty || hasEventListeners)
+        let writer = BatchWriter(context: context, listsIDs: resultType == .objectIDs, keepsChanges: !context.identityMap.isEmpty || context.hasEventListeners)
         writer.rowNaming = rowNaming
         do {
-            _ = try coordinator.write(.batch) { () throws -> Void in try body(writer) }
+            _ = try context.coordinator.write(.batch) { () throws -> Void in try body(writer) }
         } catch let error as LoomError {
             throw error
         } catch {
             throw LoomError(.storeFailure, "The store's write transaction failed.", underlying: error)
         }
         // The chunks' events carry the rows this context holds: merging reads nothing.
-        if writer.committed { merge(writer.events) }
+        if writer.committed { context.merge(writer.events) }
         return writer.result
     }
 }
