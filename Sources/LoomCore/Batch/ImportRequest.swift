@@ -90,17 +90,11 @@ public struct ImportProgress: Sendable, Equatable {
     public var unchanged: Int
 }
 
-extension ManagedObjectContext {
-    /// Runs a uniqued import (``ImportRequest``), chunk by chunk, each a batch insert that
-    /// updates matching objects, calling `progress` after each committed chunk.
-    ///
-    /// Runs on this context's isolation, like ``save()``; like every batch request, what it
-    /// writes is merged here when each chunk commits, and by every automatically merging
-    /// context. Returns the progress after the last chunk.
-    @discardableResult
-    public func execute<Model: PersistentModel, Source: Sendable>(_ request: ImportRequest<Model, Source>, progress: ((ImportProgress) -> Void)? = nil) throws -> ImportProgress {
-        ConcurrencyDebugging.check(self, "execute(_:)")
-        let schema = coordinator.schema
+extension BatchExecution {
+    /// The body of ``ManagedObjectContext/execute(_:progress:)``: each chunk's links looked up,
+    /// then the chunk written as one uniqued batch insert.
+    func execute<Model: PersistentModel, Source: Sendable>(_ request: ImportRequest<Model, Source>, progress: ((ImportProgress) -> Void)?) throws -> ImportProgress {
+        let schema = context.coordinator.schema
         // Each link's destination entity and key attribute, checked once.
         var links: [(link: ImportRequest<Model, Source>.Link, destination: EntityDescription, key: Int)] = []
         for link in request.links {
@@ -132,7 +126,7 @@ extension ManagedObjectContext {
                 let wanted = Array(Set(keys.compactMap { $0 }))
                 var found: [StoredValue: Int64] = [:]
                 if !wanted.isEmpty {
-                    for row in try coordinator.store.fetch(StoreQuery(entity: destination, predicate: .isIn(.attribute(keyIndex), wanted))) {
+                    for row in try context.coordinator.store.fetch(StoreQuery(entity: destination, predicate: .isIn(.attribute(keyIndex), wanted))) {
                         found[row.values[keyIndex]] = row.key
                     }
                 }

@@ -69,30 +69,7 @@ extension ManagedObjectContext {
     }
 
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
-        let entity = query.entity
-        // Read before the query: rows the query returns are at least this recent.
-        let generation = coordinator.currentGeneration
-        // A child's objects are filled at once: its faults would have to ask the parent again.
-        let form: Materialization = asFaults && parent == nil ? faultMaterialization(readAt: generation) : .loaded
-        if !includesPendingChanges || !hasPendingChanges(affecting: query) {
-            let registeredBefore = identityMap.count
-            if parent == nil, !form.fillsFromCache, registeredBefore > 0, entity.storedValueCount > 0 {
-                return try fetchReusingRegistered(query, as: form)
-            }
-            let rows = try baseFetch(query)
-            if form.fillsFromCache && readsLatestData { coordinator.cache(rows, of: entity, readAt: generation) }
-            if registeredBefore == 0 {
-                // Nothing was registered and one query's keys are distinct: no lookups.
-                identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
-                return rows.map { materializeNew($0, of: entity, as: form) }
-            }
-            return rows.map { materialize($0, of: entity, as: form) }
-        }
-        let matches = try matchingRows(query)
-        if form.fillsFromCache && readsLatestData { coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity, readAt: generation) }
-        return matches.map { match in
-            match.object ?? materialize(match.row, of: entity, as: form)
-        }
+        try ObjectMaterializer(context: self).fetchObjects(query, includesPendingChanges: includesPendingChanges, asFaults: asFaults)
     }
 
     /// The store's answer corrected by this context's unsaved changes, sorted and windowed
@@ -177,112 +154,15 @@ extension ManagedObjectContext {
         }
     }
 
-    /// A fetch into a context where objects are registered: the store is asked, row by row,
-    /// whether the registered object keeps what it has (``keepsValues(_:version:as:)``);
-    /// those rows are not decoded, and their objects go straight into the result.
-    private func fetchReusingRegistered(_ query: StoreQuery, as form: Materialization) throws(LoomError) -> [any BackedObject] {
-        let entity = query.entity
-        let entityID = ObjectIdentifier(entity)
-        // Registered objects that keep what they have, in the order of their rows.
-        var kept: [any BackedObject] = []
-        let rows = try coordinator.fetch(query, pinned: pinnedSnapshot()) { key, version in
-            guard let entry = self.identityMap[RowCacheKey(entity: entityID, key: key)],
-                Self.keepsValues(entry.backing, version: version, as: form)
-            else { return false }
-            kept.append(entry.object)
-            return true
-        }
-        identityMap.reserveCapacity(forNew: rows.count - kept.count, of: entityID)
-        guard rows.reduce(0, { $0 + ($1.values.isEmpty ? 1 : 0) }) == kept.count else {
-            throw LoomError(.corruptValue, "The store returned \(entity.name) rows without values that were not asked to be left out.", entity: entity.name)
-        }
-        var next = kept.startIndex
-        return rows.map { row in
-            guard row.values.isEmpty else { return materialize(row, of: entity, as: form) }
-            defer { next += 1 }
-            return kept[next]
-        }
-    }
-
-    /// Whether ``materialize(_:of:as:)`` would leave the registered object for this row as
-    /// it is: loaded (its values are never overwritten by a fetch), or a fault that already
-    /// holds this version of the row and stays a fault.
-    private static func keepsValues(_ backing: ObjectBacking, version: Int64, as form: Materialization) -> Bool {
-        switch backing.state {
-        case .loaded: return true
-        case .fault:
-            guard case .heldFault = form else { return false }
-            return backing.holdsFetchedRow && backing.version == version
-        case .detached, .invalidated: return false
-        }
-    }
-
-    /// How a row read from the store becomes an object. A query or a member list decides it
-    /// once, for all its rows (``faultMaterialization(readAt:)``).
-    enum Materialization {
-        /// Loaded with the row's values.
-        case loaded
-        /// A fault holding the row (see ``faultsHoldFetchedRows``), of this
-        /// ``ObjectBacking/heldRowAge`` (see ``heldRowAge(readAt:)``).
-        case heldFault(age: UInt32)
-        /// A fault that fills from the shared row cache when it fires: the context has a
-        /// ``stalenessInterval``, which the cache's row ages answer.
-        case cachedFault
-
-        /// Whether the rows go to the shared row cache, for faults that keep no row.
-        var fillsFromCache: Bool {
-            if case .cachedFault = self { return true }
-            return false
-        }
-    }
-
-    /// How rows read by a query that began at `generation` become faults: holding their rows
-    /// when the context's faults do, else filled from the shared cache.
+    /// How rows read by a query that began at `generation` become faults; see
+    /// ``ObjectMaterializer/faultMaterialization(readAt:)``.
     func faultMaterialization(readAt generation: UInt64) -> Materialization {
-        faultsHoldFetchedRows ? .heldFault(age: heldRowAge(readAt: generation)) : .cachedFault
+        ObjectMaterializer(context: self).faultMaterialization(readAt: generation)
     }
 
-    /// The ``ObjectBacking/heldRowAge`` of faults holding rows read by a query that began at
-    /// `generation`. The first such query sets the context's oldest (``fetchedRowsGeneration``).
-    private func heldRowAge(readAt generation: UInt64) -> UInt32 {
-        guard let oldest = fetchedRowsGeneration, oldest <= generation else {
-            // A row older than the oldest (a to-many's members, read before the first fetch)
-            // moves the oldest back: the other faults' rows then only count as older than they are.
-            fetchedRowsGeneration = generation
-            return 0
-        }
-        return UInt32(clamping: generation - oldest)
-    }
-
-    /// The registered object for a row, or a new one; never overwrites a loaded object's values.
-    ///
-    /// A fault keeps the fetched row (see ``faultsHoldFetchedRows``), so that firing it costs
-    /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
+    /// The registered object for a row, or a new one; see ``ObjectMaterializer/materialize(_:of:as:)``.
     func materialize(_ row: StoreRow, of entity: EntityDescription, as form: Materialization) -> any BackedObject {
-        let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
-        if let registered = identityMap[key] {
-            let backing = registered.backing
-            if backing.state == .fault, row.values.count == entity.storedValueCount {
-                switch form {
-                case .loaded: backing.load(row)
-                case .heldFault(let age): backing.attach(row, age: age)
-                case .cachedFault: break
-                }
-            }
-            return registered.object
-        }
-        return materializeNew(row, of: entity, as: form)
-    }
-
-    /// A new object for a row whose key is known not to be registered.
-    private func materializeNew(_ row: StoreRow, of entity: EntityDescription, as form: Materialization) -> any BackedObject {
-        let backing = ObjectBacking(entity: entity, key: row.key, context: self)
-        switch form {
-        case .loaded: backing.load(row)
-        case .heldFault(let age): backing.attach(row, age: age)
-        case .cachedFault: break
-        }
-        return register(backing)
+        ObjectMaterializer(context: self).materialize(row, of: entity, as: form)
     }
 
     /// Whether fetched faults keep their rows instead of filling from the shared cache: always,
