@@ -13,7 +13,8 @@ import Foundation
 /// (``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)`` and its siblings) and calls
 /// it on its own isolation; it is not `Sendable`.
 struct BatchExecution {
-    unowned let context: ManagedObjectContext
+    // Strong: the value lives for one call, and an unowned reference is checked at every use.
+    let context: ManagedObjectContext
 
     /// The body of ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)``.
     func execute<Model: PersistentModel>(_ request: BatchDeleteRequest<Model>) throws(LoomError) -> BatchResult {

@@ -6,7 +6,8 @@
 /// It keeps no state of its own: the context makes one for each call (a fetch makes one for
 /// all its rows) and calls it on its own isolation; it is not `Sendable`.
 struct ObjectMaterializer {
-    unowned let context: ManagedObjectContext
+    // Strong: the value lives for one call, and an unowned reference is checked at every use.
+    let context: ManagedObjectContext
 
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity

@@ -7,7 +7,8 @@
 /// loaded member lists. The context makes one for each call (``ManagedObjectContext/graph``)
 /// and calls it on its own isolation; it is not `Sendable`.
 struct ObjectGraph {
-    unowned let context: ManagedObjectContext
+    // Strong: the value lives for one call, and an unowned reference is checked at every use.
+    let context: ManagedObjectContext
 
     /// Sets relationship `j` of a loaded object to `objects` (one or none for a to-one), keeping
     /// every inverse in step.

@@ -8,7 +8,8 @@
 /// context makes one for each call (``ManagedObjectContext/pendingChangeEvaluator``) and calls
 /// it on its own isolation; it is not `Sendable`.
 struct PendingChangeEvaluator {
-    unowned let context: ManagedObjectContext
+    // Strong: the value lives for one call, and an unowned reference is checked at every use.
+    let context: ManagedObjectContext
 
     /// Whether this context has unsaved changes that can change the answer to `query`: to its
     /// entity, or to an entity its predicate or sort reaches through relationships.

@@ -6,7 +6,8 @@
 /// no state of its own: the context makes one for each call
 /// (``ManagedObjectContext/merge(_:)``) and calls it on its own isolation; it is not `Sendable`.
 struct ContextMerger {
-    unowned let context: ManagedObjectContext
+    // Strong: the value lives for one call, and an unowned reference is checked at every use.
+    let context: ManagedObjectContext
 
     /// The one way saves are merged into the context (automatic merging, a `didSave` payload
     /// merged by hand, a batch request it ran): each event's changes applied with the rows it

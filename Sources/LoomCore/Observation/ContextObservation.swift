@@ -167,7 +167,8 @@ final class ContextObservation {
 /// (``ManagedObjectContext/notifyObservers(of:valuesFrom:to:)`` and its siblings) and calls it
 /// on its own isolation; it is not `Sendable`.
 struct PropertyObservers {
-    unowned let context: ManagedObjectContext
+    // Strong: the value lives for one call, and an unowned reference is checked at every use.
+    let context: ManagedObjectContext
 
     /// The registered object of `backing`, if anything may observe it.
     private func observedObject(of backing: ObjectBacking) -> (any BackedObject)? {
