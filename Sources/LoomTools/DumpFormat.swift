@@ -26,6 +26,17 @@ struct DumpHeader: Codable {
     static let ownMetadataKeys: Set<String> = ["schema", "storeIdentifier", "versionHash", "formatVersion"]
 }
 
+extension DumpHeader {
+    /// The header of a dump of the store `storeIdentifier` names, from what the store SPI reads
+    /// of it (``StoreMaintenanceState``): every store kind's dump starts with the same header.
+    init(storeIdentifier: UUID, state: StoreMaintenanceState) {
+        self.init(
+            format: Self.formatName, formatVersion: Self.currentVersion, storeIdentifier: storeIdentifier,
+            versionHash: state.metadata["versionHash"] ?? "", nextKeys: state.nextKeys,
+            metadata: state.metadata.filter { !Self.ownMetadataKeys.contains($0.key) }, schema: state.schemaRecord)
+    }
+}
+
 /// Bytes for standard output or a file, written through a 256 KiB buffer (a dump, a query's
 /// result).
 struct BufferedOutput {

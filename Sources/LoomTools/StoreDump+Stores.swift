@@ -41,10 +41,7 @@ struct StoreSPIDumper {
     func write(to out: inout BufferedOutput, progress: ((Int) -> Void)?) throws -> Int {
         let state = try store.maintenanceState()
         let schema = store.schema
-        let header = DumpHeader(
-            format: DumpHeader.formatName, formatVersion: DumpHeader.currentVersion, storeIdentifier: store.identifier,
-            versionHash: state.metadata["versionHash"] ?? "", nextKeys: state.nextKeys,
-            metadata: state.metadata.filter { !DumpHeader.ownMetadataKeys.contains($0.key) }, schema: state.schemaRecord)
+        let header = DumpHeader(storeIdentifier: store.identifier, state: state)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         out.append(bytes: try encoder.encode(header))

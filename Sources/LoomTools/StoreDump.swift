@@ -2,7 +2,7 @@ package import Foundation
 import GRDB
 @_spi(LoomStore) import LoomCore
 import LoomSQL
-import LoomSQLite
+@_spi(LoomStore) import LoomSQLite
 
 extension LoomTools {
     /// Writes every object of the SQLite store at `url` as NDJSON (one JSON object per line) to
@@ -105,29 +105,18 @@ struct StoreDumper {
         return count
     }
 
-    /// The header, from `loom_metadata` and `loom_keys`.
+    /// The header, from `loom_metadata` and `loom_keys`, read as the store SPI reads them.
     private func readHeader() throws -> DumpHeader {
-        guard try db.tableExists("loom_metadata") else {
-            throw LoomToolError(.storeFailure, "\(path) is not a Loom store (it has no loom_metadata table).")
+        let state: StoreMaintenanceState
+        do {
+            state = try SQLiteStore.maintenanceState(in: db, path: path)
+        } catch let error as LoomError {
+            throw LoomToolError(.storeFailure, error.message)
         }
-        var metadata: [String: String] = [:]
-        var record: Data?
-        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata ORDER BY key") {
-            let value: DatabaseValue = row["value"]
-            let data = Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
-            let key: String = row["key"]
-            if key == "schema" { record = data } else { metadata[key] = data.map { String(decoding: $0, as: UTF8.self) } }
+        guard let identifier = state.metadata["storeIdentifier"].flatMap(UUID.init(uuidString:)) else {
+            throw LoomToolError(.storeFailure, "\(path) has no readable store identifier in loom_metadata; the file is damaged.")
         }
-        guard let record, let schema = try? JSONDecoder().decode(SchemaRecord.self, from: record),
-              let identifier = metadata["storeIdentifier"].flatMap(UUID.init(uuidString:)) else {
-            throw LoomToolError(.storeFailure, "\(path) has no readable schema or store identifier in loom_metadata; the file is damaged.")
-        }
-        var nextKeys: [String: Int64] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT entity, next FROM loom_keys") { nextKeys[row["entity"]] = row["next"] }
-        return DumpHeader(
-            format: DumpHeader.formatName, formatVersion: DumpHeader.currentVersion, storeIdentifier: identifier,
-            versionHash: metadata["versionHash"] ?? "", nextKeys: nextKeys,
-            metadata: metadata.filter { !DumpHeader.ownMetadataKeys.contains($0.key) }, schema: schema)
+        return DumpHeader(storeIdentifier: identifier, state: state)
     }
 
     private func writeObjects(
