@@ -44,10 +44,39 @@ func quickStart() async throws -> [String] {
 }
 // END README QUICK START
 
+// BEGIN README ERRORS
+/// Saves a recipe whose name may be taken, saying which it was: an error is matched by its code.
+func addRecipe(named name: String, to container: PersistentContainer) async throws -> String {
+    try await container.performBackgroundTask { context in
+        context.insert(Recipe(name: name, minutes: 10))
+        do {
+            try context.save()
+            return "saved"
+        } catch LoomError.Code.uniquenessViolation {
+            context.rollback()   // the name is taken: drop the insert
+            return "taken"
+        } catch StoreErrorCode.sqliteBusy {
+            return "busy"        // the store's own code, matched by name
+        } catch {
+            return "failed: \(error.localizedDescription)"
+        }
+    }
+}
+// END README ERRORS
+
 @Suite("README")
 struct ReadmeQuickStartTests {
     @Test("The quick start runs and finds what it saved")
     func quickStartRuns() async throws {
         #expect(try await quickStart() == ["Pancakes"])
+    }
+
+    @Test("A save's failure is caught by its code, as README shows")
+    @MainActor
+    func errorsAreCaughtByCode() async throws {
+        let container = try PersistentContainer(name: "Cookbook", for: Recipe.self, location: .inMemory)
+        #expect(try await addRecipe(named: "Pancakes", to: container) == "saved")
+        #expect(try await addRecipe(named: "Pancakes", to: container) == "taken")
+        #expect(try container.viewContext.count(for: FetchRequest<Recipe>()) == 1)
     }
 }
