@@ -173,3 +173,21 @@ if macroTests {
             ],
             swiftSettings: strictSettings))
 }
+
+// `scripts/fuzz` sets `LOOM_FUZZ` to libFuzzer's runtime without its `main`
+// (`libclang_rt.fuzzer_no_main`): Loom's parsers are then compiled with the fuzzer's coverage and
+// AddressSanitizer, and `loom-fuzz` (Fuzz/) drives them. Off, the package is unchanged: the fuzz
+// build lives in its own build folder, and neither CI nor a plain build sees it.
+if let fuzzerRuntime = ProcessInfo.processInfo.environment["LOOM_FUZZ"], !fuzzerRuntime.isEmpty {
+    let instrumented: Set<String> = ["LoomCore", "LoomSQL", "LoomSQLite", "LoomTools"]
+    for target in package.targets where instrumented.contains(target.name) {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer,address"])]
+    }
+    package.targets.append(
+        .executableTarget(
+            name: "loom-fuzz",
+            dependencies: ["LoomTools"],
+            path: "Fuzz/Sources/LoomFuzz",
+            swiftSettings: strictSettings + [.unsafeFlags(["-sanitize=fuzzer,address"])],
+            linkerSettings: [.unsafeFlags(["-sanitize=address", "-Xlinker", fuzzerRuntime, "-lstdc++"])]))
+}

@@ -101,8 +101,9 @@ extension SQLiteStore {
         for row in try Row.fetchAll(db, sql: sql, arguments: arguments) {
             // Every query of history rows asks for `changes IS NOT NULL`.
             transactions.append(try SQLHistory.transaction(
-                number: row[0], timestamp: row[1], author: row[2], context: row[3], process: row[4], processName: row[5],
-                changes: row[6], entityNames: wanted, store: identifier, location: path))
+                number: try row.decode(atIndex: 0), timestamp: try row.decode(atIndex: 1), author: try row.decode(atIndex: 2),
+                context: try row.decode(atIndex: 3), process: try row.decode(atIndex: 4), processName: try row.decode(atIndex: 5),
+                changes: try row.decode(atIndex: 6), entityNames: wanted, store: identifier, location: path))
         }
         return transactions
     }

@@ -53,7 +53,7 @@ package import GRDB
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata ORDER BY key") {
             let value: DatabaseValue = row["value"]
             let data = Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
-            let key: String = row["key"]
+            let key: String = try row.decode(forColumn: "key")
             if key == "schema" { record = data } else { metadata[key] = data.map { String(decoding: $0, as: UTF8.self) } }
         }
         guard let record, let schema = try? JSONDecoder().decode(SchemaRecord.self, from: record) else {
@@ -61,7 +61,11 @@ package import GRDB
         }
         var nextKeys: [String: Int64] = [:]
         if try db.tableExists("loom_keys") {
-            for row in try Row.fetchAll(db, sql: "SELECT entity, next FROM loom_keys") { nextKeys[row["entity"]] = row["next"] }
+            for row in try Row.fetchAll(db, sql: "SELECT entity, next FROM loom_keys") {
+                // A damaged file's NULL or text throws rather than traps (GRDB's subscripts trap).
+                let entity: String = try row.decode(forColumn: "entity"), next: Int64 = try row.decode(forColumn: "next")
+                nextKeys[entity] = next
+            }
         }
         return StoreMaintenanceState(schemaRecord: schema, metadata: metadata, nextKeys: nextKeys)
     }

@@ -135,7 +135,7 @@ extension SQLiteStore {
                 for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
                     let value: DatabaseValue = row["value"]
                     let data = Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
-                    let key: String = row["key"]
+                    let key: String = try row.decode(forColumn: "key")
                     if key == "schema" { schema = data } else { metadata[key] = data.map { String(decoding: $0, as: UTF8.self) } }
                 }
                 return (schema, metadata)

@@ -7,6 +7,13 @@ struct TextQueryParser {
     let schema: Schema
     let tokens: [TextQueryToken]
     var position = 0
+    /// The `and`, `or`, `not` and parentheses read so far: each one can deepen the predicate
+    /// tree, which the SQL translation walks recursively.
+    var operatorCount = 0
+
+    /// The most `and`, `or`, `not` and parentheses a query may have: beyond it, a predicate tree
+    /// could be too deep for the recursion that translates it (a stack overflow, not an error).
+    static let maximumOperatorCount = 256
 
     init(_ query: String, schema: Schema) throws(TextQueryError) {
         var lexer = TextQueryLexer(query)
@@ -41,6 +48,14 @@ struct TextQueryParser {
 
     func error(_ code: TextQueryError.Code, _ message: String, at token: TextQueryToken) -> TextQueryError {
         TextQueryError(code, message, query: query, column: token.column)
+    }
+
+    /// Counts one `and`, `or`, `not` or parenthesis, and refuses the query past the maximum.
+    mutating func countOperator(at token: TextQueryToken) throws(TextQueryError) {
+        operatorCount += 1
+        guard operatorCount <= Self.maximumOperatorCount else {
+            throw error(.unsupported, "the predicate has more than \(Self.maximumOperatorCount) and, or, not and parentheses; split the query, or test a list of values with 'in [...]'", at: token)
+        }
     }
 
     // MARK: Clauses
@@ -128,7 +143,8 @@ struct TextQueryParser {
     /// `or` binds loosest, then `and`, then `not`.
     mutating func predicate(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
         var node = try conjunction(in: entity)
-        while acceptKeyword("or") || accept("||") {
+        while case let token = current, acceptKeyword("or") || accept("||") {
+            try countOperator(at: token)
             node = .or(node, try conjunction(in: entity))
         }
         return node
@@ -136,20 +152,26 @@ struct TextQueryParser {
 
     mutating func conjunction(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
         var node = try negation(in: entity)
-        while acceptKeyword("and") || accept("&&") {
+        while case let token = current, acceptKeyword("and") || accept("&&") {
+            try countOperator(at: token)
             node = .and(node, try negation(in: entity))
         }
         return node
     }
 
     mutating func negation(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
-        if acceptKeyword("not") || accept("!") { return .not(try negation(in: entity)) }
+        let token = current
+        if acceptKeyword("not") || accept("!") {
+            try countOperator(at: token)
+            return .not(try negation(in: entity))
+        }
         return try primary(in: entity)
     }
 
     mutating func primary(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
         let start = current
         if accept("(") {
+            try countOperator(at: start)
             let node = try predicate(in: entity)
             guard accept(")") else {
                 throw error(.syntax, "expected ')' to close the '(' at column \(start.column), found \(current.quoted)", at: current)

@@ -15,7 +15,11 @@ extension VerificationRun {
         }
         if try db.tableExists("loom_keys") {
             var marks: [String: Int64] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT entity, next FROM loom_keys") { marks[row[0]] = row[1] }
+            for row in try Row.fetchAll(db, sql: "SELECT entity, next FROM loom_keys") {
+                // A damaged file's NULL or text throws rather than traps (GRDB's subscripts trap).
+                let entity: String = try row.decode(atIndex: 0), next: Int64 = try row.decode(atIndex: 1)
+                marks[entity] = next
+            }
             keyMarks = marks
         } else {
             findings.append(VerificationFinding(kind: .missingTable, property: "loom_keys", message: "The key allocator's table loom_keys is missing: Loom cannot give new objects keys."))

@@ -15,7 +15,7 @@ extension VerificationRun {
         let mark = keyMarks.map { $0[entity.name] ?? 1 } ?? Int64.max
         let name = entity.name
         let found = try select(db, "SELECT Z_PK, Z_OPT FROM \(table) WHERE Z_OPT IS NULL OR Z_OPT < 1 OR Z_PK < 1 OR Z_PK >= ?", arguments: [mark]) { row in
-            let key: Int64 = row[0], version: Int64? = row[1]
+            let key: Int64 = try row.decode(atIndex: 0), version: Int64? = try row.decode(atIndex: 1)
             if key < 1 || key >= mark {
                 return VerificationFinding(
                     kind: .keyOutOfRange, entity: name, object: uri(name, key),
@@ -47,7 +47,7 @@ extension VerificationRun {
             """
         let inverse = r.inverse.name
         let found = try select(db, query) { row in
-            let key: Int64 = row[0], target = row[1] as DatabaseValue, missing: Bool = row[2], pointsBack: Int64? = row[3]
+            let key: Int64 = try row.decode(atIndex: 0), target = row[1] as DatabaseValue, missing: Bool = try row.decode(atIndex: 2), pointsBack: Int64? = try row.decode(atIndex: 3)
             let targetText = Int64.fromDatabaseValue(target).map(String.init) ?? "a non-key value"
             if missing {
                 return VerificationFinding(kind: .danglingForeignKey, entity: source, property: name, object: uri(source, key),
@@ -71,7 +71,8 @@ extension VerificationRun {
             WHERE s.Z_PK IS NULL OR t.Z_PK IS NULL
             """
         let found = try select(db, query) { row in
-            let sourceKey: Int64 = row[0], targetKey: Int64 = row[1], sourceMissing: Bool = row[2], targetMissing: Bool = row[3]
+            let sourceKey: Int64 = try row.decode(atIndex: 0), targetKey: Int64 = try row.decode(atIndex: 1)
+            let sourceMissing: Bool = try row.decode(atIndex: 2), targetMissing: Bool = try row.decode(atIndex: 3)
             let missing = [sourceMissing ? "\(source) \(sourceKey)" : nil, targetMissing ? "\(target) \(targetKey)" : nil].compactMap { $0 }
             // The object named is the side that exists, whose relationship shows a ghost.
             let object = sourceMissing && !targetMissing ? uri(target, targetKey) : uri(source, sourceKey)
@@ -90,7 +91,7 @@ extension VerificationRun {
         let owner = r.source.name, name = r.description.name
         let column = Self.quote(r.source.columnName(at: slot))
         let found = try select(db, "SELECT Z_PK, \(column) FROM \(Self.quote(owner)) WHERE \(column) IS NOT NULL") { row in
-            let key: Int64 = row[0], value = row[1] as DatabaseValue
+            let key: Int64 = try row.decode(atIndex: 0), value = row[1] as DatabaseValue
             guard case .blob(let data) = value.storage, data.count % 8 == 0 else {
                 return VerificationFinding(kind: .malformedOrder, entity: owner, property: name, object: uri(owner, key),
                                            message: "\(owner) \(key)'s saved order of \(name) is not a list of 8-byte keys; Loom reads it as empty.")
@@ -123,7 +124,7 @@ extension VerificationRun {
             """
         let name = entity.name, list = constraint.joined(separator: ", ")
         let found = try select(db, query) { row in
-            let keys = (row[0] as String).split(separator: ",").compactMap { Int64($0) }.sorted()
+            let keys = (try row.decode(String.self, atIndex: 0)).split(separator: ",").compactMap { Int64($0) }.sorted()
             guard let last = keys.last else { return nil }
             let others = keys.dropLast().prefix(5).map { uri(name, $0) }.joined(separator: ", ")
             return VerificationFinding(

@@ -88,13 +88,13 @@ struct VerificationRun {
 
     /// The findings `make` builds from the rows of `query`, at most ``limit`` of them, and
     /// whether more were left out. Added to the run with ``add(_:)``.
-    func select(_ db: Database, _ query: String, arguments: StatementArguments = [], _ make: (Row) -> VerificationFinding?) throws -> (findings: [VerificationFinding], isTruncated: Bool) {
+    func select(_ db: Database, _ query: String, arguments: StatementArguments = [], _ make: (Row) throws -> VerificationFinding?) throws -> (findings: [VerificationFinding], isTruncated: Bool) {
         // No LIMIT in the SQL: `make` may skip rows. SQLite produces rows as the cursor asks, so
         // stopping early stops the scan.
         let rows = try Row.fetchCursor(db, sql: query, arguments: arguments)
         var found: [VerificationFinding] = []
         while let row = try rows.next() {
-            guard let finding = make(row) else { continue }
+            guard let finding = try make(row) else { continue }
             if found.count == limit { return (found, true) }
             found.append(finding)
         }

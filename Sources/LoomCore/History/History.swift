@@ -642,7 +642,10 @@ public struct HistoryDescriptor: Sendable {
             }
             var group = HistoryChangeGroup(entityName: entity, kind: kind, properties: properties, keys: keys)
             if tombstoned {
-                let width = properties.split(separator: ",").count
+                // Each tombstone is read back as a dictionary by these names: a name twice is damage.
+                let names = properties.split(separator: ",")
+                guard Set(names).count == names.count else { return nil }
+                let width = names.count
                 for _ in 0..<count {
                     var values: [StoredValue] = []
                     for _ in 0..<width {

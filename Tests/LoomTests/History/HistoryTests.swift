@@ -248,6 +248,18 @@ struct HistoryTests {
         #expect(HistoryChangeGroup.decode(runs(count: 2, [(1, 1), (5, 1), (7, 1)])) == nil)
     }
 
+    @Test("Tombstones whose attribute names repeat are damaged history: refused, not a trap")
+    func tombstonesWithRepeatedNamesAreRefused() throws {
+        let repeated = HistoryChangeGroup(entityName: "Book", kind: .delete, properties: "title,title", keys: [1],
+                                          tombstones: [[.text("a"), .text("b")]])
+        let packed = HistoryChangeGroup.encode([repeated])
+        #expect(HistoryChangeGroup.decode(packed) == nil)
+        #expect(throws: LoomError.self) {
+            try SQLHistory.transaction(number: 1, timestamp: 0, author: nil, context: nil, process: 1, processName: "p", changes: packed,
+                                       entityNames: nil, store: UUID(), location: "here")
+        }
+    }
+
     @Test("Deleted history: an older token is historyTokenExpired naming the oldest kept, never a skip; numbers are never reused")
     func deletingHistory() async throws {
         let container = try Self.container()
