@@ -127,10 +127,12 @@ struct PostgreSQLParallelWriteTests {
         let overlapping = sleeps.map { sleep in sleeps.filter { $0.start <= sleep.start && sleep.start < $0.end }.count }.max()!
         print("PostgreSQL parallel writes: \(count) saves of \(Self.processes) processes, \(Int(Self.delay * 1000)) ms inside each, in \(Int(elapsed * 1000)) ms (one at a time: at least \(Int(Double(count) * Self.delay * 1000)) ms); up to \(overlapping) transactions sleeping at once")
         #expect(overlapping >= 2, "the saves' transactions took turns")
-        // Each process saves twice in turn, so 2 × 50 ms is the floor; one at a time is 8 × 50 ms
-        // at least (a loaded machine slows the overlapping run, not below that).
+        // Each process saves twice in turn, so 2 × 50 ms is the floor. Saves taking turns would
+        // last at least as long as their sleeps added up (8 × 50 ms on a quiet machine; a loaded
+        // one lengthens the sleeps and everything else alike).
+        let slept = sleeps.reduce(0) { $0 + $1.end - $1.start }
         #expect(elapsed >= Double(Self.savesPerProcess) * Self.delay)
-        #expect(elapsed < Double(count) * Self.delay, "the saves did not overlap: \(Int(elapsed * 1000)) ms")
+        #expect(elapsed < slept, "the saves did not overlap: \(Int(elapsed * 1000)) ms for \(Int(slept * 1000)) ms of sleeps")
 
         // Every save committed, each once in the history, numbered on from the seed.
         let history = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor(after: seed)) }
@@ -214,26 +216,25 @@ struct PostgreSQLParallelWriteTests {
         let first = try Self.open(schemaName), second = try Self.open(schemaName)
         try await first.save { $0.insert(Book(isbn: "1", title: "before")) }
         let inside = Flag()
-        let exclusive = Task { () throws -> Double in
+        let exclusive = Task { () throws in
             try await first.performExclusiveWrite { context in
                 let book = try #require(try context.fetch(FetchRequest<Book>()).first)
                 book.title = "exclusive"
                 try context.save()
+                inside.sleepStarted.withLock { $0 = Date().timeIntervalSince1970 }
                 inside.value.store(true, ordering: .releasing)
                 Thread.sleep(forTimeInterval: 0.3)
             }
-            return Date().timeIntervalSince1970
         }
         while !inside.value.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
-        // A save of the other server, of an object of its own, waits for the commit.
-        let started = Date().timeIntervalSince1970
+        // A save of the other server, of an object of its own, waits for the commit, which
+        // comes after the exclusive write's sleep.
         try await second.save { context in
             context.insert(Book(isbn: "2", title: "other server"))
         }
         let saved = Date().timeIntervalSince1970
-        let committed = try await exclusive.value
-        #expect(saved - started >= 0.15, "the other server saved during the exclusive write")
-        #expect(saved >= committed - 0.05)
+        _ = try await exclusive.value
+        #expect(saved - inside.sleepStarted.withLock { $0 } >= 0.3, "the other server saved during the exclusive write")
         let history = try await second.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor()) }
         #expect(history.map(\.token.transactionNumber) == [1, 2, 3])
         #expect(history.last?.changes.first?.kind == .insert, "the other server's save is numbered after the exclusive write")
@@ -245,4 +246,6 @@ struct PostgreSQLParallelWriteTests {
 /// Set once by one task, read by another.
 private final class Flag: Sendable {
     let value = Atomic<Bool>(false)
+    /// When the exclusive write began its sleep (seconds since 1970).
+    let sleepStarted = Mutex<Double>(0)
 }
