@@ -8,7 +8,9 @@ import Testing
 /// Saves of several app servers on one PostgreSQL store run in parallel, while the history
 /// keeps one gap-free order (commit order) for every consumer, and an exclusive write still
 /// excludes every other server. Slowness is put inside the saves' transactions through
-/// ``PostgreSQLStore/Configuration/insideSaveTransaction``.
+/// ``PostgreSQLStore/Configuration/insideSaveTransaction``. The tasks the tests start run on
+/// threads of their own too (``OwnThreadsExecutor``): a test of another suite that holds the
+/// cooperative pool must not stall them.
 @Suite("PostgreSQL parallel writes", PostgresServer.required, .serialized, .ownThreads, .timeLimit(.minutes(3)))
 struct PostgreSQLParallelWriteTests {
     /// How long each save of the overlap test sleeps inside its transaction.
@@ -95,7 +97,7 @@ struct PostgreSQLParallelWriteTests {
         }
         let seed = try #require(try await container.performBackgroundTask { try $0.currentHistoryToken() })
 
-        let go = Task {
+        let go = Task(executorPreference: OwnThreadsExecutor.shared) {
             // Every child has opened its store: the saves start together.
             let deadline = ContinuousClock.now + .seconds(90)
             while (0..<Self.processes).contains(where: { !FileManager.default.fileExists(atPath: folder.appending(path: "ready-\($0)").path) }) {
@@ -159,7 +161,7 @@ struct PostgreSQLParallelWriteTests {
         let seed = try #require(try await consumer.performBackgroundTask { try $0.currentHistoryToken() })
 
         let stream = consumer.remoteChanges()
-        let listened = Task { () -> [Int64] in
+        let listened = Task(executorPreference: OwnThreadsExecutor.shared) { () -> [Int64] in
             var numbers: [Int64] = []
             for await event in stream {
                 if event.historyWasLost { break }
@@ -168,7 +170,7 @@ struct PostgreSQLParallelWriteTests {
             }
             return numbers
         }
-        let polled = Task { () throws -> [(number: Int64, author: String)] in
+        let polled = Task(executorPreference: OwnThreadsExecutor.shared) { () throws -> [(number: Int64, author: String)] in
             var seen: [(number: Int64, author: String)] = []
             var token = seed
             let deadline = ContinuousClock.now + .seconds(120)
@@ -216,7 +218,7 @@ struct PostgreSQLParallelWriteTests {
         let first = try Self.open(schemaName), second = try Self.open(schemaName)
         try await first.save { $0.insert(Book(isbn: "1", title: "before")) }
         let inside = Flag()
-        let exclusive = Task { () throws in
+        let exclusive = Task(executorPreference: OwnThreadsExecutor.shared) { () throws in
             try await first.performExclusiveWrite { context in
                 let book = try #require(try context.fetch(FetchRequest<Book>()).first)
                 book.title = "exclusive"
