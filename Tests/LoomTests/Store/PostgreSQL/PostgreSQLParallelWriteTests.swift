@@ -82,7 +82,7 @@ struct PostgreSQLParallelWriteTests {
         try await container.close()
     }
 
-    @Test("Eight saves of four app-server processes on different objects, each 50 ms inside its transaction, overlap and finish in under 8 × 50 ms; history numbers them one after the other")
+    @Test("Eight saves of four app-server processes on different objects, each 50 ms inside its transaction, run their transactions at the same time (in well under 8 × 50 ms on a quiet machine); history numbers them one after the other")
     func savesOfProcessesOverlap() async throws {
         let schemaName = try PostgresServer.configuration().schemaName
         let folder = Self.folder(parent: getpid())
@@ -128,13 +128,12 @@ struct PostgreSQLParallelWriteTests {
         // The most sleeps under way at one instant: 1 if the saves' transactions took turns.
         let overlapping = sleeps.map { sleep in sleeps.filter { $0.start <= sleep.start && sleep.start < $0.end }.count }.max()!
         print("PostgreSQL parallel writes: \(count) saves of \(Self.processes) processes, \(Int(Self.delay * 1000)) ms inside each, in \(Int(elapsed * 1000)) ms (one at a time: at least \(Int(Double(count) * Self.delay * 1000)) ms); up to \(overlapping) transactions sleeping at once")
+        // Saves taking turns would never sleep at once, and would take at least 8 × 50 ms. The
+        // time itself is printed, not checked: on a loaded machine the processes' other work
+        // (scheduling, their reads of the go signal) stretches it, overlap or not.
         #expect(overlapping >= 2, "the saves' transactions took turns")
-        // Each process saves twice in turn, so 2 × 50 ms is the floor. Saves taking turns would
-        // last at least as long as their sleeps added up (8 × 50 ms on a quiet machine; a loaded
-        // one lengthens the sleeps and everything else alike).
-        let slept = sleeps.reduce(0) { $0 + $1.end - $1.start }
+        // Each process saves twice in turn: 2 × 50 ms is the floor.
         #expect(elapsed >= Double(Self.savesPerProcess) * Self.delay)
-        #expect(elapsed < slept, "the saves did not overlap: \(Int(elapsed * 1000)) ms for \(Int(slept * 1000)) ms of sleeps")
 
         // Every save committed, each once in the history, numbered on from the seed.
         let history = try await container.performBackgroundTask { try $0.fetchHistory(HistoryDescriptor(after: seed)) }
