@@ -20,7 +20,9 @@ extension PostgreSQLStore {
         try applyInserts(changes)
         try applyLinks(changes.linkDeletes, insert: false)
         try applyLinks(changes.linkInserts, insert: true)
+        configuration.insideSaveTransaction?(.beforeHistory)
         if configuration.recordsHistory, !changes.isEmpty { try writeHistory(changes) }
+        configuration.insideSaveTransaction?(.beforeCommit)
     }
 
     /// Runs a statement that returns the keys it changed, and throws a version conflict naming

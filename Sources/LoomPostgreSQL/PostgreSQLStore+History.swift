@@ -5,12 +5,25 @@ import PostgresNIO
 
 /// The store's history, as on SQLite: every save writes, in its own transaction, one
 /// `loom_history` row (number, time, origin, author, context, process, entities, packed
-/// changes). Numbers are given under the store's write lock, which every writer holds until it
-/// commits, so numbers increase in commit order across every server: a reader that has seen
-/// number N has seen every transaction before it, and never skips one that commits late (the
-/// trap of sequence numbers given before commit). A statement trigger sends `NOTIFY` on the
-/// store's channel, delivered at commit: listeners only use it as a wake-up and read the
-/// history after the last number they saw.
+/// changes). A number is given under a lock held until the transaction commits — the commit
+/// lock for a save (whose write lock is shared with other servers' saves), the write lock
+/// itself for a write transaction that holds it alone — so numbers increase in commit order
+/// across every server, with no gap: a reader that has seen number N has seen every
+/// transaction before it, and never skips one that commits late (the trap of sequence numbers
+/// given before commit). Saves run their statements in parallel; only the history row and the
+/// `COMMIT` take turns.
+///
+/// Why a commit lock rather than a horizon of transaction IDs (rows read only below
+/// `pg_snapshot_xmin(pg_current_snapshot())`) or logical decoding: the numbers stay 1, 2, 3…
+/// in commit order, so history tokens, deletion and the remote-commit listener keep their
+/// meaning and existing stores need no migration; a horizon would hold every reader back
+/// behind any long write transaction on the server (of any application), and logical
+/// decoding needs server settings and a replication slot many hosted servers refuse. The cost
+/// is that the commits of one store take turns: the commit lock, the history row and the
+/// `COMMIT` (three round trips), not the whole save.
+///
+/// A statement trigger sends `NOTIFY` on the store's channel, delivered at commit: listeners
+/// only use it as a wake-up and read the history after the last number they saw.
 extension PostgreSQLStore {
     static func historyStatements(channel: String) -> [String] {
         [
@@ -29,8 +42,11 @@ extension PostgreSQLStore {
     private static let processName = ProcessInfo.processInfo.processName
     private static let processIdentifier = ProcessInfo.processInfo.processIdentifier
 
-    /// Records `changes` in the history, inside the transaction that applies them (the write
-    /// lock is held: the number is the next one in commit order).
+    /// Records `changes` in the history, inside the transaction that applies them, under a lock
+    /// held until the commit: the number is the next one in commit order. A save (write lock
+    /// shared) takes the commit lock here, in a statement before the `INSERT`: the `INSERT`'s
+    /// snapshot, taken once the lock is held, sees every commit made before, so its number is
+    /// one more than the last committed.
     func writeHistory(_ changes: StoreChangeSet) throws(LoomError) {
         if changes.continuesHistoryTransaction, historyRowInTransaction.withLock({ row in
             guard var continued = row else { return false }
@@ -55,6 +71,12 @@ extension PostgreSQLStore {
         bindings.append(Self.processName)
         bindings.append(String(decoding: entities, as: UTF8.self))
         bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: packed)))
+        if writeLockShared.withLock({ $0 }) {
+            // A statement of its own: the INSERT's snapshot must be taken once the lock is held.
+            var lock = PostgresBindings()
+            lock.append(commitLockKey)
+            try onWriter("SELECT pg_advisory_xact_lock($1)", lock)
+        }
         let rows: PostgresQueryResult
         do {
             rows = try writer.query(

@@ -20,8 +20,8 @@ extension PostgreSQLStore {
     ) throws {
         let location = configuration.description
         let migration = try SchemaMigration.infer(from: saved, to: schema, path: location)
-        // The write lock too: no save of a server still open interleaves with the migration, and
-        // the history's last number stays the migration's.
+        // The write lock too, alone: no save of a server still open runs during the migration
+        // (saves hold it shared), and the history's last number stays the migration's.
         var lock = PostgresBindings()
         lock.append(writeLockKey(configuration))
         try connection.query("SELECT pg_advisory_xact_lock($1)", lock)

@@ -23,8 +23,12 @@ import Synchronization
 /// Every call waits for the server on the calling thread (a context's queue, or the main actor
 /// for the view context): a fault that fires costs one round trip. Prefetch relationships
 /// (`relationshipKeyPathsForPrefetching`), fetch in batches, and keep slow work on background
-/// contexts. Saves take one write lock of the store (an advisory lock), so that commits
-/// have one order across every server: the history's.
+/// contexts. Saves of different servers run in parallel: each takes the store's write lock (an
+/// advisory lock) shared, and conflicts are caught by row versions and unique indexes; only
+/// the history row and the `COMMIT` take turns (the commit lock), so that history numbers
+/// follow commit order across every server. An exclusive write
+/// (`PersistentContainer/performExclusiveWrite(_:)`) takes the write lock alone: no other
+/// server's save runs meanwhile.
 ///
 /// A server that goes away makes calls throw `LoomError/Code/storeFailure` at once (a closed
 /// connection) or after ``Configuration/responseTimeout`` (a silent one), never hang; a failed
@@ -67,6 +71,9 @@ public final class PostgreSQLStore: PersistentStore {
         /// Called with the SQL of every statement the store runs, on the calling thread, for
         /// diagnostics and tests that count round trips. Values are not included.
         public var trace: (@Sendable (String) -> Void)?
+        /// Called on the saving thread inside every save's transaction, at the given point: tests
+        /// make transactions slow there to show which parts of saves overlap.
+        @_spi(LoomTesting) public var insideSaveTransaction: (@Sendable (SaveTransactionPoint) -> Void)?
         /// SQL logging as the store found it when it opened (``LoomLogging``), for every
         /// connection it opens later; `nil` before (a connection then reads the current setting).
         var sqlLog: SQLStatementLog??
@@ -130,6 +137,16 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
+    /// Where, inside a save's transaction, ``Configuration/insideSaveTransaction`` is called.
+    @_spi(LoomTesting) public enum SaveTransactionPoint: Sendable {
+        /// After the save's statements, before its history row: saves of other servers may run
+        /// here at the same time.
+        case beforeHistory
+        /// After the history row, just before `COMMIT`: saves of other servers wait here for the
+        /// commit lock.
+        case beforeCommit
+    }
+
     public let identifier: UUID
     public let schema: Schema
     public let configuration: Configuration
@@ -148,8 +165,15 @@ public final class PostgreSQLStore: PersistentStore {
     @_spi(LoomStore) public let migrationReceipt: CommitReceipt?
     /// What this instance's history rows carry in `origin`: its listener skips them.
     let origin = Int64.random(in: 1...Int64.max)
-    /// The advisory lock every write takes: one per store (schema) in the database.
+    /// The advisory lock every write takes: one per store (schema) in the database, shared by
+    /// saves, alone by write transactions (exclusive writes, batch requests, history deletion)
+    /// and migrations.
     let writeLockKey: Int64
+    /// The advisory lock a save holds from its history row to its `COMMIT` (see
+    /// ``writeHistory(_:)``); a write transaction needs none, holding the write lock alone.
+    let commitLockKey: Int64
+    /// Whether the open write transaction holds the write lock shared (a save) rather than alone.
+    let writeLockShared = Mutex<Bool>(false)
     /// The channel `NOTIFY` wakes listeners on.
     let channel: String
     let listener = Mutex<PostgreSQLListener?>(nil)
@@ -184,6 +208,7 @@ public final class PostgreSQLStore: PersistentStore {
         self.writeScope = scope
         self.sql = SQLGenerator(schema: schema, dialect: PostgreSQLDialect())
         self.writeLockKey = Self.writeLockKey(configuration)
+        self.commitLockKey = Self.lockKey("loom-commit:" + configuration.schemaName)
         let writer: PGConnection
         do {
             writer = try PGConnection.open(configuration)
@@ -206,7 +231,7 @@ public final class PostgreSQLStore: PersistentStore {
         readers = PGConnectionPool(configuration, maximum: configuration.maximumReaderCount)
     }
 
-    /// The advisory lock every write to the store in `configuration`'s schema takes.
+    /// The advisory lock every write to the store in `configuration`'s schema takes (shared by saves).
     static func writeLockKey(_ configuration: Configuration) -> Int64 { lockKey("loom-write:" + configuration.schemaName) }
 
     /// A 64-bit advisory lock key for a name (FNV-1a: stable across processes and releases).
@@ -228,6 +253,12 @@ public final class PostgreSQLStore: PersistentStore {
     /// The server's SQLSTATE of an error, if it came from the server.
     static func sqlState(of error: any Error) -> String? {
         (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    /// Whether the server ended the transaction to break a deadlock (SQLSTATE 40P01): saves
+    /// that run in parallel and change the same rows in different orders.
+    static func isDeadlock(_ error: LoomError) -> Bool {
+        error.underlying.flatMap(sqlState(of:)) == "40P01"
     }
 
     /// The server's SQLSTATE of an error as a store code, if it came from the server.
@@ -395,11 +426,13 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
-    /// `BEGIN`, then the store's write lock: from here to the commit, no other instance commits.
-    /// A writer found lost (the server restarted, or ended its session) is replaced first:
-    /// nothing was under way on it.
-    func begin() throws(LoomError) {
+    /// `BEGIN`, then the store's write lock: alone (`shared` false), no other instance writes
+    /// until the commit; shared (a save), other saves run alongside, and only an exclusive
+    /// write waits for it. A writer found lost (the server restarted, or ended its session) is
+    /// replaced first: nothing was under way on it.
+    func begin(shared: Bool = false) throws(LoomError) {
         historyRowInTransaction.withLock { $0 = nil }
+        writeLockShared.withLock { $0 = shared }
         if writer.isClosed { try reopenWriter() }
         do {
             try onWriter("BEGIN")
@@ -411,7 +444,7 @@ public final class PostgreSQLStore: PersistentStore {
         var bindings = PostgresBindings()
         bindings.append(writeLockKey)
         do {
-            try onWriter("SELECT pg_advisory_xact_lock($1)", bindings)
+            try onWriter(shared ? "SELECT pg_advisory_xact_lock_shared($1)" : "SELECT pg_advisory_xact_lock($1)", bindings)
         } catch {
             _ = try? writer.query("ROLLBACK")
             throw error
@@ -458,22 +491,24 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
-    /// Begins a transaction, applies `changes` and commits.
+    /// Begins a transaction, applies `changes` and commits. The write lock is shared: saves of
+    /// other servers run alongside, up to their history rows (see ``writeHistory(_:)``).
     private func applyAlone(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
-        try begin()
+        try begin(shared: true)
         do {
             try applyStatements(changes)
             try commit()
             return writeScope.commit()
-        } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
+        } catch where error.code == .versionConflict || error.code == .uniquenessViolation || Self.isDeadlock(error) {
             _ = try? writer.query("ROLLBACK")
         } catch {
             _ = try? writer.query("ROLLBACK")
             throw error
         }
         // Refused: apply again under a savepoint, so that the conflicts are read in the
-        // transaction that refused it (nothing can change between the refusal and that read).
-        try begin()
+        // transaction that refused it, at least as new as the refusal. (A deadlock with another
+        // server's save on the same rows, in another order, is tried once more too.)
+        try begin(shared: true)
         do {
             try applyUnderSavepoint(changes)
             try commit()
@@ -506,7 +541,7 @@ public final class PostgreSQLStore: PersistentStore {
 
     @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
         try writeScope.transaction(
-            begin: begin,
+            begin: { () throws(LoomError) in try begin() },
             body,
             commit: {
                 try finishHistory()

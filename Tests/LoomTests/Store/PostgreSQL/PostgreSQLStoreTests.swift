@@ -34,21 +34,22 @@ struct PostgreSQLStoreTests {
             for i in 0..<count { context.insert(Book(isbn: "\(i)", title: "Title \(i)", pages: i)) }
             log.reset()
             try context.save()
-            // BEGIN, the write lock, one INSERT, the history row, COMMIT.
-            #expect(log.saving.count == 5, "\(log.saving)")
+            // BEGIN, the write lock (shared), one INSERT, the commit lock, the history row, COMMIT.
+            #expect(log.saving.count == 6, "\(log.saving)")
+            #expect(log.saving.filter { $0.contains("pg_advisory_xact_lock_shared") }.count == 1)
             #expect(log.saving.filter { $0.hasPrefix("INSERT INTO \"Book\"") }.count == 1)
 
             let books = try context.fetch(FetchRequest<Book>())
             for book in books { book.pages += 1 }
             log.reset()
             try context.save()
-            #expect(log.saving.count == 5, "\(log.saving)")
+            #expect(log.saving.count == 6, "\(log.saving)")
             #expect(log.saving.filter { $0.hasPrefix("UPDATE \"Book\"") }.count == 1)
 
             for book in books { context.delete(book) }
             log.reset()
             try context.save()
-            #expect(log.saving.count == 5, "\(log.saving)")
+            #expect(log.saving.count == 6, "\(log.saving)")
             #expect(try context.count(for: FetchRequest<Book>()) == 0)
         }
         // Keys come in blocks: far fewer reservations than objects.
@@ -81,8 +82,8 @@ struct PostgreSQLStoreTests {
             try context.save()
             let inserts = log.saving.filter { $0.hasPrefix("INSERT INTO \"Book\"") }
             #expect(inserts.count == 3, "\(log.saving)")
-            // BEGIN, the write lock, three INSERTs, the history row, COMMIT.
-            #expect(log.saving.count == 7, "\(log.saving)")
+            // BEGIN, the write lock, three INSERTs, the commit lock, the history row, COMMIT.
+            #expect(log.saving.count == 8, "\(log.saving)")
         }
         let other = container.newBackgroundContext()
         try other.performAndWait { context in
