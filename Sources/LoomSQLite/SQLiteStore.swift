@@ -207,6 +207,11 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         if let db = error as? DatabaseError, db.resultCode == .SQLITE_NOTADB {
             return LoomError(.notADatabase, "\(path) is not a SQLite database; open a Loom store, or choose another path.", path: path, underlying: db, storeCode: storeCode(of: db))
         }
+        // A file cut short or overwritten fails here as SQLITE_CORRUPT: the same code as damage
+        // found by a later read (`translate(_:entity:key:)`), with a message that says the file is damaged.
+        if let db = error as? DatabaseError, db.resultCode == .SQLITE_CORRUPT {
+            return LoomError(.notADatabase, "The store at \(path) is damaged (\(db.message ?? "database disk image is malformed")); run loom verify on it, or restore it from a backup.", path: path, underlying: db, storeCode: storeCode(of: db))
+        }
         return LoomError(.storeFailure, "The store at \(path) could not be opened.", path: path, underlying: error, storeCode: (error as? DatabaseError).map(storeCode(of:)))
     }
 

@@ -7,13 +7,17 @@ struct TextQueryParser {
     let schema: Schema
     let tokens: [TextQueryToken]
     var position = 0
-    /// The `and`, `or`, `not` and parentheses read so far: each one can deepen the predicate
-    /// tree, which the SQL translation walks recursively.
-    var operatorCount = 0
-
-    /// The most `and`, `or`, `not` and parentheses a query may have: beyond it, a predicate tree
-    /// could be too deep for the recursion that translates it (a stack overflow, not an error).
-    static let maximumOperatorCount = 256
+    /// How many parentheses and `not`s the parser is inside: each is a level of its recursion,
+    /// so a query nested deeper than ``maximumNesting`` is refused instead of overflowing the
+    /// stack (SQLite refuses expressions deeper than 1000 levels anyway).
+    var nesting = 0
+    static let maximumNesting = 256
+    /// How many `and`s and `or`s the query has: a chain of them is a loop here but a tree as deep
+    /// as the chain is long, which the SQL generator walks recursively. SQLite refuses an
+    /// expression deeper than 1000 levels, so a query past ``maximumJunctions`` is refused here,
+    /// with its column, instead of overflowing the stack.
+    var junctions = 0
+    static let maximumJunctions = 1000
 
     init(_ query: String, schema: Schema) throws(TextQueryError) {
         var lexer = TextQueryLexer(query)
@@ -48,14 +52,6 @@ struct TextQueryParser {
 
     func error(_ code: TextQueryError.Code, _ message: String, at token: TextQueryToken) -> TextQueryError {
         TextQueryError(code, message, query: query, column: token.column)
-    }
-
-    /// Counts one `and`, `or`, `not` or parenthesis, and refuses the query past the maximum.
-    mutating func countOperator(at token: TextQueryToken) throws(TextQueryError) {
-        operatorCount += 1
-        guard operatorCount <= Self.maximumOperatorCount else {
-            throw error(.unsupported, "the predicate has more than \(Self.maximumOperatorCount) and, or, not and parentheses; split the query, or test a list of values with 'in [...]'", at: token)
-        }
     }
 
     // MARK: Clauses
@@ -144,7 +140,7 @@ struct TextQueryParser {
     mutating func predicate(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
         var node = try conjunction(in: entity)
         while case let token = current, acceptKeyword("or") || accept("||") {
-            try countOperator(at: token)
+            try countJunction(at: token)
             node = .or(node, try conjunction(in: entity))
         }
         return node
@@ -153,25 +149,43 @@ struct TextQueryParser {
     mutating func conjunction(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
         var node = try negation(in: entity)
         while case let token = current, acceptKeyword("and") || accept("&&") {
-            try countOperator(at: token)
+            try countJunction(at: token)
             node = .and(node, try negation(in: entity))
         }
         return node
     }
 
+    /// Counts one more `and` or `or`, `token`; throws past ``maximumJunctions``.
+    mutating func countJunction(at token: TextQueryToken) throws(TextQueryError) {
+        junctions += 1
+        guard junctions <= Self.maximumJunctions else {
+            throw error(.unsupported, "the query joins more than \(Self.maximumJunctions) conditions with 'and' and 'or' (SQLite evaluates expressions up to 1000 levels deep); test a list of values with 'in [...]'", at: token)
+        }
+    }
+
     mutating func negation(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
-        let token = current
+        let start = current
         if acceptKeyword("not") || accept("!") {
-            try countOperator(at: token)
+            try enterNesting(at: start)
+            defer { nesting -= 1 }
             return .not(try negation(in: entity))
         }
         return try primary(in: entity)
     }
 
+    /// Counts one more level of nesting, opened by `token`; throws past ``maximumNesting``.
+    mutating func enterNesting(at token: TextQueryToken) throws(TextQueryError) {
+        nesting += 1
+        guard nesting <= Self.maximumNesting else {
+            throw error(.unsupported, "the query nests parentheses and 'not's more than \(Self.maximumNesting) deep here; write it with fewer levels", at: token)
+        }
+    }
+
     mutating func primary(in entity: EntityDescription) throws(TextQueryError) -> PredicateNode {
         let start = current
         if accept("(") {
-            try countOperator(at: start)
+            try enterNesting(at: start)
+            defer { nesting -= 1 }
             let node = try predicate(in: entity)
             guard accept(")") else {
                 throw error(.syntax, "expected ')' to close the '(' at column \(start.column), found \(current.quoted)", at: current)

@@ -21,9 +21,9 @@
 ///
 /// - `and`, `or`, `not` may be written `&&`, `||`, `!`; `not` binds tightest, then `and`, then
 ///   `or`. Keywords are case-insensitive; a property named like one is written in backquotes.
-/// - A predicate has at most 256 `and`, `or`, `not` and parentheses: a deeper tree could overflow
-///   the stack of the recursion that translates it (an ``TextQueryError/Code/unsupported`` error
-///   beyond).
+/// - A predicate nests parentheses and `not`s at most 256 levels deep and joins at most 1000
+///   conditions with `and` and `or`: a deeper tree could overflow the stack of the recursion that
+///   translates it (an ``TextQueryError/Code/unsupported`` error beyond).
 /// - Strings are in double quotes, with the escapes `\"`, `\\`, `\n`, `\t`, `\r` and `\u{…}`.
 /// - A literal takes the type of the attribute it is compared with: a date attribute compares
 ///   with an ISO-8601 string (`born > "1990-01-01"`, `"2024-05-01T12:00:00Z"`), a UUID attribute

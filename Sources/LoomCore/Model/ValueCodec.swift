@@ -112,25 +112,40 @@ struct ValueCodec: @unchecked Sendable {
 
     private static func firstCase<C: CaseIterable>(_: C.Type) -> Any? { C.allCases.first }
 
+    /// The JSON a `Codable` attribute is stored as: keys sorted, and a `Double` or `Float` that
+    /// JSON has no number for (NaN, ±infinity) written as a string, so that a value holding one
+    /// is stored and read back instead of failing in the property's setter, which cannot throw.
+    private static func jsonEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return encoder
+    }
+
+    /// Reads what ``jsonEncoder()`` writes.
+    private static func jsonDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return decoder
+    }
+
     private static func json<C: Codable>(_: C.Type) -> ValueCodec {
         ValueCodec(
             attributeType: .codable, isOptional: false,
             encode: { value throws(LoomError) in
                 guard let c = value as? C else { throw LoomError(.typeMismatch, "expected \(English.a(C.self)), got \(English.a(type(of: value)))") }
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = .sortedKeys
-                do { return .blob(try encoder.encode(c)) } catch {
+                do { return .blob(try jsonEncoder().encode(c)) } catch {
                     throw LoomError(.typeMismatch, "\(English.a(C.self)) value could not be encoded as JSON", underlying: error)
                 }
             },
             decode: { stored in
                 guard case .blob(let data) = stored else { return nil }
-                return try? JSONDecoder().decode(C.self, from: data)
+                return try? jsonDecoder().decode(C.self, from: data)
             },
             unsupportedReason: nil,
             placeholder: zeroCandidates(.codable).first { stored in
                 guard case .blob(let data) = stored else { return false }
-                return (try? JSONDecoder().decode(C.self, from: data)) != nil
+                return (try? jsonDecoder().decode(C.self, from: data)) != nil
             })
     }
 }

@@ -211,6 +211,6 @@ struct TextQueryTests {
         #expect(failure("Author where " + String(repeating: "not ", count: 255) + "name == \"a\"") == nil)
         #expect(failure("Author where " + String(repeating: "not ", count: 3000) + "name == \"a\"")?.code == .unsupported)
         #expect(failure("Author where " + String(repeating: "(", count: 300) + "true" + String(repeating: ")", count: 300))?.code == .unsupported)
-        #expect(failure("Author where " + Array(repeating: "name == \"a\"", count: 300).joined(separator: " or "))?.code == .unsupported)
+        #expect(failure("Author where " + Array(repeating: "name == \"a\"", count: 1001).joined(separator: " or "))?.code == .unsupported)
     }
 }
