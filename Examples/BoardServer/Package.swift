@@ -1,0 +1,54 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// An example server: a JSON API over Loom's object graph on Hummingbird 2. Its own package,
+// depending on Loom by path, so that the library never depends on a web framework.
+// `./scripts/test` builds it and runs its integration tests (real server processes on loopback,
+// driven by a real HTTP client); README.md shows how to start it.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "BoardServer",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Loom", path: "../.."),
+        // Without its default traits: no swift-configuration to build for a server that reads its
+        // few options from the command line.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // The model, the routes and the error mapping, as a library that the tests read too.
+        .target(
+            name: "BoardAPI",
+            dependencies: [
+                .product(name: "Loom", package: "Loom"),
+                .product(name: "LoomPostgreSQL", package: "Loom"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "board-server",
+            dependencies: [
+                "BoardAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings),
+        // Integration tests: they start the `board-server` executable (built first, as a
+        // dependency) on loopback ports and talk to it over HTTP, as a client would, reading the
+        // answers with the API's own representations (BoardAPI).
+        .testTarget(
+            name: "BoardServerTests",
+            dependencies: ["board-server", "BoardAPI"],
+            swiftSettings: strictSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)
