@@ -6,6 +6,88 @@ package import GRDB
 /// Opening a store file: checking it before anything writes to it, creating or migrating it,
 /// and closing it.
 extension SQLiteStore {
+    /// Opens the existing store at `url` read-only, with the schema saved in it: for tools that
+    /// read or check a store they were not compiled against, without changing its file.
+    ///
+    /// ```swift
+    /// let store = try SQLiteStore(readingAt: URL(filePath: "Library.loom"))
+    /// let state = try store.maintenanceState()
+    /// ```
+    ///
+    /// Nothing is written to the file: no schema, no migration, no WAL set-up, no checkpoint
+    /// when it closes; its reads run on read-only connections, one snapshot each, while other
+    /// processes keep writing. Every write throws `LoomError/Code/invalidRequest`.
+    /// `options.isReadOnly` is set whatever it was.
+    ///
+    /// Not isolated: call it from any thread; it blocks that thread while it opens the file.
+    ///
+    /// - Throws: `LoomError` with code `LoomError/Code/storeFailure` when there is no store at
+    ///   `url` or it cannot be opened, `LoomError/Code/notADatabase` when the file is not SQLite,
+    ///   `LoomError/Code/notALoomStore` when it is a SQLite database without Loom's saved schema
+    ///   (named as ``maintenanceState()`` names it).
+    @_spi(LoomStore) public convenience init(readingAt url: URL, options: Options = Options()) throws(LoomError) {
+        var options = options
+        options.isReadOnly = true
+        let state = try SQLiteStore.maintenanceState(at: url.path)
+        try self.init(url: url, schema: Schema(record: state.schemaRecord), options: options, metadata: [:])
+    }
+
+    /// ``maintenanceState()`` of the store file at `path`, read before a store is opened on it.
+    static func maintenanceState(at path: String) throws(LoomError) -> StoreMaintenanceState {
+        try readExistingFile(at: path) { db in try maintenanceState(in: db, path: path) }
+    }
+
+    /// Runs `body` in one read of the existing file at `path`, on a read-only connection of its
+    /// own: what is read from a store file before, or without, opening a store on it.
+    ///
+    /// - Throws: `LoomError` with code `LoomError/Code/storeFailure` when there is no file or it
+    ///   cannot be read, `LoomError/Code/notADatabase` when it is not SQLite; what `body` throws
+    ///   as a `LoomError`.
+    static func readExistingFile<T>(at path: String, _ body: (Database) throws -> T) throws(LoomError) -> T {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw LoomError(.storeFailure, "There is no store at \(path).", path: path)
+        }
+        try checkHeader(path: path)
+        do {
+            let queue = try readOnlyQueue(path: path)
+            defer { try? queue.close() }
+            return try queue.read(body)
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+
+    /// Checks an existing store file for opening read-only, and returns its identifier: it must
+    /// be a Loom store saved with `schema`, since a read-only store creates and migrates nothing.
+    static func preflightReadOnly(path: String, schema: Schema) throws(LoomError) -> UUID {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        guard size > 0 else {
+            throw LoomError(.storeFailure, "There is no store at \(path); a store opened read-only must exist.", path: path)
+        }
+        do {
+            let queue = try readOnlyQueue(path: path)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                // A file without Loom's tables is named as the store SPI names it.
+                _ = try maintenanceState(in: db, path: path)
+                let existing = try checkExisting(db, schema: schema, path: path, readOnly: true)
+                if existing.migrates {
+                    throw LoomError(
+                        .schemaMismatch,
+                        "\(path) was saved with an older model and needs a migration, which a store opened read-only does not make; open it read-write once to migrate it.",
+                        path: path)
+                }
+                return existing.id
+            }
+        } catch let error as LoomError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+
     /// Reads the first bytes of an existing file, so that a foreign file is reported before
     /// SQLite (or WAL set-up) touches it.
     static func checkHeader(path: String) throws(LoomError) {
@@ -235,8 +317,9 @@ extension SQLiteStore {
             // Everything into the file itself, so that the file alone is the whole store once
             // closed. SQLite does it when the last connection closes, except after another
             // connection (the watcher's) shared the WAL index, and when another process has the
-            // file open; then this is the last chance before the other one's close.
-            _ = try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            // file open; then this is the last chance before the other one's close. A read-only
+            // store writes nothing, not even this.
+            if !isReadOnly { _ = try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
             do { try pool.close() } catch { throw translate(error, entity: nil) }
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 @_spi(LoomStore) public import LoomCore
 import LoomSQL
-import GRDB
+package import GRDB
 
 /// Reading: the store SPI's reads, on the reader connections (or on the writer connection for
 /// the thread that holds the write transaction).
@@ -50,5 +50,17 @@ extension SQLiteStore {
             return try pool.writeWithoutTransaction { db in try RawStatement.with(db, sql, body) }
         }
         return try readers.read(sql, body)
+    }
+
+    /// Runs `body` on one of the store's GRDB read connections, outside any transaction (`body`
+    /// begins and ends its own, e.g. one snapshot for all of a tool's checks), with errors
+    /// untranslated. For the `loom` tool's reads of a store it opened with
+    /// ``init(readingAt:options:)``, which read what the store SPI does not carry (a dump's raw
+    /// bytes, the layout a verification checks).
+    ///
+    /// Not isolated: blocks the calling thread while `body` runs.
+    package func withReadConnection<T>(_ body: (Database) throws -> T) throws -> T {
+        if isClosed { throw closedError() }
+        return try pool.unsafeRead(body)
     }
 }

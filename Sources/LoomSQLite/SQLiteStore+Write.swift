@@ -6,6 +6,14 @@ import GRDB
 /// Writing: change sets, write transactions and key reservations, on the writer connection
 /// under the ``writeScope``.
 extension SQLiteStore {
+    /// Throws when the store was opened read-only (``Options/isReadOnly``): a write is refused
+    /// by name before it reaches SQLite, whose refusal would not say why.
+    func refuseIfReadOnly() throws(LoomError) {
+        guard isReadOnly else { return }
+        if isClosed { throw closedError() }
+        throw LoomError(.invalidRequest, "The store at \(url.path) was opened read-only; open it read-write to save, reserve keys or delete history.", path: url.path)
+    }
+
     /// Runs `body` on the writer connection, with errors translated.
     private func onWriter<T>(_ body: (Database) throws -> T) throws(LoomError) -> T {
         do {
@@ -18,7 +26,8 @@ extension SQLiteStore {
     }
 
     @_spi(LoomStore) public func withWriteTransaction<T>(_ body: () throws -> T) throws -> (value: T, receipt: CommitReceipt) {
-        try writeScope.transaction(
+        try refuseIfReadOnly()
+        return try writeScope.transaction(
             begin: {
                 try onWriter { db in
                     try Self.control(db, "BEGIN IMMEDIATE TRANSACTION")
@@ -49,7 +58,8 @@ extension SQLiteStore {
 
     @discardableResult
     @_spi(LoomStore) public func apply(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
-        try writeScope.write { () throws(LoomError) -> CommitReceipt in
+        try refuseIfReadOnly()
+        return try writeScope.write { () throws(LoomError) -> CommitReceipt in
             if writeScope.isHeldByCurrentThread {
                 // Inside the caller's transaction: atomic on its own, committed with it.
                 try applyInSavepoint(changes)
@@ -217,7 +227,8 @@ extension SQLiteStore {
     /// that a reservation made in the background shows up in a statement trace as one write,
     /// never as a read.
     @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
-        try writeScope.write { () throws(LoomError) -> Range<Int64> in
+        try refuseIfReadOnly()
+        return try writeScope.write { () throws(LoomError) -> Range<Int64> in
             do {
                 // One statement: atomic by itself, inside the caller's write transaction or alone
                 // (then it takes the write lock at once, so another process's reservation waits).

@@ -46,6 +46,11 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         /// `ManagedObjectContext/fetchHistory(_:)`). Off, saves record nothing, and a
         /// consumer of the history misses them.
         public var recordsHistory: Bool = true
+        /// Whether the store is opened read-only: an existing store on the model it is opened
+        /// with, read without writing anything to its file (no schema, no migration, no
+        /// checkpoint when it closes) through read-only connections. Every write throws
+        /// `LoomError/Code/invalidRequest`. See ``init(readingAt:options:)``.
+        @_spi(LoomStore) public var isReadOnly: Bool = false
         public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4, trace: (@Sendable (String) -> Void)? = nil, recordsHistory: Bool = true) {
             self.synchronous = synchronous
             self.maximumReaderCount = maximumReaderCount
@@ -64,6 +69,8 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     let sql: SQLGenerator
     /// ``Options/recordsHistory``.
     let recordsHistory: Bool
+    /// ``Options/isReadOnly``.
+    @_spi(LoomStore) public let isReadOnly: Bool
     /// Held by every use of the writer connection (a change set, a key reservation, a write
     /// transaction, closing) for its whole length: GRDB's writer runs one access at a time,
     /// but a write transaction spans several accesses, which nothing else may come between.
@@ -109,10 +116,32 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         self.schema = schema
         self.sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
         self.recordsHistory = options.recordsHistory
+        self.isReadOnly = options.isReadOnly
         let path = url.path
         let scope = WriteScope { SQLiteStore.closedError(path: path) }
         self.writeScope = scope
         try SQLiteStore.checkHeader(path: path)
+        if options.isReadOnly {
+            let id = try SQLiteStore.preflightReadOnly(path: path, schema: schema)
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.maximumReaderCount = max(1, options.maximumReaderCount)
+            configuration.busyMode = .timeout(SQLiteStore.busyTimeout)
+            let tracer = SQLTracer.make(path: path, trace: options.trace)
+            configuration.prepareDatabase { db in
+                SQLFunctions.register(in: db)
+                if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
+            }
+            do {
+                pool = try DatabasePool(path: path, configuration: configuration)
+            } catch {
+                throw SQLiteStore.openError(error, path: path)
+            }
+            identifier = id
+            migrationReceipt = nil
+            readers = ReaderConnections(path: path, maximum: configuration.maximumReaderCount, tracer: tracer)
+            return
+        }
         let migrates = try SQLiteStore.preflight(path: path, schema: schema)
         var configuration = Configuration()
         configuration.maximumReaderCount = max(1, options.maximumReaderCount)
