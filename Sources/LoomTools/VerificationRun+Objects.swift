@@ -1,6 +1,7 @@
 import Foundation
 @_spi(LoomStore) import LoomCore
 import GRDB
+import LoomSQLite
 
 /// The object checks: one statement per entity, relationship or constraint, each a single
 /// scan served by the primary key or an index, returning only the rows that are wrong.
@@ -87,27 +88,34 @@ extension VerificationRun {
     /// ones: it appends the first and skips the second when it reads the order.)
     mutating func checkOrder(_ r: ResolvedRelationship, _ db: Database) throws {
         guard let slot = r.source.storedValueIndex(ofRelationship: r.index), has(r.source, slots: [slot]) else { return }
-        let owner = r.source.name, name = r.description.name
+        let owner = r.source.name
         let column = Self.quote(r.source.columnName(at: slot))
         let found = try select(db, "SELECT Z_PK, \(column) FROM \(Self.quote(owner)) WHERE \(column) IS NOT NULL") { row in
-            let key: Int64 = row[0], value = row[1] as DatabaseValue
-            guard case .blob(let data) = value.storage, data.count % 8 == 0 else {
-                return VerificationFinding(kind: .malformedOrder, entity: owner, property: name, object: uri(owner, key),
-                                           message: "\(owner) \(key)'s saved order of \(name) is not a list of 8-byte keys; Loom reads it as empty.")
-            }
-            var seen = Set<Int64>(minimumCapacity: data.count / 8)
-            let duplicate: Int64? = data.withUnsafeBytes { bytes in
-                for offset in stride(from: 0, to: bytes.count, by: 8) {
-                    let member = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int64.self))
-                    if !seen.insert(member).inserted { return member }
-                }
-                return nil
-            }
-            guard let duplicate else { return nil }
-            return VerificationFinding(kind: .duplicateInOrder, entity: owner, property: name, object: uri(owner, key),
-                                       message: "\(owner) \(key)'s saved order of \(name) lists \(r.destination.name) \(duplicate) more than once.")
+            let key: Int64 = row[0]
+            return Self.orderFinding(StoredValue((row[1] as DatabaseValue).storage), of: r, owner: key, uri: uri(owner, key))
         }
         add(found)
+    }
+
+    /// What is wrong with one owner's saved order of the ordered relationship `r` (a value that is
+    /// not NULL), or `nil` when it is whole keys, each listed once. Shared by every store's check.
+    static func orderFinding(_ value: StoredValue, of r: ResolvedRelationship, owner key: Int64, uri: String) -> VerificationFinding? {
+        let owner = r.source.name, name = r.description.name
+        guard case .blob(let data) = value, data.count % 8 == 0 else {
+            return VerificationFinding(kind: .malformedOrder, entity: owner, property: name, object: uri,
+                                       message: "\(owner) \(key)'s saved order of \(name) is not a list of 8-byte keys; Loom reads it as empty.")
+        }
+        var seen = Set<Int64>(minimumCapacity: data.count / 8)
+        let duplicate: Int64? = data.withUnsafeBytes { bytes in
+            for offset in stride(from: 0, to: bytes.count, by: 8) {
+                let member = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int64.self))
+                if !seen.insert(member).inserted { return member }
+            }
+            return nil
+        }
+        guard let duplicate else { return nil }
+        return VerificationFinding(kind: .duplicateInOrder, entity: owner, property: name, object: uri,
+                                   message: "\(owner) \(key)'s saved order of \(name) lists \(r.destination.name) \(duplicate) more than once.")
     }
 
     /// No two objects share the values of a uniqueness constraint (NULLs never clash, as in
