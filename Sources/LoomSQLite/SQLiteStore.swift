@@ -101,6 +101,11 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     ///   `LoomError/Code/migrationFailed` when the saved data does not fit the new model (naming
     ///   the attribute and the rows), `LoomError/Code/storeFailure` when it cannot be opened.
     ///   Nothing in the file is changed in any of these cases.
+    ///
+    /// With `options.isReadOnly` (store SPI) it opens an existing store as
+    /// `init(readingAt:options:)` does: a file that is missing or empty is
+    /// `LoomError/Code/storeFailure`, one that needs a migration to `schema` is
+    /// `LoomError/Code/schemaMismatch`, and nothing is created or migrated.
     public convenience init(url: URL, schema: Schema, options: Options = Options()) throws(LoomError) {
         try self.init(url: url, schema: schema, options: options, metadata: [:])
     }
