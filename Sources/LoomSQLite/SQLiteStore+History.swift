@@ -112,6 +112,7 @@ extension SQLiteStore {
     /// that saves waiting for the writer never wait long.
     @_spi(LoomStore) public func deleteHistory(through token: HistoryToken) throws(LoomError) {
         if isClosed { throw closedError() }
+        try refuseIfReadOnly()
         if token.storeIdentifier != identifier { throw HistoryErrors.foreign(token, store: identifier) }
         while true {
             let more = try writeScope.exclusively { () throws(LoomError) -> Bool in

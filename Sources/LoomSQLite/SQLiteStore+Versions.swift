@@ -121,34 +121,22 @@ extension SQLiteStore {
     ///   or ``LoomError/Code/notALoomStore`` for a file that is not a Loom store.
     @_spi(LoomStore) public static func savedState(at url: URL) throws(LoomError) -> SavedStoreState {
         let path = url.path
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw LoomError(.storeFailure, "There is no store at \(path).", path: path)
-        }
-        try checkHeader(path: path)
-        do {
-            let queue = try readOnlyQueue(path: path)
-            defer { try? queue.close() }
-            let saved: (Data?, [String: String])? = try queue.read { db in
-                guard try db.tableExists("loom_metadata") else { return nil }
-                var schema: Data?
-                var metadata: [String: String] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
-                    let value: DatabaseValue = row["value"]
-                    let data = Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
-                    let key: String = try row.decode(forColumn: "key")
-                    if key == "schema" { schema = data } else { metadata[key] = data.map { String(decoding: $0, as: UTF8.self) } }
-                }
-                return (schema, metadata)
+        let saved: (Data?, [String: String])? = try readExistingFile(at: path) { db in
+            guard try db.tableExists("loom_metadata") else { return nil }
+            var schema: Data?
+            var metadata: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
+                let value: DatabaseValue = row["value"]
+                let data = Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
+                let key: String = try row.decode(forColumn: "key")
+                if key == "schema" { schema = data } else { metadata[key] = data.map { String(decoding: $0, as: UTF8.self) } }
             }
-            guard let saved, let data = saved.0, let record = try? JSONDecoder().decode(SchemaRecord.self, from: data) else {
-                throw LoomError(.notALoomStore, "\(path) is not a Loom store (no saved schema).", path: path)
-            }
-            return SavedStoreState(record: record, metadata: saved.1)
-        } catch let error as LoomError {
-            throw error
-        } catch {
-            throw openError(error, path: path)
+            return (schema, metadata)
         }
+        guard let saved, let data = saved.0, let record = try? JSONDecoder().decode(SchemaRecord.self, from: data) else {
+            throw LoomError(.notALoomStore, "\(path) is not a Loom store (no saved schema).", path: path)
+        }
+        return SavedStoreState(record: record, metadata: saved.1)
     }
 
     /// Writes one `loom_metadata` value inside the write transaction this thread holds, so that

@@ -7,10 +7,11 @@ import GRDB
 /// A Loom store opened by a tool, without the application's model, to read: the schema saved in
 /// it, and its objects for a ``TextQuery``.
 ///
-/// A SQLite store is read through one read-only connection: nothing in the file changes (not
-/// even a checkpoint), and it reads while another process has the store open and writes (WAL
-/// readers do not block writers). A PostgreSQL store is opened as the store does and read with
-/// its own queries.
+/// A SQLite store is opened read-only (``SQLiteStore/init(readingAt:options:)``): nothing in the
+/// file changes (not even a checkpoint), and it reads while another process has the store open
+/// and writes (WAL readers do not block writers). A PostgreSQL store is opened as the store
+/// does. Both are read through the store SPI, except a SQLite query's rows, which are streamed
+/// from the store's read connection.
 ///
 /// ```swift
 /// let store = try ReadOnlyStore(location: "Library.loom")
@@ -24,12 +25,9 @@ package final class ReadOnlyStore {
     package let schema: Schema
     /// The store's identifier, the host of its object URIs.
     package let storeIdentifier: UUID
-    private let source: Source
-
-    private enum Source {
-        case sqlite(DatabaseQueue, SQLGenerator)
-        case store(any PersistentStore)
-    }
+    private let store: any PersistentStore
+    /// A SQLite store and the SQL of its saved schema, whose query rows are streamed.
+    private let sqlite: (store: SQLiteStore, sql: SQLGenerator)?
 
     /// Opens a SQLite store file, or a PostgreSQL store given as a URL
     /// (`postgres://user@host:port/db?schema=name`).
@@ -42,7 +40,8 @@ package final class ReadOnlyStore {
             let store = try PostgreSQLLocation.openExisting(location)
             schema = store.schema
             storeIdentifier = store.identifier
-            source = .store(store)
+            self.store = store
+            sqlite = nil
             return
         }
         let url = URL(filePath: location)
@@ -52,21 +51,15 @@ package final class ReadOnlyStore {
             throw LoomError(.notALoomStore, "\(location) has no readable store identifier; the file is damaged or was not made by Loom.", path: url.path)
         }
         storeIdentifier = identifier
-        do {
-            // Traced as a store's connections are: `LOOM_SQL_DEBUG` shows its statements.
-            let queue = try SQLiteStore.readOnlyQueue(path: url.path)
-            queue.inDatabase { db in SQLFunctions.register(in: db) }
-            source = .sqlite(queue, SQLGenerator(schema: schema, dialect: SQLiteDialect()))
-        } catch {
-            throw LoomError(.storeFailure, "The store at \(location) could not be opened for reading.", path: url.path, underlying: error)
-        }
+        var options = SQLiteStore.Options(maximumReaderCount: 1)
+        options.isReadOnly = true
+        let store = try SQLiteStore(url: url, schema: schema, options: options)
+        self.store = store
+        sqlite = (store, SQLGenerator(schema: schema, dialect: SQLiteDialect()))
     }
 
     deinit {
-        switch source {
-        case .sqlite(let queue, _): try? queue.close()
-        case .store(let store): try? store.close()
-        }
+        try? store.close()
     }
 
     /// Runs the query and calls `body` with each matching row, in the query's order. A SQLite
@@ -74,21 +67,21 @@ package final class ReadOnlyStore {
     ///
     /// - Throws: `LoomError` when the store cannot be read; what `body` throws.
     package func forEachRow(of query: TextQuery, _ body: (_ key: Int64, _ values: [StoredValue]) throws -> Void) throws {
-        switch source {
-        case .store(let store):
+        guard let (sqliteStore, sql) = sqlite else {
             for row in try store.fetch(query.storeQuery) { try body(row.key, row.values) }
-        case .sqlite(let queue, let sql):
-            let (text, arguments) = sql.select(query.storeQuery)
-            let width = query.entity.storedValueCount
-            try queue.read { db in
-                // Loom's own statement reading: text is read with its length, so a string holding
-                // a NUL character comes out whole (GRDB's rows read C strings).
-                try RawStatement.with(db, text) { statement in
-                    try statement.bind(arguments)
-                    while try statement.step() {
-                        let row = statement.row(width: width)
-                        try body(row.key, row.values)
-                    }
+            return
+        }
+        let (text, arguments) = sql.select(query.storeQuery)
+        let width = query.entity.storedValueCount
+        // One statement: SQLite reads it on one snapshot.
+        try sqliteStore.withReadConnection { db in
+            // Loom's own statement reading: text is read with its length, so a string holding
+            // a NUL character comes out whole (GRDB's rows read C strings).
+            try RawStatement.with(db, text) { statement in
+                try statement.bind(arguments)
+                while try statement.step() {
+                    let row = statement.row(width: width)
+                    try body(row.key, row.values)
                 }
             }
         }
@@ -98,18 +91,7 @@ package final class ReadOnlyStore {
     ///
     /// - Throws: `LoomError` when the store cannot be read.
     package func count(of entity: EntityDescription) throws -> Int {
-        switch source {
-        case .store(let store):
-            return try store.count(StoreQuery(entity: entity))
-        case .sqlite(let queue, let sql):
-            let (text, arguments) = sql.count(StoreQuery(entity: entity))
-            return try queue.read { db in
-                try RawStatement.with(db, text) { statement in
-                    try statement.bind(arguments)
-                    return try statement.step() ? Int(statement.int64(0)) : 0
-                }
-            }
-        }
+        try store.count(StoreQuery(entity: entity))
     }
 
     /// The history transactions `descriptor` selects, oldest first (``HistoryTransaction``).
@@ -119,12 +101,6 @@ package final class ReadOnlyStore {
     ///   store's last transaction (``LoomError/Code/historyTokenAhead``) or names a transaction
     ///   the store does not hold (``LoomError/Code/historyTokenMismatch``).
     package func fetchHistory(_ descriptor: HistoryDescriptor) throws -> [HistoryTransaction] {
-        switch source {
-        case .store(let store):
-            return try store.fetchHistory(descriptor)
-        case .sqlite(let queue, _):
-            try HistoryErrors.check(descriptor, store: storeIdentifier)
-            return try queue.read { db in try SQLiteStore.fetchHistory(descriptor, in: db, store: storeIdentifier, path: queue.path) }
-        }
+        try store.fetchHistory(descriptor)
     }
 }

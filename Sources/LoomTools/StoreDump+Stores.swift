@@ -6,9 +6,10 @@ extension LoomTools {
     /// as ``dump(storeAt:to:progress:)`` does, and returns how many objects it wrote. `location`
     /// is a SQLite file path or a PostgreSQL URL (`postgres://user@host:port/db?schema=name`).
     ///
-    /// A PostgreSQL store is read through the store SPI, entity by entity, each entity's rows and
-    /// relationship members held in memory while its lines are written. The dump is the one a
-    /// SQLite store with the same objects gives, byte for byte.
+    /// A PostgreSQL store is read through the store SPI, entity by entity, a page of rows at a
+    /// time by key (``StoreRowPages``) with the page's relationship members: memory holds one
+    /// page, whatever the store's size. The dump is the one a SQLite store with the same objects
+    /// gives, byte for byte.
     ///
     /// Not isolated: call it from any thread; it blocks that thread until it is done.
     ///
@@ -35,8 +36,6 @@ extension LoomTools {
 /// Writes a dump of a store reached through the store SPI (``StoreMaintenance``).
 struct StoreSPIDumper {
     let store: any StoreMaintenance
-    /// Owners whose members are read with one `fetchRelated`.
-    private static let batch = 500
 
     func write(to out: inout BufferedOutput, progress: ((Int) -> Void)?) throws -> Int {
         let state = try store.maintenanceState()
@@ -53,27 +52,26 @@ struct StoreSPIDumper {
         var keys: [Int64] = []
         for entity in schema.entities {
             let relationships = schema.relationships(of: entity)
-            let rows = try store.fetch(StoreQuery(entity: entity)).sorted { $0.key < $1.key }
-            // Every to-many's members, by owner, in key order.
-            var members: [Int: [Int64: [Int64]]] = [:]
-            for r in relationships {
-                if case .foreignKey = r.storage { continue }
-                var byOwner: [Int64: [Int64]] = [:]
-                for start in stride(from: 0, to: rows.count, by: Self.batch) {
-                    let owners = rows[start..<min(start + Self.batch, rows.count)].map(\.key)
+            try StoreRowPages.forEach(of: entity, in: store) { rows in
+                // The page's owners' members of every to-many, by owner, in key order.
+                let owners = rows.map(\.key)
+                var members: [Int: [Int64: [Int64]]] = [:]
+                for r in relationships {
+                    if case .foreignKey = r.storage { continue }
+                    var byOwner: [Int64: [Int64]] = [:]
                     for related in try store.fetchRelated(r, keys: owners) { byOwner[related.owner, default: []].append(related.row.key) }
+                    members[r.index] = byOwner.mapValues { $0.sorted() }
                 }
-                members[r.index] = byOwner.mapValues { $0.sorted() }
-            }
-            for row in rows {
-                StoreDumper.writeObject(
-                    of: entity, relationships: relationships, key: row.key, version: row.version, prefixes: prefixes,
-                    value: { row.values[$0] }, nonUTF8Text: { _ in nil },
-                    members: { r, keys in keys += members[r.index]?[row.key] ?? [] },
-                    keys: &keys, to: &out)
-                try out.flushIfFull()
-                count += 1
-                if count & 0xFFFF == 0 { progress?(count) }
+                for row in rows {
+                    StoreDumper.writeObject(
+                        of: entity, relationships: relationships, key: row.key, version: row.version, prefixes: prefixes,
+                        value: { row.values[$0] }, nonUTF8Text: { _ in nil },
+                        members: { r, keys in keys += members[r.index]?[row.key] ?? [] },
+                        keys: &keys, to: &out)
+                    try out.flushIfFull()
+                    count += 1
+                    if count & 0xFFFF == 0 { progress?(count) }
+                }
             }
         }
         progress?(count)

@@ -45,11 +45,11 @@ extension LoomTools {
     ///     at the end.
     /// - Throws: ``LoomToolError`` when the file is not a Loom store or cannot be read or written.
     package static func dump(storeAt url: URL, to output: Int32, progress: ((Int) -> Void)? = nil) throws(LoomToolError) -> Int {
-        let queue = try openReadOnly(url)
-        defer { try? queue.close() }
+        let store = try openReadOnly(url)
+        defer { try? store.close() }
         var out = BufferedOutput(descriptor: output)
         do {
-            let count = try queue.inDatabase { db in
+            let count = try store.withReadConnection { db in
                 // One read transaction: every table is read from the same snapshot.
                 try db.execute(sql: "BEGIN DEFERRED TRANSACTION")
                 defer { try? db.execute(sql: "COMMIT TRANSACTION") }
@@ -64,15 +64,13 @@ extension LoomTools {
         }
     }
 
-    /// A read-only connection to an existing store that waits for a writer rather than failing.
-    static func openReadOnly(_ url: URL) throws(LoomToolError) -> DatabaseQueue {
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw LoomToolError(.storeFailure, "There is no store at \(url.path).")
-        }
+    /// The existing store at `url`, opened read-only with its saved schema: it writes nothing to
+    /// the file, and waits for a writer rather than failing.
+    static func openReadOnly(_ url: URL) throws(LoomToolError) -> SQLiteStore {
         do {
-            return try SQLiteStore.readOnlyQueue(path: url.path)
+            return try SQLiteStore(readingAt: url, options: SQLiteStore.Options(maximumReaderCount: 1))
         } catch {
-            throw LoomToolError(.storeFailure, "The store at \(url.path) could not be opened: \(error)")
+            throw LoomToolError(.storeFailure, error.message)
         }
     }
 }

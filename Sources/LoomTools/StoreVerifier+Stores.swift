@@ -4,9 +4,11 @@ import Foundation
 /// The checks of a store reached through the store SPI (a PostgreSQL store): the store's own
 /// check of its storage (``StoreMaintenance/checkIntegrity(quick:limit:)``), then Loom's
 /// invariants on the rows the store returns: keys and versions, every attribute value, to-one
-/// foreign keys and one-to-one inverses, uniqueness constraints. What a server enforces itself
-/// (column types, `NOT NULL`, unique indexes, the join tables' rows) it is trusted with, as long
-/// as its check finds its constraints and indexes valid.
+/// foreign keys and one-to-one inverses, ordered relationships' saved orders, uniqueness
+/// constraints, and the history `fetchHistory` reads. What a server enforces itself (column
+/// types, `NOT NULL`, unique indexes, the join tables' rows) it is trusted with, as long as its
+/// check finds its constraints and indexes valid. Rows are read a page at a time
+/// (``StoreRowPages``); the findings' sentences are the SQLite checks' (``VerificationRun``).
 extension StoreVerifier {
     func verify(_ store: any StoreMaintenance, progress: ((VerificationProgress) -> Void)?) throws(LoomError) -> VerificationReport {
         var run = SPIVerificationRun(store: store, limit: max(1, findingLimitPerCheck))
@@ -18,11 +20,13 @@ extension StoreVerifier {
             steps.append(("\(entity.name) keys, versions and values", { try $0.checkRows(of: entity) }))
             for r in schema.relationships(of: entity) {
                 if case .foreignKey = r.storage { steps.append(("\(entity.name).\(r.description.name)", { try $0.checkForeignKey(r) })) }
+                if r.description.kind == .orderedToMany { steps.append(("\(entity.name).\(r.description.name) order", { try $0.checkOrder(r) })) }
             }
             for constraint in entity.uniquenessConstraints {
                 steps.append(("\(entity.name) unique \(constraint.joined(separator: ","))", { try $0.checkUniqueness(entity, constraint) }))
             }
         }
+        steps.append(("history", { try $0.checkHistory() }))
         do {
             run.keyMarks = try store.maintenanceState().nextKeys
             for (i, (name, step)) in steps.enumerated() {
@@ -41,7 +45,7 @@ extension StoreVerifier {
     }
 }
 
-/// One run of the SPI checks: the findings so far, and each entity's rows once read.
+/// One run of the SPI checks: the findings so far.
 private struct SPIVerificationRun {
     let store: any StoreMaintenance
     let limit: Int
@@ -49,16 +53,19 @@ private struct SPIVerificationRun {
     var findings: [VerificationFinding] = []
     var isTruncated = false
     var objectCount = 0
-    /// Each entity's rows by key, read once.
-    private var rows: [String: [Int64: StoreRow]] = [:]
 
     init(store: any StoreMaintenance, limit: Int) {
         self.store = store
         self.limit = limit
     }
 
-    func uri(_ entity: String, _ key: Int64) -> String {
-        AnyObjectID(storeIdentifier: store.identifier, entityName: entity, primaryKey: key).uriRepresentation.absoluteString
+    func uri(_ entity: String, _ key: Int64) -> String { makesURIs(entity, key) }
+
+    /// ``uri(_:_:)`` as a closure that holds no part of the run: a page's closure calls it while
+    /// the run collects its findings.
+    var makesURIs: @Sendable (String, Int64) -> String {
+        let identifier = store.identifier
+        return { entity, key in AnyObjectID(storeIdentifier: identifier, entityName: entity, primaryKey: key).uriRepresentation.absoluteString }
     }
 
     /// Adds the findings of one check, at most ``limit`` of them.
@@ -67,11 +74,14 @@ private struct SPIVerificationRun {
         if found.count > limit { isTruncated = true }
     }
 
-    mutating func rows(of entity: EntityDescription) throws -> [Int64: StoreRow] {
-        if let cached = rows[entity.name] { return cached }
-        let read = Dictionary(try store.fetch(StoreQuery(entity: entity)).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
-        rows[entity.name] = read
-        return read
+    /// Collects a check's findings, keeping one past ``limit`` (which says that some were left
+    /// out) and no more, so that a badly damaged store does not fill memory with them.
+    struct Found {
+        let limit: Int
+        var findings: [VerificationFinding] = []
+        mutating func append(_ finding: VerificationFinding?) {
+            if let finding, findings.count <= limit { findings.append(finding) }
+        }
     }
 
     mutating func checkIntegrity(quick: Bool) throws {
@@ -85,28 +95,31 @@ private struct SPIVerificationRun {
     /// Keys between 1 and the allocator's mark, versions of at least 1, values Loom reads back.
     mutating func checkRows(of entity: EntityDescription) throws {
         let name = entity.name, mark = keyMarks[name] ?? 1
-        var found: [VerificationFinding] = []
-        let rows = try rows(of: entity)
-        objectCount += rows.count
-        for key in rows.keys.sorted() {
-            let row = rows[key]!
-            if key < 1 || key >= mark {
-                found.append(VerificationFinding(
-                    kind: .keyOutOfRange, entity: name, object: uri(name, key),
-                    message: key < 1 ? "\(name) \(key) has a key below 1."
-                        : "\(name) \(key) has a key at or above the key allocator's mark (\(mark)): a new \(name) may be given the same key."))
-            }
-            if row.version < 1 {
-                found.append(VerificationFinding(kind: .invalidVersion, entity: name, object: uri(name, key),
-                                                 message: "\(name) \(key) has version \(row.version); versions start at 1."))
-            }
-            for (i, attribute) in entity.attributes.enumerated() {
-                guard let problem = VerificationRun.problem(with: row.values[i], isUTF8: true, of: attribute) else { continue }
-                found.append(VerificationFinding(kind: problem.kind, entity: name, property: attribute.name, object: uri(name, key),
-                                                 message: "\(name) \(key)'s \(attribute.name) \(problem.sentence)."))
+        var found = Found(limit: limit), objects = 0
+        let uri = makesURIs
+        try StoreRowPages.forEach(of: entity, in: store) { rows in
+            objects += rows.count
+            for row in rows {
+                let key = row.key
+                if key < 1 || key >= mark {
+                    found.append(VerificationFinding(
+                        kind: .keyOutOfRange, entity: name, object: uri(name, key),
+                        message: key < 1 ? "\(name) \(key) has a key below 1."
+                            : "\(name) \(key) has a key at or above the key allocator's mark (\(mark)): a new \(name) may be given the same key."))
+                }
+                if row.version < 1 {
+                    found.append(VerificationFinding(kind: .invalidVersion, entity: name, object: uri(name, key),
+                                                     message: "\(name) \(key) has version \(row.version); versions start at 1."))
+                }
+                for (i, attribute) in entity.attributes.enumerated() {
+                    guard let problem = VerificationRun.problem(with: row.values[i], isUTF8: true, of: attribute) else { continue }
+                    found.append(VerificationFinding(kind: problem.kind, entity: name, property: attribute.name, object: uri(name, key),
+                                                     message: "\(name) \(key)'s \(attribute.name) \(problem.sentence)."))
+                }
             }
         }
-        add(found)
+        objectCount += objects
+        add(found.findings)
     }
 
     /// A to-one's foreign key points at an existing object; when its inverse is to-one too,
@@ -116,33 +129,93 @@ private struct SPIVerificationRun {
         let source = r.source.name, destination = r.destination.name, name = r.description.name, inverse = r.inverse.name
         var inverseSlot: Int?
         if case .foreignKey(let s) = store.schema.relationship(r.inverseIndex, of: r.destination).storage { inverseSlot = s }
-        let owners = try rows(of: r.source), targets = try rows(of: r.destination)
-        var found: [VerificationFinding] = []
-        for key in owners.keys.sorted() {
-            guard case .integer(let target) = owners[key]!.values[slot] else { continue }
-            guard let row = targets[target] else {
-                found.append(VerificationFinding(kind: .danglingForeignKey, entity: source, property: name, object: uri(source, key),
-                                                 message: "\(source) \(key)'s \(name) points at \(destination) \(target), which does not exist."))
-                continue
-            }
-            if let inverseSlot, row.values[inverseSlot] != .integer(key) {
-                let back = if case .integer(let k) = row.values[inverseSlot] { "\(source) \(k)" } else { "nil" }
-                found.append(VerificationFinding(kind: .inverseMismatch, entity: source, property: name, object: uri(source, key),
-                                                 message: "\(source) \(key)'s \(name) is \(destination) \(target), whose \(inverse) is \(back), not \(source) \(key)."))
+        var found = Found(limit: limit)
+        let (store, uri) = (self.store, makesURIs)
+        try StoreRowPages.forEach(of: r.source, in: store) { owners in
+            // The page's targets, read by key.
+            let wanted = owners.compactMap { owner -> Int64? in if case .integer(let target) = owner.values[slot] { target } else { nil } }
+            let targets = Dictionary(try store.rows(of: r.destination, keys: Array(Set(wanted))).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+            for owner in owners {
+                let key = owner.key
+                guard case .integer(let target) = owner.values[slot] else { continue }
+                guard let row = targets[target] else {
+                    found.append(VerificationFinding(kind: .danglingForeignKey, entity: source, property: name, object: uri(source, key),
+                                                     message: "\(source) \(key)'s \(name) points at \(destination) \(target), which does not exist."))
+                    continue
+                }
+                if let inverseSlot, row.values[inverseSlot] != .integer(key) {
+                    let back = if case .integer(let k) = row.values[inverseSlot] { "\(source) \(k)" } else { "nil" }
+                    found.append(VerificationFinding(kind: .inverseMismatch, entity: source, property: name, object: uri(source, key),
+                                                     message: "\(source) \(key)'s \(name) is \(destination) \(target), whose \(inverse) is \(back), not \(source) \(key)."))
+                }
             }
         }
-        add(found)
+        add(found.findings)
+    }
+
+    /// An ordered relationship's saved order is whole keys, each listed once.
+    mutating func checkOrder(_ r: ResolvedRelationship) throws {
+        guard let slot = r.source.storedValueIndex(ofRelationship: r.index) else { return }
+        var found = Found(limit: limit)
+        let uri = makesURIs
+        try StoreRowPages.forEach(of: r.source, in: store) { owners in
+            for owner in owners where owner.values[slot] != .null {
+                found.append(VerificationRun.orderFinding(owner.values[slot], of: r, owner: owner.key, uri: uri(r.source.name, owner.key)))
+            }
+        }
+        add(found.findings)
+    }
+
+    /// Every history transaction `fetchHistory` returns names only entities, keys and properties
+    /// of the schema. One the store cannot read at all ends the check with what the store says.
+    mutating func checkHistory() throws {
+        var found = Found(limit: limit)
+        var after: HistoryToken?
+        let (store, schema) = (self.store, self.store.schema)
+        while true {
+            let descriptor = HistoryDescriptor(after: after, fetchLimit: StoreRowPages.size)
+            let page: [HistoryTransaction]
+            switch Result(catching: { () throws(LoomError) in try store.fetchHistory(descriptor) }) {
+            case .success(let transactions):
+                page = transactions
+            case .failure(let error) where error.code == .corruptValue:
+                found.append(VerificationFinding(kind: .malformedHistory, property: "loom_history", message: error.message))
+                page = []
+            case .failure(let error):
+                throw error
+            }
+            for transaction in page {
+                let label = "History transaction #\(transaction.token.transactionNumber)"
+                for change in transaction.changes {
+                    var properties: [String] = []
+                    if case .update(let updated) = change.kind { properties = updated }
+                    properties += change.tombstone?.values.keys.sorted() ?? []
+                    let problem = VerificationRun.historyGroupProblem(
+                        entityName: change.objectID.entityName, keys: [change.objectID.primaryKey], properties: properties, listed: nil, schema: schema)
+                    if let problem {
+                        found.append(VerificationRun.historyFinding(label, problem))
+                        break
+                    }
+                }
+            }
+            guard page.count == StoreRowPages.size, let last = page.last else { break }
+            after = last.token
+        }
+        add(found.findings)
     }
 
     /// No two objects share the values of a uniqueness constraint (NULLs never clash).
     mutating func checkUniqueness(_ entity: EntityDescription, _ constraint: [String]) throws {
         let slots = constraint.compactMap { entity.storedValueIndex(named: $0) }
         guard slots.count == constraint.count else { return }
+        // Only the constraint's values and keys are held, not the rows.
         var byValues: [[StoredValue]: [Int64]] = [:]
-        for (key, row) in try rows(of: entity) {
-            let values = slots.map { row.values[$0] }
-            if values.contains(.null) { continue }
-            byValues[values, default: []].append(key)
+        try StoreRowPages.forEach(of: entity, in: store) { rows in
+            for row in rows {
+                let values = slots.map { row.values[$0] }
+                if values.contains(.null) { continue }
+                byValues[values, default: []].append(row.key)
+            }
         }
         let name = entity.name, list = constraint.joined(separator: ", ")
         var found: [VerificationFinding] = []

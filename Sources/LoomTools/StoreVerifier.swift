@@ -42,7 +42,8 @@ import GRDB
 /// Values are never printed: they can be personal data. A finding names the entity, the
 /// attribute and the object, and says what is wrong.
 ///
-/// The file is opened read-only (`SQLITE_OPEN_READONLY`) and read in one transaction, so the
+/// The file is opened as a read-only store (``SQLiteStore/init(readingAt:options:)``, connections
+/// opened with `SQLITE_OPEN_READONLY`) and read in one transaction, so the
 /// checks see one snapshot and nothing is written, not even a checkpoint: verifying works on a
 /// store another process has open and is writing to. On a store no process has open, SQLite
 /// leaves its (empty) `-wal` and `-shm` index files beside the store, as any read-only reader
@@ -104,20 +105,17 @@ package struct StoreVerifier: Sendable {
         guard let identifier = state.metadata["storeIdentifier"].flatMap(UUID.init(uuidString:)) else {
             throw LoomError(.notALoomStore, "\(path) has a saved schema but no readable store identifier; the file is damaged or was not made by Loom.", path: path)
         }
-        let queue: DatabaseQueue
-        do {
-            // The store's own read-only opening: it waits for another process committing or
-            // checkpointing rather than failing.
-            queue = try SQLiteStore.readOnlyQueue(path: path)
-        } catch {
-            throw LoomError(.storeFailure, "The store at \(path) could not be opened read-only.", path: path, underlying: error)
-        }
-        defer { try? queue.close() }
+        // The store opened read-only: it writes nothing, and waits for another process
+        // committing or checkpointing rather than failing.
+        var options = SQLiteStore.Options(maximumReaderCount: 1)
+        options.isReadOnly = true
+        let store = try SQLiteStore(url: url, schema: schema, options: options)
+        defer { try? store.close() }
         var run = VerificationRun(schema: schema, identifier: identifier, state: state, limit: findingLimitPerCheck)
         do {
             // One read transaction: every check sees the same snapshot. Ended by a rollback, as
             // it wrote nothing, which also succeeds on a damaged file (a COMMIT there can fail).
-            try queue.inDatabase { db in
+            try store.withReadConnection { db in
                 try db.execute(sql: "BEGIN DEFERRED TRANSACTION")
                 defer { try? db.execute(sql: "ROLLBACK TRANSACTION") }
                 try run.perform(in: db, integrityCheck: integrityCheck, progress: progress)

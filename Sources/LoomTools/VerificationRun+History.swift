@@ -16,9 +16,34 @@ extension VerificationRun {
             let number = row[0] as DatabaseValue
             let label = Int64.fromDatabaseValue(number).map { "History transaction #\($0)" } ?? "A history transaction without a whole number"
             guard let problem = historyProblem(row) else { return nil }
-            return VerificationFinding(kind: .malformedHistory, property: "loom_history", message: "\(label) \(problem); loom history and fetchHistory fail on it.")
+            return Self.historyFinding(label, problem)
         }
         add(found)
+    }
+
+    /// The finding for a history transaction (`label`, e.g. `History transaction #12`) that
+    /// `problem`, the end of a sentence, describes. Shared by every store's check.
+    static func historyFinding(_ label: String, _ problem: String) -> VerificationFinding {
+        VerificationFinding(kind: .malformedHistory, property: "loom_history", message: "\(label) \(problem); loom history and fetchHistory fail on it.")
+    }
+
+    /// What one group of a history transaction's changes names that `schema` does not have,
+    /// as the end of a sentence, or `nil`. `listed` is the transaction's entity list
+    /// (`,Book,Tag,`), when the store keeps one apart from the changes. Shared by every store's
+    /// check.
+    static func historyGroupProblem(entityName: String, keys: [Int64], properties: [String], listed: String?, schema: Schema) -> String? {
+        guard let entity = schema.entity(named: entityName) else {
+            return "names the entity \(entityName), which the saved schema does not have"
+        }
+        if let listed, !listed.contains(",\(entityName),") {
+            return "changes \(entityName) objects but its entity list does not name \(entityName), so filtering by entity misses it"
+        }
+        if let key = keys.first(where: { $0 < 1 }) { return "names \(entityName) \(key), a key below 1" }
+        let known = Set(entity.attributes.map(\.name) + entity.relationships.map(\.name))
+        if let unknown = properties.first(where: { !known.contains($0) }) {
+            return "names the property \(unknown) of \(entityName), which the saved schema does not have"
+        }
+        return nil
     }
 
     /// What is wrong with one history row, as the end of a sentence; `nil` when it reads back.
@@ -36,17 +61,9 @@ extension VerificationRun {
         guard let groups = HistoryChangeGroup.decode(changes) else { return "has packed changes that cannot be read" }
         let listed = String.fromDatabaseValue(values[6]) ?? ""
         for group in groups {
-            guard let entity = schema.entity(named: group.entityName) else {
-                return "names the entity \(group.entityName), which the saved schema does not have"
-            }
-            if !listed.contains(",\(group.entityName),") {
-                return "changes \(group.entityName) objects but its entity list does not name \(group.entityName), so filtering by entity misses it"
-            }
-            if let key = group.keys.first(where: { $0 < 1 }) { return "names \(group.entityName) \(key), a key below 1" }
             let names = group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init)
-            let known = Set(entity.attributes.map(\.name) + entity.relationships.map(\.name))
-            if let unknown = names.first(where: { !known.contains($0) }) {
-                return "names the property \(unknown) of \(group.entityName), which the saved schema does not have"
+            if let problem = Self.historyGroupProblem(entityName: group.entityName, keys: group.keys, properties: names, listed: listed, schema: schema) {
+                return problem
             }
             if !group.tombstones.isEmpty, Set(names).count != names.count {
                 return "lists an attribute of the tombstones of \(group.entityName) twice"

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(LoomStore) import LoomCore
 import GRDB
+import LoomSQLite
 
 /// The object checks: one statement per entity, relationship or constraint, each a single
 /// scan served by the primary key or an index, returning only the rows that are wrong.
@@ -15,7 +16,7 @@ extension VerificationRun {
         let mark = keyMarks.map { $0[entity.name] ?? 1 } ?? Int64.max
         let name = entity.name
         let found = try select(db, "SELECT Z_PK, Z_OPT FROM \(table) WHERE Z_OPT IS NULL OR Z_OPT < 1 OR Z_PK < 1 OR Z_PK >= ?", arguments: [mark]) { row in
-            let key: Int64 = try row.decode(atIndex: 0), version: Int64? = try row.decode(atIndex: 1)
+            let key: Int64 = row[0], version: Int64? = row[1]
             if key < 1 || key >= mark {
                 return VerificationFinding(
                     kind: .keyOutOfRange, entity: name, object: uri(name, key),
@@ -47,7 +48,7 @@ extension VerificationRun {
             """
         let inverse = r.inverse.name
         let found = try select(db, query) { row in
-            let key: Int64 = try row.decode(atIndex: 0), target = row[1] as DatabaseValue, missing: Bool = try row.decode(atIndex: 2), pointsBack: Int64? = try row.decode(atIndex: 3)
+            let key: Int64 = row[0], target = row[1] as DatabaseValue, missing: Bool = row[2], pointsBack: Int64? = row[3]
             let targetText = Int64.fromDatabaseValue(target).map(String.init) ?? "a non-key value"
             if missing {
                 return VerificationFinding(kind: .danglingForeignKey, entity: source, property: name, object: uri(source, key),
@@ -71,8 +72,7 @@ extension VerificationRun {
             WHERE s.Z_PK IS NULL OR t.Z_PK IS NULL
             """
         let found = try select(db, query) { row in
-            let sourceKey: Int64 = try row.decode(atIndex: 0), targetKey: Int64 = try row.decode(atIndex: 1)
-            let sourceMissing: Bool = try row.decode(atIndex: 2), targetMissing: Bool = try row.decode(atIndex: 3)
+            let sourceKey: Int64 = row[0], targetKey: Int64 = row[1], sourceMissing: Bool = row[2], targetMissing: Bool = row[3]
             let missing = [sourceMissing ? "\(source) \(sourceKey)" : nil, targetMissing ? "\(target) \(targetKey)" : nil].compactMap { $0 }
             // The object named is the side that exists, whose relationship shows a ghost.
             let object = sourceMissing && !targetMissing ? uri(target, targetKey) : uri(source, sourceKey)
@@ -88,27 +88,34 @@ extension VerificationRun {
     /// ones: it appends the first and skips the second when it reads the order.)
     mutating func checkOrder(_ r: ResolvedRelationship, _ db: Database) throws {
         guard let slot = r.source.storedValueIndex(ofRelationship: r.index), has(r.source, slots: [slot]) else { return }
-        let owner = r.source.name, name = r.description.name
+        let owner = r.source.name
         let column = Self.quote(r.source.columnName(at: slot))
         let found = try select(db, "SELECT Z_PK, \(column) FROM \(Self.quote(owner)) WHERE \(column) IS NOT NULL") { row in
-            let key: Int64 = try row.decode(atIndex: 0), value = row[1] as DatabaseValue
-            guard case .blob(let data) = value.storage, data.count % 8 == 0 else {
-                return VerificationFinding(kind: .malformedOrder, entity: owner, property: name, object: uri(owner, key),
-                                           message: "\(owner) \(key)'s saved order of \(name) is not a list of 8-byte keys; Loom reads it as empty.")
-            }
-            var seen = Set<Int64>(minimumCapacity: data.count / 8)
-            let duplicate: Int64? = data.withUnsafeBytes { bytes in
-                for offset in stride(from: 0, to: bytes.count, by: 8) {
-                    let member = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int64.self))
-                    if !seen.insert(member).inserted { return member }
-                }
-                return nil
-            }
-            guard let duplicate else { return nil }
-            return VerificationFinding(kind: .duplicateInOrder, entity: owner, property: name, object: uri(owner, key),
-                                       message: "\(owner) \(key)'s saved order of \(name) lists \(r.destination.name) \(duplicate) more than once.")
+            let key: Int64 = try row.decode(atIndex: 0)
+            return Self.orderFinding(StoredValue((row[1] as DatabaseValue).storage), of: r, owner: key, uri: uri(owner, key))
         }
         add(found)
+    }
+
+    /// What is wrong with one owner's saved order of the ordered relationship `r` (a value that is
+    /// not NULL), or `nil` when it is whole keys, each listed once. Shared by every store's check.
+    static func orderFinding(_ value: StoredValue, of r: ResolvedRelationship, owner key: Int64, uri: String) -> VerificationFinding? {
+        let owner = r.source.name, name = r.description.name
+        guard case .blob(let data) = value, data.count % 8 == 0 else {
+            return VerificationFinding(kind: .malformedOrder, entity: owner, property: name, object: uri,
+                                       message: "\(owner) \(key)'s saved order of \(name) is not a list of 8-byte keys; Loom reads it as empty.")
+        }
+        var seen = Set<Int64>(minimumCapacity: data.count / 8)
+        let duplicate: Int64? = data.withUnsafeBytes { bytes in
+            for offset in stride(from: 0, to: bytes.count, by: 8) {
+                let member = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int64.self))
+                if !seen.insert(member).inserted { return member }
+            }
+            return nil
+        }
+        guard let duplicate else { return nil }
+        return VerificationFinding(kind: .duplicateInOrder, entity: owner, property: name, object: uri,
+                                   message: "\(owner) \(key)'s saved order of \(name) lists \(r.destination.name) \(duplicate) more than once.")
     }
 
     /// No two objects share the values of a uniqueness constraint (NULLs never clash, as in
@@ -124,7 +131,7 @@ extension VerificationRun {
             """
         let name = entity.name, list = constraint.joined(separator: ", ")
         let found = try select(db, query) { row in
-            let keys = (try row.decode(String.self, atIndex: 0)).split(separator: ",").compactMap { Int64($0) }.sorted()
+            let keys = (row[0] as String).split(separator: ",").compactMap { Int64($0) }.sorted()
             guard let last = keys.last else { return nil }
             let others = keys.dropLast().prefix(5).map { uri(name, $0) }.joined(separator: ", ")
             return VerificationFinding(

@@ -171,10 +171,15 @@ struct VerifyCommandTests {
         #expect(try FileSnapshot(url) == before)
     }
 
+    /// A new store of `kind` with the dump tests' schema, and where it is.
+    private static func emptyStore(_ kind: StoreKind) throws -> (location: String, store: any StoreMaintenance) {
+        let location = try DumpLoadTests.newLocation(kind)
+        return (location, try DumpLoadTests.openStore(location, kind, try Schema(DumpLoadTests.types)))
+    }
+
     @Test(arguments: StoreKind.persistentCases)
     func damageWrittenThroughTheStoreIsFoundOnEveryStore(_ kind: StoreKind) throws {
-        let location = try DumpLoadTests.newLocation(kind)
-        let store = try DumpLoadTests.openStore(location, kind, try Schema(DumpLoadTests.types))
+        let (location, store) = try Self.emptyStore(kind)
         let identifier = store.identifier
         // A tag with a key the key allocator never handed out, of version 0.
         let tag = try #require(store.schema.entity(named: "Tag"))
@@ -191,6 +196,39 @@ struct VerifyCommandTests {
         // SQLite's check names a row's first problem; the SPI's names each.
         #expect(report.findings.contains { $0.object == uri && $0.kind == .keyOutOfRange }, "\(report.findings)")
         #expect(report.objectCount == 1)
+    }
+
+    @Test(arguments: StoreKind.persistentCases)
+    func damagedOrdersArePastAPageFoundOnEveryStore(_ kind: StoreKind) throws {
+        let (location, store) = try Self.emptyStore(kind)
+        let identifier = store.identifier
+        let playlist = try #require(store.schema.entity(named: "Playlist"))
+        let songs = try #require(store.schema.relationships(of: playlist).first { $0.description.name == "songs" })
+        let order = try #require(playlist.storedValueIndex(ofRelationship: songs.index))
+        // More playlists than a page of rows holds: the damaged ones are on the third page.
+        let count: Int64 = 1_201
+        try store.bulkLoad(as: identifier, metadata: [:]) { writer in
+            for key in 1...count {
+                var values = [StoredValue](repeating: .null, count: playlist.storedValueCount)
+                values[0] = .text("Playlist \(key)")
+                if key == count - 1 { values[order] = .blob(Data([1, 2, 3])) }
+                if key == count { values[order] = .blob(Data(repeatElement([5, 0, 0, 0, 0, 0, 0, 0] as [UInt8], count: 2).joined())) }
+                try writer.insert(playlist, key: key, version: 1, values: values, textBytes: [])
+            }
+            try writer.setNextKey(count + 1, for: playlist)
+        }
+        try store.close()
+        let output = try LoomExecutable.run(["verify", "--json", location])
+        #expect(output.status == 1, "\(output.standardOutput)\(output.standardError)")
+        let report = try JSONDecoder().decode(VerificationReport.self, from: Data(output.standardOutput.utf8))
+        #expect(report.findings.map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.duplicateInOrder, .malformedOrder], "\(report.findings)")
+        let malformed = try #require(report.findings.first { $0.kind == .malformedOrder })
+        #expect(malformed.object == "loom://\(identifier)/Playlist/\(count - 1)")
+        #expect(malformed.message == "Playlist \(count - 1)'s saved order of songs is not a list of 8-byte keys; Loom reads it as empty.")
+        let duplicate = try #require(report.findings.first { $0.kind == .duplicateInOrder })
+        #expect(duplicate.object == "loom://\(identifier)/Playlist/\(count)")
+        #expect(duplicate.message == "Playlist \(count)'s saved order of songs lists Song 5 more than once.")
+        #expect(report.objectCount == Int(count))
     }
 
     @Test func helpHasAnExample() throws {
