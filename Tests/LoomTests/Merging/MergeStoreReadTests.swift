@@ -95,4 +95,72 @@ struct MergeStoreReadTests {
         #expect(reads.count == 0)
         try await container.close()
     }
+
+    /// Saves three books through `writer`, waits until `view` counts them, and fetches them
+    /// there as faults that hold the rows the fetch read.
+    @MainActor
+    static func fetchThreeFaults(savedBy writer: PersistentContainer, into view: ManagedObjectContext) async throws -> [Book] {
+        try await writer.save { context in
+            for i in 0..<3 { context.insert(Book(isbn: "\(i)", title: "T\(i)")) }
+        }
+        try await settle { try view.count(for: FetchRequest<Book>()) == 3 }
+        let books = try view.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+        #expect(books.allSatisfy { $0.isFault })
+        return books
+    }
+
+    /// Counts the `objectsDidChange` events `context` posts whose changes mention `ids`.
+    @MainActor
+    final class MergeCounter {
+        var merges = 0
+        var token: ObserverToken?
+        init(_ context: ManagedObjectContext, mentioning ids: Set<AnyObjectID>) {
+            token = context.addObserver(for: .objectsDidChange) { [weak self] event in
+                if case .objectsDidChange(let changes) = event, !changes.refreshed.isDisjoint(with: ids) { self?.merges += 1 }
+            }
+        }
+    }
+
+    @Test("Faults holding their fetched rows take the rows another coordinator's commit carries: using them reads nothing",
+          arguments: StoreKind.persistentCases)
+    @MainActor
+    func remoteCommitRefreshesHeldFaultsWithoutReading(kind: StoreKind) async throws {
+        let (writer, reader, reads) = try Self.twoContainers(kind)
+        let view = reader.viewContext
+        // Pinned, the context reads its faults' rows from its snapshot, never from the shared
+        // cache, where the watcher's read of the commit put them: a dropped row is a statement.
+        try view.setQueryGenerationFrom(.current)
+        let books = try await Self.fetchThreeFaults(savedBy: writer, into: view)
+        let merged = MergeCounter(view, mentioning: Set(books.map(\.objectID.erased)))
+
+        try await writer.save { context in
+            for book in try context.fetch(FetchRequest<Book>()) { book.pages = 42 }
+        }
+        try await settle { merged.merges > 0 }
+        reads.reset()
+        #expect(books.allSatisfy { $0.isFault })
+        #expect(books.map(\.pages) == [42, 42, 42])
+        #expect(reads.count == 0)
+        try await reader.close()
+        try await writer.close()
+    }
+
+    @Test("Faults holding their fetched rows take the rows a batch update carries: using them reads nothing",
+          arguments: StoreKind.persistentCases)
+    @MainActor
+    func batchUpdateRefreshesHeldFaultsWithoutReading(kind: StoreKind) async throws {
+        let (writer, container, reads) = try Self.twoContainers(kind)
+        try await writer.close()
+        let books = try await Self.fetchThreeFaults(savedBy: container, into: container.viewContext)
+        let merged = MergeCounter(container.viewContext, mentioning: Set(books.map(\.objectID.erased)))
+
+        _ = try await container.performBackgroundTask { context in
+            try context.execute(BatchUpdateRequest<Book>(set: [.set(\.pages, to: 7)]))
+        }
+        try await settle { merged.merges > 0 }
+        reads.reset()
+        #expect(books.map(\.pages) == [7, 7, 7])
+        #expect(reads.count == 0)
+        try await container.close()
+    }
 }
