@@ -84,7 +84,7 @@ struct ObjectMaterializer {
 
     /// The ``ObjectBacking/heldRowAge`` of faults holding rows read by a query that began at
     /// `generation`. The first such query sets the context's oldest (``ManagedObjectContext/fetchedRowsGeneration``).
-    func heldRowAge(readAt generation: UInt64) -> UInt32 {
+    private func heldRowAge(readAt generation: UInt64) -> UInt32 {
         guard let oldest = context.fetchedRowsGeneration, oldest <= generation else {
             // A row older than the oldest (a to-many's members, read before the first fetch)
             // moves the oldest back: the other faults' rows then only count as older than they are.

@@ -126,7 +126,7 @@ struct ContextMerger {
                 context.scheduleEndOfEventIfNeeded()
             }
             guard backing.state == .loaded else {
-                takeCarriedRow(of: id, into: backing, from: rows)
+                backing.dropFetchedRow()   // a fault: its next use reads the saved row
                 // Observed before it became a fault again: its next use shows what the save changed.
                 context.notifyObservers(of: backing, properties: properties)
                 continue
@@ -162,23 +162,6 @@ struct ContextMerger {
             // top) or saved unchanged tells no one.
             context.notifyObservers(of: backing, valuesFrom: before, to: backing.values)
         }
-    }
-
-    /// A fault that holds its fetched row takes the row the event carries in its place, as a
-    /// loaded object takes its values, so that its next use reads nothing; it stays a fault. With
-    /// no row carried (or a stale one), it forgets the row it holds, and its next use reads the
-    /// saved one. The row counts as read now: a later save's change to it is merged later, in
-    /// commit order, like a loaded object's.
-    private func takeCarriedRow(of id: AnyObjectID, into backing: ObjectBacking, from rows: EventRows) {
-        guard backing.holdsFetchedRow else { return }
-        guard case .row(let row) = rows.lookup(id, of: ObjectIdentifier(backing.entity)), row.version >= backing.version else {
-            backing.dropFetchedRow()
-            return
-        }
-        let before = backing.values
-        let generation = context.coordinator.currentGeneration
-        backing.attach(row, age: ObjectMaterializer(context: context).heldRowAge(readAt: generation))
-        context.forgetInverseLists(of: backing, before: before)
     }
 
     /// What changed in the store is unknown (its history was deleted before this coordinator
