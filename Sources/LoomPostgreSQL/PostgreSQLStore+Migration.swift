@@ -113,6 +113,19 @@ extension PostgreSQLStore {
         try connection.query("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", metadata)
     }
 
+    /// Marks the history row that ends the history at a migration (``expireHistory(_:)``) as
+    /// commit `history.commit` of the store instance `history.origin`, in the migration's
+    /// transaction, as on SQLite: the migration takes its place among the instance's commits in
+    /// the history, as a save's row does, with the number its receipt reports.
+    static func recordMigrationCommit(_ connection: PGConnection, _ history: (origin: Int64, commit: UInt64)) throws {
+        var bindings = PostgresBindings()
+        bindings.append(history.origin)
+        bindings.append(Int64(history.commit))
+        try connection.query(
+            "UPDATE loom_history SET origin = $1, origincommit = $2 WHERE number = (SELECT MAX(number) FROM loom_history) AND author = 'Loom migration'",
+            bindings)
+    }
+
     private static func bindings(_ values: [StoredValue]) throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: values.count)
         for value in values { try PostgreSQLValues.bind(value, to: &bindings) }

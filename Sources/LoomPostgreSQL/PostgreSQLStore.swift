@@ -217,9 +217,11 @@ public final class PostgreSQLStore: PersistentStore {
         }
         writerSlot = Mutex(writer)
         do {
-            let sql = self.sql
+            let (sql, origin) = (self.sql, self.origin)
             let opened = try scope.opening { () throws(LoomError) in
-                try Self.bootstrap(writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
+                try Self.bootstrap(
+                    writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress,
+                    history: (origin, scope.receiptOfOpenTransaction.sequence))
             }
             identifier = opened.value
             migrationReceipt = opened.migration
@@ -284,10 +286,11 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// Creates Loom's tables in an empty schema, or checks an existing store against the model,
     /// under an advisory lock so that servers starting together do it once. Returns the store's
-    /// UUID and whether it was migrated.
+    /// UUID and whether it was migrated. A migration's history row is marked as the instance's
+    /// commit in `history` (its origin, the commit's number).
     private static func bootstrap(
         _ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?],
-        progress: TableMigrationProgress?
+        progress: TableMigrationProgress?, history: (origin: Int64, commit: UInt64)
     ) throws(LoomError) -> (value: UUID, migrated: Bool) {
         let name = configuration.schemaName
         do {
@@ -315,6 +318,7 @@ public final class PostgreSQLStore: PersistentStore {
                     let existing = try checkExisting(connection, schema: schema, sql: sql, configuration: configuration, progress: progress)
                     id = existing.id
                     migrated = existing.migrated
+                    if migrated { try recordMigrationCommit(connection, history) }
                 } else if !tables.isEmpty {
                     throw LoomError(.notALoomStore, "The PostgreSQL schema \(name) at \(configuration.description) holds tables Loom did not create (\(tables.sorted().prefix(5).joined(separator: ", "))) and no loom_metadata; Loom does not open foreign schemas. Choose another schemaName.")
                 } else {

@@ -79,6 +79,17 @@ extension SQLiteStore {
         try db.execute(sql: "INSERT OR REPLACE INTO loom_metadata (key, value) VALUES (?, ?)", arguments: [historyDeletedKey, String(number)])
     }
 
+    /// Marks the history row that ends the history at a migration (``expireHistory(_:)``) as
+    /// commit `history.commit` of the store instance `history.origin`, in the migration's
+    /// transaction: the migration takes its place among the instance's commits in the history,
+    /// as a save's row does, with the number its receipt reports.
+    static func recordMigrationCommit(_ db: Database, _ history: (origin: Int64, commit: UInt64)) throws {
+        guard try db.tableExists("loom_history") else { return }
+        try db.execute(
+            sql: "UPDATE loom_history SET origin = ?, originCommit = ? WHERE number = (SELECT MAX(number) FROM loom_history) AND author = 'Loom migration'",
+            arguments: [history.origin, Int64(history.commit)])
+    }
+
     /// Rows copied so far by the rebuilds of one migration, and where to report them.
     struct RebuildProgress {
         let report: TableMigrationProgress

@@ -149,7 +149,8 @@ extension SQLiteStore {
     /// no such set-up (the file is in WAL mode already), so a refused migration rolls back and
     /// the file stays byte for byte the same.
     static func migrateBeforeOpening(
-        path: String, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?], progress: TableMigrationProgress?
+        path: String, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?], progress: TableMigrationProgress?,
+        history: (origin: Int64, commit: UInt64)
     ) throws(LoomError) -> (value: UUID, migrated: Bool) {
         var configuration = configuration
         configuration.journalMode = .default
@@ -160,13 +161,15 @@ extension SQLiteStore {
             throw openError(error, path: path)
         }
         defer { try? queue.close() }
-        return try bootstrap(queue, schema: schema, sql: sql, path: path, metadata: metadata, progress: progress)
+        return try bootstrap(queue, schema: schema, sql: sql, path: path, metadata: metadata, progress: progress, history: history)
     }
 
     /// Creates Loom's tables in a new file, or checks an existing store against the model and
-    /// migrates it. Returns the store's UUID and whether it was migrated.
+    /// migrates it. Returns the store's UUID and whether it was migrated. A migration's history
+    /// row is marked as the instance's commit in `history` (its origin, the commit's number).
     static func bootstrap(
-        _ writer: some DatabaseWriter, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?], progress: TableMigrationProgress?
+        _ writer: some DatabaseWriter, schema: Schema, sql: SQLGenerator, path: String, metadata: [String: String?], progress: TableMigrationProgress?,
+        history: (origin: Int64, commit: UInt64)
     ) throws(LoomError) -> (value: UUID, migrated: Bool) {
         do {
             // IMMEDIATE: of several processes opening an outdated store at once, one migrates
@@ -175,6 +178,7 @@ extension SQLiteStore {
                 var opened: (UUID, Bool)?
                 try db.inTransaction(.immediate) {
                     opened = try bootstrap(db, schema: schema, sql: sql, path: path, progress: progress)
+                    if opened?.1 == true { try recordMigrationCommit(db, history) }
                     try write(metadata, db)
                     return .commit
                 }
@@ -201,7 +205,7 @@ extension SQLiteStore {
         }
     }
 
-    /// ``bootstrap(_:schema:sql:path:metadata:progress:)`` inside its transaction.
+    /// ``bootstrap(_:schema:sql:path:metadata:progress:history:)`` inside its transaction.
     private static func bootstrap(_ db: Database, schema: Schema, sql: SQLGenerator, path: String, progress: TableMigrationProgress?) throws -> (UUID, Bool) {
         let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         if tables.contains("loom_metadata") {

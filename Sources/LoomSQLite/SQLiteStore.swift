@@ -165,10 +165,13 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
         }
         var migration: CommitReceipt?
+        let origin = self.origin
         if migrates {
             let sql = self.sql
             migration = try scope.opening { () throws(LoomError) in
-                try SQLiteStore.migrateBeforeOpening(path: path, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress)
+                try SQLiteStore.migrateBeforeOpening(
+                    path: path, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress,
+                    history: (origin, scope.receiptOfOpenTransaction.sequence))
             }.migration
         }
         do {
@@ -182,7 +185,9 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         do {
             let (pool, sql) = (self.pool, self.sql)
             let opened = try scope.opening { () throws(LoomError) in
-                try SQLiteStore.bootstrap(pool, schema: schema, sql: sql, path: path, metadata: metadata, progress: migrationProgress)
+                try SQLiteStore.bootstrap(
+                    pool, schema: schema, sql: sql, path: path, metadata: metadata, progress: migrationProgress,
+                    history: (origin, scope.receiptOfOpenTransaction.sequence))
             }
             identifier = opened.value
             migrationReceipt = migration ?? opened.migration

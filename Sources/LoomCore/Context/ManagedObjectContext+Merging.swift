@@ -33,20 +33,27 @@ extension ManagedObjectContext {
     /// wins; the object takes the saved row's version, so its next save writes the edit without a
     /// conflict. ``mergePolicy`` only governs saves.
     ///
-    /// The payload holds IDs, not rows, so the rows of the objects this context holds are read
-    /// again, here, one store query per entity (automatic merging gets them with the save and
-    /// reads nothing). If that read fails, a loaded object without unsaved changes becomes a
-    /// fault again (its next use reads the store and reports what fails there) rather than keep
-    /// stale values; one with unsaved changes keeps them, and its old version makes its next save
-    /// a conflict for the merge policy.
+    /// The `didSave` payload of a context that saved to the store carries the rows it wrote, so
+    /// this reads nothing from the store, as automatic merging does. Other payloads (a child
+    /// context's save into its parent, changes built or edited by hand) hold IDs only: the rows of
+    /// the objects this context holds are then read again, here, one store query per entity. If
+    /// that read fails, a loaded object without unsaved changes becomes a fault again (its next
+    /// use reads the store and reports what fails there) rather than keep stale values; one with
+    /// unsaved changes keeps them, and its old version makes its next save a conflict for the
+    /// merge policy.
     ///
     /// Call it on this context's isolation.
     public func mergeChanges(fromContextDidSave changes: ObjectChanges) {
         ConcurrencyDebugging.check(self, #function)
-        // Read before the merge moves a pinned context to the current data: read at the
-        // current data, as the merge will be.
-        announceRegisteredEntities()
-        let rows = EventRows.read(changes, for: inbox.mergeInterest, through: coordinator)
+        let rows: EventRows
+        if let saved = changes.savedRows, saved.cover(changes) {
+            rows = .all(saved.rows)
+        } else {
+            // Read before the merge moves a pinned context to the current data: read at the
+            // current data, as the merge will be.
+            announceRegisteredEntities()
+            rows = EventRows.read(changes, for: inbox.mergeInterest, through: coordinator)
+        }
         merge([SaveEvent(number: 0, changes: changes, rows: rows, origin: ObjectIdentifier(coordinator), mergesIntoViewContext: true)])
     }
 

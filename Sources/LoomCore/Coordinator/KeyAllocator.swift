@@ -81,10 +81,18 @@ final class KeyAllocator: Sendable {
         }
 
         /// Takes in a range reserved from the store: as the current block if this one is used
-        /// up, else as the spare. A range not needed (a reservation ahead and a synchronous one
-        /// that crossed) is left unused: keys are never reused, gaps are harmless.
-        mutating func take(_ range: Range<Int64>) {
+        /// up, else as the spare.
+        ///
+        /// Keys are handed out in increasing order, so that an entity's keys follow the order
+        /// its objects were inserted in. A reservation ahead and a synchronous one can cross
+        /// (either may reach the store first, and either may come back first): a range below
+        /// this block's end is then left unused, or keys would go back to it after this block.
+        /// Only a synchronous reservation (`needed`) that finds the block used up again (other
+        /// threads took the keys meanwhile) uses a lower range: unique keys come first. Keys
+        /// are never reused; gaps are harmless.
+        mutating func take(_ range: Range<Int64>, needed: Bool = false) {
             advanceIfNeeded()
+            if range.lowerBound < end && !(needed && next >= end) { return }
             if next >= end {
                 next = range.lowerBound
                 end = range.upperBound
@@ -125,7 +133,7 @@ final class KeyAllocator: Sendable {
             let state = keys.of(id)
             var block = state.block ?? KeyBlock(next: 0, end: 0, size: size)
             block.size = max(block.size, size)
-            block.take(range)
+            block.take(range, needed: true)
             let key = block.next
             block.next += 1
             state.block = block

@@ -14,6 +14,9 @@ public struct ObjectChanges: Sendable, Equatable, CustomStringConvertible {
     public var refreshed: Set<AnyObjectID> = []
     /// For updated and refreshed objects, the names of the properties that changed.
     public var changedProperties: [AnyObjectID: Set<String>] = [:]
+    /// The rows the save wrote, in a `didSave` payload of a context that saved to the store;
+    /// `nil` otherwise. Not part of equality: the same changes compare equal with or without.
+    var savedRows: SavedRows?
 
     /// An empty set of changes.
     public init() {}
@@ -23,6 +26,11 @@ public struct ObjectChanges: Sendable, Equatable, CustomStringConvertible {
 
     /// Every ID mentioned.
     public var allObjectIDs: Set<AnyObjectID> { inserted.union(updated).union(deleted).union(refreshed) }
+
+    public static func == (lhs: ObjectChanges, rhs: ObjectChanges) -> Bool {
+        lhs.inserted == rhs.inserted && lhs.updated == rhs.updated && lhs.deleted == rhs.deleted
+            && lhs.refreshed == rhs.refreshed && lhs.changedProperties == rhs.changedProperties
+    }
 
     public var description: String {
         "ObjectChanges(inserted: \(inserted.count), updated: \(updated.count), deleted: \(deleted.count), refreshed: \(refreshed.count))"

@@ -58,8 +58,13 @@ struct SaveOperation {
         // What was saved travels to this context's observers and to the other contexts; with
         // no one listening, the IDs and rows are not collected.
         let listened = coordinator.hasInboxes(besides: context.inbox)
-        let (changes, rows) = context.commitSavedState(saved: saved?.changes, recording: listened || context.hasEventListeners, rowsFor: listened)
+        // The `didSave` payload keeps the rows too, for a context that merges it by hand.
+        let recording = listened || context.hasEventListeners
+        let committed = context.commitSavedState(saved: saved?.changes, recording: recording, rowsFor: recording)
+        var changes = committed.changes
+        let rows = committed.rows
         guard let saved else { return }
+        if recording { changes.savedRows = SavedRows(rows, for: changes) }
         context.lastSaveNumber = saved.receipt.sequence
         // A pinned context moves to the data it just saved.
         context.advanceQueryGeneration()

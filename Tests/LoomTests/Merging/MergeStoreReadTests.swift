@@ -95,4 +95,62 @@ struct MergeStoreReadTests {
         #expect(reads.count == 0)
         try await container.close()
     }
+
+    @Test("A local save's didSave payload merged by hand into a main-queue context carries its rows: no store statement on the main actor",
+          arguments: StoreKind.persistentCases)
+    @MainActor
+    func didSavePayloadMergesWithoutReading(kind: StoreKind) async throws {
+        let (writer, container, reads) = try Self.twoContainers(kind)
+        try await writer.close()
+        let view = container.viewContext
+        view.automaticallyMergesChanges = false
+        let books = try await Self.loadThreeBooks(savedBy: container, into: view, counting: reads)
+
+        let payload = try await Self.saveAndCapture(in: container) { context in
+            for book in try context.fetch(FetchRequest<Book>()) { book.pages = 42 }
+            context.insert(Book(isbn: "3", title: "T3"))
+        }
+        #expect(books.allSatisfy { $0.pages == 0 })   // not merged yet
+        reads.reset()
+        view.mergeChanges(fromContextDidSave: payload)
+        #expect(books.allSatisfy { !$0.isFault && $0.pages == 42 })
+        #expect(reads.count == 0)
+        try await container.close()
+    }
+
+    @Test("Two didSave payloads joined by hand merge both saves: the rows one carries are not taken for all", arguments: StoreKind.allCases)
+    @MainActor
+    func joinedPayloadsMergeBothSaves(kind: StoreKind) async throws {
+        let container = try kind.makeContainer()
+        let view = container.viewContext
+        view.automaticallyMergesChanges = false
+        view.insert(Book(isbn: "1", title: "One"))
+        view.insert(Book(isbn: "2", title: "Two"))
+        try view.save()
+        let books = try view.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+        #expect(books.map(\.pages) == [0, 0])
+        var joined = try await Self.saveAndCapture(in: container) { context in
+            try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "1" })).first?.pages = 1
+        }
+        let second = try await Self.saveAndCapture(in: container) { context in
+            try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.isbn == "2" })).first?.pages = 2
+        }
+        joined.updated.formUnion(second.updated)
+        joined.changedProperties.merge(second.changedProperties) { $0.union($1) }
+        view.mergeChanges(fromContextDidSave: joined)
+        #expect(books.map(\.pages) == [1, 2])
+        try await container.close()
+    }
+
+    /// Runs `changes` in a background context and saves it: the save's `didSave` payload.
+    static func saveAndCapture(in container: PersistentContainer, _ changes: @escaping @Sendable (ManagedObjectContext) throws -> Void) async throws -> ObjectChanges {
+        try await container.performBackgroundTask { context in
+            var saved = ObjectChanges()
+            let token = context.addObserver(for: .didSave) { if case .didSave(let c) = $0 { saved = c } }
+            try changes(context)
+            try context.save()
+            context.removeObserver(token)
+            return saved
+        }
+    }
 }
