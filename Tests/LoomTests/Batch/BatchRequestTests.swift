@@ -474,7 +474,7 @@ struct BatchRequestTests {
     @Test("Every error of a chunked import names the source by its position in the import, whatever its chunk: a missing required value, a wrong type, a uniqueness violation, a missing link", arguments: StoreKind.allCases)
     @MainActor
     func importErrorsNameTheSource(kind: StoreKind) throws {
-        let container = try kind.makeContainer()
+        let container = try kind.makeContainer(Book.self, Shelf.self, Sample.self, Tally.self, Gauge.self)
         let context = container.viewContext
         let sources = Array(0..<8_000)
         // With the default chunks of 5,000, source 7,777 is row 2,777 of the second chunk.
@@ -488,8 +488,8 @@ struct BatchRequestTests {
         #expect(try context.count(for: FetchRequest<Book>()) == 5_000)   // the first chunk, committed
 
         let wrongType = #expect(throws: LoomError.self) {
-            try context.execute(ImportRequest<Sample, Int>(sources, uniquingBy: [\Sample.int]) { i in
-                [.set(\.int, to: i), .set(\.dimensions, to: Dimensions(width: i == 7_777 ? .nan : 1, height: 1))]
+            try context.execute(ImportRequest<Gauge, Int>(sources, uniquingBy: [\Gauge.number]) { i in
+                [.set(\.number, to: i), .set(\.reading, to: Reading(value: i == 7_777 ? -1 : i))]
             })
         }
         #expect(wrongType?.code == .typeMismatch)
@@ -677,4 +677,30 @@ struct BatchRequestTests {
         #expect(latest.changes != nil)
         #expect(latest.count < first.count || latest.changes?.movedItems.isEmpty == false)
     }
+}
+
+/// A value whose encoding fails when negative: an import's "wrong type" case (JSON stores NaN,
+/// so a non-finite double no longer fails).
+struct Reading: Codable, Sendable, Equatable {
+    var value: Int
+
+    init(value: Int) { self.value = value }
+
+    init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(Int.self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        guard value >= 0 else {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "a reading is never negative"))
+        }
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+@Model final class Gauge {
+    var number: Int = 0
+    var reading: Reading = Reading(value: 0)
+    init() {}
 }
