@@ -22,7 +22,11 @@ extension ManagedObjectContext {
     /// object) and `append` through the array's: the array is written in place.
     /// The objects are of the entity's own class (always, unless a schema maps the entity to
     /// another class): a metatype comparison instead of a dynamic cast for each.
+    /// An empty input returns `[]` before the unsafe initializer: with a capacity of 0 it
+    /// writes the count into the one empty-array storage all empty arrays share, a data race
+    /// between contexts fetching nothing at the same time.
     static func models<Model: PersistentModel>(_ objects: [any BackedObject]) -> [Model] {
+        if objects.isEmpty { return [] }
         let model = ObjectIdentifier(Model.self)
         guard objects.allSatisfy({ ObjectIdentifier(type(of: $0)) == model }) else { return objects.map { $0 as! Model } }
         return [Model](unsafeUninitializedCapacity: objects.count) { buffer, count in

@@ -280,6 +280,8 @@ extension LiveResults {
         precondition(MemoryLayout<ObjectID<Model>>.size == MemoryLayout<AnyObjectID>.size
             && MemoryLayout<ObjectID<Model>>.stride == MemoryLayout<AnyObjectID>.stride
             && MemoryLayout<ObjectID<Model>>.alignment == MemoryLayout<AnyObjectID>.alignment)
+        // Not through the unsafe initializer when empty: see ManagedObjectContext.models(_:).
+        if keys.isEmpty { return [] }
         return [ObjectID<Model>](unsafeUninitializedCapacity: keys.count) { buffer, count in
             buffer.withMemoryRebound(to: AnyObjectID.self) { ids in
                 for (i, key) in keys.enumerated() {
