@@ -1,7 +1,7 @@
 /// One save of a context's changes to the store, in order: delete rules → validate
 /// (``validate()``) → into the parent (a child context, ``saveIntoParent(_:)``), or: build the change
 /// set → apply it, resolving conflicts and trying again → commit the context's state to what
-/// was saved (``ManagedObjectContext/commitSavedState(saved:recording:rowsFor:)``) → publish to
+/// was saved (``commitSavedState(saved:recording:rowsFor:)``) → publish to
 /// other contexts in commit order (``PersistentStoreCoordinator/publish(_:for:)``). A failure
 /// before the commit restores the pending changes' snapshot.
 ///
@@ -58,7 +58,7 @@ struct SaveOperation {
         // What was saved travels to this context's observers and to the other contexts; with
         // no one listening, the IDs and rows are not collected.
         let listened = coordinator.hasInboxes(besides: context.inbox)
-        let (changes, rows) = context.commitSavedState(saved: saved?.changes, recording: listened || context.hasEventListeners, rowsFor: listened)
+        let (changes, rows) = commitSavedState(saved: saved?.changes, recording: listened || context.hasEventListeners, rowsFor: listened)
         guard let saved else { return }
         context.lastSaveNumber = saved.receipt.sequence
         // A pinned context moves to the data it just saved.
@@ -122,7 +122,7 @@ struct SaveOperation {
         changes.author = context.transactionAuthor
         changes.contextName = context.name
         changes.inserts.reserveCapacity(pending.inserted.count)
-        context.changeSetInsertOrder = context.insertedBackingsInOrder()
+        context.changeSetInsertOrder = insertedBackingsInOrder()
         for b in context.changeSetInsertOrder {
             changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
