@@ -267,23 +267,7 @@ public final class ManagedObjectContext {
             fatalError("delete(_:) was given \(English.a(backing.entity.name)) that is not registered in context '\(name ?? "unnamed")'.")
         }
         if backing.isDeleted { return }
-        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        if backing.isInserted {
-            pending.inserted[key] = nil
-            pending.insertedDeleted[key] = object
-            backing.isDeleted = true
-            noteEventChange(backing, deleted: true)
-            propagateDeletes([object])
-            return
-        }
-        if backing.state == .fault {
-            fulfillFault(backing)
-            if backing.isInaccessible { return }
-        }
-        backing.isDeleted = true
-        pending.deleted[key] = object
-        pending.noteChange(of: key.entity)
-        noteEventChange(backing, deleted: true)
+        graph.delete(object)
     }
 
     // MARK: Resolving IDs
@@ -317,7 +301,7 @@ public final class ManagedObjectContext {
     public func object(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
         ConcurrencyDebugging.check(self, #function)
         let entity = try resolvedEntity(of: id)
-        return registeredObjectOrFault(of: entity, key: id.primaryKey)
+        return self.object(of: entity, key: id.primaryKey)
     }
 
     /// The entity of an object ID of this context's store; throws for another store's ID or an
@@ -329,12 +313,6 @@ public final class ManagedObjectContext {
         let entity = try coordinator.checkOwnership(of: id)
         lastResolvedEntity = entity
         return entity
-    }
-
-    /// The registered object with this key, or a new fault that reads its row when first used.
-    func registeredObjectOrFault(of entity: EntityDescription, key: Int64) -> any BackedObject {
-        if let registered = identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)) { return registered }
-        return register(ObjectBacking(entity: entity, key: key, context: self))
     }
 
     /// The object with this ID, with its values loaded; throws if no such object exists.
@@ -355,39 +333,7 @@ public final class ManagedObjectContext {
     /// The object with this ID, untyped; see ``existingObject(with:)-(ObjectID<Model>)``.
     public func existingObject(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
         ConcurrencyDebugging.check(self, #function)
-        let entity = try resolvedEntity(of: id)
-        let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
-        if let registered = identityMap.object(for: key) {
-            let backing = registered._loomBacking
-            // An object with unsaved changes is returned as this context has it; any other is
-            // brought up to date with the store.
-            if backing.isInserted || backing.isUpdated || backing.isDeleted { return registered }
-            guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
-                throw notFound(id)
-            }
-            if backing.state == .fault {
-                backing.load(row)
-            } else if row.version != backing.version {
-                let before = backing.values
-                backing.load(row)
-                forgetInverseLists(of: backing, before: before)
-                notifyObservers(of: backing, valuesFrom: before, to: backing.values)
-            }
-            return registered
-        }
-        guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
-            throw notFound(id)
-        }
-        let backing = ObjectBacking(entity: entity, key: id.primaryKey, context: self)
-        backing.load(row)
-        return register(backing)
-    }
-
-    private func notFound(_ id: AnyObjectID) -> LoomError {
-        if let entity = coordinator.schema.entity(named: id.entityName), coordinator.keyAllocator.isUnsaved(entity, key: id.primaryKey) {
-            return LoomError(.objectNotSavedYet, "\(id) belongs to an object inserted in another context and not saved yet; an unsaved object's ID resolves only in its own context. Save that context first.", entity: id.entityName, objectID: id)
-        }
-        return LoomError(.objectNotFound, "No \(id.entityName) with key \(id.primaryKey) exists in the store (it was deleted, or never saved).", entity: id.entityName, objectID: id)
+        return try refresher.existingObject(with: id, of: try resolvedEntity(of: id))
     }
 
     /// Creates the right Swift object around a backing and registers it.
@@ -442,7 +388,7 @@ public final class ManagedObjectContext {
         }
         let row: StoreRow?
         do {
-            row = try baseRow(of: backing.entity, key: backing.key, fresh: false)
+            row = try rowSource.baseRow(of: backing.entity, key: backing.key, fresh: false)
         } catch {
             recordReadFailure(error)
             backing.showPlaceholderValues()
@@ -498,7 +444,7 @@ public final class ManagedObjectContext {
             throw LoomError(.wrongContext, "fulfillFault(of:) was given \(English.a(backing.entity.name)) that is not registered in this context.", entity: backing.entity.name)
         }
         guard backing.state == .fault else { return }
-        guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: false) else {
+        guard let row = try rowSource.baseRow(of: backing.entity, key: backing.key, fresh: false) else {
             let id = objectID(of: backing)
             forgetInaccessible(backing)
             throw LoomError(.objectNotFound, "\(id) was deleted elsewhere: its row no longer exists in the store.", entity: id.entityName, objectID: id)

@@ -1,6 +1,6 @@
 /// Brings a context's objects back to saved or current data: ``rollback()`` discards the
-/// unsaved changes, ``reset()`` forgets every object, ``refresh(_:mergeChanges:)`` and
-/// ``refreshAllObjects()`` read the objects' rows again.
+/// unsaved changes, ``reset()`` forgets every object, ``refresh(_:mergeChanges:)``,
+/// ``refreshAllObjects()`` and ``existingObject(with:of:)`` read the objects' rows again.
 ///
 /// It keeps no state of its own: what it changes is the context's registry, its unsaved
 /// changes and its objects. The context makes one for each call
@@ -92,7 +92,7 @@ struct ObjectRefresher {
         if backing.isInserted { return }
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         let changes: [(Int, StoredValue)] = mergeChanges && backing.state == .loaded ? backing.changedSlots() : []
-        let row = try context.baseRow(of: backing.entity, key: backing.key, fresh: true)
+        let row = try context.rowSource.baseRow(of: backing.entity, key: backing.key, fresh: true)
         // Deleted elsewhere with changes to merge: they stay, for the save to report the conflict.
         if row == nil, mergeChanges, backing.isUpdated || backing.isDeleted { return }
         let before = backing.values
@@ -124,6 +124,43 @@ struct ObjectRefresher {
             backing.committed = row?.values
             if let row { backing.version = row.version }
         }
+    }
+
+    /// See ``ManagedObjectContext/existingObject(with:)-(AnyObjectID)``; `entity` is the ID's.
+    func existingObject(with id: AnyObjectID, of entity: EntityDescription) throws(LoomError) -> any BackedObject {
+        let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
+        if let registered = context.identityMap.object(for: key) {
+            let backing = registered._loomBacking
+            // An object with unsaved changes is returned as this context has it; any other is
+            // brought up to date with the store.
+            if backing.isInserted || backing.isUpdated || backing.isDeleted { return registered }
+            guard let row = try context.rowSource.baseRow(of: entity, key: id.primaryKey, fresh: true) else {
+                throw notFound(id)
+            }
+            if backing.state == .fault {
+                backing.load(row)
+            } else if row.version != backing.version {
+                let before = backing.values
+                backing.load(row)
+                context.forgetInverseLists(of: backing, before: before)
+                context.notifyObservers(of: backing, valuesFrom: before, to: backing.values)
+            }
+            return registered
+        }
+        guard let row = try context.rowSource.baseRow(of: entity, key: id.primaryKey, fresh: true) else {
+            throw notFound(id)
+        }
+        let backing = ObjectBacking(entity: entity, key: id.primaryKey, context: context)
+        backing.load(row)
+        return context.register(backing)
+    }
+
+    private func notFound(_ id: AnyObjectID) -> LoomError {
+        let coordinator = context.coordinator
+        if let entity = coordinator.schema.entity(named: id.entityName), coordinator.keyAllocator.isUnsaved(entity, key: id.primaryKey) {
+            return LoomError(.objectNotSavedYet, "\(id) belongs to an object inserted in another context and not saved yet; an unsaved object's ID resolves only in its own context. Save that context first.", entity: id.entityName, objectID: id)
+        }
+        return LoomError(.objectNotFound, "No \(id.entityName) with key \(id.primaryKey) exists in the store (it was deleted, or never saved).", entity: id.entityName, objectID: id)
     }
 
     /// See ``ManagedObjectContext/refreshAllObjects()``.

@@ -18,7 +18,7 @@ extension SaveOperation {
         }
         let pushed = child
         try parent.run { (context) throws(LoomError) in
-            try context.absorb(pushed)
+            try pushed.apply(to: context)
             context.processPendingChanges()
         }
         let versions = Dictionary(uniqueKeysWithValues: (Array(context.pending.inserted.values) + Array(context.pending.updated.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
@@ -29,16 +29,4 @@ extension SaveOperation {
         }
         context.post(.didSave(changes))
     }
-}
-
-/// A child's saved changes, on their way to its parent.
-struct ChildChanges: Sendable {
-    struct Insert: Sendable { let entity: EntityDescription; let key: Int64; let values: [StoredValue] }
-    struct Update: Sendable { let entity: EntityDescription; let key: Int64; let changes: [(Int, StoredValue)] }
-    struct Delete: Sendable { let entity: EntityDescription; let key: Int64 }
-    struct Link: Sendable { let table: JoinTable; let source: Int64; let target: Int64; let added: Bool }
-    var inserts: [Insert] = []
-    var updates: [Update] = []
-    var deletes: [Delete] = []
-    var links: [Link] = []
 }

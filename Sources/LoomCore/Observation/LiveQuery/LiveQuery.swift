@@ -325,7 +325,7 @@ struct SectionKeys<Model: PersistentModel, SectionKey: Hashable & Sendable>: Sen
             return optional.init(nilLiteral: ()) as! SectionKey
         }
         // Every item of the section has this key: read it through the first one.
-        let object = context.registeredObjectOrFault(of: entity, key: section.items[0]) as! Model
+        let object = context.object(of: entity, key: section.items[0]) as! Model
         return object[keyPath: keyPath]
     }
 }
