@@ -31,7 +31,7 @@ extension ManagedObjectContext {
         let prefetched = try request.prefetchedRelationships(in: entity)
         let keys: [Int64]
         if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
-            keys = try baseKeys(query)
+            keys = try rowSource.baseKeys(query)
         } else {
             keys = try matchingRows(query).map(\.row.key)
         }

@@ -44,7 +44,7 @@ extension ManagedObjectContext {
             releasedGeneration = nil
             post(.queryGenerationReleased(released))
         }
-        propagateDeletes()
+        graph.propagateDeletes()
         guard !observation.isEmpty else {
             refreshLiveQueriesIfNeeded()
             return
@@ -65,13 +65,4 @@ extension ManagedObjectContext {
 
     /// Notes that live queries must be evaluated again at the end of the current event.
     func liveQueriesMayHaveMissedChanges() { observation.liveQueriesMayHaveMissedChanges() }
-}
-
-/// Carries a context to its own isolation.
-///
-/// `@unchecked Sendable`: the box is only opened on the context's own isolation (the main actor
-/// for the view context, the context's queue otherwise); every use below does so.
-struct UncheckedContext: @unchecked Sendable {
-    weak var context: ManagedObjectContext?
-    init(_ context: ManagedObjectContext) { self.context = context }
 }

@@ -13,7 +13,7 @@ extension ManagedObjectContext {
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let prefetched = try request.prefetchedRelationships(in: entity)
         let objects = try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: request.returnsObjectsAsFaults)
-        if !prefetched.isEmpty { try prefetch(prefetched, of: entity, for: objects) }
+        if !prefetched.isEmpty { try ObjectMaterializer(context: self).prefetch(prefetched, of: entity, for: objects) }
         return Self.models(objects)
     }
 
@@ -22,7 +22,11 @@ extension ManagedObjectContext {
     /// object) and `append` through the array's: the array is written in place.
     /// The objects are of the entity's own class (always, unless a schema maps the entity to
     /// another class): a metatype comparison instead of a dynamic cast for each.
+    /// An empty input returns `[]` before the unsafe initializer: with a capacity of 0 it
+    /// writes the count into the one empty-array storage all empty arrays share, a data race
+    /// between contexts fetching nothing at the same time.
     static func models<Model: PersistentModel>(_ objects: [any BackedObject]) -> [Model] {
+        if objects.isEmpty { return [] }
         let model = ObjectIdentifier(Model.self)
         guard objects.allSatisfy({ ObjectIdentifier(type(of: $0)) == model }) else { return objects.map { $0 as! Model } }
         return [Model](unsafeUninitializedCapacity: objects.count) { buffer, count in
@@ -41,7 +45,7 @@ extension ManagedObjectContext {
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let store = coordinator.storeIdentifier
         if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
-            return try baseKeys(query).map {
+            return try rowSource.baseKeys(query).map {
                 ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: entity.name, primaryKey: $0))
             }
         }
@@ -56,7 +60,7 @@ extension ManagedObjectContext {
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
-            return try baseCount(query)
+            return try rowSource.baseCount(query)
         }
         return try matchingRows(query).count
     }
@@ -76,82 +80,6 @@ extension ManagedObjectContext {
     /// (see ``PendingChangeEvaluator``).
     func matchingRows(_ query: StoreQuery) throws(LoomError) -> [(row: StoreRow, object: (any BackedObject)?)] {
         try pendingChangeEvaluator.matchingRows(query)
-    }
-
-    /// Loads relationships of fetched objects, one query per relationship.
-    func prefetch(_ relationships: [Int], of entity: EntityDescription, for objects: [any BackedObject]) throws(LoomError) {
-        guard !objects.isEmpty else { return }
-        for j in relationships {
-            let r = coordinator.schema.relationship(j, of: entity)
-            switch r.storage {
-            case .foreignKey(let slot):
-                var keys: [Int64] = []
-                var seen: Set<Int64> = []
-                for object in objects {
-                    let backing = object._loomBacking
-                    if backing.state == .fault { fulfillFault(backing) }   // from the cache the fetch filled
-                    guard case .integer(let key) = backing.values[slot], seen.insert(key).inserted else { continue }
-                    if registeredBacking(of: r.destination, key: key)?.state == .loaded { continue }
-                    keys.append(key)
-                }
-                guard !keys.isEmpty else { continue }
-                let generation = coordinator.currentGeneration
-                let rows = try baseRows(of: r.destination, keys: keys)
-                if parent == nil && readsLatestData {
-                    coordinator.cache(rows, of: r.destination, readAt: generation)
-                } else {
-                    for row in rows { _ = materialize(row, of: r.destination, as: .loaded) }
-                }
-            default:
-                let owners = objects.map(\._loomBacking).filter { $0.toMany[j] == nil && !$0.isDeleted }
-                guard !owners.isEmpty else { continue }
-                let holdsRows = membersHoldRows
-                let generation = coordinator.currentGeneration
-                let pairs = try currentRelated(r, keys: owners.map(\.key))
-                // Grouped run by run (the store returns them by owner): one lookup and one
-                // allocation per owner, rather than per row.
-                var byOwner: [Int64: [StoreRow]] = [:]
-                byOwner.reserveCapacity(owners.count)
-                var start = pairs.startIndex
-                while start < pairs.endIndex {
-                    let owner = pairs[start].owner
-                    var end = start + 1
-                    while end < pairs.endIndex && pairs[end].owner == owner { end += 1 }
-                    byOwner[owner, default: []].append(contentsOf: pairs[start..<end].lazy.map(\.row))
-                    start = end
-                }
-                for owner in owners {
-                    let rows = byOwner[owner.key] ?? []
-                    var list = memberList(of: owner, r, rows.map(\.key))
-                    // Each owner keeps its members' rows, as a to-many fault does.
-                    if holdsRows { list.keep(savedRows(rows, of: r.destination), readAt: generation) }
-                    owner.toMany[j] = list
-                }
-                if !holdsRows { cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation) }
-            }
-        }
-    }
-
-    /// Rows by key as this context's source sees them, in one query.
-    func baseRows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] {
-        guard let parent else {
-            // During a merge, the rows its saves carried first.
-            let (carried, missing) = rowsCarriedByMerge(of: entity, keys: keys)
-            if missing.isEmpty { return carried }
-            return try carried + coordinator.rows(of: entity, keys: missing, pinned: pinnedSnapshot())
-        }
-        return try parent.run { (context) throws(LoomError) -> [StoreRow] in
-            var rows: [StoreRow] = []
-            var missing: [Int64] = []
-            for key in keys {
-                if let backing = context.identityMap.backing(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)), backing.state == .loaded {
-                    if !backing.isDeleted { rows.append(try context.currentRow(of: entity, key: key, fresh: false)!) }
-                } else {
-                    missing.append(key)
-                }
-            }
-            return try rows + context.baseRows(of: entity, keys: missing)
-        }
     }
 
     /// How rows read by a query that began at `generation` become faults; see

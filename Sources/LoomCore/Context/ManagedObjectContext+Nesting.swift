@@ -1,54 +1,8 @@
 import Foundation
 
 extension ManagedObjectContext {
-    // MARK: Where rows come from
-
-    /// Rows for a query as this context's source sees them: the store for a root context, the
-    /// parent (with its unsaved changes) for a child.
-    func baseFetch(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        guard let parent else { return try coordinator.fetch(query, pinned: pinnedSnapshot()) }
-        return try parent.run { (context) throws(LoomError) -> [StoreRow] in try context.rowsAsSeen(query) }
-    }
-
-    /// The keys of the rows this context's source has for a query, in order: without reading
-    /// their values from the store.
-    func baseKeys(_ query: StoreQuery) throws(LoomError) -> [Int64] {
-        guard parent != nil else { return try (pinnedSnapshot() ?? coordinator.store as any StoreReading).fetchKeys(query) }
-        return try baseFetch(query).map(\.key)
-    }
-
-    func baseCount(_ query: StoreQuery) throws(LoomError) -> Int {
-        guard parent != nil else { return try coordinator.count(query, pinned: pinnedSnapshot()) }
-        return try baseFetch(query).count
-    }
-
-    /// The current row of one object as this context's source sees it. `fresh` reads past the
-    /// coordinator's cache (root contexts); otherwise the cache serves rows no older than
-    /// ``stalenessInterval``.
-    func baseRow(of entity: EntityDescription, key: Int64, fresh: Bool) throws(LoomError) -> StoreRow? {
-        guard let parent else {
-            return try coordinator.row(of: entity, key: key, bypassingCache: fresh, maximumAge: stalenessInterval, pinned: pinnedSnapshot())
-        }
-        return try parent.run { (context) throws(LoomError) -> StoreRow? in try context.currentRow(of: entity, key: key, fresh: fresh) }
-    }
-
-    /// What a child sees for a query: this context's objects with their unsaved changes.
-    func rowsAsSeen(_ query: StoreQuery) throws(LoomError) -> [StoreRow] {
-        if !hasPendingChanges(affecting: query) { return try baseFetch(query) }
-        return try matchingRows(query).map(\.row)
-    }
-
-    /// What a child sees for one object: this context's values, unsaved changes included.
-    func currentRow(of entity: EntityDescription, key: Int64, fresh: Bool) throws(LoomError) -> StoreRow? {
-        if let object = identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)) {
-            let backing = object._loomBacking
-            if backing.isDeleted { return nil }
-            if backing.state == .loaded {
-                return StoreRow(key: key, version: backing.version, values: backing.values)
-            }
-        }
-        return try baseRow(of: entity, key: key, fresh: fresh)
-    }
+    /// Where this context's rows come from (see ``RowSource``).
+    var rowSource: RowSource { RowSource(context: self) }
 
     // MARK: Child contexts
 
@@ -83,79 +37,6 @@ extension ManagedObjectContext {
 
     /// Whether this context saves into a parent context rather than the store.
     public var hasParentContext: Bool { parent != nil }
-
-    /// Pushes a saved child's changes into this context as its own unsaved changes.
-    func absorb(_ changes: ChildChanges) throws(LoomError) {
-        // Check everything first, so that a failure changes nothing.
-        var targets: [(any BackedObject, [(Int, StoredValue)])] = []
-        for update in changes.updates {
-            let id = objectID(update.entity, update.key)
-            let object = try existingObject(with: id)
-            if object._loomBacking.isDeleted {
-                throw LoomError(.objectNotFound, "\(id) was deleted in the parent context, so the child's changes to it cannot be saved there.", entity: update.entity.name, objectID: id)
-            }
-            targets.append((object, update.changes))
-        }
-        var doomed: [any BackedObject] = []
-        for delete in changes.deletes {
-            let id = objectID(delete.entity, delete.key)
-            if let object = registeredObject(for: id) { doomed.append(object) } else { doomed.append(try existingObject(with: id)) }
-        }
-        var inserted: [any BackedObject] = []
-        for insert in changes.inserts {
-            let backing = ObjectBacking(entity: insert.entity, key: insert.key, context: self)
-            backing.values = insert.values.map { $0 }
-            backing.state = .loaded
-            backing.isInserted = true
-            let object = register(backing)
-            inserted.append(object)
-            let key = RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)
-            pending.inserted[key] = object
-            pending.noteChange(of: key.entity)
-            noteEventChange(backing, inserted: true)
-        }
-        let schema = coordinator.schema
-        // The inserted objects' to-one relationships join their destinations' inverses.
-        for object in inserted {
-            let backing = object._loomBacking
-            for r in schema.relationships(of: backing.entity) {
-                guard case .foreignKey(let slot) = r.storage, case .integer(let other) = backing.values[slot] else { continue }
-                backing.values[slot] = .null
-                relate(r, backing, other)
-            }
-        }
-        for (object, updates) in targets {
-            let backing = object._loomBacking
-            let before = backing.values
-            defer { notifyObservers(of: backing, valuesFrom: before, to: backing.values) }
-            for (index, value) in updates {
-                guard index >= backing.entity.attributes.count else {
-                    backing.setStoredValue(value, at: index)
-                    continue
-                }
-                let j = backing.entity.slotRelationships[index - backing.entity.attributes.count]
-                let r = schema.relationship(j, of: backing.entity)
-                if case .foreignKey = r.storage {
-                    if case .integer(let other) = value { relate(r, backing, other) } else { for old in relatedKeys(of: backing, r) { unrelate(r, backing, old) } }
-                } else {
-                    backing.setStoredValue(value, at: index)
-                    backing.toMany[j] = nil
-                }
-            }
-        }
-        for link in changes.links {
-            guard let source = schema.entity(named: link.table.sourceEntityName),
-                  let r = schema.relationships(of: source).first(where: {
-                      if case .joinTable(let t, let own, _) = $0.storage { return t == link.table && own == JoinTable.sourceColumn }
-                      return false
-                  }) else { continue }
-            withObject(source, link.source) { backing in
-                if link.added { relate(r, backing, link.target) } else { unrelate(r, backing, link.target) }
-            }
-        }
-        for object in doomed where !object._loomBacking.isDeleted { delete(object) }
-        withExtendedLifetime(inserted) {}
-    }
 
     /// Saves this context and then each ancestor in turn, up to the store.
     ///

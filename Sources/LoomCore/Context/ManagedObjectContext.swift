@@ -267,23 +267,7 @@ public final class ManagedObjectContext {
             fatalError("delete(_:) was given \(English.a(backing.entity.name)) that is not registered in context '\(name ?? "unnamed")'.")
         }
         if backing.isDeleted { return }
-        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        if backing.isInserted {
-            pending.inserted[key] = nil
-            pending.insertedDeleted[key] = object
-            backing.isDeleted = true
-            noteEventChange(backing, deleted: true)
-            propagateDeletes([object])
-            return
-        }
-        if backing.state == .fault {
-            fulfillFault(backing)
-            if backing.isInaccessible { return }
-        }
-        backing.isDeleted = true
-        pending.deleted[key] = object
-        pending.noteChange(of: key.entity)
-        noteEventChange(backing, deleted: true)
+        graph.delete(object)
     }
 
     // MARK: Resolving IDs
@@ -317,7 +301,7 @@ public final class ManagedObjectContext {
     public func object(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
         ConcurrencyDebugging.check(self, #function)
         let entity = try resolvedEntity(of: id)
-        return registeredObjectOrFault(of: entity, key: id.primaryKey)
+        return self.object(of: entity, key: id.primaryKey)
     }
 
     /// The entity of an object ID of this context's store; throws for another store's ID or an
@@ -329,12 +313,6 @@ public final class ManagedObjectContext {
         let entity = try coordinator.checkOwnership(of: id)
         lastResolvedEntity = entity
         return entity
-    }
-
-    /// The registered object with this key, or a new fault that reads its row when first used.
-    func registeredObjectOrFault(of entity: EntityDescription, key: Int64) -> any BackedObject {
-        if let registered = identityMap.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: key)) { return registered }
-        return register(ObjectBacking(entity: entity, key: key, context: self))
     }
 
     /// The object with this ID, with its values loaded; throws if no such object exists.
@@ -355,39 +333,7 @@ public final class ManagedObjectContext {
     /// The object with this ID, untyped; see ``existingObject(with:)-(ObjectID<Model>)``.
     public func existingObject(with id: AnyObjectID) throws(LoomError) -> any BackedObject {
         ConcurrencyDebugging.check(self, #function)
-        let entity = try resolvedEntity(of: id)
-        let key = RowCacheKey(entity: ObjectIdentifier(entity), key: id.primaryKey)
-        if let registered = identityMap.object(for: key) {
-            let backing = registered._loomBacking
-            // An object with unsaved changes is returned as this context has it; any other is
-            // brought up to date with the store.
-            if backing.isInserted || backing.isUpdated || backing.isDeleted { return registered }
-            guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
-                throw notFound(id)
-            }
-            if backing.state == .fault {
-                backing.load(row)
-            } else if row.version != backing.version {
-                let before = backing.values
-                backing.load(row)
-                forgetInverseLists(of: backing, before: before)
-                notifyObservers(of: backing, valuesFrom: before, to: backing.values)
-            }
-            return registered
-        }
-        guard let row = try baseRow(of: entity, key: id.primaryKey, fresh: true) else {
-            throw notFound(id)
-        }
-        let backing = ObjectBacking(entity: entity, key: id.primaryKey, context: self)
-        backing.load(row)
-        return register(backing)
-    }
-
-    private func notFound(_ id: AnyObjectID) -> LoomError {
-        if let entity = coordinator.schema.entity(named: id.entityName), coordinator.keyAllocator.isUnsaved(entity, key: id.primaryKey) {
-            return LoomError(.objectNotSavedYet, "\(id) belongs to an object inserted in another context and not saved yet; an unsaved object's ID resolves only in its own context. Save that context first.", entity: id.entityName, objectID: id)
-        }
-        return LoomError(.objectNotFound, "No \(id.entityName) with key \(id.primaryKey) exists in the store (it was deleted, or never saved).", entity: id.entityName, objectID: id)
+        return try refresher.existingObject(with: id, of: try resolvedEntity(of: id))
     }
 
     /// Creates the right Swift object around a backing and registers it.
@@ -442,7 +388,7 @@ public final class ManagedObjectContext {
         }
         let row: StoreRow?
         do {
-            row = try baseRow(of: backing.entity, key: backing.key, fresh: false)
+            row = try rowSource.baseRow(of: backing.entity, key: backing.key, fresh: false)
         } catch {
             recordReadFailure(error)
             backing.showPlaceholderValues()
@@ -498,7 +444,7 @@ public final class ManagedObjectContext {
             throw LoomError(.wrongContext, "fulfillFault(of:) was given \(English.a(backing.entity.name)) that is not registered in this context.", entity: backing.entity.name)
         }
         guard backing.state == .fault else { return }
-        guard let row = try baseRow(of: backing.entity, key: backing.key, fresh: false) else {
+        guard let row = try rowSource.baseRow(of: backing.entity, key: backing.key, fresh: false) else {
             let id = objectID(of: backing)
             forgetInaccessible(backing)
             throw LoomError(.objectNotFound, "\(id) was deleted elsewhere: its row no longer exists in the store.", entity: id.entityName, objectID: id)
@@ -517,82 +463,14 @@ public final class ManagedObjectContext {
     /// value back, and about each to-many relationship that had gained or lost objects.
     public func rollback() {
         ConcurrencyDebugging.check(self, #function)
-        processPendingChanges()
-        var changes = ObjectChanges()
-        let recording = hasEventListeners
-        if recording {
-            for object in pending.inserted.values { changes.deleted.insert(objectID(of: object._loomBacking)) }
-            for object in pending.deleted.values { changes.inserted.insert(objectID(of: object._loomBacking)) }
-            for object in pending.updated.values {
-                let backing = object._loomBacking
-                let id = objectID(of: backing)
-                changes.updated.insert(id)
-                changes.changedProperties[id] = Set(backing.changedSlots().map { backing.entity.storedValueName(at: $0.0) })
-            }
-            // Relationships changed here change back too: live queries look at everything.
-            if !pending.relationships.isEmpty || !pending.links.isEmpty { liveQueriesMayHaveMissedChanges() }
-        }
-        for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
-            let backing = object._loomBacking
-            identityMap.remove(key)
-            coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
-            backing.invalidate(reason: "its insertion was rolled back")
-        }
-        // Observers are told once the context is consistent again.
-        var restored: [(backing: ObjectBacking, before: [StoredValue])] = []
-        let changedLists = pending.relationships.entries.values
-        for object in pending.updated.values {
-            let backing = object._loomBacking
-            restored.append((backing, backing.values))
-            if let committed = backing.committed { backing.values = committed.map { $0 } }
-            backing.isUpdated = false
-        }
-        for object in pending.deleted.values {
-            let backing = object._loomBacking
-            restored.append((backing, backing.values))
-            if let committed = backing.committed { backing.values = committed.map { $0 } }
-            backing.isDeleted = false
-            backing.isUpdated = false
-            backing.deletePropagated = false
-        }
-        // Held until observers are told: the registry does not keep clean objects alive.
-        let held = Array(pending.updated.values) + Array(pending.deleted.values)
-        pending = PendingChanges()
-        observation.relationshipChanges = RelationshipChangeLog()
-        forgetObjectsAwaitingKeys()
-        forgetLoadedRelationships()
-        checkIdentityMap()
-        for (backing, before) in restored { notifyObservers(of: backing, valuesFrom: before, to: backing.values) }
-        for entry in changedLists {
-            for j in entry.relationships { notifyObservers(ofRelationship: j, of: entry.entity, key: entry.key) }
-        }
-        withExtendedLifetime(held) {}
-        if !changes.isEmpty { post(.objectsDidChange(changes)) }
-        refreshLiveQueriesIfNeeded()
+        refresher.rollback()
     }
 
     /// Forgets every registered object and every unsaved change. Objects obtained from this
     /// context before the reset must not be used again: any use traps with a message saying so.
     public func reset() {
         ConcurrencyDebugging.check(self, #function)
-        for (key, object) in Array(pending.inserted) + Array(pending.insertedDeleted) {
-            coordinator.keyAllocator.forgetUnsaved(object._loomBacking.entity, key: key.key)
-        }
-        for entry in identityMap.entries {
-            entry.backing.invalidate(reason: "its context '\(name ?? "unnamed")' was reset")
-        }
-        let released = identityMap.removeAll()
-        withExtendedLifetime(released) {}   // released here, once the map is empty
-        fetchedRowsGeneration = nil
-        pending = PendingChanges()
-        observation.relationshipChanges = RelationshipChangeLog()
-        observation.inaccessible = []
-        forgetObjectsAwaitingKeys()
-        readFailure = nil
-        advanceQueryGeneration()
-        checkIdentityMap()
-        liveQueriesMayHaveMissedChanges()
-        refreshLiveQueriesIfNeeded()
+        refresher.reset()
     }
 
     /// Refreshes an object from the store.
@@ -620,41 +498,7 @@ public final class ManagedObjectContext {
         guard backing.context === self else {
             throw LoomError(.wrongContext, "refresh(_:mergeChanges:) was given \(English.a(backing.entity.name)) that is not registered in this context.", entity: backing.entity.name)
         }
-        if backing.isInserted { return }
-        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        let changes: [(Int, StoredValue)] = mergeChanges && backing.state == .loaded ? backing.changedSlots() : []
-        let row = try baseRow(of: backing.entity, key: backing.key, fresh: true)
-        // Deleted elsewhere with changes to merge: they stay, for the save to report the conflict.
-        if row == nil, mergeChanges, backing.isUpdated || backing.isDeleted { return }
-        let before = backing.values
-        let wasLoaded = backing.state == .loaded
-        let loadedLists = backing.toMany.keys
-        backing.toMany = [:]
-        defer {
-            // A fault showed nothing; a loaded to-many list may read differently when loaded again.
-            if wasLoaded {
-                notifyObservers(of: backing, valuesFrom: before, to: backing.state == .loaded ? backing.values : row?.values ?? backing.placeholderValues)
-                for j in loadedLists { notifyObservers(ofRelationship: j, of: backing.entity, key: backing.key) }
-            }
-        }
-        if mergeChanges, let row {
-            backing.load(row)
-            for (i, v) in changes { backing.values[i] = v }
-            if changes.isEmpty, !backing.isDeleted { pending.updated[key] = nil; backing.isUpdated = false }
-            forgetInverseLists(of: backing, before: before)
-        } else {
-            // A fault of a row that is gone finds it gone when next used.
-            forgetInverseLists(of: backing, before: before, dropAll: true)
-            backing.state = .fault
-            backing.holdsFetchedRow = false
-            backing.values = []
-            backing.isUpdated = false
-            backing.isDeleted = false
-            pending.updated[key] = nil
-            pending.deleted[key] = nil
-            backing.committed = row?.values
-            if let row { backing.version = row.version }
-        }
+        try refresher.refresh(backing, mergeChanges: mergeChanges)
     }
 
     /// Refreshes every registered object from the store, keeping unsaved changes on top
@@ -674,20 +518,9 @@ public final class ManagedObjectContext {
     ///   keep their values.
     public func refreshAllObjects() throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
-        forgetLoadedRelationships()
-        var changes = ObjectChanges()
-        // Objects not registered here may have changed too.
-        liveQueriesMayHaveMissedChanges()
-        // Held strongly for the loop: refreshing can release an object it has not reached yet.
-        for object in identityMap.objects {
-            let backing = object._loomBacking
-            if backing.isInserted { continue }
-            if backing.state == .loaded {
-                try refresh(object, mergeChanges: true)
-            }
-            changes.refreshed.insert(objectID(of: backing))
-        }
-        if !changes.isEmpty { post(.objectsDidChange(changes)) }
-        refreshLiveQueriesIfNeeded()
+        try refresher.refreshAllObjects()
     }
+
+    /// Rollback, reset and refresh (see ``ObjectRefresher``).
+    var refresher: ObjectRefresher { ObjectRefresher(context: self) }
 }

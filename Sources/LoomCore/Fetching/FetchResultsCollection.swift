@@ -91,7 +91,7 @@ final class FetchResultsStorage {
         var rows: [Int64: StoreRow] = [:]
         if !missing.isEmpty {
             do {
-                for row in try context.baseRows(of: entity, keys: missing) { rows[row.key] = row }
+                for row in try context.rowSource.baseRows(of: entity, keys: missing) { rows[row.key] = row }
             } catch {
                 // The batch comes back as faults; the context reports the error at its next
                 // save (see `ManagedObjectContext.pendingStoreError`).
@@ -106,11 +106,11 @@ final class FetchResultsStorage {
             } else {
                 // Registered and loaded, or gone from the store: the registered object, or a
                 // fault that finds its row gone (or the error) when used, as any fault does.
-                objects.append(context.registeredObjectOrFault(of: entity, key: key))
+                objects.append(context.object(of: entity, key: key))
             }
         }
         if !prefetched.isEmpty {
-            do { try context.prefetch(prefetched, of: entity, for: objects) } catch { context.recordReadFailure(error) }
+            do { try ObjectMaterializer(context: context).prefetch(prefetched, of: entity, for: objects) } catch { context.recordReadFailure(error) }
         }
         batch = objects
         loadedBatch = number

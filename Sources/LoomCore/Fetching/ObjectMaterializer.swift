@@ -20,7 +20,7 @@ struct ObjectMaterializer {
             if context.parent == nil, !form.fillsFromCache, registeredBefore > 0, entity.storedValueCount > 0 {
                 return try fetchReusingRegistered(query, as: form)
             }
-            let rows = try context.baseFetch(query)
+            let rows = try context.rowSource.baseFetch(query)
             if form.fillsFromCache && context.readsLatestData { context.coordinator.cache(rows, of: entity, readAt: generation) }
             if registeredBefore == 0 {
                 // Nothing was registered and one query's keys are distinct: no lookups.

@@ -32,7 +32,7 @@ final class ContextGraph: PredicateGraph {
             found = backing.isDeleted ? nil : Row(entity: entity, key: key, values: backing.values, version: backing.version)
         } else {
             do {
-                found = try context.baseRow(of: entity, key: key, fresh: false).map { Row(entity: entity, key: key, values: $0.values, version: $0.version) }
+                found = try context.rowSource.baseRow(of: entity, key: key, fresh: false).map { Row(entity: entity, key: key, values: $0.values, version: $0.version) }
             } catch {
                 failure = failure ?? error
             }
@@ -62,7 +62,7 @@ final class ContextGraph: PredicateGraph {
         }
         guard !keys.isEmpty else { return }
         do {
-            let found = try context.baseRows(of: r.destination, keys: keys)
+            let found = try context.rowSource.baseRows(of: r.destination, keys: keys)
             for row in found { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: row.key)] = Row(entity: r.destination, key: row.key, values: row.values, version: row.version) }
             let present = Set(found.map(\.key))
             for key in keys where !present.contains(key) { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: key)] = .some(nil) }

@@ -1,4 +1,29 @@
 extension ObjectGraph {
+    /// Marks a registered object not deleted yet for deletion (see
+    /// ``ManagedObjectContext/delete(_:)``): an object inserted and not saved yet has its rules
+    /// applied at once; any other is deleted at the next save, its rules applied when the
+    /// context next processes pending changes.
+    func delete(_ object: any BackedObject) {
+        let backing = object._loomBacking
+        let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
+        if backing.isInserted {
+            context.pending.inserted[key] = nil
+            context.pending.insertedDeleted[key] = object
+            backing.isDeleted = true
+            context.noteEventChange(backing, deleted: true)
+            propagateDeletes([object])
+            return
+        }
+        if backing.state == .fault {
+            context.fulfillFault(backing)
+            if backing.isInaccessible { return }
+        }
+        backing.isDeleted = true
+        context.pending.deleted[key] = object
+        context.pending.noteChange(of: key.entity)
+        context.noteEventChange(backing, deleted: true)
+    }
+
     /// Applies the delete rules of `objects` (by default, every object deleted since the last
     /// time), cascading as far as the rules go; then forgets objects inserted and deleted before
     /// a save.
@@ -26,9 +51,9 @@ extension ObjectGraph {
                 for r in context.coordinator.schema.relationships(of: backing.entity) {
                     switch r.description.deleteRule {
                     case .nullify:
-                        for other in context.relatedKeys(of: backing, r) { detachInverse(r, backing, other) }
+                        for other in relatedKeys(of: backing, r) { detachInverse(r, backing, other) }
                     case .cascade:
-                        for other in context.relatedKeys(of: backing, r) {
+                        for other in relatedKeys(of: backing, r) {
                             let target = context.object(of: r.destination, key: other)
                             let b = target._loomBacking
                             if b.isDeleted || b.isInaccessible { continue }
@@ -75,7 +100,7 @@ extension ObjectGraph {
                 }
                 var byOwner: [Int64: [Int64]] = [:]
                 for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }
-                for owner in unloaded { owner.toMany[r.index] = context.memberList(of: owner, r, byOwner[owner.key] ?? []) }
+                for owner in unloaded { owner.toMany[r.index] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
                 let rows = pairs.map(\.row).filter { context.registeredBacking(of: r.destination, key: $0.key) == nil }
                 if context.parent == nil && context.readsLatestData {
                     context.coordinator.cache(rows, of: r.destination, readAt: generation)
@@ -104,7 +129,7 @@ extension ObjectGraph {
     /// itself, with how many it holds.
     func deniedRelationship(of backing: ObjectBacking) -> (relationship: String, count: Int)? {
         for r in context.coordinator.schema.relationships(of: backing.entity) where r.description.deleteRule == .deny {
-            let remaining = context.relatedKeys(of: backing, r).filter { key in
+            let remaining = relatedKeys(of: backing, r).filter { key in
                 guard let other = context.registeredBacking(of: r.destination, key: key) else { return true }
                 return !other.isDeleted
             }

@@ -43,10 +43,10 @@ struct ObjectGraph {
                 if let target = targets.first {
                     relate(r, backing, target.key)
                 } else {
-                    for old in context.relatedKeys(of: backing, r) { unrelate(r, backing, old) }
+                    for old in relatedKeys(of: backing, r) { unrelate(r, backing, old) }
                 }
             case .toMany, .orderedToMany:
-                let current = context.members(of: backing, r)
+                let current = members(of: backing, r)
                 let wanted = Set(targets.map(\.key))
                 for key in current.keys where !wanted.contains(key) { unrelate(r, backing, key) }
                 for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }

@@ -73,7 +73,7 @@ struct PendingChangeEvaluator {
                 if let backing = context.registeredBacking(of: r.destination, key: key), backing.state == .loaded {
                     if case .integer(let k) = backing.values[slot] { found.insert(k) }
                     if let committed = backing.committed, case .integer(let k) = committed[slot] { found.insert(k) }
-                } else if let row = try context.baseRow(of: r.destination, key: key, fresh: false), case .integer(let k) = row.values[slot] {
+                } else if let row = try context.rowSource.baseRow(of: r.destination, key: key, fresh: false), case .integer(let k) = row.values[slot] {
                     found.insert(k)
                 }
             }
@@ -108,7 +108,7 @@ struct PendingChangeEvaluator {
         }
         let graph = ContextGraph(context)
         var results: [(row: StoreRow, object: (any BackedObject)?, graphRow: ContextGraph.Row)] = []
-        for row in try context.baseFetch(base) where !affected.contains(row.key) {
+        for row in try context.rowSource.baseFetch(base) where !affected.contains(row.key) {
             results.append((row, nil, graph.remember(entity, row)))
         }
         var candidates: [ContextGraph.Row] = []
@@ -156,7 +156,7 @@ struct PendingChangeEvaluator {
         let saved = context.pending.inserted.isEmpty && context.pending.insertedDeleted.isEmpty ? keys : keys.filter {
             context.pending.inserted[RowCacheKey(entity: sourceID, key: $0)] == nil && context.pending.insertedDeleted[RowCacheKey(entity: sourceID, key: $0)] == nil
         }
-        var pairs = saved.isEmpty ? [] : try context.baseRelated(r, keys: saved)
+        var pairs = saved.isEmpty ? [] : try context.rowSource.baseRelated(r, keys: saved)
         // Needed only where this context changed something: not built for every fault.
         var wanted: Set<Int64> { Set(keys) }
         let destinationID = ObjectIdentifier(r.destination)
@@ -194,7 +194,7 @@ struct PendingChangeEvaluator {
             if !removed.isEmpty { pairs.removeAll { removed.contains([$0.owner, $0.row.key]) } }
             let present = Set(pairs.map { [$0.owner, $0.row.key] })
             for (owner, destination) in added.sorted(by: { ($0.0, $0.1) < ($1.0, $1.1) }) where !present.contains([owner, destination]) {
-                if let row = try context.currentRow(of: r.destination, key: destination, fresh: false) {
+                if let row = try context.rowSource.currentRow(of: r.destination, key: destination, fresh: false) {
                     pairs.append((owner, row))
                 }
             }

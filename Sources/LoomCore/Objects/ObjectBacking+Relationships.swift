@@ -92,7 +92,7 @@ extension _ObjectBacking {
         if state != .loaded { prepareForAccess() }
         ConcurrencyDebugging.check(self)
         guard let context else { return [] }
-        return context.destinationObjects(of: self, relationship: j)
+        return context.graph.destinationObjects(of: self, relationship: j)
     }
 
     func setRelated(_ j: Int, to objects: [any BackedObject], owner: (any BackedObject)?) {

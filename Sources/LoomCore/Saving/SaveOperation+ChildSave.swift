@@ -2,7 +2,7 @@ extension SaveOperation {
     /// A child's save: its changes become unsaved changes of its parent.
     func saveIntoParent(_ parent: ParentLink) throws(LoomError) {
         var child = ChildChanges()
-        for b in context.insertedBackingsInOrder() {
+        for b in insertedBackingsInOrder() {
             child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
         for (key, object) in context.pending.updated.sorted(by: { $0.key.key < $1.key.key }) where context.pending.deleted[key] == nil {
@@ -18,27 +18,15 @@ extension SaveOperation {
         }
         let pushed = child
         try parent.run { (context) throws(LoomError) in
-            try context.absorb(pushed)
+            try pushed.apply(to: context)
             context.processPendingChanges()
         }
         let versions = Dictionary(uniqueKeysWithValues: (Array(context.pending.inserted.values) + Array(context.pending.updated.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
-        let changes = context.commitSavedState(recording: context.hasEventListeners).changes
+        let changes = commitSavedState(recording: context.hasEventListeners).changes
         // A child's objects keep the parent's versions: only the store's saves bump them.
         for object in context.identityMap.objects {
             if let version = versions[ObjectIdentifier(object._loomBacking)] { object._loomBacking.version = version }
         }
         context.post(.didSave(changes))
     }
-}
-
-/// A child's saved changes, on their way to its parent.
-struct ChildChanges: Sendable {
-    struct Insert: Sendable { let entity: EntityDescription; let key: Int64; let values: [StoredValue] }
-    struct Update: Sendable { let entity: EntityDescription; let key: Int64; let changes: [(Int, StoredValue)] }
-    struct Delete: Sendable { let entity: EntityDescription; let key: Int64 }
-    struct Link: Sendable { let table: JoinTable; let source: Int64; let target: Int64; let added: Bool }
-    var inserts: [Insert] = []
-    var updates: [Update] = []
-    var deletes: [Delete] = []
-    var links: [Link] = []
 }

@@ -154,7 +154,7 @@ extension SaveOperation {
             let duplicate = try context.existingObject(with: existing)
             mergeRelationships(from: duplicate._loomBacking, into: b, includingToOne: false)
             context.delete(duplicate)
-            context.propagateDeletes([duplicate])
+            context.graph.propagateDeletes([duplicate])
         }
     }
 
@@ -168,7 +168,7 @@ extension SaveOperation {
                 guard includingToOne, case .foreignKey(let slot) = r.storage, case .integer(let other) = source.values[slot] else { continue }
                 context.relate(r, target, mapped(other))
             } else {
-                for other in context.relatedKeys(of: source, r) { context.relate(r, target, mapped(other)) }
+                for other in context.graph.relatedKeys(of: source, r) { context.relate(r, target, mapped(other)) }
             }
         }
     }

@@ -8,7 +8,7 @@ extension SaveOperation {
         for object in context.pending.inserted.values { try validateValues(object._loomBacking) }
         for (key, object) in context.pending.updated where context.pending.deleted[key] == nil { try validateValues(object._loomBacking) }
         let doomed = (Array(context.pending.deleted.values) + Array(context.pending.insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
-        context.loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
+        context.graph.loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }
         try context.reportStoreFailures()   // a deny rule's relationships that could not be loaded
         for object in doomed { try validateDeletion(object._loomBacking) }
         try validateUniqueness()
@@ -67,7 +67,7 @@ extension SaveOperation {
 
     /// Refuses the deletion of an object whose deny relationship still holds objects.
     private func validateDeletion(_ backing: ObjectBacking) throws(LoomError) {
-        guard let (relationship, count) = context.deniedRelationship(of: backing) else { return }
+        guard let (relationship, count) = context.graph.deniedRelationship(of: backing) else { return }
         throw LoomError(
             .deleteDenied,
             "\(backing.objectIDDescription) cannot be deleted: its relationship '\(relationship)' (delete rule deny) still holds \(count) object\(count == 1 ? "" : "s"); empty it or delete them first, or roll back.",

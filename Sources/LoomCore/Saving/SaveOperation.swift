@@ -1,7 +1,7 @@
 /// One save of a context's changes to the store, in order: delete rules → validate
 /// (``validate()``) → into the parent (a child context, ``saveIntoParent(_:)``), or: build the change
 /// set → apply it, resolving conflicts and trying again → commit the context's state to what
-/// was saved (``ManagedObjectContext/commitSavedState(saved:recording:rowsFor:)``) → publish to
+/// was saved (``commitSavedState(saved:recording:rowsFor:)``) → publish to
 /// other contexts in commit order (``PersistentStoreCoordinator/publish(_:for:)``). A failure
 /// before the commit restores the pending changes' snapshot.
 ///
@@ -60,7 +60,7 @@ struct SaveOperation {
         let listened = coordinator.hasInboxes(besides: context.inbox)
         // The `didSave` payload keeps the rows too, for a context that merges it by hand.
         let recording = listened || context.hasEventListeners
-        let committed = context.commitSavedState(saved: saved?.changes, recording: recording, rowsFor: recording)
+        let committed = commitSavedState(saved: saved?.changes, recording: recording, rowsFor: recording)
         var changes = committed.changes
         let rows = committed.rows
         guard let saved else { return }
@@ -127,7 +127,7 @@ struct SaveOperation {
         changes.author = context.transactionAuthor
         changes.contextName = context.name
         changes.inserts.reserveCapacity(pending.inserted.count)
-        context.changeSetInsertOrder = context.insertedBackingsInOrder()
+        context.changeSetInsertOrder = insertedBackingsInOrder()
         for b in context.changeSetInsertOrder {
             changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }

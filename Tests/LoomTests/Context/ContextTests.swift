@@ -108,6 +108,37 @@ struct ContextTests {
         #expect(count == 400)
     }
 
+    @Test("Many contexts fetching and watching empty results at once share no memory (run under ThreadSanitizer)")
+    func concurrentEmptyResults() async throws {
+        // Empty results used to be built through `Array(unsafeUninitializedCapacity: 0)`, which
+        // writes the count into the empty-array storage every empty array shares: a data race
+        // between contexts that ThreadSanitizer reports.
+        let container = try StoreKind.sqlite.makeContainer()
+        let none = FetchRequest<Book>(predicate: #Predicate { $0.pages < 0 })
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    let context = container.newBackgroundContext(name: "empty \(worker)")
+                    let (found, live) = try await context.perform { context in
+                        var found = 0
+                        for _ in 0..<200 {
+                            found += try context.fetch(none).count
+                            found += try context.fetchIDs(none).count
+                        }
+                        return (found, try context.liveQuery(none))
+                    }
+                    var iterator = live.makeAsyncIterator()
+                    let first = try #require(try await iterator.next())
+                    return found + first.count
+                }
+            }
+            var counts: [Int] = []
+            for try await count in group { counts.append(count) }
+            return counts
+        }
+        #expect(counts == Array(repeating: 0, count: 8))
+    }
+
     @Test("The view context belongs to the main actor")
     @MainActor func viewContextOnMain() throws {
         let container = try StoreKind.inMemory.makeContainer()

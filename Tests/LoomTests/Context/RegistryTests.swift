@@ -562,7 +562,7 @@ struct RegistryTests {
                 b.key = key
                 return b
             }
-            #expect(ManagedObjectContext.sortedByKey(backings).map(\.key) == distinct.sorted())
+            #expect(SaveOperation.sortedByKey(backings).map(\.key) == distinct.sorted())
         }
     }
 }

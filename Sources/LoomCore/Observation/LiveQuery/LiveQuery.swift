@@ -280,6 +280,8 @@ extension LiveResults {
         precondition(MemoryLayout<ObjectID<Model>>.size == MemoryLayout<AnyObjectID>.size
             && MemoryLayout<ObjectID<Model>>.stride == MemoryLayout<AnyObjectID>.stride
             && MemoryLayout<ObjectID<Model>>.alignment == MemoryLayout<AnyObjectID>.alignment)
+        // Not through the unsafe initializer when empty: see ManagedObjectContext.models(_:).
+        if keys.isEmpty { return [] }
         return [ObjectID<Model>](unsafeUninitializedCapacity: keys.count) { buffer, count in
             buffer.withMemoryRebound(to: AnyObjectID.self) { ids in
                 for (i, key) in keys.enumerated() {
@@ -323,7 +325,7 @@ struct SectionKeys<Model: PersistentModel, SectionKey: Hashable & Sendable>: Sen
             return optional.init(nilLiteral: ()) as! SectionKey
         }
         // Every item of the section has this key: read it through the first one.
-        let object = context.registeredObjectOrFault(of: entity, key: section.items[0]) as! Model
+        let object = context.object(of: entity, key: section.items[0]) as! Model
         return object[keyPath: keyPath]
     }
 }

@@ -251,7 +251,7 @@ final class LiveQueryEngine {
         }
         if !unloaded.isEmpty {
             // One query for the objects not loaded here; a key it does not return is deleted.
-            for row in try context.baseRows(of: entity, keys: unloaded) {
+            for row in try context.rowSource.baseRows(of: entity, keys: unloaded) {
                 // A registered fault deleted here reads as gone.
                 if let backing = context.identityMap.backing(for: RowCacheKey(entity: entityID, key: row.key)), backing.isDeleted { continue }
                 candidates.append(graph.remember(entity, row))
@@ -291,7 +291,7 @@ final class LiveQueryEngine {
         } else if context.parent == nil && !SortKey.usesRelationships(query.sortKeys) {
             return try storeEntries()
         } else {
-            rows = try context.baseFetch(query)
+            rows = try context.rowSource.baseFetch(query)
         }
         if !SortKey.usesRelationships(query.sortKeys) {
             // The sort values are the rows' own.
@@ -306,7 +306,7 @@ final class LiveQueryEngine {
         return result
     }
 
-    /// The whole result as the store has it (what ``ManagedObjectContext/baseFetch(_:)`` reads
+    /// The whole result as the store has it (what ``RowSource/baseFetch(_:)`` reads
     /// for a root context), reading only the keys and sort values: one values query with the
     /// fetch's predicate, order (the sort keys, then the primary key) and window, which an
     /// index on the sort keys answers without the rows. A value the attribute cannot hold is

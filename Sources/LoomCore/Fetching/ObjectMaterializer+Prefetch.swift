@@ -1,0 +1,56 @@
+extension ObjectMaterializer {
+    /// Loads relationships of fetched objects, one query per relationship.
+    func prefetch(_ relationships: [Int], of entity: EntityDescription, for objects: [any BackedObject]) throws(LoomError) {
+        guard !objects.isEmpty else { return }
+        for j in relationships {
+            let r = context.coordinator.schema.relationship(j, of: entity)
+            switch r.storage {
+            case .foreignKey(let slot):
+                var keys: [Int64] = []
+                var seen: Set<Int64> = []
+                for object in objects {
+                    let backing = object._loomBacking
+                    if backing.state == .fault { context.fulfillFault(backing) }   // from the cache the fetch filled
+                    guard case .integer(let key) = backing.values[slot], seen.insert(key).inserted else { continue }
+                    if context.registeredBacking(of: r.destination, key: key)?.state == .loaded { continue }
+                    keys.append(key)
+                }
+                guard !keys.isEmpty else { continue }
+                let generation = context.coordinator.currentGeneration
+                let rows = try context.rowSource.baseRows(of: r.destination, keys: keys)
+                if context.parent == nil && context.readsLatestData {
+                    context.coordinator.cache(rows, of: r.destination, readAt: generation)
+                } else {
+                    for row in rows { _ = materialize(row, of: r.destination, as: .loaded) }
+                }
+            default:
+                let owners = objects.map(\._loomBacking).filter { $0.toMany[j] == nil && !$0.isDeleted }
+                guard !owners.isEmpty else { continue }
+                let graph = context.graph
+                let holdsRows = graph.membersHoldRows
+                let generation = context.coordinator.currentGeneration
+                let pairs = try context.currentRelated(r, keys: owners.map(\.key))
+                // Grouped run by run (the store returns them by owner): one lookup and one
+                // allocation per owner, rather than per row.
+                var byOwner: [Int64: [StoreRow]] = [:]
+                byOwner.reserveCapacity(owners.count)
+                var start = pairs.startIndex
+                while start < pairs.endIndex {
+                    let owner = pairs[start].owner
+                    var end = start + 1
+                    while end < pairs.endIndex && pairs[end].owner == owner { end += 1 }
+                    byOwner[owner, default: []].append(contentsOf: pairs[start..<end].lazy.map(\.row))
+                    start = end
+                }
+                for owner in owners {
+                    let rows = byOwner[owner.key] ?? []
+                    var list = graph.memberList(of: owner, r, rows.map(\.key))
+                    // Each owner keeps its members' rows, as a to-many fault does.
+                    if holdsRows { list.keep(graph.savedRows(rows, of: r.destination), readAt: generation) }
+                    owner.toMany[j] = list
+                }
+                if !holdsRows { graph.cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation) }
+            }
+        }
+    }
+}
