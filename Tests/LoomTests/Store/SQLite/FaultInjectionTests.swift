@@ -139,7 +139,7 @@ struct FaultInjectionTests {
         if integrity != ["ok"] { outcome.problems.append("integrity_check: \(integrity.prefix(5))") }
         outcome.after = try await scenario.contents(url)
         if let expected, outcome.after != expected {
-            outcome.problems.append("after the retry the store does not hold the operation's result")
+            outcome.problems.append("after the retry the store does not hold the operation's result: \(Self.difference(expected, outcome.after))")
         }
         return outcome
     }
