@@ -149,6 +149,10 @@ struct FaultInjectionTests {
         if error.storeCode?.primary == kind.primaryCode { return true }
         // SQLite reports a WAL index it could not lock as a locking protocol error.
         if error.storeCode?.primary == 15, injected == 5130 { return true }   // SQLITE_PROTOCOL, SQLITE_IOERR_SHMLOCK
+        // SQLite's VACUUM INTO (a transform stage's copy) reports a target whose size it could
+        // not read as a target that exists.
+        if injected == 1802, let database = error.underlying as? DatabaseError,   // SQLITE_IOERR_FSTAT
+           database.message?.contains("output file already exists") == true { return true }
         if let database = error.underlying as? DatabaseError, database.resultCode.primaryResultCode.rawValue == kind.primaryCode { return true }
         if let inner = error.underlying as? LoomError { return carriesCause(inner, kind: kind, injected: injected) }
         return false
