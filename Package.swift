@@ -152,10 +152,15 @@ let package = Package(
             ] + postgresDriver,   // the raw PostgreSQL contender
             path: "Benchmarks/Sources/LoomBenchmarks",
             swiftSettings: strictSettings),
+        // A SQLite VFS that fails a chosen I/O call, for the fault-injection tests (in no product).
+        .target(
+            name: "LoomFaultVFS",
+            dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")],
+            path: "Tests/LoomFaultVFS"),
         .testTarget(
             name: "LoomTests",
             dependencies: [
-                "Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL", "LoomTools",
+                "Loom", "LoomSQL", "LoomStoreTesting", "LoomPostgreSQL", "LoomTools", "LoomFaultVFS",
             ] + postgresDriver,   // the PostgreSQL tests' own connections (a foreign schema, busy event loops)
             swiftSettings: strictSettings),
         .testTarget(name: "DebianPackagesTests", dependencies: ["DebianPackages"], swiftSettings: strictSettings),

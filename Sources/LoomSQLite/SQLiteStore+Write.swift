@@ -130,6 +130,9 @@ extension SQLiteStore {
         } catch {
             // A history row written or continued under the savepoint is gone with it.
             historyWriter.restore(history)
+            // An I/O error or a full disk can make SQLite roll the whole transaction back by
+            // itself: the savepoint went with it, and that error is the one to report.
+            guard db.isInsideTransaction else { throw error }
             // If the statements' effects cannot be undone, that failure is what the caller gets:
             // it ends the whole transaction instead of reading conflicts from a half-applied one.
             try Self.control(db, "ROLLBACK TO SAVEPOINT loom_apply")

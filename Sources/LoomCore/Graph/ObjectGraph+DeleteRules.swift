@@ -64,6 +64,10 @@ extension ObjectGraph {
                         break
                     }
                 }
+                // A relationship the store could not read (an I/O error) read as empty, so its
+                // rules reached none of its objects: they run again next time, and the save
+                // meanwhile throws the read's error, instead of saving the deletion without them.
+                if context.readFailure != nil { backing.deletePropagated = false }
             }
         }
         // Objects never saved leave no trace, unless a deny rule still holds them back.

@@ -272,7 +272,11 @@ public struct MigrationProgress: Sendable, Equatable, CustomStringConvertible {
                             schema: to.schema, metadata: [versionKey: to.identifier.description, stepKey: marker],
                             progress: tables(stage.name, stagesDone: stagesDone, stageCount: stageCount, from: 0.1, to: 0.2, progress))
                     } catch {
-                        location.removeSnapshot()   // the store is still the old version
+                        // The copy goes only while the store is still the old version: an open
+                        // whose migration committed before a later step of it failed (an I/O
+                        // error) leaves the store marked as transforming, which the next open
+                        // resumes from this copy.
+                        if let saved = try? location.savedState(), saved.record.versionHash == from.hash { location.removeSnapshot() }
                         throw error
                     }
                     try migrated.close()
