@@ -6,7 +6,7 @@ import Testing
 
 /// `loom dump` of a store with more rows of an entity than one page of the store SPI's reads.
 @MainActor
-@Suite struct PagedDumpTests {
+@Suite(.ownThreads) struct PagedDumpTests {
     @Test(arguments: StoreKind.persistentCases)
     func aDumpOfMoreRowsThanAPageHasEveryObjectOnceInKeyOrder(_ kind: StoreKind) throws {
         let location = try DumpLoadTests.newLocation(kind)

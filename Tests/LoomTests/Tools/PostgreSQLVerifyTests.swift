@@ -10,7 +10,7 @@ import Testing
 
 /// `loom verify` on a PostgreSQL store's history, damaged with raw SQL on the server.
 @MainActor
-@Suite(.enabled(if: PostgresServer.isEnabled && LoomExecutable.opensPostgreSQL))
+@Suite(.enabled(if: PostgresServer.isEnabled && LoomExecutable.opensPostgreSQL), .ownThreads)
 struct PostgreSQLVerifyTests {
     @Test func historyTheStoreCannotReadIsAFinding() async throws {
         let location = try DumpLoadTests.newLocation(.postgres)
