@@ -192,7 +192,7 @@ private final class SQLiteBulkWriter: StoreBulkWriter {
         guard let text = sql.firstDanglingReference(relationship) else { return nil }
         do {
             guard let row = try Row.fetchOne(db, sql: text) else { return nil }
-            return (row[0], row[1])
+            return (try row.decode(atIndex: 0), try row.decode(atIndex: 1))
         } catch {
             throw translate(error, relationship.source.name)
         }

@@ -231,7 +231,8 @@ extension SQLiteStore {
     ) throws -> (id: UUID, migrates: Bool) {
         var metadata: [String: DatabaseValue] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM loom_metadata") {
-            metadata[row["key"]] = row["value"] as DatabaseValue
+            // A damaged file's NULL or number throws rather than traps (GRDB's subscripts trap).
+            metadata[try row.decode(forColumn: "key")] = row["value"] as DatabaseValue
         }
         guard let idText = String.fromDatabaseValue(metadata["storeIdentifier"] ?? .null), let id = UUID(uuidString: idText),
               let recordData = Data.fromDatabaseValue(metadata["schema"] ?? .null) ?? String.fromDatabaseValue(metadata["schema"] ?? .null).map({ Data($0.utf8) }),

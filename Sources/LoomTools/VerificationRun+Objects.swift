@@ -16,7 +16,7 @@ extension VerificationRun {
         let mark = keyMarks.map { $0[entity.name] ?? 1 } ?? Int64.max
         let name = entity.name
         let found = try select(db, "SELECT Z_PK, Z_OPT FROM \(table) WHERE Z_OPT IS NULL OR Z_OPT < 1 OR Z_PK < 1 OR Z_PK >= ?", arguments: [mark]) { row in
-            let key: Int64 = row[0], version: Int64? = row[1]
+            let key: Int64 = try row.decode(atIndex: 0), version: Int64? = try row.decode(atIndex: 1)
             if key < 1 || key >= mark {
                 return VerificationFinding(
                     kind: .keyOutOfRange, entity: name, object: uri(name, key),
@@ -72,7 +72,8 @@ extension VerificationRun {
             WHERE s.Z_PK IS NULL OR t.Z_PK IS NULL
             """
         let found = try select(db, query) { row in
-            let sourceKey: Int64 = row[0], targetKey: Int64 = row[1], sourceMissing: Bool = row[2], targetMissing: Bool = row[3]
+            let sourceKey: Int64 = try row.decode(atIndex: 0), targetKey: Int64 = try row.decode(atIndex: 1)
+            let sourceMissing: Bool = try row.decode(atIndex: 2), targetMissing: Bool = try row.decode(atIndex: 3)
             let missing = [sourceMissing ? "\(source) \(sourceKey)" : nil, targetMissing ? "\(target) \(targetKey)" : nil].compactMap { $0 }
             // The object named is the side that exists, whose relationship shows a ghost.
             let object = sourceMissing && !targetMissing ? uri(target, targetKey) : uri(source, sourceKey)

@@ -74,6 +74,30 @@ struct SQLiteStoreTests {
         #expect(try Data(contentsOf: url) == content)
     }
 
+    @Test("A damaged store whose metadata has a NULL key is refused with an error, not a trap, and left untouched")
+    func nullMetadataKey() throws {
+        let url = TemporaryDirectory.make().appending(path: "damaged.loom")
+        try SQLiteStore(url: url, schema: Schema(Book.self)).close()
+        // What a damaged page can hold: a row the table's NOT NULL would have refused on write.
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: """
+                ALTER TABLE loom_metadata RENAME TO old_metadata;
+                CREATE TABLE loom_metadata (key TEXT, value BLOB);
+                INSERT INTO loom_metadata SELECT key, value FROM old_metadata;
+                INSERT INTO loom_metadata VALUES (NULL, 'x');
+                DROP TABLE old_metadata;
+                """)
+        }
+        try queue.close()
+        let before = try Data(contentsOf: url)
+        let error = try #require(throws: LoomError.self) {
+            try SQLiteStore(url: url, schema: Schema(Book.self))
+        }
+        #expect(error.path == url.path)
+        #expect(try Data(contentsOf: url) == before)
+    }
+
     @Test("A SQLite database Loom did not create is refused and left untouched")
     func foreignSQLite() throws {
         let url = TemporaryDirectory.make().appending(path: "other.sqlite")
