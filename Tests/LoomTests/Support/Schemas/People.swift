@@ -112,3 +112,33 @@ enum CountingPeoplePlan: SchemaMigrationPlan {
         [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV2.self, transforming: PeopleV1.Person.self, chunkSize: 1_000, allowsDataLoss: true, transform: SplitNames.counting)]
     }
 }
+
+/// People 1.0.0 with `age` widened and a new attribute with a default: an inferred migration
+/// that rebuilds the people's table.
+enum WiderPeople: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 1, 0)
+    static var models: [any PersistentModel.Type] { [Person.self, Note.self] }
+
+    @Model final class Person {
+        var fullName: String
+        var age: Int
+        var nickname: String = ""
+        init(fullName: String, age: Int) {
+            self.fullName = fullName
+            self.age = age
+        }
+    }
+
+    @Model final class Note {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+}
+
+/// The transform stage of ``PeoplePlan`` in chunks of ten people.
+enum ChunkedPeoplePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV2.self, transforming: PeopleV1.Person.self, chunkSize: 10, allowsDataLoss: true, transform: SplitNames.split)]
+    }
+}
