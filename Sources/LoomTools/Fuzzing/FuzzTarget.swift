@@ -130,7 +130,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         return [
             headerLine,
             #"{"uri":\#(uri("Author", 1)),"entity":"Author","version":1,"attributes":{"name":"Ann","born":-3600.5,"rating":4.5,"active":true,"tag":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","site":"https://a.example","fee":"12.50","photo":"AAEC","extra":"{\"a\":1}"},"relationships":{"books":[\#(uri("Book", 1)),\#(uri("Book", 2))]}}"#,
-            #"{"uri":\#(uri("Author", 2)),"entity":"Author","version":3,"attributes":{"name":"B\u00e9a","born":null,"rating":{"real":"nan"},"active":false,"tag":null,"site":null,"fee":null,"photo":null,"extra":{"textBytes":"/w=="}},"relationships":{"books":[]}}"#,
+            #"{"uri":\#(uri("Author", 2)),"entity":"Author","version":3,"attributes":{"name":"B\u00e9a","born":null,"rating":{"real":"inf"},"active":false,"tag":null,"site":null,"fee":null,"photo":null,"extra":{"textBytes":"/w=="}},"relationships":{"books":[]}}"#,
             #"{"uri":\#(uri("Book", 1)),"entity":"Book","version":1,"attributes":{"title":"One","pages":10,"copies":2,"sales":9007199254740993,"weight":0.5},"relationships":{"author":\#(uri("Author", 1)),"tags":[\#(uri("Tag", 1))],"chapters":[\#(uri("Chapter", 1))]}}"#,
             #"{"uri":\#(uri("Book", 2)),"entity":"Book","version":2,"attributes":{"title":"Two","pages":{"text":"many"},"copies":null,"sales":null,"weight":null},"relationships":{"author":\#(uri("Author", 1)),"tags":[],"chapters":[]}}"#,
             #"{"uri":\#(uri("Book", 3)),"entity":"Book","version":1,"attributes":{"title":"Three","pages":3,"copies":null,"sales":-1,"weight":-0.0},"relationships":{"author":null,"tags":[\#(uri("Tag", 1))],"chapters":[]}}"#,
