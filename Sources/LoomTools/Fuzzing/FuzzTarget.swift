@@ -183,10 +183,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
+    /// The key marks `history` decodes under: a store that handed out a million keys of each of
+    /// two entities (its readers bound a row's keys by what the store handed out).
+    static let historyKeyLimit = SQLHistory.keyLimit(marks: [1 << 20, 1 << 20])
+
     static func decodeHistory(_ input: [UInt8]) {
         _ = try? SQLHistory.transaction(
             number: 1, timestamp: 0, author: nil, context: nil, process: 1, processName: "fuzz", changes: Data(input),
-            entityNames: nil, store: UUID(), location: "fuzz")
+            entityNames: nil, store: UUID(), location: "fuzz", keyLimit: historyKeyLimit)
     }
 
     // MARK: schema
