@@ -23,6 +23,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case schema
     /// A whole store file, opened by the store and checked by `loom verify`.
     case storeFile = "store-file"
+    /// JSON decoded into an import's sources, imported (uniqued, linked, in chunks) into a new
+    /// SQLite store.
+    case jsonImport = "import"
 
     /// Runs one input through the target's parser.
     package func run(_ input: [UInt8]) {
@@ -32,6 +35,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .history: Self.decodeHistory(input)
         case .schema: Self.rebuildSchema(input)
         case .storeFile: Self.openStoreFile(input)
+        case .jsonImport: Self.importJSON(input)
         }
     }
 
@@ -44,6 +48,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .history: Self.historySeeds
         case .schema: [Array(Self.schemaJSON.utf8)]
         case .storeFile: [try Self.seedStoreFile()]
+        case .jsonImport: Self.importSeeds.map { Array($0.utf8) }
         }
     }
 
@@ -235,7 +240,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     /// Runs `body` with a new empty folder, removed afterwards.
-    private static func withScratchFolder(_ body: (URL) -> Void) {
+    static func withScratchFolder(_ body: (URL) -> Void) {
         let folder = FileManager.default.temporaryDirectory.appending(path: "loom-fuzz-\(UUID().uuidString)")
         guard (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)) != nil else { return }
         defer { try? FileManager.default.removeItem(at: folder) }
