@@ -124,7 +124,7 @@ final class PostgreSQLListener: @unchecked Sendable {
             range.append(origin)
             let transactions = try PostgreSQLStore.historyTransactions(
                 try connection.query("SELECT \(SQLHistory.columns) FROM loom_history WHERE number >= $1 AND number <= $2 AND (origin IS NULL OR origin <> $3) AND changes IS NOT NULL ORDER BY number", range),
-                entityNames: nil, store: store, location: configuration.description)
+                on: connection, entityNames: nil, store: store, location: configuration.description)
             let committed = origins.ordered(transactions, foreign: foreign, localCommit: localCommit)
             if !committed.isEmpty, !isStopped { handler(.committed(committed)) }
         }

@@ -102,9 +102,12 @@ extension PostgreSQLStore {
         try onWriter("UPDATE loom_history SET entities = $1, changes = $2 WHERE number = $3", bindings)
     }
 
-    /// The transactions of a history query's rows (``SQLHistory/columns``).
-    static func historyTransactions(_ rows: PostgresQueryResult, entityNames: [String]?, store identifier: UUID, location: String) throws -> [HistoryTransaction] {
+    /// The transactions of a history query's rows (``SQLHistory/columns``), read on `connection`.
+    static func historyTransactions(_ rows: PostgresQueryResult, on connection: PGConnection, entityNames: [String]?, store identifier: UUID, location: String) throws -> [HistoryTransaction] {
         let wanted = entityNames.map(Set.init)
+        guard rows.first(where: { _ in true }) != nil else { return [] }
+        // Read after the rows: marks only grow, so every key they list is below these.
+        let keyLimit = SQLHistory.keyLimit(marks: try connection.query(SQLHistory.keyMarksQuery).map { PostgreSQLValues.int64($0.first { _ in true }!) })
         return try rows.map { row in
             let values = try row.map(PostgreSQLValues.value)
             func text(_ i: Int) -> String? { if case .text(let v) = values[i] { v } else { nil } }
@@ -113,7 +116,7 @@ extension PostgreSQLStore {
             let changes: Data = if case .blob(let v) = values[6] { v } else { Data() }
             return try SQLHistory.transaction(
                 number: integer(0), timestamp: timestamp, author: text(2), context: text(3), process: integer(4), processName: text(5) ?? "",
-                changes: changes, entityNames: wanted, store: identifier, location: location)
+                changes: changes, entityNames: wanted, store: identifier, location: location, keyLimit: keyLimit)
         }
     }
 
@@ -145,7 +148,7 @@ extension PostgreSQLStore {
                 text += " LIMIT $\(next)"
                 bindings.append(Int64(limit))
             }
-            return try Self.historyTransactions(try connection.query(text, bindings), entityNames: descriptor.entityNames, store: store, location: configuration.description)
+            return try Self.historyTransactions(try connection.query(text, bindings), on: connection, entityNames: descriptor.entityNames, store: store, location: configuration.description)
         }
     }
 

@@ -9,15 +9,42 @@ package enum SQLHistory {
     /// The columns a store reads for ``transaction(number:timestamp:author:context:process:processName:changes:entityNames:store:location:)``, in its order.
     package static let columns = "number, timestamp, author, context, process, processName, changes"
 
-    /// The transaction of one history row, with only the changes of `entityNames` (`nil`: all).
+    /// The statement that reads the key allocator's marks (each entity's next key), for
+    /// ``keyLimit(marks:)``.
+    package static let keyMarksQuery = "SELECT next FROM loom_keys"
+
+    /// The most changes one history transaction of a store can list: every key its allocator
+    /// handed out (the keys below each entity's mark, `marks` as ``keyMarksQuery`` reads them),
+    /// three times (a transaction records an object once, but a damaged key list is not worth
+    /// a false refusal). Saturates instead of overflowing on damaged marks.
     ///
-    /// - Throws: ``LoomError/Code/corruptValue`` when the packed changes cannot be read.
+    /// Read the marks after the history rows, or in the same snapshot: marks only grow, so
+    /// every key a row read before them lists is below them.
+    package static func keyLimit(marks: [Int64]) -> Int {
+        var handedOut = 0
+        for next in marks where next > 1 {
+            let (sum, overflow) = handedOut.addingReportingOverflow(Int(next - 1))
+            handedOut = overflow ? .max : sum
+        }
+        let (limit, overflow) = handedOut.multipliedReportingOverflow(by: 3)
+        return overflow ? .max : limit
+    }
+
+    /// The transaction of one history row, with only the changes of `entityNames` (`nil`: all).
+    /// `keyLimit` is the most changes it can list (``keyLimit(marks:)``): a damaged row that
+    /// claims more is refused instead of expanded.
+    ///
+    /// - Throws: ``LoomError/Code/corruptValue`` when the packed changes cannot be read or list
+    ///   more than `keyLimit` changes.
     package static func transaction(
         number: Int64, timestamp: Double, author: String?, context: String?, process: Int64, processName: String, changes: Data,
-        entityNames wanted: Set<String>?, store identifier: UUID, location: String
+        entityNames wanted: Set<String>?, store identifier: UUID, location: String, keyLimit: Int
     ) throws(LoomError) -> HistoryTransaction {
-        guard let groups = HistoryChangeGroup.decode(changes) else {
-            throw LoomError(.corruptValue, "History transaction #\(number) of the store at \(location) cannot be read: its changes are damaged.", path: location)
+        guard let groups = HistoryChangeGroup.decode(changes, keyLimit: keyLimit) else {
+            throw LoomError(
+                .corruptValue,
+                "History transaction #\(number) of the store at \(location) cannot be read: its changes are damaged (they cannot be decoded, or list more than the \(keyLimit) changes the store's key allocator allows). Delete the history through it, or restore the store from a backup.",
+                path: location)
         }
         var list: [HistoryChange] = []
         for group in groups where wanted?.contains(group.entityName) ?? true {

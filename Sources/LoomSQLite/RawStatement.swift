@@ -83,6 +83,37 @@ package struct RawStatement {
         }
     }
 
+    /// Binds the values of a row being written to consecutive parameters, the first at
+    /// `index`, as ``bind(_:from:)`` does, but refuses a NaN: SQLite binds one as NULL, so the
+    /// row would lose it (or a required column refuse it with a message that does not say why).
+    ///
+    /// - Throws: ``NotANumber`` with the NaN's position among `values`; what SQLite returns.
+    package func bindWritten<C: Collection<StoredValue>>(_ values: C, from index: Int32 = 1) throws {
+        var i = index
+        for value in values {
+            if case .real(let v) = value, v.isNaN { throw NotANumber(offset: Int(i - index)) }
+            try bind(value, at: i)
+            i += 1
+        }
+    }
+
+    /// A NaN among the values of a row being written (``bindWritten(_:from:)``).
+    package struct NotANumber: Error {
+        /// The NaN's position among the values bound.
+        package let offset: Int
+
+        /// The error of a write refused for it: the NaN is the value of `slot` of the `entity`
+        /// object `key` (of the store `store`, when known).
+        package func refusal(_ entity: EntityDescription, slot: Int, key: Int64, store: UUID?) -> LoomError {
+            let name = entity.storedValueName(at: slot)
+            return LoomError(
+                .unsupportedValue,
+                "\(entity.name).\(name) is NaN in \(entity.name)/\(key), which a SQLite store cannot hold (SQLite stores NaN as NULL); nothing was written. Store a number, or nil in an optional attribute.",
+                entity: entity.name, attributes: [name],
+                objectID: store.map { AnyObjectID(storeIdentifier: $0, entityName: entity.name, primaryKey: key) })
+        }
+    }
+
     /// Binds `bytes` as text to the 1-based parameter `index`, as they are: text that is not
     /// valid UTF-8, which a `String` cannot hold (`loom load` writing back what `loom dump` read
     /// with ``nonUTF8Text(_:)``).

@@ -97,13 +97,17 @@ extension SQLiteStore {
         _ db: Database, sql: String, arguments: StatementArguments, entityNames: [String]?, store identifier: UUID, path: String
     ) throws -> [HistoryTransaction] {
         let wanted = entityNames.map(Set.init)
+        let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
+        guard !rows.isEmpty else { return [] }
+        // Read after the rows, in the same read: every key they list is below these marks.
+        let keyLimit = SQLHistory.keyLimit(marks: try db.tableExists("loom_keys") ? Int64.fetchAll(db, sql: SQLHistory.keyMarksQuery) : [])
         var transactions: [HistoryTransaction] = []
-        for row in try Row.fetchAll(db, sql: sql, arguments: arguments) {
+        for row in rows {
             // Every query of history rows asks for `changes IS NOT NULL`.
             transactions.append(try SQLHistory.transaction(
                 number: try row.decode(atIndex: 0), timestamp: try row.decode(atIndex: 1), author: try row.decode(atIndex: 2),
                 context: try row.decode(atIndex: 3), process: try row.decode(atIndex: 4), processName: try row.decode(atIndex: 5),
-                changes: try row.decode(atIndex: 6), entityNames: wanted, store: identifier, location: path))
+                changes: try row.decode(atIndex: 6), entityNames: wanted, store: identifier, location: path, keyLimit: keyLimit))
         }
         return transactions
     }

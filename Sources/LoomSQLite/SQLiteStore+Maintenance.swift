@@ -168,7 +168,11 @@ private final class SQLiteBulkWriter: StoreBulkWriter {
             raw.reset()
             try raw.bind(key, at: 1)
             try raw.bind(version, at: 2)
-            for (i, value) in values.enumerated() { try raw.bind(value, at: Int32(3 + i)) }
+            do {
+                try raw.bindWritten(values, from: 3)
+            } catch let nan as RawStatement.NotANumber {
+                throw nan.refusal(entity, slot: nan.offset, key: key, store: nil)
+            }
             for (slot, bytes) in textBytes { try raw.bindText(bytes: bytes, at: Int32(3 + slot)) }
             try raw.execute()
         } catch {

@@ -179,7 +179,11 @@ extension SQLiteStore {
                     try statement.execute()
                 case .update(let i):
                     let update = changes.updates[i]
-                    try statement.bind(update.changes.lazy.map(\.value))
+                    do {
+                        try statement.bindWritten(update.changes.lazy.map(\.value))
+                    } catch let nan as RawStatement.NotANumber {
+                        throw nan.refusal(update.entity, slot: update.changes[nan.offset].index, key: update.key, store: identifier)
+                    }
                     let next = Int32(update.changes.count) + 1
                     try statement.bind(update.key, at: next)
                     try statement.bind(update.expectedVersion, at: next + 1)
@@ -192,7 +196,11 @@ extension SQLiteStore {
                     for insert in changes.inserts[rows] {
                         statement.reset()
                         try statement.bind(insert.key, at: 1)
-                        try statement.bind(insert.values, from: 2)
+                        do {
+                            try statement.bindWritten(insert.values, from: 2)
+                        } catch let nan as RawStatement.NotANumber {
+                            throw nan.refusal(insert.entity, slot: nan.offset, key: insert.key, store: identifier)
+                        }
                         do {
                             try statement.execute()
                         } catch {

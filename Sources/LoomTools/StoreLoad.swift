@@ -264,7 +264,8 @@ final class StoreLoader {
         } catch {
             // A store may insert later than asked (in batches): a key loaded before is named here.
             if loader.line(of: key) != nil { throw bad("uri", "A second object with the URI \(uri).") }
-            throw bad("", "\(entityName)/\(key) cannot be stored: \(error.message).")
+            let reason = error.message.hasSuffix(".") ? error.message : error.message + "."
+            throw bad(error.attributeNames.first.map { "attributes.\($0)" } ?? "", "\(entityName)/\(key) cannot be stored: \(reason)")
         }
         loader.loaded(key, line: number)
         for (r, targets) in links {

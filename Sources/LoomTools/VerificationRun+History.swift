@@ -1,5 +1,6 @@
 import Foundation
 @_spi(LoomStore) import LoomCore
+import LoomSQL
 import GRDB
 
 /// The history check: every history row that `fetchHistory` and `loom history` read (those
@@ -58,7 +59,11 @@ extension VerificationRun {
         if Int64.fromDatabaseValue(values[4]) == nil { return "has a process identifier that is not an integer" }
         if !isText(values[5]) { return "has a process name that is not text" }
         guard let changes = Data.fromDatabaseValue(values[7]) else { return "has changes that are not a blob" }
-        guard let groups = HistoryChangeGroup.decode(changes) else { return "has packed changes that cannot be read" }
+        // Bounded as the stores bound it: a damaged run of keys must not expand to billions.
+        let keyLimit = SQLHistory.keyLimit(marks: keyMarks.map { Array($0.values) } ?? [])
+        guard let groups = HistoryChangeGroup.decode(changes, keyLimit: keyLimit) else {
+            return "has packed changes that cannot be read, or that list more than the \(keyLimit) changes the key allocator's marks allow"
+        }
         let listed = String.fromDatabaseValue(values[6]) ?? ""
         for group in groups {
             let names = group.properties.isEmpty ? [] : group.properties.split(separator: ",").map(String.init)

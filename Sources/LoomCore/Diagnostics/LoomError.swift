@@ -64,6 +64,11 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedType = Code(rawValue: "unsupportedType")
         /// A value does not have the type its attribute expects.
         public static let typeMismatch = Code(rawValue: "typeMismatch")
+        /// A value of its attribute's type that the store cannot hold as it is: a NaN in a
+        /// `Double` or `Float` attribute on a SQLite store (SQLite stores NaN as NULL, which
+        /// would lose it). The message names the entity, the attribute and the object;
+        /// nothing was written.
+        public static let unsupportedValue = Code(rawValue: "unsupportedValue")
         /// A non-optional attribute has no value at save.
         public static let missingRequiredValue = Code(rawValue: "missingRequiredValue")
         /// Two objects would have the same values for a uniqueness constraint.

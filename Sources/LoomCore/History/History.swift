@@ -582,10 +582,16 @@ public struct HistoryDescriptor: Sendable {
         bytes.append(contentsOf: text.utf8)
     }
 
-    /// Reads what ``encode(_:)`` wrote; `nil` for damaged data.
-    public static func decode(_ data: Data) -> [HistoryChangeGroup]? {
+    /// Reads what ``encode(_:)`` wrote; `nil` for damaged data, or for groups that list more
+    /// than `keyLimit` keys in all.
+    ///
+    /// A group can list its keys as runs (first key, length), so a damaged row of a few bytes
+    /// can claim billions of keys: `keyLimit` bounds what decoding allocates. A store passes
+    /// what one transaction can list at most (``SQLHistory``'s `keyLimit(marks:)`: every key
+    /// ever handed out, once per kind of change); no real transaction lists more.
+    public static func decode(_ data: Data, keyLimit: Int) -> [HistoryChangeGroup]? {
         let bytes = [UInt8](data)
-        var at = 0, groups: [HistoryChangeGroup] = []
+        var at = 0, groups: [HistoryChangeGroup] = [], listed = 0
         func read32() -> Int? {
             guard at + 4 <= bytes.count else { return nil }
             defer { at += 4 }
@@ -622,7 +628,8 @@ public struct HistoryDescriptor: Sendable {
             let tombstoned = tag == 3, inRuns = (4...6).contains(tag)
             guard let kind = tombstoned ? .delete : Kind(rawValue: Int(inRuns ? tag - 4 : tag)) else { return nil }
             at += 1
-            guard let entity = readText(), let properties = readText(), let count = read32() else { return nil }
+            guard let entity = readText(), let properties = readText(), let count = read32(), count <= keyLimit - listed else { return nil }
+            listed += count
             let keys: [Int64]
             if inRuns {
                 guard let runs = read32(), runs <= count, at + runs * 12 <= bytes.count else { return nil }

@@ -23,6 +23,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case schema
     /// A whole store file, opened by the store and checked by `loom verify`.
     case storeFile = "store-file"
+    /// JSON decoded into an import's sources, imported (uniqued, linked, in chunks) into a new
+    /// SQLite store.
+    case jsonImport = "import"
 
     /// Runs one input through the target's parser.
     package func run(_ input: [UInt8]) {
@@ -32,6 +35,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .history: Self.decodeHistory(input)
         case .schema: Self.rebuildSchema(input)
         case .storeFile: Self.openStoreFile(input)
+        case .jsonImport: Self.importJSON(input)
         }
     }
 
@@ -44,6 +48,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .history: Self.historySeeds
         case .schema: [Array(Self.schemaJSON.utf8)]
         case .storeFile: [try Self.seedStoreFile()]
+        case .jsonImport: Self.importSeeds.map { Array($0.utf8) }
         }
     }
 
@@ -130,7 +135,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         return [
             headerLine,
             #"{"uri":\#(uri("Author", 1)),"entity":"Author","version":1,"attributes":{"name":"Ann","born":-3600.5,"rating":4.5,"active":true,"tag":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","site":"https://a.example","fee":"12.50","photo":"AAEC","extra":"{\"a\":1}"},"relationships":{"books":[\#(uri("Book", 1)),\#(uri("Book", 2))]}}"#,
-            #"{"uri":\#(uri("Author", 2)),"entity":"Author","version":3,"attributes":{"name":"B\u00e9a","born":null,"rating":{"real":"nan"},"active":false,"tag":null,"site":null,"fee":null,"photo":null,"extra":{"textBytes":"/w=="}},"relationships":{"books":[]}}"#,
+            #"{"uri":\#(uri("Author", 2)),"entity":"Author","version":3,"attributes":{"name":"B\u00e9a","born":null,"rating":{"real":"inf"},"active":false,"tag":null,"site":null,"fee":null,"photo":null,"extra":{"textBytes":"/w=="}},"relationships":{"books":[]}}"#,
             #"{"uri":\#(uri("Book", 1)),"entity":"Book","version":1,"attributes":{"title":"One","pages":10,"copies":2,"sales":9007199254740993,"weight":0.5},"relationships":{"author":\#(uri("Author", 1)),"tags":[\#(uri("Tag", 1))],"chapters":[\#(uri("Chapter", 1))]}}"#,
             #"{"uri":\#(uri("Book", 2)),"entity":"Book","version":2,"attributes":{"title":"Two","pages":{"text":"many"},"copies":null,"sales":null,"weight":null},"relationships":{"author":\#(uri("Author", 1)),"tags":[],"chapters":[]}}"#,
             #"{"uri":\#(uri("Book", 3)),"entity":"Book","version":1,"attributes":{"title":"Three","pages":3,"copies":null,"sales":-1,"weight":-0.0},"relationships":{"author":null,"tags":[\#(uri("Tag", 1))],"chapters":[]}}"#,
@@ -183,10 +188,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
+    /// The key marks `history` decodes under: a store that handed out a million keys of each of
+    /// two entities (its readers bound a row's keys by what the store handed out).
+    static let historyKeyLimit = SQLHistory.keyLimit(marks: [1 << 20, 1 << 20])
+
     static func decodeHistory(_ input: [UInt8]) {
         _ = try? SQLHistory.transaction(
             number: 1, timestamp: 0, author: nil, context: nil, process: 1, processName: "fuzz", changes: Data(input),
-            entityNames: nil, store: UUID(), location: "fuzz")
+            entityNames: nil, store: UUID(), location: "fuzz", keyLimit: historyKeyLimit)
     }
 
     // MARK: schema
@@ -231,7 +240,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     /// Runs `body` with a new empty folder, removed afterwards.
-    private static func withScratchFolder(_ body: (URL) -> Void) {
+    static func withScratchFolder(_ body: (URL) -> Void) {
         let folder = FileManager.default.temporaryDirectory.appending(path: "loom-fuzz-\(UUID().uuidString)")
         guard (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)) != nil else { return }
         defer { try? FileManager.default.removeItem(at: folder) }

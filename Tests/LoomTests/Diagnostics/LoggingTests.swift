@@ -111,10 +111,10 @@ import Testing
         let url = TemporaryDirectory.make().appending(path: "env.loom")
         let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema([Book.self])))
         try await container.close()
-        let quiet = try LoomExecutable.run(["inspect", url.path])
+        let quiet = try await LoomExecutable.run(["inspect", url.path])
         #expect(quiet.status == 0)
         #expect(!quiet.standardError.contains("SELECT"))
-        let logged = try LoomExecutable.run(["inspect", url.path], environment: ["LOOM_SQL_DEBUG": "2"])
+        let logged = try await LoomExecutable.run(["inspect", url.path], environment: ["LOOM_SQL_DEBUG": "2"])
         #expect(logged.status == 0)
         #expect(logged.standardError.contains("SELECT count(*)") || logged.standardError.contains("SELECT COUNT(*)"))
         #expect(logged.standardError.contains("time:"))
@@ -136,7 +136,7 @@ import Testing
         let folder = TemporaryDirectory.make()
         let url = folder.appending(path: "verbs.loom")
         try await LoomExecutable.makeStore(at: url)
-        let dump = try LoomExecutable.run(["dump", url.path])
+        let dump = try await LoomExecutable.run(["dump", url.path])
         try #require(dump.status == 0, "\(dump.standardError)")
         let arguments = switch verb {
         case "query": [verb, url.path, "Book"]
@@ -144,11 +144,11 @@ import Testing
         default: [verb, url.path]
         }
         let input = verb == "load" ? Data(dump.standardOutput.utf8) : nil
-        let quiet = try LoomExecutable.run(arguments, input: input)
+        let quiet = try await LoomExecutable.run(arguments, input: input)
         #expect(quiet.status == 0, "\(quiet.standardError)")
         #expect(!quiet.standardError.contains("[loom.sql]"))
         try? FileManager.default.removeItem(at: folder.appending(path: "copy.loom"))
-        let logged = try LoomExecutable.run(arguments, input: input, environment: ["LOOM_SQL_DEBUG": "1"])
+        let logged = try await LoomExecutable.run(arguments, input: input, environment: ["LOOM_SQL_DEBUG": "1"])
         #expect(logged.status == 0, "\(logged.standardError)")
         #expect(logged.standardError.contains(statement), "\(logged.standardError)")
         #expect(logged.standardOutput == quiet.standardOutput, "logs go to standard error, not into the output")

@@ -196,7 +196,7 @@ struct HistoryTests {
             let groups = HistoryChangeGroup.groups(of: save, in: schema)
             #expect(String(decoding: entities, as: UTF8.self) == SQLHistory.entityList(groups))
             #expect(packed == [UInt8](HistoryChangeGroup.encode(groups)))
-            #expect(HistoryChangeGroup.decode(Data(packed)) == groups)
+            #expect(HistoryChangeGroup.decode(Data(packed), keyLimit: .max) == groups)
         }
     }
 
@@ -215,7 +215,7 @@ struct HistoryTests {
         ]
         for groups in cases {
             let packed = HistoryChangeGroup.encode(groups)
-            #expect(HistoryChangeGroup.decode(packed) == groups)
+            #expect(HistoryChangeGroup.decode(packed, keyLimit: .max) == groups)
         }
         let large = HistoryChangeGroup.encode([group(.insert, blocks)])
         #expect(large.count < 64, "100,000 keys in two runs took \(large.count) bytes")
@@ -225,7 +225,7 @@ struct HistoryTests {
         // A row written one key at a time (every store before runs) reads as before.
         var oneByOne: [UInt8] = [0, 4, 0, 0, 0] + Array("Book".utf8) + [0, 0, 0, 0, 3, 0, 0, 0]
         for key: Int64 in [1, 2, 3] { withUnsafeBytes(of: key.littleEndian) { oneByOne += $0 } }
-        #expect(HistoryChangeGroup.decode(Data(oneByOne)) == [group(.insert, [1, 2, 3])])
+        #expect(HistoryChangeGroup.decode(Data(oneByOne), keyLimit: .max) == [group(.insert, [1, 2, 3])])
 
         // Damaged runs: cut short, a zero-length run, lengths that do not add up to the count,
         // a run past Int64.max.
@@ -239,13 +239,13 @@ struct HistoryTests {
             }
             return Data(bytes)
         }
-        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 10)])) == [group(.insert, Array(1...10))])
-        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 10)]).dropLast(3)) == nil)
-        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 0), (1, 10)])) == nil)
-        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 4), (9, 4)])) == nil)
-        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 11)])) == nil)
-        #expect(HistoryChangeGroup.decode(runs(count: 3, [(.max - 1, 3)])) == nil)
-        #expect(HistoryChangeGroup.decode(runs(count: 2, [(1, 1), (5, 1), (7, 1)])) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 10)]), keyLimit: .max) == [group(.insert, Array(1...10))])
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 10)]).dropLast(3), keyLimit: .max) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 0), (1, 10)]), keyLimit: .max) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 4), (9, 4)]), keyLimit: .max) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 10, [(1, 11)]), keyLimit: .max) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 3, [(.max - 1, 3)]), keyLimit: .max) == nil)
+        #expect(HistoryChangeGroup.decode(runs(count: 2, [(1, 1), (5, 1), (7, 1)]), keyLimit: .max) == nil)
     }
 
     @Test("Tombstones whose attribute names repeat are damaged history: refused, not a trap")
@@ -253,10 +253,10 @@ struct HistoryTests {
         let repeated = HistoryChangeGroup(entityName: "Book", kind: .delete, properties: "title,title", keys: [1],
                                           tombstones: [[.text("a"), .text("b")]])
         let packed = HistoryChangeGroup.encode([repeated])
-        #expect(HistoryChangeGroup.decode(packed) == nil)
+        #expect(HistoryChangeGroup.decode(packed, keyLimit: .max) == nil)
         #expect(throws: LoomError.self) {
             try SQLHistory.transaction(number: 1, timestamp: 0, author: nil, context: nil, process: 1, processName: "p", changes: packed,
-                                       entityNames: nil, store: UUID(), location: "here")
+                                       entityNames: nil, store: UUID(), location: "here", keyLimit: .max)
         }
     }
 

@@ -40,10 +40,12 @@ enum LoomExecutable {
     }
 
     /// Runs `loom arguments…`, feeding `input` to its standard input, and waits for it to end
-    /// (through ``ChildProcess``, not Foundation's `Process`: see there why). It blocks its thread
-    /// meanwhile: suites that call it carry the `.ownThreads` trait (see ``OwnThreadsTrait``).
-    static func run(_ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) throws -> Output {
-        let output = try ChildProcess.run(url.path, arguments, input: input, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+    /// (through ``ChildProcess``, not Foundation's `Process`: see there why) on a thread of its
+    /// own: the caller suspends, so neither its actor (a main-actor suite's main actor) nor a
+    /// thread of the cooperative pool is held while the tool runs.
+    static func run(_ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) async throws -> Output {
+        let path = url.path, environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = try await onThreadOfItsOwn { try ChildProcess.run(path, arguments, input: input, environment: environment) }
         return Output(status: output.status,
                       standardOutput: String(decoding: output.standardOutput, as: UTF8.self),
                       standardError: String(decoding: output.standardError, as: UTF8.self))
@@ -61,8 +63,8 @@ enum LoomExecutable {
 }
 
 @Suite(.ownThreads) struct LoomExecutableTests {
-    @Test func helpListsTheVerbs() throws {
-        let output = try LoomExecutable.run(["--help"])
+    @Test func helpListsTheVerbs() async throws {
+        let output = try await LoomExecutable.run(["--help"])
         #expect(output.status == 0)
         #expect(output.standardOutput.contains("inspect"))
     }

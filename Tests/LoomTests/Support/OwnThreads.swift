@@ -60,3 +60,12 @@ func onAnotherThread<T: Sendable, E: Error>(_ body: @escaping @Sendable () throw
     done.wait()
     return try outcome.withLock { $0! }.get()
 }
+
+/// Runs `body` on a new thread of its own and suspends until it ends: for blocking work (a
+/// child process waited for) that must hold neither the caller's actor nor a thread of the
+/// cooperative pool. Rethrows what `body` throws.
+func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}

@@ -4,9 +4,9 @@ import Testing
 
 /// `loom demo`, run as the built executable: a second run on the same store updates it in place.
 @Suite(.ownThreads) struct DemoCommandTests {
-    @Test func aSecondRunUpdatesTheStoreInsteadOfReplacingIt() throws {
+    @Test func aSecondRunUpdatesTheStoreInsteadOfReplacingIt() async throws {
         let store = TemporaryDirectory.make().appending(path: "demo.loom").path
-        let first = try LoomExecutable.run(["demo", "--store", store])
+        let first = try await LoomExecutable.run(["demo", "--store", store])
         try #require(first.status == 0, "\(first.standardError)")
 
         // Between the runs: one package changed, one gone, one that is not installed added.
@@ -24,7 +24,7 @@ import Testing
         }
         try queue.close()
 
-        let second = try LoomExecutable.run(["demo", "--store", store])
+        let second = try await LoomExecutable.run(["demo", "--store", store])
         #expect(second.status == 0, "\(second.standardError)")
         #expect(second.standardOutput.contains("updating it"))
         #expect(!second.standardOutput.contains("replacing"))

@@ -43,11 +43,11 @@ struct DumpLoadTests {
     }
 
     @Test("The tool dumps to standard output and loads from a file and from standard input")
-    func commandLineRoundTrip() throws {
+    func commandLineRoundTrip() async throws {
         let (original, container) = try Self.makeSmallStore()
         let bytes = try Data(contentsOf: original)
         // While the store is open here: the dump reads it read-only and changes nothing.
-        let dumped = try LoomExecutable.run(["dump", original.path])
+        let dumped = try await LoomExecutable.run(["dump", original.path])
         #expect(dumped.status == 0, "\(dumped.standardError)")
         #expect(try Data(contentsOf: original) == bytes)
         #expect(try container.viewContext.fetch(FetchRequest<Author>()).count == 2)
@@ -56,25 +56,25 @@ struct DumpLoadTests {
         try Data(dumped.standardOutput.utf8).write(to: file)
 
         let fromFile = folder.appending(path: "from-file.loom")
-        let loaded = try LoomExecutable.run(["load", file.path, fromFile.path])
+        let loaded = try await LoomExecutable.run(["load", file.path, fromFile.path])
         #expect(loaded.status == 0, "\(loaded.standardError)")
-        #expect(try LoomExecutable.run(["dump", fromFile.path]).standardOutput == dumped.standardOutput)
+        #expect(try await LoomExecutable.run(["dump", fromFile.path]).standardOutput == dumped.standardOutput)
 
         let fromInput = folder.appending(path: "from-stdin.loom")
-        let piped = try LoomExecutable.run(["load", "-", fromInput.path], input: Data(dumped.standardOutput.utf8))
+        let piped = try await LoomExecutable.run(["load", "-", fromInput.path], input: Data(dumped.standardOutput.utf8))
         #expect(piped.status == 0, "\(piped.standardError)")
-        #expect(try LoomExecutable.run(["dump", fromInput.path]).standardOutput == dumped.standardOutput)
-        #expect(try LoomExecutable.run(["dump", "--help"]).standardOutput.contains("Example"))
-        #expect(try LoomExecutable.run(["load", "--help"]).standardOutput.contains("Example"))
+        #expect(try await LoomExecutable.run(["dump", fromInput.path]).standardOutput == dumped.standardOutput)
+        #expect(try await LoomExecutable.run(["dump", "--help"]).standardOutput.contains("Example"))
+        #expect(try await LoomExecutable.run(["load", "--help"]).standardOutput.contains("Example"))
     }
 
     @Test("Bad input fails with the line and field, and leaves no store", arguments: BadInput.allCases)
-    func badInputLeavesNoStore(_ bad: BadInput) throws {
+    func badInputLeavesNoStore(_ bad: BadInput) async throws {
         let (original, _) = try Self.makeSmallStore()
         var lines = String(decoding: try Self.dump(original), as: UTF8.self).split(separator: "\n").map(String.init)
         let (number, expected) = bad.spoil(&lines)
         let store = TemporaryDirectory.make().appending(path: "bad.loom")
-        let output = try LoomExecutable.run(["load", "-", store.path], input: Data((lines.joined(separator: "\n") + "\n").utf8))
+        let output = try await LoomExecutable.run(["load", "-", store.path], input: Data((lines.joined(separator: "\n") + "\n").utf8))
         #expect(output.status != 0)
         #expect(output.standardError.contains("line \(number)"), "\(output.standardError)")
         #expect(output.standardError.contains(expected), "\(output.standardError)")
@@ -141,23 +141,23 @@ struct DumpLoadTests {
     }
 
     @Test("A dump with CRLF line endings, blank lines, a byte order mark or no final newline loads", arguments: LineEndings.allCases)
-    func dumpsEditedElsewhereLoad(_ endings: LineEndings) throws {
+    func dumpsEditedElsewhereLoad(_ endings: LineEndings) async throws {
         let (original, _) = try Self.makeSmallStore()
         let dump = try Self.dump(original)
         let store = TemporaryDirectory.make().appending(path: "edited.loom")
-        let output = try LoomExecutable.run(["load", "-", store.path], input: endings.apply(to: dump))
+        let output = try await LoomExecutable.run(["load", "-", store.path], input: endings.apply(to: dump))
         #expect(output.status == 0, "\(output.standardError)")
         #expect(try Self.dump(store) == dump)
     }
 
     @Test("A broken line of a CRLF dump is named by line and column")
-    func crlfErrorsNameLineAndColumn() throws {
+    func crlfErrorsNameLineAndColumn() async throws {
         let (original, _) = try Self.makeSmallStore()
         var lines = String(decoding: try Self.dump(original), as: UTF8.self).split(separator: "\n").map(String.init)
         lines[2] = "{\"uri\": }"
         lines.insert("", at: 1)   // counted: the broken line is line 4 of the input
         let store = TemporaryDirectory.make().appending(path: "bad.loom")
-        let output = try LoomExecutable.run(["load", "-", store.path], input: Data(lines.joined(separator: "\r\n").utf8))
+        let output = try await LoomExecutable.run(["load", "-", store.path], input: Data(lines.joined(separator: "\r\n").utf8))
         #expect(output.status != 0)
         #expect(output.standardError.contains("line 4"), "\(output.standardError)")
         #expect(output.standardError.contains("column 9"), "\(output.standardError)")
@@ -181,12 +181,12 @@ struct DumpLoadTests {
     }
 
     @Test("Loading over an existing store is refused and leaves it unchanged")
-    func existingStoreIsUnchanged() throws {
+    func existingStoreIsUnchanged() async throws {
         let (original, _) = try Self.makeSmallStore()
         let dump = try Self.dump(original)
         let (existing, _) = try Self.makeSmallStore()
         let bytes = try Data(contentsOf: existing)
-        let output = try LoomExecutable.run(["load", "-", existing.path], input: dump)
+        let output = try await LoomExecutable.run(["load", "-", existing.path], input: dump)
         #expect(output.status != 0)
         #expect(output.standardError.contains("exists"))
         #expect(try Data(contentsOf: existing) == bytes)
@@ -226,7 +226,7 @@ struct DumpLoadTests {
     // MARK: Every store
 
     @Test("A dump loads into every store kind, which dumps the same bytes, verifies sound and reads back through the model", arguments: StoreKind.persistentCases)
-    func dumpLoadsIntoEveryStore(_ kind: StoreKind) throws {
+    func dumpLoadsIntoEveryStore(_ kind: StoreKind) async throws {
         let (original, container) = try Self.makeSmallStore()
         let context = container.viewContext
         let dune = try #require(try context.fetch(FetchRequest<Novel>()).first { $0.title == "Dune" })
@@ -237,13 +237,13 @@ struct DumpLoadTests {
         let dump = try Self.dump(original)
 
         let location = try Self.newLocation(kind)
-        let loaded = try LoomExecutable.run(["load", "-", location], input: dump)
+        let loaded = try await LoomExecutable.run(["load", "-", location], input: dump)
         #expect(loaded.status == 0, "\(loaded.standardError)")
-        let dumped = try LoomExecutable.run(["dump", location])
+        let dumped = try await LoomExecutable.run(["dump", location])
         #expect(dumped.status == 0, "\(dumped.standardError)")
         #expect(Data(dumped.standardOutput.utf8) == dump)
         if Data(dumped.standardOutput.utf8) != dump { Self.reportFirstDifference(dump, Data(dumped.standardOutput.utf8)) }
-        let verified = try LoomExecutable.run(["verify", location])
+        let verified = try await LoomExecutable.run(["verify", location])
         #expect(verified.status == 0, "\(verified.standardOutput)\(verified.standardError)")
 
         // The copy opens with the application's model: the same objects under the same URIs.
@@ -254,15 +254,15 @@ struct DumpLoadTests {
     }
 
     @Test("Loading into a PostgreSQL schema that holds objects is refused and leaves them", PostgresServer.required, .enabled(if: LoomExecutable.opensPostgreSQL, LoomExecutable.withoutTraitReason))
-    func loadingOverPostgreSQLObjectsIsRefused() throws {
+    func loadingOverPostgreSQLObjectsIsRefused() async throws {
         let (original, _) = try Self.makeSmallStore()
         let dump = try Self.dump(original)
         let location = try Self.newLocation(.postgres)
-        #expect(try LoomExecutable.run(["load", "-", location], input: dump).status == 0)
-        let again = try LoomExecutable.run(["load", "-", location], input: dump)
+        #expect(try await LoomExecutable.run(["load", "-", location], input: dump).status == 0)
+        let again = try await LoomExecutable.run(["load", "-", location], input: dump)
         #expect(again.status != 0)
         #expect(again.standardError.contains("holds objects"), "\(again.standardError)")
-        #expect(Data(try LoomExecutable.run(["dump", location]).standardOutput.utf8) == dump)
+        #expect(Data(try await LoomExecutable.run(["dump", location]).standardOutput.utf8) == dump)
     }
 
     /// Where a tool test's new store of `kind` lives: a file in a new folder, or a new schema on

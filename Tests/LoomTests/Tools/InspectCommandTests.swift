@@ -21,7 +21,7 @@ import Testing
 
     @Test func inspectPrintsTheSavedSchemaAndCountsAsJSON() async throws {
         let url = try await makeStore()
-        let output = try LoomExecutable.run(["inspect", "--json", url.path])
+        let output = try await LoomExecutable.run(["inspect", "--json", url.path])
         #expect(output.status == 0, "\(output.standardError)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(output.standardOutput.utf8)) as? [String: Any])
         let entities = try #require(report["entities"] as? [[String: Any]])
@@ -34,7 +34,7 @@ import Testing
         #expect(shelf["uniqueTogether"] as? [[String]] == [["room", "position"]])
         #expect(report["modelVersion"] == nil, "a store opened without a versioned schema has no model version")
 
-        let text = try LoomExecutable.run(["inspect", url.path])
+        let text = try await LoomExecutable.run(["inspect", url.path])
         #expect(text.standardOutput.contains("Book: 2 objects"))
     }
 
@@ -43,7 +43,7 @@ import Testing
         let url = try await makeStore()
         let before = try Data(contentsOf: url)
         let modified = try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date
-        let output = try LoomExecutable.run([verb, url.path])
+        let output = try await LoomExecutable.run([verb, url.path])
         #expect(output.status == 0)
         #expect(try Data(contentsOf: url) == before)
         #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date == modified)
@@ -51,7 +51,7 @@ import Testing
 
     @Test func historyPrintsTransactionsAsJSON() async throws {
         let url = try await makeStore()
-        let output = try LoomExecutable.run(["history", "--json", url.path])
+        let output = try await LoomExecutable.run(["history", "--json", url.path])
         #expect(output.status == 0, "\(output.standardError)")
         let transactions = try #require(try JSONSerialization.jsonObject(with: Data(output.standardOutput.utf8)) as? [[String: Any]])
         #expect(transactions.count == 1)
@@ -60,17 +60,17 @@ import Testing
     }
 
     @Test(arguments: ["inspect", "history"])
-    func helpShowsExamples(_ verb: String) throws {
-        let output = try LoomExecutable.run([verb, "--help"])
+    func helpShowsExamples(_ verb: String) async throws {
+        let output = try await LoomExecutable.run([verb, "--help"])
         #expect(output.status == 0)
         #expect(output.standardOutput.contains("Examples:"))
         #expect(output.standardOutput.contains("loom \(verb) /tmp/demo.loom"))
     }
 
     @Test(arguments: ["inspect", "history"])
-    func aMissingStoreIsAClearErrorAndNothingIsCreated(_ verb: String) throws {
+    func aMissingStoreIsAClearErrorAndNothingIsCreated(_ verb: String) async throws {
         let url = TemporaryDirectory.make().appending(path: "missing.loom")
-        let output = try LoomExecutable.run([verb, url.path])
+        let output = try await LoomExecutable.run([verb, url.path])
         #expect(output.status != 0)
         #expect(output.standardError.contains("missing.loom"))
         #expect(!FileManager.default.fileExists(atPath: url.path))
@@ -93,17 +93,17 @@ import Testing
         let base = try #require(PostgresServer.url)
         let url = base + (base.contains("?") ? "&" : "?") + "schema=" + configuration.schemaName
 
-        let inspect = try LoomExecutable.run(["inspect", url])
+        let inspect = try await LoomExecutable.run(["inspect", url])
         #expect(inspect.status == 0, "\(inspect.standardError)")
         #expect(inspect.standardOutput.contains("Book: 2 objects"))
 
-        let query = try LoomExecutable.run(["query", url, #"Book where pages > 400 or title beginswith "E" sort title"#, "--csv"])
+        let query = try await LoomExecutable.run(["query", url, #"Book where pages > 400 or title beginswith "E" sort title"#, "--csv"])
         #expect(query.status == 0, "\(query.standardError)")
         let lines = query.standardOutput.split(whereSeparator: \.isNewline)   // CSV ends lines with CRLF
         #expect(lines.count == 3)
         #expect(lines.dropFirst().first?.contains("Dune") == true && lines.last?.contains("Emma") == true)
 
-        let history = try LoomExecutable.run(["history", url, "--author", "cataloguer"])
+        let history = try await LoomExecutable.run(["history", url, "--author", "cataloguer"])
         #expect(history.status == 0, "\(history.standardError)")
         #expect(history.standardOutput.contains("+ Book/"))
     }

@@ -26,10 +26,10 @@ import Testing
     }
 
     @Test(arguments: verbs)
-    func aMissingFileIsOneErrorLineAndExitsTwo(_ verb: String) throws {
+    func aMissingFileIsOneErrorLineAndExitsTwo(_ verb: String) async throws {
         let folder = TemporaryDirectory.make()
         let missing = folder.appending(path: verb == "load" ? "absent.ndjson" : "absent.loom").path
-        let output = try LoomExecutable.run(Self.arguments(verb, store: missing, folder: folder))
+        let output = try await LoomExecutable.run(Self.arguments(verb, store: missing, folder: folder))
         #expect(output.status == 2)
         let expected = verb == "load" ? "Error: The dump \(missing) does not exist; nothing was loaded.\n" : "Error: There is no store at \(missing).\n"
         #expect(output.standardError == expected)
@@ -38,11 +38,11 @@ import Testing
     }
 
     @Test(arguments: verbs)
-    func aFileThatIsNotAStoreIsAnErrorByItsMessageAndExitsTwo(_ verb: String) throws {
+    func aFileThatIsNotAStoreIsAnErrorByItsMessageAndExitsTwo(_ verb: String) async throws {
         let folder = TemporaryDirectory.make()
         let url = folder.appending(path: "notes.txt")
         try Data("not a database\n".utf8).write(to: url)
-        let output = try LoomExecutable.run(Self.arguments(verb, store: url.path, folder: folder))
+        let output = try await LoomExecutable.run(Self.arguments(verb, store: url.path, folder: folder))
         #expect(output.status == 2)
         let lines = output.standardError.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].hasPrefix("Error: "), "\(output.standardError)")
@@ -65,7 +65,7 @@ import Testing
             expected = "Error: Book.pages is an integer64 attribute; 'contains' tests text (column 12)\n"
                 + #"Book where pages contains "x""# + "\n" + String(repeating: " ", count: 11) + "^\n"
         case "load":
-            let dump = try LoomExecutable.run(["dump", store.path])
+            let dump = try await LoomExecutable.run(["dump", store.path])
             try #require(dump.status == 0)
             try Data(dump.standardOutput.utf8).write(to: folder.appending(path: "library.ndjson"))
             arguments = ["load", folder.appending(path: "library.ndjson").path, store.path]
@@ -76,16 +76,16 @@ import Testing
             arguments = [verb, foreign.path]
             expected = verb == "dump" ? "Error: \(foreign.path) is not a Loom store (it has no loom_metadata table).\n" : "Error: \(foreign.path) is not a Loom store (no saved schema).\n"
         }
-        let output = try LoomExecutable.run(arguments)
+        let output = try await LoomExecutable.run(arguments)
         #expect(output.status == 2)
         #expect(output.standardError == expected)
     }
 
     /// A PostgreSQL store no server answers for: nothing listens on port 1.
     @Test(.enabled(if: LoomExecutable.opensPostgreSQL, LoomExecutable.withoutTraitReason), arguments: ["inspect", "history", "query", "dump", "verify"])
-    func aPostgreSQLServerThatIsNotThereIsAnErrorByItsMessageAndExitsTwo(_ verb: String) throws {
+    func aPostgreSQLServerThatIsNotThereIsAnErrorByItsMessageAndExitsTwo(_ verb: String) async throws {
         let url = "postgres://app@127.0.0.1:1/db?schema=library"
-        let output = try LoomExecutable.run(verb == "query" ? [verb, url, "Book"] : [verb, url])
+        let output = try await LoomExecutable.run(verb == "query" ? [verb, url, "Book"] : [verb, url])
         #expect(output.status == 2)
         #expect(output.standardError.hasPrefix("Error: The PostgreSQL store at 127.0.0.1:1/db, schema library could not be opened"), "\(output.standardError)")
         #expect(!output.standardError.contains("LoomError"))
@@ -95,7 +95,7 @@ import Testing
     /// The tool's default build links no PostgreSQL driver (`swift run loom demo` builds no TLS
     /// stack): a PostgreSQL URL is refused, saying how to get a tool that opens it.
     @Test(.disabled(if: LoomExecutable.opensPostgreSQL, "the tool was built with the PostgreSQL trait"), arguments: ["inspect", "history", "query", "dump", "verify", "load", "demo"])
-    func withoutThePostgreSQLTraitAPostgreSQLURLIsRefusedSayingHowToBuildIt(_ verb: String) throws {
+    func withoutThePostgreSQLTraitAPostgreSQLURLIsRefusedSayingHowToBuildIt(_ verb: String) async throws {
         let url = "postgres://app@127.0.0.1:1/db?schema=library"
         let arguments = switch verb {
         case "query": [verb, url, "Book"]
@@ -103,16 +103,16 @@ import Testing
         case "load": [verb, "-", url]
         default: [verb, url]
         }
-        let output = try LoomExecutable.run(arguments)
+        let output = try await LoomExecutable.run(arguments)
         #expect(output.status == 2)
         #expect(output.standardError == "Error: \(url) is a PostgreSQL URL, and this loom was built without PostgreSQL support: build or run it with the PostgreSQL trait (swift run --traits PostgreSQL loom …).\n")
         #expect(output.standardOutput.isEmpty)
     }
 
     @Test(arguments: verbs)
-    func aWrongCommandLineIsAUsageErrorAndExits64(_ verb: String) throws {
+    func aWrongCommandLineIsAUsageErrorAndExits64(_ verb: String) async throws {
         for arguments in [[verb], [verb, "--no-such-option", "x", "y"]] {
-            let output = try LoomExecutable.run(arguments)
+            let output = try await LoomExecutable.run(arguments)
             #expect(output.status == 64, "\(arguments)")
             #expect(output.standardError.hasPrefix("Error: "), "\(output.standardError)")
             #expect(output.standardError.contains("Usage: loom \(verb)"))
@@ -121,15 +121,15 @@ import Testing
 
     @Test func verifyExitsOneForProblemsFoundAndZeroForNone() async throws {
         let store = try await makeStore(in: TemporaryDirectory.make())
-        #expect(try LoomExecutable.run(["verify", store.path]).status == 0)
+        #expect(try await LoomExecutable.run(["verify", store.path]).status == 0)
         try SQLiteStore.unsafeExecuteRawSQL(#"UPDATE "Book" SET "Z_OPT" = 0"#, at: store)
-        let damaged = try LoomExecutable.run(["verify", store.path])
+        let damaged = try await LoomExecutable.run(["verify", store.path])
         #expect(damaged.status == 1)
         #expect(damaged.standardError.isEmpty, "findings are the output, not an error")
     }
 
-    @Test func helpShowsTheExitStatusTable() throws {
-        let output = try LoomExecutable.run(["--help"])
+    @Test func helpShowsTheExitStatusTable() async throws {
+        let output = try await LoomExecutable.run(["--help"])
         #expect(output.status == 0)
         for line in ["0   done", "1   verify found problems", "2   the verb failed", "64  the command line is wrong"] {
             #expect(output.standardOutput.contains(line), "\(line)")

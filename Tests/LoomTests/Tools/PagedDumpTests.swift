@@ -8,7 +8,7 @@ import Testing
 @MainActor
 @Suite(.ownThreads) struct PagedDumpTests {
     @Test(arguments: StoreKind.persistentCases)
-    func aDumpOfMoreRowsThanAPageHasEveryObjectOnceInKeyOrder(_ kind: StoreKind) throws {
+    func aDumpOfMoreRowsThanAPageHasEveryObjectOnceInKeyOrder(_ kind: StoreKind) async throws {
         let location = try DumpLoadTests.newLocation(kind)
         let store = try DumpLoadTests.openStore(location, kind, try Schema(DumpLoadTests.types))
         let identifier = store.identifier
@@ -23,7 +23,7 @@ import Testing
             try writer.setNextKey(count + 1, for: tag)
         }
         try store.close()
-        let output = try LoomExecutable.run(["dump", location])
+        let output = try await LoomExecutable.run(["dump", location])
         #expect(output.status == 0, "\(output.standardError)")
         let lines = output.standardOutput.split(separator: "\n").dropFirst()
         let uris = try lines.map { line in

@@ -24,7 +24,7 @@ struct PostgreSQLVerifyTests {
             VALUES (1, 0, 1, 'test', ',Tag,', '\\xff0013'::bytea)
             """, logger: logger)
         try await connection.close()
-        let output = try LoomExecutable.run(["verify", "--json", location])
+        let output = try await LoomExecutable.run(["verify", "--json", location])
         #expect(output.status == 1, "\(output.standardOutput)\(output.standardError)")
         let report = try JSONDecoder().decode(VerificationReport.self, from: Data(output.standardOutput.utf8))
         #expect(report.findings.map(\.kind) == [.malformedHistory], "\(report.findings)")

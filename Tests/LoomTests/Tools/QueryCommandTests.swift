@@ -10,8 +10,8 @@ struct QueryCommandTests {
 
     init() throws { store = try FilledGraphStore() }
 
-    func query(_ arguments: String...) throws -> LoomExecutable.Output {
-        try LoomExecutable.run(["query", store.url.path] + arguments)
+    func query(_ arguments: String...) async throws -> LoomExecutable.Output {
+        try await LoomExecutable.run(["query", store.url.path] + arguments)
     }
 
     /// The objects of a JSON array the tool printed.
@@ -19,8 +19,8 @@ struct QueryCommandTests {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
     }
 
-    @Test func printsAnAlignedTableWithURIsAttributesAndToOneRelationships() throws {
-        let output = try query(#"Novel where author.name == "Ann" sort title"#)
+    @Test func printsAnAlignedTableWithURIsAttributesAndToOneRelationships() async throws {
+        let output = try await query(#"Novel where author.name == "Ann" sort title"#)
         #expect(output.status == 0, "\(output.standardError)")
         let lines = output.standardOutput.split(separator: "\n").map(String.init)
         try #require(lines.count == 5, "\(output.standardOutput)")
@@ -35,8 +35,8 @@ struct QueryCommandTests {
         #expect(lines[3].dropFirst(titleColumn).hasPrefix("Émile"))
     }
 
-    @Test func printsJSONThatDecodes() throws {
-        let output = try query(#"Author where any novels.pages > 100 or name == "Bob" sort name"#, "--json")
+    @Test func printsJSONThatDecodes() async throws {
+        let output = try await query(#"Author where any novels.pages > 100 or name == "Bob" sort name"#, "--json")
         #expect(output.status == 0, "\(output.standardError)")
         let authors = try objects(output.standardOutput)
         #expect(authors.map { $0["name"] as? String } == ["Ann", "Bob"])
@@ -47,14 +47,14 @@ struct QueryCommandTests {
         let annKey = try annKey()
         #expect(ann.hasPrefix("loom://") && ann.hasSuffix("/Author/\(annKey)"))
         #expect(authors[1]["mentor"] as? String == ann)
-        #expect(try objects(try query("Author where name == \"Zed\"", "--json").standardOutput).isEmpty)
+        #expect(try objects(try await query("Author where name == \"Zed\"", "--json").standardOutput).isEmpty)
     }
 
     func annKey() throws -> Int64 {
         try store.container.viewContext.fetch(FetchRequest<Author>(predicate: #Predicate { $0.name == "Ann" }))[0].objectID.primaryKey
     }
 
-    @Test func encodesEveryAttributeTypeInJSON() throws {
+    @Test func encodesEveryAttributeTypeInJSON() async throws {
         let sampleURL = TemporaryDirectory.make().appending(path: "sample.loom")
         let samples = PersistentContainer(store: try SQLiteStore(url: sampleURL, schema: try Schema(Sample.self)))
         let sample = Sample()
@@ -69,7 +69,7 @@ struct QueryCommandTests {
         sample.dimensions = Dimensions(width: 2, height: 3)
         samples.viewContext.insert(sample)
         try samples.viewContext.save()
-        let output = try LoomExecutable.run(["query", sampleURL.path, "Sample where flag and uuid == \"E621E1F8-C36C-495A-93FC-0C247A3E6E5F\"", "--json"])
+        let output = try await LoomExecutable.run(["query", sampleURL.path, "Sample where flag and uuid == \"E621E1F8-C36C-495A-93FC-0C247A3E6E5F\"", "--json"])
         #expect(output.status == 0, "\(output.standardError)")
         let object = try #require(try objects(output.standardOutput).first)
         #expect(object["flag"] as? Bool == true)
@@ -84,20 +84,20 @@ struct QueryCommandTests {
         #expect(object["optionalString"] is NSNull)
     }
 
-    @Test func printsTextHoldingANULCharacterWhole() throws {
+    @Test func printsTextHoldingANULCharacterWhole() async throws {
         let sampleURL = TemporaryDirectory.make().appending(path: "nul.loom")
         let samples = PersistentContainer(store: try SQLiteStore(url: sampleURL, schema: try Schema(Sample.self)))
         let sample = Sample()
         sample.string = "before\u{0}after"
         samples.viewContext.insert(sample)
         try samples.viewContext.save()
-        let output = try LoomExecutable.run(["query", sampleURL.path, "Sample", "--json"])
+        let output = try await LoomExecutable.run(["query", sampleURL.path, "Sample", "--json"])
         #expect(output.status == 0, "\(output.standardError)")
         #expect(try objects(output.standardOutput).first?["string"] as? String == "before\u{0}after")
     }
 
-    @Test func printsOneJSONObjectPerLineWithNDJSON() throws {
-        let output = try query("Novel sort pages", "--ndjson")
+    @Test func printsOneJSONObjectPerLineWithNDJSON() async throws {
+        let output = try await query("Novel sort pages", "--ndjson")
         #expect(output.status == 0, "\(output.standardError)")
         let lines = output.standardOutput.split(separator: "\n")
         #expect(lines.count == 4)
@@ -105,11 +105,11 @@ struct QueryCommandTests {
         #expect(titles == ["Fog", "Émile", "Gulf", "Dune"])
     }
 
-    @Test func printsCSVQuotedAsRFC4180() throws {
+    @Test func printsCSVQuotedAsRFC4180() async throws {
         let novel = Novel(title: "Hello, \"World\"", pages: 7)
         store.container.viewContext.insert(novel)
         try store.container.viewContext.save()
-        let output = try query("Novel where pages == 7", "--csv")
+        let output = try await query("Novel where pages == 7", "--csv")
         #expect(output.status == 0, "\(output.standardError)")
         let key = novel.objectID.primaryKey
         let uri = novel.objectID.uriRepresentation.absoluteString
@@ -117,30 +117,30 @@ struct QueryCommandTests {
         #expect(output.standardOutput == "uri,title,pages,year,author\r\n\(uri),\"Hello, \"\"World\"\"\",7,,\r\n")
     }
 
-    @Test func aSyntaxErrorExitsNonZeroWithACaretUnderTheColumn() throws {
-        let output = try query("Novel where pages > 1 sortt title")
+    @Test func aSyntaxErrorExitsNonZeroWithACaretUnderTheColumn() async throws {
+        let output = try await query("Novel where pages > 1 sortt title")
         #expect(output.status == 2)
         #expect(output.standardOutput.isEmpty)
         let lines = output.standardError.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines[0].hasPrefix("Error: expected 'and', 'or', 'sort'") && lines[0].hasSuffix("(column 23)"))
         #expect(lines[1] == "Novel where pages > 1 sortt title")
         #expect(lines[2] == String(repeating: " ", count: 22) + "^")
-        let unknown = try query(#"Novel where titel == "x""#)
+        let unknown = try await query(#"Novel where titel == "x""#)
         #expect(unknown.status == 2 && unknown.standardError.contains("(did you mean 'title'?)"))
     }
 
-    @Test func aMissingStoreIsAClearError() throws {
+    @Test func aMissingStoreIsAClearError() async throws {
         let missing = store.url.deletingLastPathComponent().appending(path: "missing.loom").path
-        let output = try LoomExecutable.run(["query", missing, "Novel"])
+        let output = try await LoomExecutable.run(["query", missing, "Novel"])
         #expect(output.status == 2)
         #expect(output.standardError == "Error: There is no store at \(missing).\n")
         #expect(!FileManager.default.fileExists(atPath: missing))
     }
 
-    @Test func readsAStoreAnotherProcessHasOpenWithoutChangingIt() throws {
+    @Test func readsAStoreAnotherProcessHasOpenWithoutChangingIt() async throws {
         let files = ["", "-wal"].map { store.url.path + $0 }
         let before = files.map { FileManager.default.contents(atPath: $0) }
-        let output = try query("Novel where pages > 0")
+        let output = try await query("Novel where pages > 0")
         #expect(output.status == 0, "\(output.standardError)")
         #expect(output.standardOutput.hasSuffix("(4 objects)\n"))
         #expect(files.map { FileManager.default.contents(atPath: $0) } == before)
@@ -156,14 +156,14 @@ struct QueryCommandTests {
         try closed.viewContext.save()
         try await closed.close()
         let before = FileManager.default.contents(atPath: closedURL.path)
-        let output = try LoomExecutable.run(["query", closedURL.path, "Tag", "--ndjson"])
+        let output = try await LoomExecutable.run(["query", closedURL.path, "Tag", "--ndjson"])
         #expect(output.status == 0, "\(output.standardError)")
         #expect(output.standardOutput.contains(#""name":"solo""#))
         #expect(FileManager.default.contents(atPath: closedURL.path) == before)
     }
 
-    @Test func helpShowsTheGrammarAndExamples() throws {
-        let output = try LoomExecutable.run(["query", "--help"])
+    @Test func helpShowsTheGrammarAndExamples() async throws {
+        let output = try await LoomExecutable.run(["query", "--help"])
         #expect(output.status == 0)
         #expect(output.standardOutput.contains("Entity [where PREDICATE]"))
         #expect(output.standardOutput.contains("Examples:"))

@@ -13,10 +13,10 @@ import Testing
 struct VerifyCommandTests {
     @Test func aSoundStoreVerifiesCleanAsTextAndJSON() async throws {
         let store = try await VerifyFixture.makeStore()
-        let text = try LoomExecutable.run(["verify", store.url.path])
+        let text = try await LoomExecutable.run(["verify", store.url.path])
         #expect(text.status == 0, "\(text.standardOutput)\(text.standardError)")
         #expect(text.standardOutput.contains("No problems in \(VerifyFixture.objectCount) objects"))
-        let json = try LoomExecutable.run(["verify", "--json", store.url.path])
+        let json = try await LoomExecutable.run(["verify", "--json", store.url.path])
         #expect(json.status == 0)
         let report = try JSONDecoder().decode(VerificationReport.self, from: Data(json.standardOutput.utf8))
         #expect(report.healthy && report.findings.isEmpty && !report.isTruncated)
@@ -28,7 +28,7 @@ struct VerifyCommandTests {
     func eachKindOfDamageIsNamedWithItsObject(_ corruption: Corruption) async throws {
         let store = try await VerifyFixture.makeStore()
         let expected = try corruption.plant(in: store)
-        let (text, report) = try Self.verifyDamaged(store, expecting: expected.kind)
+        let (text, report) = try await Self.verifyDamaged(store, expecting: expected.kind)
         #expect(!report.healthy)
         let matching = report.findings.filter { $0.kind == expected.kind }
         #expect(!matching.isEmpty, "\(report.findings)")
@@ -78,7 +78,7 @@ struct VerifyCommandTests {
     func damagedHistoryIsReportedAndTheToolExitsWithOne(_ damage: DamagedHistory) async throws {
         let store = try await ValueFixture.makeStore()
         let number = try damage.plant(in: store)
-        let (text, report) = try Self.verifyDamaged(store, expecting: .malformedHistory)
+        let (text, report) = try await Self.verifyDamaged(store, expecting: .malformedHistory)
         #expect(text.contains("History transaction #\(number) "), "\(text)")
         #expect(report.findings.map(\.kind) == [.malformedHistory], "\(report.findings)")
         #expect(report.findings.first?.message.contains(damage.expectedWords) == true, "\(report.findings)")
@@ -87,20 +87,20 @@ struct VerifyCommandTests {
     @Test func historyThatLoomHistoryCannotReadIsWhatVerifyReports() async throws {
         let store = try await ValueFixture.makeStore()
         _ = try DamagedHistory.garbageChanges.plant(in: store)
-        let history = try LoomExecutable.run(["history", store.url.path])
+        let history = try await LoomExecutable.run(["history", store.url.path])
         #expect(history.status != 0)
-        let verify = try LoomExecutable.run(["verify", store.url.path])
+        let verify = try await LoomExecutable.run(["verify", store.url.path])
         #expect(verify.status == 1)
         #expect(!verify.standardOutput.contains("No problems"))
     }
 
     /// Runs `loom verify` on a damaged store, as text and as JSON, expecting exit status 1 and a
     /// finding of `kind` in both; returns the text output and the report.
-    static func verifyDamaged(_ store: VerifyFixture.Store, expecting kind: VerificationFinding.Kind) throws -> (text: String, report: VerificationReport) {
-        let text = try LoomExecutable.run(["verify", store.url.path])
+    static func verifyDamaged(_ store: VerifyFixture.Store, expecting kind: VerificationFinding.Kind) async throws -> (text: String, report: VerificationReport) {
+        let text = try await LoomExecutable.run(["verify", store.url.path])
         #expect(text.status == 1, "\(text.standardOutput)\(text.standardError)")
         #expect(text.standardOutput.contains(kind.rawValue), "\(text.standardOutput)")
-        let json = try LoomExecutable.run(["verify", "--json", store.url.path])
+        let json = try await LoomExecutable.run(["verify", "--json", store.url.path])
         #expect(json.status == 1)
         return (text.standardOutput, try JSONDecoder().decode(VerificationReport.self, from: Data(json.standardOutput.utf8)))
     }
@@ -109,8 +109,8 @@ struct VerifyCommandTests {
         let store = try await VerifyFixture.makeStore()
         _ = try Corruption.danglingForeignKey.plant(in: store)
         let before = try FileSnapshot(store.url)
-        #expect(try LoomExecutable.run(["verify", store.url.path]).status == 1)
-        #expect(try LoomExecutable.run(["verify", "--json", "--quick", store.url.path]).status == 1)
+        #expect(try await LoomExecutable.run(["verify", store.url.path]).status == 1)
+        #expect(try await LoomExecutable.run(["verify", "--json", "--quick", store.url.path]).status == 1)
         #expect(try FileSnapshot(store.url) == before)
     }
 
@@ -119,7 +119,7 @@ struct VerifyCommandTests {
         let container = try PersistentContainer(name: "Graph", for: Publisher.self, Author.self, Profile.self, Novel.self, Tag.self, Chapter.self, Review.self, location: .file(store.url))
         container.viewContext.insert(Tag(name: "added while open"))
         try container.viewContext.save()
-        let output = try LoomExecutable.run(["verify", "--json", store.url.path])
+        let output = try await LoomExecutable.run(["verify", "--json", store.url.path])
         #expect(output.status == 0, "\(output.standardOutput)\(output.standardError)")
         let report = try JSONDecoder().decode(VerificationReport.self, from: Data(output.standardOutput.utf8))
         #expect(report.objectCount == VerifyFixture.objectCount + 1)
@@ -141,31 +141,31 @@ struct VerifyCommandTests {
         #expect(report.checkCount == steps.last?.total)
     }
 
-    @Test func aMissingPathIsAClearErrorAndCreatesNothing() throws {
+    @Test func aMissingPathIsAClearErrorAndCreatesNothing() async throws {
         let folder = TemporaryDirectory.make()
-        let output = try LoomExecutable.run(["verify", folder.appending(path: "absent.loom").path])
+        let output = try await LoomExecutable.run(["verify", folder.appending(path: "absent.loom").path])
         #expect(output.status == 2)
         #expect(output.standardError.contains("There is no store at"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }
 
-    @Test func aFileThatIsNotSQLiteIsAClearErrorAndIsUnchanged() throws {
+    @Test func aFileThatIsNotSQLiteIsAClearErrorAndIsUnchanged() async throws {
         let url = TemporaryDirectory.make().appending(path: "notes.loom")
         try Data("not a database\n".utf8).write(to: url)
         let before = try FileSnapshot(url)
-        let output = try LoomExecutable.run(["verify", url.path])
+        let output = try await LoomExecutable.run(["verify", url.path])
         #expect(output.status == 2)
         #expect(output.standardError.contains("is not a SQLite database"))
         #expect(try FileSnapshot(url) == before)
     }
 
-    @Test func aSQLiteFileThatIsNotALoomStoreIsAClearErrorAndIsUnchanged() throws {
+    @Test func aSQLiteFileThatIsNotALoomStoreIsAClearErrorAndIsUnchanged() async throws {
         let url = TemporaryDirectory.make().appending(path: "people.sqlite")
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { try $0.execute(sql: "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('Ann')") }
         try queue.close()
         let before = try FileSnapshot(url)
-        let output = try LoomExecutable.run(["verify", url.path])
+        let output = try await LoomExecutable.run(["verify", url.path])
         #expect(output.status == 2)
         #expect(output.standardError.contains("is not a Loom store"))
         #expect(try FileSnapshot(url) == before)
@@ -178,7 +178,7 @@ struct VerifyCommandTests {
     }
 
     @Test(arguments: StoreKind.persistentCases)
-    func damageWrittenThroughTheStoreIsFoundOnEveryStore(_ kind: StoreKind) throws {
+    func damageWrittenThroughTheStoreIsFoundOnEveryStore(_ kind: StoreKind) async throws {
         let (location, store) = try Self.emptyStore(kind)
         let identifier = store.identifier
         // A tag with a key the key allocator never handed out, of version 0.
@@ -189,7 +189,7 @@ struct VerifyCommandTests {
             try writer.insert(tag, key: 7, version: 0, values: values, textBytes: [])
         }
         try store.close()
-        let output = try LoomExecutable.run(["verify", "--json", location])
+        let output = try await LoomExecutable.run(["verify", "--json", location])
         #expect(output.status == 1, "\(output.standardOutput)\(output.standardError)")
         let report = try JSONDecoder().decode(VerificationReport.self, from: Data(output.standardOutput.utf8))
         let uri = "loom://\(identifier)/Tag/7"
@@ -199,7 +199,7 @@ struct VerifyCommandTests {
     }
 
     @Test(arguments: StoreKind.persistentCases)
-    func damagedOrdersArePastAPageFoundOnEveryStore(_ kind: StoreKind) throws {
+    func damagedOrdersArePastAPageFoundOnEveryStore(_ kind: StoreKind) async throws {
         let (location, store) = try Self.emptyStore(kind)
         let identifier = store.identifier
         let playlist = try #require(store.schema.entity(named: "Playlist"))
@@ -218,7 +218,7 @@ struct VerifyCommandTests {
             try writer.setNextKey(count + 1, for: playlist)
         }
         try store.close()
-        let output = try LoomExecutable.run(["verify", "--json", location])
+        let output = try await LoomExecutable.run(["verify", "--json", location])
         #expect(output.status == 1, "\(output.standardOutput)\(output.standardError)")
         let report = try JSONDecoder().decode(VerificationReport.self, from: Data(output.standardOutput.utf8))
         #expect(report.findings.map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.duplicateInOrder, .malformedOrder], "\(report.findings)")
@@ -231,8 +231,8 @@ struct VerifyCommandTests {
         #expect(report.objectCount == Int(count))
     }
 
-    @Test func helpHasAnExample() throws {
-        let output = try LoomExecutable.run(["verify", "--help"])
+    @Test func helpHasAnExample() async throws {
+        let output = try await LoomExecutable.run(["verify", "--help"])
         #expect(output.status == 0)
         #expect(output.standardOutput.contains("$ loom verify Library.loom"))
         #expect(output.standardOutput.contains("--json"))
