@@ -268,6 +268,14 @@ public struct HistoryDescriptor: Sendable {
     /// names them); else empty.
     public var tombstones: [[StoredValue]] = []
 
+    public init(entityName: String, kind: Kind, properties: String, keys: [Int64], tombstones: [[StoredValue]] = []) {
+        self.entityName = entityName
+        self.kind = kind
+        self.properties = properties
+        self.keys = keys
+        self.tombstones = tombstones
+    }
+
     /// The groups of a change set, inserts first, then updates, then deletes, by entity.
     public static func groups(of changes: StoreChangeSet, in schema: Schema) -> [HistoryChangeGroup] {
         var groups: [HistoryChangeGroup] = []
