@@ -162,7 +162,7 @@ struct PostgreSQLParallelWriteTests {
             Double.random(in: 0...(point == .beforeHistory ? 0.012 : 0.004))
         }
         let slow: @Sendable (PostgreSQLStore.SaveTransactionPoint) -> Void = { point in Thread.sleep(forTimeInterval: pause(point)) }
-        let oneStatementSaves = Counter()
+        let oneStatementSaves = StatementCounter()
         let consumer = try Self.open(schemaName)
         let servers = try (0..<writers).map { _ in
             try oneStatement
@@ -228,7 +228,7 @@ struct PostgreSQLParallelWriteTests {
     @Test("Eight saves in one statement of four app servers on different objects, each 50 ms inside its transaction in the server, run at the same time; history numbers them one after the other")
     func oneStatementSavesOverlap() async throws {
         let schemaName = try PostgresServer.configuration().schemaName
-        let statements = Counter()
+        let statements = StatementCounter()
         let servers = try (0..<Self.processes).map { _ in
             try Self.open(schemaName, pause: { $0 == .beforeHistory ? Self.delay : 0 }, trace: { if $0.hasPrefix("WITH loom_lock") { statements.add() } })
         }
@@ -305,7 +305,7 @@ struct PostgreSQLParallelWriteTests {
 }
 
 /// Counts from any thread.
-private final class Counter: Sendable {
+private final class StatementCounter: Sendable {
     private let count = Atomic<Int>(0)
     func add() { count.add(1, ordering: .relaxed) }
     var value: Int { count.load(ordering: .relaxed) }
