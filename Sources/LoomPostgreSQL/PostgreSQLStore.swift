@@ -28,7 +28,9 @@ import Synchronization
 /// the history row and the `COMMIT` take turns (the commit lock), so that history numbers
 /// follow commit order across every server. An exclusive write
 /// (`PersistentContainer/performExclusiveWrite(_:)`) takes the write lock alone: no other
-/// server's save runs meanwhile.
+/// server's save runs meanwhile. A save that changes each table once (a single-object save, say)
+/// is one round trip: one statement that takes the locks, changes the rows, writes the history
+/// row and commits (see `applyInOneStatement(_:)`).
 ///
 /// A server that goes away makes calls throw `LoomError/Code/storeFailure` at once (a closed
 /// connection) or after ``Configuration/responseTimeout`` (a silent one), never hang; a failed
@@ -73,7 +75,12 @@ public final class PostgreSQLStore: PersistentStore {
         public var trace: (@Sendable (String) -> Void)?
         /// Called on the saving thread inside every save's transaction, at the given point: tests
         /// make transactions slow there to show which parts of saves overlap.
+        /// (A save with it set goes statement by statement, so that it can be called between them.)
         @_spi(LoomTesting) public var insideSaveTransaction: (@Sendable (SaveTransactionPoint) -> Void)?
+        /// Asked on the saving thread, for a save sent as one statement, how many seconds the
+        /// server sleeps inside its transaction at the given point: tests make such saves slow
+        /// there to show which parts of them overlap.
+        @_spi(LoomTesting) public var pauseInsideOneStatementSave: (@Sendable (SaveTransactionPoint) -> Double)?
         /// SQL logging as the store found it when it opened (``LoomLogging``), for every
         /// connection it opens later; `nil` before (a connection then reads the current setting).
         var sqlLog: SQLStatementLog??
@@ -172,6 +179,9 @@ public final class PostgreSQLStore: PersistentStore {
     /// The advisory lock a save holds from its history row to its `COMMIT` (see
     /// ``writeHistory(_:)``); a write transaction needs none, holding the write lock alone.
     let commitLockKey: Int64
+    /// Whether the store's schema has `loom_record_commit`, with which a save that changes each
+    /// table once is one statement (see ``applyInOneStatement(_:)``).
+    let savesInOneStatement: Bool
     /// Whether the open write transaction holds the write lock shared (a save) rather than alone.
     let writeLockShared = Mutex<Bool>(false)
     /// The channel `NOTIFY` wakes listeners on.
@@ -223,7 +233,8 @@ public final class PostgreSQLStore: PersistentStore {
                     writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress,
                     history: (origin, scope.receiptOfOpenTransaction.sequence))
             }
-            identifier = opened.value
+            identifier = opened.value.id
+            savesInOneStatement = opened.value.savesInOneStatement
             migrationReceipt = opened.migration
         } catch {
             writer.close()
@@ -291,7 +302,7 @@ public final class PostgreSQLStore: PersistentStore {
     private static func bootstrap(
         _ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?],
         progress: TableMigrationProgress?, history: (origin: Int64, commit: UInt64)
-    ) throws(LoomError) -> (value: UUID, migrated: Bool) {
+    ) throws(LoomError) -> (value: (id: UUID, savesInOneStatement: Bool), migrated: Bool) {
         let name = configuration.schemaName
         do {
             try connection.query("BEGIN")
@@ -334,8 +345,9 @@ public final class PostgreSQLStore: PersistentStore {
                     try connection.query("INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', $1), ('schema', $2), ('versionHash', $3), ('formatVersion', '1')", bindings)
                 }
                 for (key, value) in metadata.sorted(by: { $0.key < $1.key }) { try setMetadata(value, forKey: key, on: connection) }
+                let savesInOneStatement = try installSaveFunctions(connection, schemaName: name)
                 try connection.query("COMMIT")
-                return (id, migrated)
+                return ((id, savesInOneStatement), migrated)
             } catch {
                 _ = try? connection.query("ROLLBACK")
                 throw error
@@ -456,7 +468,7 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     /// A new writer in place of a lost one (the write scope held).
-    private func reopenWriter() throws(LoomError) {
+    func reopenWriter() throws(LoomError) {
         var opened: PGConnection
         do {
             opened = try PGConnection.open(configuration)
@@ -495,26 +507,28 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
-    /// Begins a transaction, applies `changes` and commits. The write lock is shared: saves of
-    /// other servers run alongside, up to their history rows (see ``writeHistory(_:)``).
+    /// Applies `changes` and commits them, in one statement when it can
+    /// (``applyInOneStatement(_:)``), else in a transaction statement by statement. The write
+    /// lock is shared: saves of other servers run alongside, up to their history rows (see
+    /// ``writeHistory(_:)``).
     private func applyAlone(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
-        try begin(shared: true)
         do {
-            try applyStatements(changes)
-            try commit()
-            return writeScope.commit()
+            if let receipt = try applyInOneStatement(changes) { return receipt }
+            return try inSaveTransaction { () throws(LoomError) in try applyStatements(changes) }
         } catch where error.code == .versionConflict || error.code == .uniquenessViolation || Self.isDeadlock(error) {
-            _ = try? writer.query("ROLLBACK")
-        } catch {
-            _ = try? writer.query("ROLLBACK")
-            throw error
         }
         // Refused: apply again under a savepoint, so that the conflicts are read in the
         // transaction that refused it, at least as new as the refusal. (A deadlock with another
         // server's save on the same rows, in another order, is tried once more too.)
+        return try inSaveTransaction { () throws(LoomError) in try applyUnderSavepoint(changes) }
+    }
+
+    /// Begins a transaction holding the write lock shared, runs `body` and commits; rolls back
+    /// when either throws.
+    private func inSaveTransaction(_ body: () throws(LoomError) -> Void) throws(LoomError) -> CommitReceipt {
         try begin(shared: true)
         do {
-            try applyUnderSavepoint(changes)
+            try body()
             try commit()
             return writeScope.commit()
         } catch {
