@@ -2,23 +2,11 @@ import Foundation
 import Loom
 @testable import LoomCore
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// What the undo stack holds: O(properties changed) per step, not a copy of the object.
 @MainActor
 @Suite("Undo memory", .serialized, .timeLimit(.minutes(3)))
 struct UndoMemoryTests {
-    /// Bytes malloc has handed out and not taken back, where the C library tells (glibc).
-    static func heapInUse() -> Int? {
-        #if canImport(Glibc)
-        return Int(mallinfo2().uordblks)
-        #else
-        return nil
-        #endif
-    }
-
     @Test("10,000 single-attribute edits, one step each, hold at most 2 MB of undo state")
     func tenThousandSteps() throws {
         let container = try StoreKind.inMemory.makeGraphContainer()
@@ -32,20 +20,14 @@ struct UndoMemoryTests {
         try context.save()
         let stack = UndoStack()
         context.undoManager = stack
-        let heapBefore = Self.heapInUse()
         for edit in 0..<10_000 {
             authors[edit % authors.count].rating = edit
             context.processPendingChanges()
         }
-        let heapAfter = Self.heapInUse()
         #expect(stack.stepCounts.undo == 10_000)
         let recorded = stack.recordedByteCount
         #expect(recorded <= 2_000_000, "the stack's records and marks take \(recorded) bytes")
-        if let heapBefore, let heapAfter {
-            // The heap's growth includes the save's updated-object bookkeeping, not only undo.
-            print("Undo memory: 10,000 one-edit steps: records and marks \(recorded) B; heap growth \(heapAfter - heapBefore) B")
-            #expect(heapAfter - heapBefore <= 2_000_000 + 1_000_000)
-        }
+        print("Undo memory: 10,000 one-edit steps hold \(recorded) bytes of records and marks")
         // Every step still undoes.
         for _ in 0..<10_000 { context.undo() }
         #expect(authors.allSatisfy { $0.rating == 0 })

@@ -22,7 +22,8 @@ struct UndoPropertyTests {
     func inMemory() throws {
         let started = Date()
         for run in 0..<Self.runs {
-            if try !UndoRun(seed: Self.firstSeed &+ UInt64(run), kind: .inMemory).check() { return }
+            var one = UndoRun(seed: Self.firstSeed &+ UInt64(run), kind: .inMemory)
+            if try !one.check() { return }
         }
         print("Undo property: \(Self.runs) runs in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
@@ -30,7 +31,8 @@ struct UndoPropertyTests {
     @Test("Random steps on the stores that save to files and servers", arguments: StoreKind.persistentCases)
     func persistent(kind: StoreKind) throws {
         for run in 0..<max(1, Self.runs / 15) {
-            if try !UndoRun(seed: Self.firstSeed &+ 1_000_000 &+ UInt64(run), kind: kind).check() { return }
+            var one = UndoRun(seed: Self.firstSeed &+ 1_000_000 &+ UInt64(run), kind: kind)
+            if try !one.check() { return }
         }
     }
 }
