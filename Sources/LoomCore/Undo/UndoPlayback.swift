@@ -163,6 +163,10 @@ struct UndoPlayback {
         } else {
             return
         }
+        // Its delete rules took it out of loaded lists without a record (a deleted object keeps
+        // its foreign keys): its own lists and those its foreign keys lead to load again.
+        b.toMany = [:]
+        context.forgetInverseLists(of: b, before: b.values, dropAll: true)
         context.notifyObservers(of: b, properties: nil)
         if let stack = context.undoStack, stack.isRecording { stack.recordAppearance(object) }
     }
