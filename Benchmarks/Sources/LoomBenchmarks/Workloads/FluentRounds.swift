@@ -27,7 +27,7 @@ protocol FluentWorkload {
 
 /// `workload`'s Fluent round.
 @MainActor
-func fluentRound(of workload: any Workload, _ round: Round, path: String?) throws -> [String: Double] {
+func runFluentRound(of workload: any Workload, _ round: Round, path: String?) throws -> [String: Double] {
     guard let workload = workload as? any FluentWorkload else { throw BenchError("\(workload.id) has no Fluent round") }
     return try workload.fluentRound(round, path: path)
 }
@@ -281,7 +281,7 @@ extension PostgreSQLSingleObjectSaves: FluentWorkload {
 
 /// This build has no Fluent: no workload lists it as a contender, so this is never called.
 @MainActor
-func fluentRound(of workload: any Workload, _ round: Round, path: String?) throws -> [String: Double] {
+func runFluentRound(of workload: any Workload, _ round: Round, path: String?) throws -> [String: Double] {
     throw BenchError("this build has no Fluent (Benchmarks/Package.swift links it)")
 }
 

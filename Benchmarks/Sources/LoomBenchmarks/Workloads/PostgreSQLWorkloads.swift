@@ -78,7 +78,7 @@ final class PostgreSQLInsertAndSave: PostgreSQLWorkloadBase, SynchronousWorkload
         let items = self.items
         switch contender {
         case .fluent:
-            return try fluentRound(of: self, round, path: nil)
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             let counter = StatementCounter()
             let container = try bench.loomPostgres(schemaName, trace: counter.trace)
@@ -122,7 +122,7 @@ final class PostgreSQLFetchAll: PostgreSQLWorkloadBase, SynchronousWorkload {
         let schemaName = try bench.populatedPostgresSchema(for: contender)
         switch contender {
         case .fluent:
-            return try fluentRound(of: self, round, path: nil)
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             return try FetchAll.loomRound(try bench.loomPostgres(schemaName), round.meter)
         default:
@@ -167,7 +167,7 @@ final class PostgreSQLRangeQueries: PostgreSQLWorkloadBase, SynchronousWorkload 
         times.reserveCapacity(queries.count)
         switch contender {
         case .fluent:
-            return try fluentRound(of: self, round, path: nil)
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             try RangeQueries.loomQueries(try bench.loomPostgres(schemaName), queries, pinned: false, meter: round.meter) { time, _ in
                 times.append(time)
@@ -217,7 +217,7 @@ final class PostgreSQLChangeAndSave: PostgreSQLWorkloadBase, SynchronousWorkload
         let changed = Array(stride(from: 0, to: bench.sizes.objects, by: 10))
         switch contender {
         case .fluent:
-            return try fluentRound(of: self, round, path: nil)
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             let counter = StatementCounter()
             let container = try bench.loomPostgres(schemaName, trace: counter.trace)
@@ -271,7 +271,7 @@ final class PostgreSQLSingleObjectSaves: PostgreSQLWorkloadBase, SynchronousWork
         round.meter?.begin()
         switch contender {
         case .fluent:
-            return try fluentRound(of: self, round, path: nil)
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             let counter = StatementCounter()
             let container = try bench.loomPostgres(schemaName, trace: counter.trace)

@@ -72,7 +72,7 @@ final class InsertAndSave: SynchronousWorkload {
             try pool.close()
             (create, save) = (c, s)
         case .fluent:
-            return try fluentRound(of: self, round, path: path)
+            return try runFluentRound(of: self, round, path: path)
         case .loom:
             (create, save) = try Self.loomRound(try PersistentContainer.bench(at: path), items, meter)
         }

@@ -94,7 +94,7 @@ final class FetchAll: SynchronousWorkload {
             meter?.end()
             try pool.close()
         case .fluent:
-            result = try fluentRound(of: self, round, path: path)
+            result = try runFluentRound(of: self, round, path: path)
         case .loom:
             result = try Self.loomRound(try PersistentContainer.bench(at: path), meter)
         }

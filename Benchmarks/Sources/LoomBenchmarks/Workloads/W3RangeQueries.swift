@@ -76,7 +76,7 @@ final class RangeQueries: SynchronousWorkload {
             meter?.end()
             try pool.close()
         case .fluent:
-            return try fluentRound(of: self, round, path: path)
+            return try runFluentRound(of: self, round, path: path)
         case .loom:
             // The queries on a context reading the latest data, and (not under the memory
             // meter) on one pinned to a query generation, each on a container of its own; which

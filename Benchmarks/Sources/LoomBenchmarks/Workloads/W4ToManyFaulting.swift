@@ -167,7 +167,7 @@ final class ToManyFaulting: SynchronousWorkload {
             try pool.close()
             return ["perParent": perParent, "prefetched": prefetched]
         case .fluent:
-            return try fluentRound(of: self, round, path: sqlPath)
+            return try runFluentRound(of: self, round, path: sqlPath)
         case .loom:
             let container = try PersistentContainer.folders(at: loomPath)
             _ = try container.newBackgroundContext(name: "primer").performAndWait { try $0.count(for: FetchRequest<Document>()) }

@@ -110,7 +110,7 @@ final class ChangeAndSave: SynchronousWorkload {
             try pool.close()
             result = ["change": change, "save": save, "total": change + save]
         case .fluent:
-            result = try fluentRound(of: self, round, path: path)
+            result = try runFluentRound(of: self, round, path: path)
         case .loom:
             result = try Self.loomRound(try PersistentContainer.bench(at: path), changed: changed, titles: titles, meter: meter)
         }
