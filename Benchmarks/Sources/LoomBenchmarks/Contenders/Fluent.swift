@@ -27,22 +27,31 @@ final class FluentStore {
     /// A store on the SQLite file at `path`, with the benchmark's settings.
     init(sqlite path: String, synchronous: String = "NORMAL") throws {
         let group = MultiThreadedEventLoopGroup.singleton
-        databases = Databases(threadPool: .singleton, on: group)
+        let databases = Databases(threadPool: .singleton, on: group)
+        self.databases = databases
         databases.use(.sqlite(SQLiteConfiguration(storage: .file(path: path)), sqlLogLevel: nil), as: .sqlite)
         // One event loop, so one connection (the driver keeps one per loop): the pragmas below
         // are the settings of every statement this store runs.
         guard let database = databases.database(.sqlite, logger: Self.logger, on: group.next()) else {
+            databases.shutdown()
             throw BenchError("Fluent has no SQLite database")
         }
         self.database = database
-        for pragma in BenchSettings.pragmas(synchronous: synchronous) { try execute(pragma) }
+        do {
+            for pragma in BenchSettings.pragmas(synchronous: synchronous) { try execute(pragma) }
+        } catch {
+            // AsyncKit's pools assert that they were shut down before they go.
+            databases.shutdown()
+            throw error
+        }
     }
 
     /// A store on the PostgreSQL server of `url` (as `--postgres` takes it), working in the
     /// schema `schemaName` (first on the search path).
     init(postgres url: String, schemaName: String) throws {
         let group = MultiThreadedEventLoopGroup.singleton
-        databases = Databases(threadPool: .singleton, on: group)
+        let databases = Databases(threadPool: .singleton, on: group)
+        self.databases = databases
         // Loom's URL parsing only, as the raw contender does: the connection is Fluent's own.
         let core = try PostgreSQLStore.Configuration(url: url).connectionConfiguration
         databases.use(
@@ -50,6 +59,7 @@ final class FluentStore {
                       maxConnectionsPerEventLoop: 1, sqlLogLevel: .trace),
             as: .psql)
         guard let database = databases.database(.psql, logger: Self.logger, on: group.next()) else {
+            databases.shutdown()
             throw BenchError("Fluent has no PostgreSQL database")
         }
         self.database = database
