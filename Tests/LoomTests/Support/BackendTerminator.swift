@@ -78,7 +78,7 @@ final class BackendTerminator: @unchecked Sendable {
             lines += rows.sorted().map { "\(table) \($0)" }
         }
         if tables.contains("loom_metadata") {
-            lines += try query("SELECT key || '=' || value FROM \(quoted).loom_metadata WHERE key NOT IN ('storeIdentifier') ORDER BY key")
+            lines += try query("SELECT key || '=' || value FROM \(quoted).loom_metadata WHERE key NOT IN ('storeIdentifier', 'schema') ORDER BY key")
         }
         if tables.contains("loom_history") {
             lines += try query("SELECT 'history ' || number || ' ' || entities || ' ' || (changes IS NOT NULL) FROM \(quoted).loom_history ORDER BY number")
@@ -105,7 +105,8 @@ final class BackendTerminator: @unchecked Sendable {
 final class ScheduledTermination: @unchecked Sendable {
     private let terminator: BackendTerminator
     private let applicationName: String
-    private let state = Mutex<(done: Bool, ended: Int, failure: String?)>((false, 0, nil))
+    /// Done until ``start(after:)``: a termination never started is done.
+    private let state = Mutex<(done: Bool, ended: Int, failure: String?)>((true, 0, nil))
 
     init(_ terminator: BackendTerminator, applicationName: String) {
         self.terminator = terminator
@@ -115,6 +116,7 @@ final class ScheduledTermination: @unchecked Sendable {
     /// Ends the sessions once after each delay, counted from now.
     func start(after delays: [Duration]) {
         let start = ContinuousClock.now
+        state.withLock { $0.done = false }
         Thread { [self] in
             for delay in delays {
                 let wait = (start + delay) - ContinuousClock.now

@@ -227,7 +227,7 @@ struct PostgreSQLConnectionFaultTests {
             }
             let heard = containers.map { RemoteTransactions($0.remoteChanges()) }
             for name in ["a", "b"] { try await waitForSessions(admin, "loom-restart-\(name)") }
-            let saves = 15
+            let saves = 30
             let down = Duration.milliseconds(Int.random(in: 50..<400, using: &random))
             let away = Duration.milliseconds(Int.random(in: 100..<800, using: &random))
             async let first = SaveStream.run(containers[0], author: "a", prefix: "a\(round)", count: saves)
@@ -258,6 +258,84 @@ struct PostgreSQLConnectionFaultTests {
             total = (total.saves + saves * 2, total.failures + failures, total.violations + (problems.isEmpty ? 0 : 1))
         }
         print("postgres faults, restart: \(rounds) restarts, \(total.saves) saves, \(total.failures) failed calls retried, \(total.violations) violations")
+    }
+
+    @Test("The timeouts and the session name reach the server's startup parameters")
+    func startupParameters() throws {
+        var configuration = try PostgreSQLStore.Configuration(url: "postgres://app@localhost:5432/db")
+        #expect(configuration.connectTimeout == .seconds(10))
+        #expect(configuration.statementTimeout == nil)
+        #expect(configuration.listenerReconnection.maximumAttempts == nil)
+        func parameters() -> [String: String] {
+            Dictionary(configuration.connectionConfiguration.options.additionalStartupParameters, uniquingKeysWith: { $1 })
+        }
+        #expect(parameters()["application_name"] == "loom")
+        #expect(parameters()["statement_timeout"] == nil)
+        configuration.applicationName = "board-server-2"
+        configuration.statementTimeout = .microseconds(1_500)
+        #expect(parameters()["application_name"] == "board-server-2")
+        #expect(parameters()["statement_timeout"] == "2")      // whole milliseconds, rounded up
+        configuration.statementTimeout = .seconds(90)
+        #expect(parameters()["statement_timeout"] == "90000")
+    }
+
+    @Test("A statement past statementTimeout is cancelled by the server: storeFailure with SQLSTATE 57014 within it, the connection kept, and the next read works")
+    func statementTimeout() async throws {
+        let cluster = try OwnedPostgresCluster()
+        let admin = BackendTerminator(try cluster.configuration(timeout: Self.timeout))
+        defer { admin.close() }
+        var configuration = try cluster.configuration(timeout: .seconds(20))
+        configuration.statementTimeout = .milliseconds(300)
+        configuration.maximumReaderCount = 1
+        configuration.applicationName = "loom-statement-timeout"
+        let container = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(Book.self)))
+        try await container.save { context in context.insert(Book(isbn: "1", title: "Locked")) }
+        let context = container.newBackgroundContext()
+        #expect(try context.performAndWait { try $0.count(for: FetchRequest<Book>()) } == 1)
+        let sessions = try admin.sessions(applicationName: "loom-statement-timeout")
+        let table = try #require(try admin.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' AND table_name NOT LIKE 'loom%'").first)
+        _ = try admin.query("BEGIN")
+        _ = try admin.query("LOCK TABLE public.\"\(table)\" IN ACCESS EXCLUSIVE MODE")
+        let start = ContinuousClock.now
+        let failure = context.performAndWait { context -> LoomError? in
+            do throws(LoomError) { _ = try context.fetch(FetchRequest<Book>()) } catch { return error }
+            return nil
+        }
+        let took = ContinuousClock.now - start
+        _ = try admin.query("ROLLBACK")
+        #expect(failure?.code == .storeFailure)
+        #expect(failure?.storeCode?.sqlState == "57014", "\(String(describing: failure))")
+        #expect(took < .seconds(3), "the fetch took \(took)")
+        #expect(try context.performAndWait { try $0.fetch(FetchRequest<Book>()).map(\.title) } == ["Locked"])
+        #expect(try admin.sessions(applicationName: "loom-statement-timeout") == sessions)   // no connection replaced
+        try await container.close()
+    }
+
+    @Test("A listener past maximumAttempts gives up: remoteChangesFailure says why and the streams end; the store itself works again once the server is back")
+    func listenerGivesUp() async throws {
+        let cluster = try OwnedPostgresCluster()
+        let admin = BackendTerminator(try cluster.configuration(timeout: Self.timeout))
+        defer { admin.close() }
+        var configuration = try cluster.configuration(timeout: Self.timeout)
+        configuration.applicationName = "loom-gives-up"
+        configuration.listenerReconnection.initialDelay = .milliseconds(50)
+        configuration.listenerReconnection.maximumDelay = .milliseconds(100)
+        configuration.listenerReconnection.maximumAttempts = 3
+        let container = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(Book.self)))
+        let stream = container.remoteChanges()
+        try await waitForSessions(admin, "loom-gives-up")
+        try cluster.halt()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while container.coordinator.remoteChangesFailure == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let failure = try #require(container.coordinator.remoteChangesFailure)
+        #expect(failure.code == .storeFailure)
+        #expect(failure.message.contains("3 attempts"), "\(failure.message)")
+        var events = 0
+        for await _ in stream { events += 1 }          // ended
+        #expect(events == 0)
+        try cluster.resume()
+        try await container.save { context in context.insert(Book(isbn: "1", title: "After")) }
+        try await container.close()
     }
 
     /// Waits until the server has a session named `name` (a container's listener is listening).
@@ -303,7 +381,7 @@ enum SaveStream {
             while true {
                 let start = ContinuousClock.now
                 let error: LoomError? = context.performAndWait { context in
-                    do { try context.save() } catch { return error }
+                    do throws(LoomError) { try context.save() } catch { return error }
                     return nil
                 }
                 guard let error else { break }
@@ -325,6 +403,8 @@ enum SaveStream {
                 try await Task.sleep(for: .milliseconds(50))
             }
             result.keys.append(key)
+            // Spread over about a second, so that the restart falls among the saves.
+            try await Task.sleep(for: .milliseconds(25))
         }
         return result
     }
