@@ -12,7 +12,8 @@ import Synchronization
 /// on one of NIO's event-loop threads, which keep running the connection meanwhile: a busy
 /// event loop delays the answer, it cannot deadlock the caller.
 ///
-/// Every wait is bounded by the configuration's ``PostgreSQLStore/Configuration/responseTimeout``:
+/// Opening is bounded by the configuration's ``PostgreSQLStore/Configuration/connectTimeout``, and
+/// every later wait by its ``PostgreSQLStore/Configuration/responseTimeout``:
 /// a server that does not answer by then is taken as gone, the connection is closed (which
 /// fails whatever else waits on it) and ``PGConnectionLost`` is thrown. A connection the server
 /// closed fails at once; its owner opens another (see ``isLost(_:)``).
@@ -38,12 +39,12 @@ final class PGConnection: @unchecked Sendable {
         self.timeout = timeout
     }
 
-    /// Opens a connection (waiting on the calling thread, at most the response timeout).
+    /// Opens a connection (waiting on the calling thread, at most the connect timeout).
     static func open(_ configuration: PostgreSQLStore.Configuration) throws -> PGConnection {
         var options = configuration.connectionConfiguration
-        options.options.connectTimeout = .nanoseconds(Int64(min(configuration.responseTimeout / .nanoseconds(1), Double(Int64.max))))
+        options.options.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout / .nanoseconds(1), Double(Int64.max))))
         let future = PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: options, id: ids.next(), logger: logger)
-        let connection = try wait(for: future, timeout: configuration.responseTimeout, waiting: "to connect") {
+        let connection = try wait(for: future, timeout: configuration.connectTimeout, waiting: "to connect") {
             // Connected after all, too late: closed rather than leaked.
             future.whenSuccess { connection in connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
         }

@@ -56,10 +56,12 @@ public final class PostgreSQLStore: PersistentStore {
         /// The PostgreSQL schema (namespace) holding the store's tables, created if missing:
         /// several stores can share one database under different names.
         public var schemaName: String
-        /// How many connections may read at once (besides the writer and the listener).
+        /// How many connections may read at once (besides the writer and the listener): a read
+        /// beyond it waits for one to come back. 4 by default. Opened when first needed and kept;
+        /// one the server closed is replaced at its next use.
         public var maximumReaderCount: Int = 4
-        /// How long the store waits for the server — to connect, and for each statement's
-        /// answer — before it takes the connection as lost (30 seconds by default). A lost
+        /// How long the store waits for each statement's answer before it takes the connection
+        /// as lost (30 seconds by default; opening one is bounded by ``connectTimeout``). A lost
         /// connection makes the call throw `LoomError/Code/storeFailure` (a commit whose answer
         /// never came: `LoomError/Code/commitOutcomeUnknown`) and is closed; the next call opens
         /// another, so the store works again by itself once the server is back. A connection the
@@ -67,6 +69,24 @@ public final class PostgreSQLStore: PersistentStore {
         /// waiting this long. A statement that runs longer than this (a very large fetch or
         /// batch) needs a longer timeout.
         public var responseTimeout: Duration = .seconds(30)
+        /// How long opening a connection may take (10 seconds by default, as postgres-nio's
+        /// pool): the TCP or socket connection, TLS and the login. An unreachable server makes
+        /// the call that needed the connection throw `LoomError/Code/storeFailure` past it.
+        public var connectTimeout: Duration = .seconds(10)
+        /// The server's `statement_timeout` for the store's sessions: a statement that runs
+        /// longer is cancelled by the server, which answers SQLSTATE 57014 (the call throws
+        /// `LoomError/Code/storeFailure` with that ``LoomError/storeCode``) and keeps the
+        /// connection, unlike ``responseTimeout``, which gives up on the connection. It also
+        /// bounds waits for locks held by other servers (the write lock an exclusive write holds).
+        /// `nil` (the default) leaves the server's own setting, usually none; below a second it is
+        /// rounded up to whole milliseconds. Keep it shorter than ``responseTimeout``.
+        public var statementTimeout: Duration?
+        /// The `application_name` of every session the store opens (`pg_stat_activity` shows it),
+        /// "loom" by default: name each app server's stores to tell their sessions apart.
+        public var applicationName: String = "loom"
+        /// How the listener that brings other servers' commits (see
+        /// `PersistentStoreCoordinator/remoteChanges()`) connects again after it lost its connection.
+        public var listenerReconnection = ListenerReconnection()
         /// Whether every save also records a history transaction (on by default). Off, other
         /// coordinators do not learn of this store's saves.
         public var recordsHistory: Bool = true
@@ -129,9 +149,14 @@ public final class PostgreSQLStore: PersistentStore {
             }
             // The store's schema first; `public` for the unaccent extension's function.
             configuration.options.additionalStartupParameters = [
-                ("search_path", "\(SQLGenerator.quote(schemaName)), public"), ("application_name", "loom"),
-            ]
+                ("search_path", "\(SQLGenerator.quote(schemaName)), public"), ("application_name", applicationName),
+            ] + (statementTimeout.map { [("statement_timeout", "\(Self.milliseconds($0))")] } ?? [])
             return configuration
+        }
+
+        /// Whole milliseconds, at least 1, for a server setting.
+        static func milliseconds(_ duration: Duration) -> Int64 {
+            Int64(min(max(1, (duration / .milliseconds(1)).rounded(.up)), 1e15))
         }
 
         /// Where the store is, for messages: `host:port/database, schema name`.

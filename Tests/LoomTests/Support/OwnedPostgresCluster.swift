@@ -20,10 +20,12 @@ final class OwnedPostgresCluster: @unchecked Sendable {
     deinit { _ = try? Self.run("stop", folder) }
 
     /// A configuration for a new store on this cluster, with `timeout` as its
-    /// ``PostgreSQLStore/Configuration/responseTimeout``.
+    /// ``PostgreSQLStore/Configuration/responseTimeout`` and
+    /// ``PostgreSQLStore/Configuration/connectTimeout``.
     func configuration(timeout: Duration) throws -> PostgreSQLStore.Configuration {
         var configuration = try PostgreSQLStore.Configuration(url: url)
         configuration.responseTimeout = timeout
+        configuration.connectTimeout = timeout
         return configuration
     }
 
