@@ -1,8 +1,8 @@
 import Foundation
-@_spi(LoomStore) public import LoomCore
+@_spi(LoomStore) import LoomCore
 // NIOSSL's types (TLS configuration, certificates, its errors) come with PostgresNIO, which
 // re-exports the module it builds its TLS on.
-public import PostgresNIO
+import PostgresNIO
 
 extension PostgreSQLStore.Configuration {
     /// Whether a connection is encrypted and what of the server's certificate is checked: libpq's
