@@ -58,7 +58,8 @@ enum PostgreSQLPassword {
     /// the next character (`:` or `\`) literal; lines starting with `#`, and lines with fewer
     /// than five fields, are skipped. An empty password is no password.
     static func password(in text: String, hosts: [String], port: String, database: String, user: String) -> String? {
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: true) {
+        // "\r\n" is one Character in Swift: split on it too, or a CRLF file is one line.
+        for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             var line = Substring(rawLine)
             while line.last == "\r" { line = line.dropLast() }
             if line.isEmpty || line.hasPrefix("#") { continue }
