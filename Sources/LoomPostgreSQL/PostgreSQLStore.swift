@@ -51,8 +51,28 @@ public final class PostgreSQLStore: PersistentStore {
 
         public var endpoint: Endpoint
         public var username: String
+        /// The password, if the server asks for one. `nil` (or empty): as libpq, the store takes
+        /// `PGPASSWORD` from the environment, else the first matching line of the password
+        /// file (``passwordFile``), each time it connects, so that the password need not be in
+        /// the code or on a command line. It appears in no message, log line or description.
         public var password: String?
         public var database: String?
+        /// Whether and how the connection is encrypted, as libpq's `sslmode`: ``SSLMode/prefer``
+        /// by default (as libpq: TLS when the server offers it, unverified). Use
+        /// ``SSLMode/verifyFull`` with ``sslRootCertificate`` on any network you do not own.
+        /// A Unix socket is never encrypted (PostgreSQL has no TLS there), whatever the mode.
+        public var sslMode: SSLMode = .prefer
+        /// libpq's `sslrootcert`: a PEM file of the certificate authorities that may sign the
+        /// server's certificate, or `"system"` for the system's trusted authorities (which
+        /// needs ``SSLMode/verifyFull``). `nil`: `~/.postgresql/root.crt` when it exists, as
+        /// libpq. Given (or found) with ``SSLMode/require``, the chain is verified as with
+        /// ``SSLMode/verifyCA`` (libpq's rule).
+        public var sslRootCertificate: String?
+        /// libpq's `passfile`: the password file read when ``password`` is `nil`, lines of
+        /// `host:port:database:user:password` (`*` matches anything, `\` escapes `:` and `\`).
+        /// `nil`: `PGPASSFILE` from the environment, else `~/.pgpass`. As libpq, a file that its
+        /// group or others may read is ignored (the error of a refused login then says so).
+        public var passwordFile: String?
         /// The PostgreSQL schema (namespace) holding the store's tables, created if missing:
         /// several stores can share one database under different names.
         public var schemaName: String
@@ -116,16 +136,29 @@ public final class PostgreSQLStore: PersistentStore {
         /// Reads `postgres://user:password@host:port/database?schema=name`; a `host` parameter
         /// that is a folder means a Unix socket there (`postgres://app@localhost:5432/db?host=/run/postgresql`).
         ///
-        /// - Throws: `LoomError/Code/invalidRequest` naming what is wrong with the URL.
+        /// libpq's parameters for security are read too: `sslmode` (``SSLMode``, else
+        /// `PGSSLMODE` from the environment), `sslrootcert` (``sslRootCertificate``, else
+        /// `PGSSLROOTCERT`), `password` and `passfile` (``passwordFile``):
+        /// `postgres://app@db.internal/library?sslmode=verify-full&sslrootcert=/etc/loom/ca.pem`.
+        /// Leave the password out of the URL: the store reads `PGPASSWORD` or the password file
+        /// when it connects (see ``password``).
+        ///
+        /// - Throws: `LoomError/Code/invalidRequest` naming what is wrong with the URL (never
+        ///   showing its password).
         public init(url text: String) throws(LoomError) {
+            try self.init(url: text, environment: ProcessInfo.processInfo.environment)
+        }
+
+        /// ``init(url:)`` with `environment` in place of the process's (tests).
+        init(url text: String, environment: [String: String]) throws(LoomError) {
             guard let components = URLComponents(string: text), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
-                throw LoomError(.invalidRequest, "\"\(text)\" is not a PostgreSQL URL: write postgres://user@host:port/database.")
+                throw LoomError(.invalidRequest, "\"\(CredentialRedaction.redacting(text))\" is not a PostgreSQL URL: write postgres://user@host:port/database.")
             }
             let items = components.queryItems ?? []
             func item(_ name: String) -> String? { items.first { $0.name == name }?.value }
             let port = components.port ?? 5432
             let database = components.path.split(separator: "/").first.map(String.init)
-            let username = components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+            let username = components.user ?? environment["USER"] ?? "postgres"
             let endpoint: Endpoint
             if let socketFolder = item("host"), socketFolder.hasPrefix("/") {
                 endpoint = .unixSocket(path: socketFolder + "/.s.PGSQL.\(port)")
@@ -134,24 +167,46 @@ public final class PostgreSQLStore: PersistentStore {
             } else {
                 endpoint = .unixSocket(path: "/var/run/postgresql/.s.PGSQL.\(port)")
             }
-            self.init(endpoint: endpoint, username: username, password: components.password, database: database, schemaName: item("schema") ?? "public")
+            let password = components.password ?? item("password")
+            self.init(endpoint: endpoint, username: username, password: password, database: database, schemaName: item("schema") ?? "public")
+            sslRootCertificate = item("sslrootcert") ?? environment["PGSSLROOTCERT"].flatMap { $0.isEmpty ? nil : $0 }
+            if let mode = item("sslmode") ?? environment["PGSSLMODE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+                sslMode = try SSLMode(parsing: mode, in: item("sslmode") == nil ? "PGSSLMODE" : "the URL's sslmode")
+            } else if sslRootCertificate == "system" {
+                // libpq: the system's authorities make verify-full the default.
+                sslMode = .verifyFull
+            }
+            passwordFile = item("passfile")
         }
 
         /// The postgres-nio configuration of the store's own connections (its schema first on the
-        /// search path, then `public`), for an application's own connections to the same server.
-        /// A value: use it from any thread.
+        /// search path, then `public`), for an application's own connections to the same server:
+        /// the same encryption (``sslMode``) and password (``password``, `PGPASSWORD` or the
+        /// password file). A value: use it from any thread. Each read reads the certificate
+        /// authorities' file and the password file again.
+        ///
+        /// - Throws: `LoomError/Code/invalidRequest` when ``sslRootCertificate`` cannot be read
+        ///   or the TLS settings contradict each other.
         public var connectionConfiguration: PostgresConnection.Configuration {
+            get throws(LoomError) { try makeConnectionConfiguration(environment: ProcessInfo.processInfo.environment).configuration }
+        }
+
+        /// The postgres-nio configuration, and why the password file was not read when it was
+        /// ignored (for the message of a refused login).
+        func makeConnectionConfiguration(environment: [String: String]) throws(LoomError) -> (configuration: PostgresConnection.Configuration, passwordNote: String?) {
+            let password = PostgreSQLPassword.resolve(self, environment: environment)
             var configuration = switch endpoint {
             case .tcp(let host, let port):
-                PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: database, tls: .disable)
+                PostgresConnection.Configuration(host: host, port: port, username: username, password: password.value, database: database,
+                                                 tls: try PostgreSQLTLS.mode(for: self, environment: environment))
             case .unixSocket(let path):
-                PostgresConnection.Configuration(unixSocketPath: path, username: username, password: password, database: database)
+                PostgresConnection.Configuration(unixSocketPath: path, username: username, password: password.value, database: database)
             }
             // The store's schema first; `public` for the unaccent extension's function.
             configuration.options.additionalStartupParameters = [
                 ("search_path", "\(SQLGenerator.quote(schemaName)), public"), ("application_name", applicationName),
             ] + (statementTimeout.map { [("statement_timeout", "\(Self.milliseconds($0))")] } ?? [])
-            return configuration
+            return (configuration, password.note)
         }
 
         /// Whole milliseconds, at least 1, for a server setting.
@@ -159,13 +214,9 @@ public final class PostgreSQLStore: PersistentStore {
             Int64(min(max(1, (duration / .milliseconds(1)).rounded(.up)), 1e15))
         }
 
-        /// Where the store is, for messages: `host:port/database, schema name`.
-        var description: String {
-            let place = switch endpoint {
-            case .tcp(let host, let port): "\(host):\(port)"
-            case .unixSocket(let path): path
-            }
-            return "\(place)/\(database ?? username), schema \(schemaName)"
+        /// Where the store is, for messages: `host:port/database, schema name` (no password).
+        public var description: String {
+            "\(endpointDescription)/\(database ?? username), schema \(schemaName)"
         }
     }
 

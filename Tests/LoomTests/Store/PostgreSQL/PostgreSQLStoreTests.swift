@@ -192,7 +192,7 @@ struct PostgreSQLStoreTests {
         var foreign = configuration
         foreign.schemaName = configuration.schemaName + "_foreign"
         let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: foreign.connectionConfiguration, id: 1,
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try foreign.connectionConfiguration, id: 1,
             logger: Logger(label: "test"))
         _ = try await connection.query("CREATE SCHEMA \(unescaped: foreign.schemaName)", logger: Logger(label: "test"))
         _ = try await connection.query("CREATE TABLE \(unescaped: foreign.schemaName).invoices (id int)", logger: Logger(label: "test"))
