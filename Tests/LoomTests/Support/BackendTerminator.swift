@@ -51,7 +51,7 @@ final class BackendTerminator: @unchecked Sendable {
         try lock.withLock {
             if connection == nil || connection!.isClosed {
                 connection = try PostgresConnection.connect(
-                    on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration, id: 1, logger: Self.logger).wait()
+                    on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1, logger: Self.logger).wait()
             }
             do {
                 let result = try connection!.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: Self.logger).wait()

@@ -266,17 +266,17 @@ struct PostgreSQLConnectionFaultTests {
         #expect(configuration.connectTimeout == .seconds(10))
         #expect(configuration.statementTimeout == nil)
         #expect(configuration.listenerReconnection.maximumAttempts == nil)
-        func parameters() -> [String: String] {
-            Dictionary(configuration.connectionConfiguration.options.additionalStartupParameters, uniquingKeysWith: { $1 })
+        func parameters() throws -> [String: String] {
+            Dictionary(try configuration.connectionConfiguration.options.additionalStartupParameters, uniquingKeysWith: { $1 })
         }
-        #expect(parameters()["application_name"] == "loom")
-        #expect(parameters()["statement_timeout"] == nil)
+        #expect(try parameters()["application_name"] == "loom")
+        #expect(try parameters()["statement_timeout"] == nil)
         configuration.applicationName = "board-server-2"
         configuration.statementTimeout = .microseconds(1_500)
-        #expect(parameters()["application_name"] == "board-server-2")
-        #expect(parameters()["statement_timeout"] == "2")      // whole milliseconds, rounded up
+        #expect(try parameters()["application_name"] == "board-server-2")
+        #expect(try parameters()["statement_timeout"] == "2")      // whole milliseconds, rounded up
         configuration.statementTimeout = .seconds(90)
-        #expect(parameters()["statement_timeout"] == "90000")
+        #expect(try parameters()["statement_timeout"] == "90000")
     }
 
     @Test("A statement past statementTimeout is cancelled by the server: storeFailure with SQLSTATE 57014 within it, the connection kept, and the next read works")

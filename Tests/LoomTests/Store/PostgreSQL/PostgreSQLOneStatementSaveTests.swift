@@ -23,7 +23,7 @@ struct PostgreSQLOneStatementSaveTests {
     static func execute(_ sql: String, _ configuration: PostgreSQLStore.Configuration) async throws -> [String?] {
         let logger = Logger(label: "test")
         let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration, id: 1, logger: logger)
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1, logger: logger)
         do {
             var values: [String?] = []
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
