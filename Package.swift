@@ -152,6 +152,12 @@ let package = Package(
             ] + postgresDriver,   // the raw PostgreSQL contender
             path: "Benchmarks/Sources/LoomBenchmarks",
             swiftSettings: strictSettings),
+        // The benchmark's own logic (its SVG chart), tested through the executable's module.
+        .testTarget(
+            name: "LoomBenchTests",
+            dependencies: ["loom-bench"],
+            path: "Benchmarks/Tests/LoomBenchTests",
+            swiftSettings: strictSettings),
         // A SQLite VFS that fails a chosen I/O call, for the fault-injection tests (in no product).
         .target(
             name: "LoomFaultVFS",

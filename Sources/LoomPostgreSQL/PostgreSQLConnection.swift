@@ -12,7 +12,8 @@ import Synchronization
 /// on one of NIO's event-loop threads, which keep running the connection meanwhile: a busy
 /// event loop delays the answer, it cannot deadlock the caller.
 ///
-/// Every wait is bounded by the configuration's ``PostgreSQLStore/Configuration/responseTimeout``:
+/// Opening is bounded by the configuration's ``PostgreSQLStore/Configuration/connectTimeout``, and
+/// every later wait by its ``PostgreSQLStore/Configuration/responseTimeout``:
 /// a server that does not answer by then is taken as gone, the connection is closed (which
 /// fails whatever else waits on it) and ``PGConnectionLost`` is thrown. A connection the server
 /// closed fails at once; its owner opens another (see ``isLost(_:)``).
@@ -38,14 +39,23 @@ final class PGConnection: @unchecked Sendable {
         self.timeout = timeout
     }
 
-    /// Opens a connection (waiting on the calling thread, at most the response timeout).
+    /// Opens a connection (waiting on the calling thread, at most the connect timeout), with
+    /// the configuration's TLS mode and password (``PostgreSQLTLS``, ``PostgreSQLPassword``).
+    ///
+    /// - Throws: `LoomError` when the TLS settings cannot be used, or when TLS or the password
+    ///   refused the connection (told in words); the driver's error for any other failure.
     static func open(_ configuration: PostgreSQLStore.Configuration) throws -> PGConnection {
-        var options = configuration.connectionConfiguration
-        options.options.connectTimeout = .nanoseconds(Int64(min(configuration.responseTimeout / .nanoseconds(1), Double(Int64.max))))
+        var (options, passwordNote) = try configuration.makeConnectionConfiguration(environment: ProcessInfo.processInfo.environment)
+        options.options.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout / .nanoseconds(1), Double(Int64.max))))
         let future = PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: options, id: ids.next(), logger: logger)
-        let connection = try wait(for: future, timeout: configuration.responseTimeout, waiting: "to connect") {
-            // Connected after all, too late: closed rather than leaked.
-            future.whenSuccess { connection in connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+        let connection: PostgresConnection
+        do {
+            connection = try wait(for: future, timeout: configuration.connectTimeout, waiting: "to connect") {
+                // Connected after all, too late: closed rather than leaked.
+                future.whenSuccess { connection in connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+            }
+        } catch {
+            throw PostgreSQLTLS.explain(error, configuration: configuration, passwordNote: passwordNote) ?? error
         }
         return PGConnection(connection, trace: configuration.trace, log: configuration.sqlLog ?? LoomLogging.sqlLog(store: configuration.description),
                             timeout: configuration.responseTimeout)

@@ -6,10 +6,13 @@ import PostgresNIO
 /// Finds the commits other store instances (other servers, other coordinators) make on the
 /// same store, in commit order, each once: a thread of its own with a connection of its own
 /// that `LISTEN`s on the store's channel. A notification only wakes it; it then reads the
-/// history after the last number it saw, so a notification lost with a dropped connection
-/// loses nothing: the thread reconnects (every second until the server answers), listens again
-/// and catches up from the history. It also reads every second when nothing woke it. A wait
-/// for the server is bounded by the configuration's response timeout, so a silent server
+/// history after the last number it handed on, so a notification lost with a dropped
+/// connection loses nothing: the thread connects again (waits doubling from the
+/// configuration's ``PostgreSQLStore/Configuration/ListenerReconnection/initialDelay`` up to its
+/// ``PostgreSQLStore/Configuration/ListenerReconnection/maximumDelay``), listens again and
+/// catches up from the history. It also reads every
+/// ``PostgreSQLStore/Configuration/ListenerReconnection/pollInterval`` when nothing woke it. A
+/// wait for the server is bounded by the configuration's response timeout, so a silent server
 /// cannot hold the thread.
 ///
 /// `@unchecked Sendable`: the loop's state is only touched on its thread; `stopped` and the
@@ -65,30 +68,51 @@ final class PostgreSQLListener: @unchecked Sendable {
 
     private func run() {
         defer { finished.signal() }
+        let policy = configuration.listenerReconnection
+        // Failed attempts to connect in a row.
+        var failures = 0
         while !isStopped {
             // (Re)connect and listen again; then catch up from the history, which holds every
             // commit made meanwhile (a notification sent while the connection was down is lost,
             // the commit is not). Not reported as unavailable: a server away for a while only
-            // delays other instances' commits, it loses none.
+            // delays other instances' commits, it loses none (unless the policy gives up).
             if connection == nil || connection!.isClosed {
-                connection?.close()
-                connection = nil
+                if let lost = connection {
+                    lost.close()
+                    connection = nil
+                    _ = wake.wait(timeout: .now() + policy.delay(beforeAttempt: 1).timeInterval)
+                    if isStopped { break }
+                }
                 do {
                     let opened = try PGConnection.open(configuration)
                     let wake = self.wake
                     opened.connection.addListener(channel: channel) { _, _ in wake.signal() }
-                    try opened.query("LISTEN \(SQLGenerator.quote(channel))")
                     connection = opened
+                    try opened.query("LISTEN \(SQLGenerator.quote(channel))")
+                    failures = 0
                     if isStopped { break }
                 } catch {
-                    _ = wake.wait(timeout: .now() + 1)
+                    connection?.close()
+                    connection = nil
+                    failures += 1
+                    if let maximum = policy.maximumAttempts, failures >= maximum {
+                        if !isStopped {
+                            handler(.unavailable(LoomError(
+                                .storeFailure,
+                                "Other servers' commits to the PostgreSQL store at \(configuration.description) are no longer watched: the listener lost its connection and \(failures) attempt\(failures == 1 ? "" : "s") to connect again failed (the last: \(PostgreSQLStore.describe(error))).",
+                                underlying: error)))
+                        }
+                        break
+                    }
+                    _ = wake.wait(timeout: .now() + policy.delay(beforeAttempt: failures + 1).timeInterval)
                     continue
                 }
             }
             // A failed read is tried again at the next wake-up: `lastNumber` only moves past
             // what was handed on. A lost connection is replaced at the top of the loop.
             if let connection { try? readHistory(connection) }
-            _ = wake.wait(timeout: .now() + 1)
+            if connection?.isClosed == true { continue }
+            _ = wake.wait(timeout: .now() + policy.pollInterval.timeInterval)
         }
         connection?.close()
     }
@@ -131,4 +155,9 @@ final class PostgreSQLListener: @unchecked Sendable {
         origins.advance(to: localCommit)
         lastNumber = last
     }
+}
+
+extension Duration {
+    /// The duration in seconds, for Dispatch's deadlines.
+    var timeInterval: Double { self / .seconds(1) }
 }

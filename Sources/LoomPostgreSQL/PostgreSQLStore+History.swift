@@ -20,7 +20,8 @@ import PostgresNIO
 /// behind any long write transaction on the server (of any application), and logical
 /// decoding needs server settings and a replication slot many hosted servers refuse. The cost
 /// is that the commits of one store take turns: the commit lock, the history row and the
-/// `COMMIT` (three round trips), not the whole save.
+/// `COMMIT`, not the whole save (a save in one statement holds the commit lock only from its
+/// history row to its commit: see ``applyInOneStatement(_:)``).
 ///
 /// A statement trigger sends `NOTIFY` on the store's channel, delivered at commit: listeners
 /// only use it as a wake-up and read the history after the last number they saw.
@@ -59,18 +60,8 @@ extension PostgreSQLStore {
         }
         // The row before it (a batch request's, in an exclusive write) is complete.
         try finishHistory()
-        var entities: [UInt8] = [], packed: [UInt8] = []
-        SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
         var bindings = PostgresBindings()
-        bindings.append(Date().timeIntervalSince1970)
-        bindings.append(origin)
-        bindings.append(Int64(lastCommitSequence + 1))
-        bindings.append(changes.author)
-        bindings.append(changes.contextName)
-        bindings.append(Int64(Self.processIdentifier))
-        bindings.append(Self.processName)
-        bindings.append(String(decoding: entities, as: UTF8.self))
-        bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: packed)))
+        appendHistoryValues(of: changes, to: &bindings)
         if writeLockShared.withLock({ $0 }) {
             // A statement of its own: the INSERT's snapshot must be taken once the lock is held.
             var lock = PostgresBindings()
@@ -87,6 +78,23 @@ extension PostgreSQLStore {
         }
         let number = rows.first.flatMap { $0.first { _ in true } }.map(PostgreSQLValues.int64)
         historyRowInTransaction.withLock { $0 = number.map { ContinuedHistoryRow(number: $0, writtenFrom: changes) } }
+    }
+
+    /// Binds the values of `changes`' history row, in the order of `loom_history`'s columns
+    /// after `number`: time, origin, the instance's commit, author, context, process, process
+    /// name, entities, packed changes.
+    func appendHistoryValues(of changes: StoreChangeSet, to bindings: inout PostgresBindings) {
+        var entities: [UInt8] = [], packed: [UInt8] = []
+        SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
+        bindings.append(Date().timeIntervalSince1970)
+        bindings.append(origin)
+        bindings.append(Int64(lastCommitSequence + 1))
+        bindings.append(changes.author)
+        bindings.append(changes.contextName)
+        bindings.append(Int64(Self.processIdentifier))
+        bindings.append(Self.processName)
+        bindings.append(String(decoding: entities, as: UTF8.self))
+        bindings.append(BoundValue(psqlType: .bytea, bytes: ByteBuffer(bytes: packed)))
     }
 
     /// Writes the changes of the change sets that continued the open transaction's last history

@@ -28,7 +28,9 @@ import Synchronization
 /// the history row and the `COMMIT` take turns (the commit lock), so that history numbers
 /// follow commit order across every server. An exclusive write
 /// (`PersistentContainer/performExclusiveWrite(_:)`) takes the write lock alone: no other
-/// server's save runs meanwhile.
+/// server's save runs meanwhile. A save that changes each table once (a single-object save, say)
+/// is one round trip: one statement that takes the locks, changes the rows, writes the history
+/// row and commits (see `applyInOneStatement(_:)`).
 ///
 /// A server that goes away makes calls throw `LoomError/Code/storeFailure` at once (a closed
 /// connection) or after ``Configuration/responseTimeout`` (a silent one), never hang; a failed
@@ -49,15 +51,37 @@ public final class PostgreSQLStore: PersistentStore {
 
         public var endpoint: Endpoint
         public var username: String
+        /// The password, if the server asks for one. `nil` (or empty): as libpq, the store takes
+        /// `PGPASSWORD` from the environment, else the first matching line of the password
+        /// file (``passwordFile``), each time it connects, so that the password need not be in
+        /// the code or on a command line. It appears in no message, log line or description.
         public var password: String?
         public var database: String?
+        /// Whether and how the connection is encrypted, as libpq's `sslmode`: ``SSLMode/prefer``
+        /// by default (as libpq: TLS when the server offers it, unverified). Use
+        /// ``SSLMode/verifyFull`` with ``sslRootCertificate`` on any network you do not own.
+        /// A Unix socket is never encrypted (PostgreSQL has no TLS there), whatever the mode.
+        public var sslMode: SSLMode = .prefer
+        /// libpq's `sslrootcert`: a PEM file of the certificate authorities that may sign the
+        /// server's certificate, or `"system"` for the system's trusted authorities (which
+        /// needs ``SSLMode/verifyFull``). `nil`: `~/.postgresql/root.crt` when it exists, as
+        /// libpq. Given (or found) with ``SSLMode/require``, the chain is verified as with
+        /// ``SSLMode/verifyCA`` (libpq's rule).
+        public var sslRootCertificate: String?
+        /// libpq's `passfile`: the password file read when ``password`` is `nil`, lines of
+        /// `host:port:database:user:password` (`*` matches anything, `\` escapes `:` and `\`).
+        /// `nil`: `PGPASSFILE` from the environment, else `~/.pgpass`. As libpq, a file that its
+        /// group or others may read is ignored (the error of a refused login then says so).
+        public var passwordFile: String?
         /// The PostgreSQL schema (namespace) holding the store's tables, created if missing:
         /// several stores can share one database under different names.
         public var schemaName: String
-        /// How many connections may read at once (besides the writer and the listener).
+        /// How many connections may read at once (besides the writer and the listener): a read
+        /// beyond it waits for one to come back. 4 by default. Opened when first needed and kept;
+        /// one the server closed is replaced at its next use.
         public var maximumReaderCount: Int = 4
-        /// How long the store waits for the server — to connect, and for each statement's
-        /// answer — before it takes the connection as lost (30 seconds by default). A lost
+        /// How long the store waits for each statement's answer before it takes the connection
+        /// as lost (30 seconds by default; opening one is bounded by ``connectTimeout``). A lost
         /// connection makes the call throw `LoomError/Code/storeFailure` (a commit whose answer
         /// never came: `LoomError/Code/commitOutcomeUnknown`) and is closed; the next call opens
         /// another, so the store works again by itself once the server is back. A connection the
@@ -65,6 +89,24 @@ public final class PostgreSQLStore: PersistentStore {
         /// waiting this long. A statement that runs longer than this (a very large fetch or
         /// batch) needs a longer timeout.
         public var responseTimeout: Duration = .seconds(30)
+        /// How long opening a connection may take (10 seconds by default, as postgres-nio's
+        /// pool): the TCP or socket connection, TLS and the login. An unreachable server makes
+        /// the call that needed the connection throw `LoomError/Code/storeFailure` past it.
+        public var connectTimeout: Duration = .seconds(10)
+        /// The server's `statement_timeout` for the store's sessions: a statement that runs
+        /// longer is cancelled by the server, which answers SQLSTATE 57014 (the call throws
+        /// `LoomError/Code/storeFailure` with that ``LoomError/storeCode``) and keeps the
+        /// connection, unlike ``responseTimeout``, which gives up on the connection. It also
+        /// bounds waits for locks held by other servers (the write lock an exclusive write holds).
+        /// `nil` (the default) leaves the server's own setting, usually none; below a second it is
+        /// rounded up to whole milliseconds. Keep it shorter than ``responseTimeout``.
+        public var statementTimeout: Duration?
+        /// The `application_name` of every session the store opens (`pg_stat_activity` shows it),
+        /// "loom" by default: name each app server's stores to tell their sessions apart.
+        public var applicationName: String = "loom"
+        /// How the listener that brings other servers' commits (see
+        /// `PersistentStoreCoordinator/remoteChanges()`) connects again after it lost its connection.
+        public var listenerReconnection = ListenerReconnection()
         /// Whether every save also records a history transaction (on by default). Off, other
         /// coordinators do not learn of this store's saves.
         public var recordsHistory: Bool = true
@@ -73,7 +115,12 @@ public final class PostgreSQLStore: PersistentStore {
         public var trace: (@Sendable (String) -> Void)?
         /// Called on the saving thread inside every save's transaction, at the given point: tests
         /// make transactions slow there to show which parts of saves overlap.
+        /// (A save with it set goes statement by statement, so that it can be called between them.)
         @_spi(LoomTesting) public var insideSaveTransaction: (@Sendable (SaveTransactionPoint) -> Void)?
+        /// Asked on the saving thread, for a save sent as one statement, how many seconds the
+        /// server sleeps inside its transaction at the given point: tests make such saves slow
+        /// there to show which parts of them overlap.
+        @_spi(LoomTesting) public var pauseInsideOneStatementSave: (@Sendable (SaveTransactionPoint) -> Double)?
         /// SQL logging as the store found it when it opened (``LoomLogging``), for every
         /// connection it opens later; `nil` before (a connection then reads the current setting).
         var sqlLog: SQLStatementLog??
@@ -89,16 +136,29 @@ public final class PostgreSQLStore: PersistentStore {
         /// Reads `postgres://user:password@host:port/database?schema=name`; a `host` parameter
         /// that is a folder means a Unix socket there (`postgres://app@localhost:5432/db?host=/run/postgresql`).
         ///
-        /// - Throws: `LoomError/Code/invalidRequest` naming what is wrong with the URL.
+        /// libpq's parameters for security are read too: `sslmode` (``SSLMode``, else
+        /// `PGSSLMODE` from the environment), `sslrootcert` (``sslRootCertificate``, else
+        /// `PGSSLROOTCERT`), `password` and `passfile` (``passwordFile``):
+        /// `postgres://app@db.internal/library?sslmode=verify-full&sslrootcert=/etc/loom/ca.pem`.
+        /// Leave the password out of the URL: the store reads `PGPASSWORD` or the password file
+        /// when it connects (see ``password``).
+        ///
+        /// - Throws: `LoomError/Code/invalidRequest` naming what is wrong with the URL (never
+        ///   showing its password).
         public init(url text: String) throws(LoomError) {
+            try self.init(url: text, environment: ProcessInfo.processInfo.environment)
+        }
+
+        /// ``init(url:)`` with `environment` in place of the process's (tests).
+        init(url text: String, environment: [String: String]) throws(LoomError) {
             guard let components = URLComponents(string: text), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
-                throw LoomError(.invalidRequest, "\"\(text)\" is not a PostgreSQL URL: write postgres://user@host:port/database.")
+                throw LoomError(.invalidRequest, "\"\(CredentialRedaction.redacting(text))\" is not a PostgreSQL URL: write postgres://user@host:port/database.")
             }
             let items = components.queryItems ?? []
             func item(_ name: String) -> String? { items.first { $0.name == name }?.value }
             let port = components.port ?? 5432
             let database = components.path.split(separator: "/").first.map(String.init)
-            let username = components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+            let username = components.user ?? environment["USER"] ?? "postgres"
             let endpoint: Endpoint
             if let socketFolder = item("host"), socketFolder.hasPrefix("/") {
                 endpoint = .unixSocket(path: socketFolder + "/.s.PGSQL.\(port)")
@@ -107,33 +167,56 @@ public final class PostgreSQLStore: PersistentStore {
             } else {
                 endpoint = .unixSocket(path: "/var/run/postgresql/.s.PGSQL.\(port)")
             }
-            self.init(endpoint: endpoint, username: username, password: components.password, database: database, schemaName: item("schema") ?? "public")
+            let password = components.password ?? item("password")
+            self.init(endpoint: endpoint, username: username, password: password, database: database, schemaName: item("schema") ?? "public")
+            sslRootCertificate = item("sslrootcert") ?? environment["PGSSLROOTCERT"].flatMap { $0.isEmpty ? nil : $0 }
+            if let mode = item("sslmode") ?? environment["PGSSLMODE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+                sslMode = try SSLMode(parsing: mode, in: item("sslmode") == nil ? "PGSSLMODE" : "the URL's sslmode")
+            } else if sslRootCertificate == "system" {
+                // libpq: the system's authorities make verify-full the default.
+                sslMode = .verifyFull
+            }
+            passwordFile = item("passfile")
         }
 
         /// The postgres-nio configuration of the store's own connections (its schema first on the
-        /// search path, then `public`), for an application's own connections to the same server.
-        /// A value: use it from any thread.
+        /// search path, then `public`), for an application's own connections to the same server:
+        /// the same encryption (``sslMode``) and password (``password``, `PGPASSWORD` or the
+        /// password file). A value: use it from any thread. Each read reads the certificate
+        /// authorities' file and the password file again.
+        ///
+        /// - Throws: `LoomError/Code/invalidRequest` when ``sslRootCertificate`` cannot be read
+        ///   or the TLS settings contradict each other.
         public var connectionConfiguration: PostgresConnection.Configuration {
+            get throws(LoomError) { try makeConnectionConfiguration(environment: ProcessInfo.processInfo.environment).configuration }
+        }
+
+        /// The postgres-nio configuration, and why the password file was not read when it was
+        /// ignored (for the message of a refused login).
+        func makeConnectionConfiguration(environment: [String: String]) throws(LoomError) -> (configuration: PostgresConnection.Configuration, passwordNote: String?) {
+            let password = PostgreSQLPassword.resolve(self, environment: environment)
             var configuration = switch endpoint {
             case .tcp(let host, let port):
-                PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: database, tls: .disable)
+                PostgresConnection.Configuration(host: host, port: port, username: username, password: password.value, database: database,
+                                                 tls: try PostgreSQLTLS.mode(for: self, environment: environment))
             case .unixSocket(let path):
-                PostgresConnection.Configuration(unixSocketPath: path, username: username, password: password, database: database)
+                PostgresConnection.Configuration(unixSocketPath: path, username: username, password: password.value, database: database)
             }
             // The store's schema first; `public` for the unaccent extension's function.
             configuration.options.additionalStartupParameters = [
-                ("search_path", "\(SQLGenerator.quote(schemaName)), public"), ("application_name", "loom"),
-            ]
-            return configuration
+                ("search_path", "\(SQLGenerator.quote(schemaName)), public"), ("application_name", applicationName),
+            ] + (statementTimeout.map { [("statement_timeout", "\(Self.milliseconds($0))")] } ?? [])
+            return (configuration, password.note)
         }
 
-        /// Where the store is, for messages: `host:port/database, schema name`.
-        var description: String {
-            let place = switch endpoint {
-            case .tcp(let host, let port): "\(host):\(port)"
-            case .unixSocket(let path): path
-            }
-            return "\(place)/\(database ?? username), schema \(schemaName)"
+        /// Whole milliseconds, at least 1, for a server setting.
+        static func milliseconds(_ duration: Duration) -> Int64 {
+            Int64(min(max(1, (duration / .milliseconds(1)).rounded(.up)), 1e15))
+        }
+
+        /// Where the store is, for messages: `host:port/database, schema name` (no password).
+        public var description: String {
+            "\(endpointDescription)/\(database ?? username), schema \(schemaName)"
         }
     }
 
@@ -172,6 +255,9 @@ public final class PostgreSQLStore: PersistentStore {
     /// The advisory lock a save holds from its history row to its `COMMIT` (see
     /// ``writeHistory(_:)``); a write transaction needs none, holding the write lock alone.
     let commitLockKey: Int64
+    /// Whether the store's schema has `loom_record_commit`, with which a save that changes each
+    /// table once is one statement (see ``applyInOneStatement(_:)``).
+    let savesInOneStatement: Bool
     /// Whether the open write transaction holds the write lock shared (a save) rather than alone.
     let writeLockShared = Mutex<Bool>(false)
     /// The channel `NOTIFY` wakes listeners on.
@@ -223,7 +309,8 @@ public final class PostgreSQLStore: PersistentStore {
                     writer, schema: schema, sql: sql, configuration: configuration, metadata: metadata, progress: migrationProgress,
                     history: (origin, scope.receiptOfOpenTransaction.sequence))
             }
-            identifier = opened.value
+            identifier = opened.value.id
+            savesInOneStatement = opened.value.savesInOneStatement
             migrationReceipt = opened.migration
         } catch {
             writer.close()
@@ -291,7 +378,7 @@ public final class PostgreSQLStore: PersistentStore {
     private static func bootstrap(
         _ connection: PGConnection, schema: Schema, sql: SQLGenerator, configuration: Configuration, metadata: [String: String?],
         progress: TableMigrationProgress?, history: (origin: Int64, commit: UInt64)
-    ) throws(LoomError) -> (value: UUID, migrated: Bool) {
+    ) throws(LoomError) -> (value: (id: UUID, savesInOneStatement: Bool), migrated: Bool) {
         let name = configuration.schemaName
         do {
             try connection.query("BEGIN")
@@ -334,8 +421,9 @@ public final class PostgreSQLStore: PersistentStore {
                     try connection.query("INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', $1), ('schema', $2), ('versionHash', $3), ('formatVersion', '1')", bindings)
                 }
                 for (key, value) in metadata.sorted(by: { $0.key < $1.key }) { try setMetadata(value, forKey: key, on: connection) }
+                let savesInOneStatement = try installSaveFunctions(connection, schemaName: name)
                 try connection.query("COMMIT")
-                return (id, migrated)
+                return ((id, savesInOneStatement), migrated)
             } catch {
                 _ = try? connection.query("ROLLBACK")
                 throw error
@@ -456,7 +544,7 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     /// A new writer in place of a lost one (the write scope held).
-    private func reopenWriter() throws(LoomError) {
+    func reopenWriter() throws(LoomError) {
         var opened: PGConnection
         do {
             opened = try PGConnection.open(configuration)
@@ -495,26 +583,28 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
-    /// Begins a transaction, applies `changes` and commits. The write lock is shared: saves of
-    /// other servers run alongside, up to their history rows (see ``writeHistory(_:)``).
+    /// Applies `changes` and commits them, in one statement when it can
+    /// (``applyInOneStatement(_:)``), else in a transaction statement by statement. The write
+    /// lock is shared: saves of other servers run alongside, up to their history rows (see
+    /// ``writeHistory(_:)``).
     private func applyAlone(_ changes: StoreChangeSet) throws(LoomError) -> CommitReceipt {
-        try begin(shared: true)
         do {
-            try applyStatements(changes)
-            try commit()
-            return writeScope.commit()
+            if let receipt = try applyInOneStatement(changes) { return receipt }
+            return try inSaveTransaction { () throws(LoomError) in try applyStatements(changes) }
         } catch where error.code == .versionConflict || error.code == .uniquenessViolation || Self.isDeadlock(error) {
-            _ = try? writer.query("ROLLBACK")
-        } catch {
-            _ = try? writer.query("ROLLBACK")
-            throw error
         }
         // Refused: apply again under a savepoint, so that the conflicts are read in the
         // transaction that refused it, at least as new as the refusal. (A deadlock with another
         // server's save on the same rows, in another order, is tried once more too.)
+        return try inSaveTransaction { () throws(LoomError) in try applyUnderSavepoint(changes) }
+    }
+
+    /// Begins a transaction holding the write lock shared, runs `body` and commits; rolls back
+    /// when either throws.
+    private func inSaveTransaction(_ body: () throws(LoomError) -> Void) throws(LoomError) -> CommitReceipt {
         try begin(shared: true)
         do {
-            try applyUnderSavepoint(changes)
+            try body()
             try commit()
             return writeScope.commit()
         } catch {

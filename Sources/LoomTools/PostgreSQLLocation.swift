@@ -21,7 +21,7 @@ package enum PostgreSQLLocation {
 
     /// The refusal of a PostgreSQL URL by a tool built without the `PostgreSQL` trait.
     package static func unavailable(_ location: String) -> LoomError {
-        LoomError(.storeFailure, "\(location) is a PostgreSQL URL, and this loom was built without PostgreSQL support: build or run it with the PostgreSQL trait (swift run --traits PostgreSQL loom …).")
+        LoomError(.storeFailure, "\(CredentialRedaction.redacting(location)) is a PostgreSQL URL, and this loom was built without PostgreSQL support: build or run it with the PostgreSQL trait (swift run --traits PostgreSQL loom …).")
     }
 }
 
@@ -82,7 +82,7 @@ extension PostgreSQLLocation {
         #if PostgreSQL
         let configuration = try PostgreSQLStore.Configuration(url: url)
         if let saved = try? PostgreSQLStore.savedState(configuration: configuration), saved.record.versionHash != schema.versionHash {
-            throw LoomToolError(.destinationExists, "\(url) holds a Loom store of another schema; load makes a new store: choose another schema (?schema=name).")
+            throw LoomToolError(.destinationExists, "\(CredentialRedaction.redacting(url)) holds a Loom store of another schema; load makes a new store: choose another schema (?schema=name).")
         }
         return try PostgreSQLStore(configuration: configuration, schema: schema)
         #else

@@ -28,7 +28,7 @@ extension LoomTools {
         } catch let error as LoomError {
             throw LoomToolError(.storeFailure, error.message)
         } catch {
-            throw LoomToolError(.storeFailure, "The store at \(location) could not be read: \(error)")
+            throw LoomToolError(.storeFailure, "The store at \(CredentialRedaction.redacting(location)) could not be read: \(error)")
         }
     }
 }

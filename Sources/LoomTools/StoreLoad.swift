@@ -95,13 +95,13 @@ extension LoomTools {
                 do {
                     return try store.bulkLoad(as: header.storeIdentifier, metadata: header.metadata, fill)
                 } catch let error as LoomError where error.code == .invalidRequest {
-                    throw LoomToolError(.destinationExists, "\(location) holds objects; load makes a new store: choose another schema (?schema=name). \(error.message)")
+                    throw LoomToolError(.destinationExists, "\(CredentialRedaction.redacting(location)) holds objects; load makes a new store: choose another schema (?schema=name). \(error.message)")
                 }
             }
         } catch let error as LoomToolError {
             throw error
         } catch {
-            throw LoomToolError(.storeFailure, "The store at \(location) could not be written: \(error)")
+            throw LoomToolError(.storeFailure, "The store at \(CredentialRedaction.redacting(location)) could not be written: \(error)")
         }
     }
 

@@ -36,11 +36,11 @@ extension StoreVerifier {
         } catch let error as LoomError {
             throw error
         } catch {
-            throw LoomError(.storeFailure, "The store at \(location) could not be read to the end of its checks.", underlying: error)
+            throw LoomError(.storeFailure, "The store at \(CredentialRedaction.redacting(location)) could not be read to the end of its checks.", underlying: error)
         }
         progress?(VerificationProgress(completed: steps.count, total: steps.count, step: "done"))
         return VerificationReport(
-            store: location, storeIdentifier: store.identifier.uuidString, objectCount: run.objectCount, checkCount: steps.count,
+            store: CredentialRedaction.redacting(location), storeIdentifier: store.identifier.uuidString, objectCount: run.objectCount, checkCount: steps.count,
             findings: run.findings, isTruncated: run.isTruncated)
     }
 }

@@ -181,7 +181,7 @@ struct DemoCommand: AsyncParsableCommand {
             switch self {
             case .file(let url): url.path
             #if PostgreSQL
-            case .postgres(let configuration, let url): "\(url) (PostgreSQL schema \(configuration.schemaName))"
+            case .postgres(let configuration, let url): "\(CredentialRedaction.redacting(url)) (PostgreSQL schema \(configuration.schemaName))"
             #endif
             }
         }

@@ -59,7 +59,7 @@ struct HistoryCommand: ParsableCommand {
             encoder.dateEncodingStrategy = .iso8601
             print(String(decoding: try encoder.encode(transactions), as: UTF8.self))
         } else if transactions.isEmpty {
-            print("No history transactions\(after.map { " after #\($0)" } ?? "") in \(path).")
+            print("No history transactions\(after.map { " after #\($0)" } ?? "") in \(CredentialRedaction.redacting(path)).")
         } else {
             for transaction in transactions { print(transaction) }
         }

@@ -61,7 +61,7 @@ struct InspectCommand: ParsableCommand {
         let store = try ReadOnlyStore(location: path)
         let schema = store.schema
         var report = Report(
-            store: path, versionHash: schema.versionHash,
+            store: CredentialRedaction.redacting(path), versionHash: schema.versionHash,
             // Saved when the store was opened with a versioned schema.
             modelVersion: state.metadata[MigrationPlanRunner.versionKey],
             migrationStep: state.metadata[MigrationPlanRunner.stepKey], entities: [])

@@ -15,6 +15,12 @@ struct LoomBench: ParsableCommand {
     @Option(help: "Write every figure as JSON to this path.")
     var json: String?
 
+    @Option(help: "Write an SVG chart of the run to this path: per workload, Loom's ratio to each contender on a log scale, the targets marked.")
+    var svg: String?
+
+    @Option(help: "Run nothing: chart this --json file of an earlier run (to the --svg path).")
+    var svgFrom: String?
+
     @Option(help: "Run only these workloads, e.g. W1,W3.")
     var only: String?
 
@@ -40,6 +46,7 @@ struct LoomBench: ParsableCommand {
     var postgres: String?
 
     func validate() throws {
+        if svgFrom != nil, svg == nil { throw ValidationError("--svg-from needs --svg PATH, where the chart goes.") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1.") }
         if let objects, objects < 1_000 { throw ValidationError("--objects must be at least 1,000.") }
         if let only {
@@ -65,9 +72,14 @@ struct LoomBench: ParsableCommand {
     /// `sigsuspend` valgrind 3.19 cannot follow, and profiling under callgrind matters here.
     func run() throws {
         if ProcessInfo.processInfo.environment["LOOM_BENCH_REMOTE_WRITER"] != nil { RemoteChangeLatency.writerMain() }
+        if let svgFrom, let svg {
+            try Chart.write(fromJSON: svgFrom, to: svg)
+            print("Chart written to \(svg)")
+            return
+        }
         let options = RunOptions(
             quick: quick, json: json, only: only.map { Set(Self.list($0).map { $0.uppercased() }) },
-            contenders: contenders.map { Set(Self.list($0).compactMap(Contender.init(rawValue:))) },
+            contenders: contenders.map { Set(Self.list($0).compactMap(Contender.init(rawValue:))) }, svg: svg,
             rounds: rounds, warmup: warmup, objects: objects, measuresMemory: !noMemory, directory: directory, postgres: postgres,
             command: CommandLine.arguments.joined(separator: " "))
         Task { @MainActor in
@@ -89,6 +101,7 @@ struct RunOptions: Sendable {
     var json: String?
     var only: Set<String>?
     var contenders: Set<Contender>?
+    var svg: String?
     var rounds: Int?
     var warmup: Int?
     var objects: Int?
@@ -142,6 +155,10 @@ struct RunOptions: Sendable {
         if let json {
             try report.writeJSON(to: json)
             print("JSON written to \(json)")
+        }
+        if let svg {
+            try Chart.write(try ChartInput.decode(try report.jsonData()), to: svg)
+            print("Chart written to \(svg)")
         }
         if !failed.isEmpty { throw BenchmarkFailure(workloads: failed) }
     }

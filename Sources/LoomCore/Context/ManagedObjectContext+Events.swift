@@ -34,7 +34,8 @@ extension ManagedObjectContext {
     func post(_ event: ContextEvent) { observation.post(event) }
 
     /// Ends the current "event": applies the delete rules of the objects deleted since the last
-    /// one, then posts `objectsDidChange` for everything inserted, changed or deleted. Runs by
+    /// one, closes the event's undo step (see ``UndoStack``), then posts `objectsDidChange` for
+    /// everything inserted, changed or deleted. Runs by
     /// itself at the end of every `perform`, before every save, after merges, and for the view
     /// context at the end of the main actor's turn.
     public func processPendingChanges() {
@@ -45,6 +46,8 @@ extension ManagedObjectContext {
             post(.queryGenerationReleased(released))
         }
         graph.propagateDeletes()
+        // The event's changes, delete rules included, are one undo step.
+        undoStack?.endOfEvent()
         guard !observation.isEmpty else {
             refreshLiveQueriesIfNeeded()
             return

@@ -25,7 +25,11 @@ extension ManagedObjectContext {
     /// Runs one save (``SaveOperation``) on the context's isolation.
     func save(mergingIntoViewContext: Bool) throws(LoomError) {
         ConcurrencyDebugging.check(self, "save()")
-        try SaveOperation(self, mergingIntoViewContext: mergingIntoViewContext).run()
+        guard undoStack != nil else { return try SaveOperation(self, mergingIntoViewContext: mergingIntoViewContext).run() }
+        // The event's delete rules join its undo step; what the save itself changes (conflicts
+        // resolved by the merge policy) is not the app's change, and is not recorded.
+        processPendingChanges()
+        try withUndoSuspended { () throws(LoomError) in try SaveOperation(self, mergingIntoViewContext: mergingIntoViewContext).run() }
     }
 
     func objectID(_ entity: EntityDescription, _ key: Int64) -> AnyObjectID {

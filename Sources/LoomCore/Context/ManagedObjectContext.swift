@@ -122,6 +122,33 @@ public final class ManagedObjectContext {
     /// The parent of a child context; `nil` for a context that saves to the store.
     let parent: ParentLink?
 
+    /// The context's undo stack (SwiftData's and Core Data's `undoManager`): `nil`, the default,
+    /// records nothing and costs nothing; assign an ``UndoStack`` to make changes undoable with
+    /// ``undo()`` and ``redo()``. A stack serves one context (assigning one that serves another
+    /// traps); setting another stack, or `nil`, drops the steps of the one before.
+    ///
+    /// Set and read it on the context's isolation.
+    public var undoManager: UndoStack? {
+        get { undoStack }
+        set {
+            guard newValue !== undoStack else { return }
+            ConcurrencyDebugging.check(self, "undoManager")
+            if let stack = newValue, let other = stack.context, other !== self {
+                fatalError("This UndoStack already serves context '\(other.name ?? "unnamed")'; give context '\(name ?? "unnamed")' a stack of its own.")
+            }
+            if let old = undoStack {
+                old.context = nil
+                old.removeAllActions()
+            }
+            newValue?.context = self
+            undoStack = newValue
+        }
+    }
+    /// The stack behind ``undoManager``. `@exclusivity(unchecked)`: every stored value set reads
+    /// it, and a run-time exclusivity check would cost more than the read; it is only read and
+    /// assigned, on the context's isolation.
+    @exclusivity(unchecked) var undoStack: UndoStack?
+
     init(coordinator: PersistentStoreCoordinator, isolation: ContextIsolation, name: String?, mergesAutomatically: Bool = false, isViewContext: Bool = false, parent: ParentLink? = nil) {
         ConcurrencyDebugging.readEnvironment()
         self.coordinator = coordinator
@@ -242,6 +269,7 @@ public final class ManagedObjectContext {
         pending.inserted[registryKey] = object
         pending.noteChange(of: registryKey.entity)
         noteEventChange(backing, inserted: true)
+        if let stack = undoStack, stack.isRecording { stack.recordAppearance(object) }
         // Relationships set before the insertion, and the new objects they lead to.
         guard backing.extras != nil else { return }
         let detached = backing.detachedRelated
@@ -455,7 +483,7 @@ public final class ManagedObjectContext {
     // MARK: Discarding changes
 
     /// Discards every unsaved change: inserted objects are forgotten, deleted ones restored,
-    /// changed ones get their last saved values back. No I/O. Posts `objectsDidChange`: the
+    /// changed ones get their last saved values back, and the undo stack is emptied. No I/O. Posts `objectsDidChange`: the
     /// forgotten insertions as deleted, the restored objects as inserted, the changed ones as
     /// updated.
     ///
@@ -464,13 +492,15 @@ public final class ManagedObjectContext {
     public func rollback() {
         ConcurrencyDebugging.check(self, #function)
         refresher.rollback()
+        undoStack?.removeAllActions()
     }
 
-    /// Forgets every registered object and every unsaved change. Objects obtained from this
+    /// Forgets every registered object, every unsaved change and the undo stack's steps. Objects obtained from this
     /// context before the reset must not be used again: any use traps with a message saying so.
     public func reset() {
         ConcurrencyDebugging.check(self, #function)
         refresher.reset()
+        undoStack?.removeAllActions()
     }
 
     /// Refreshes an object from the store.

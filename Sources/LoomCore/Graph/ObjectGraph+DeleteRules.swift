@@ -7,6 +7,7 @@ extension ObjectGraph {
         let backing = object._loomBacking
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         if backing.isInserted {
+            if let stack = context.undoStack, stack.isRecording { stack.recordDisappearance(object, values: backing.values) }
             context.pending.inserted[key] = nil
             context.pending.insertedDeleted[key] = object
             backing.isDeleted = true
@@ -18,6 +19,7 @@ extension ObjectGraph {
             context.fulfillFault(backing)
             if backing.isInaccessible { return }
         }
+        if let stack = context.undoStack, stack.isRecording { stack.recordDisappearance(object, values: backing.values) }
         backing.isDeleted = true
         context.pending.deleted[key] = object
         context.pending.noteChange(of: key.entity)

@@ -81,9 +81,7 @@ struct ObjectGraph {
         case .joinTable(let table, let ownColumn, _):
             if backing.toMany[r.index]?.contains(other) == true { return }
             let link = LinkKey(table, ownColumn: ownColumn, own: backing.key, other: other)
-            recordLink(link, added: true)
-            gain(backing.entity, backing.key, r.index, member: other)
-            gain(r.destination, other, r.inverseIndex, member: backing.key)
+            setLink(r, link, owner: backing.entity, ownerKey: backing.key, other: other, present: true)
         }
     }
 
@@ -108,10 +106,25 @@ struct ObjectGraph {
             }
         case .joinTable(let table, let ownColumn, _):
             let link = LinkKey(table, ownColumn: ownColumn, own: backing.key, other: other)
-            recordLink(link, added: false)
-            lose(backing.entity, backing.key, r.index, member: other)
-            lose(r.destination, other, r.inverseIndex, member: backing.key)
+            setLink(r, link, owner: backing.entity, ownerKey: backing.key, other: other, present: false)
         }
+    }
+
+    /// Adds (or removes) the join row `link` of relationship `r` between `ownerKey` and `other`,
+    /// with the loaded lists of both sides; recorded for undo.
+    func setLink(_ r: ResolvedRelationship, _ link: LinkKey, owner: EntityDescription, ownerKey: Int64, other: Int64, present: Bool, writingOrder: Bool = true) {
+        if let stack = context.undoStack, stack.isRecording {
+            stack.recordLink(link, owner: owner, relationship: r.index, ownerKey: ownerKey, otherKey: other, existed: !present)
+        }
+        recordLink(link, added: present)
+        adjustMembers(owner, ownerKey, r.index, member: other, present: present, writingOrder: writingOrder)
+        adjustMembers(r.destination, other, r.inverseIndex, member: ownerKey, present: present, writingOrder: writingOrder)
+    }
+
+    /// Adds or removes a member of a to-many relationship's loaded list (see ``gain`` and
+    /// ``lose(_:_:_:member:)``); `writingOrder: false` leaves an ordered one's order slot as it is.
+    func adjustMembers(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64, present: Bool, writingOrder: Bool) {
+        if present { gain(entity, owner, j, member: member, writingOrder: writingOrder) } else { lose(entity, owner, j, member: member, writingOrder: writingOrder) }
     }
 
     /// The destination `owner` of to-one `r` now has `member` in its inverse.
@@ -158,19 +171,19 @@ struct ObjectGraph {
     }
 
     /// A to-many relationship of an object gained a member: its loaded list follows.
-    private func gain(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64) {
+    private func gain(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64, writingOrder: Bool = true) {
         noteRelationshipChange(entity, owner, j)
         guard let o = context.registeredBacking(of: entity, key: owner), o.toMany[j] != nil, !o.toMany[j]!.contains(member) else { return }
         o.toMany[j]!.append(member)
-        if entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
+        if writingOrder, entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
     }
 
     /// A to-many relationship of an object lost a member: its loaded list follows.
-    func lose(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64) {
+    func lose(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64, writingOrder: Bool = true) {
         noteRelationshipChange(entity, owner, j)
         guard let o = context.registeredBacking(of: entity, key: owner), o.toMany[j]?.contains(member) == true else { return }
         o.toMany[j]!.remove(member)
-        if entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
+        if writingOrder, entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
     }
 
     /// Saves an ordered relationship's loaded order in its owner's order slot.

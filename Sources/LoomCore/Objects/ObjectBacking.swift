@@ -225,8 +225,15 @@ public final class _ObjectBacking {
         if isDeleted {
             fatalError("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
         }
+        guard let context else {
+            values[index] = stored
+            return
+        }
+        // Undo: a load and a test when it is off.
+        if let stack = context.undoStack, stack.isRecording {
+            context.recordUndoValue(of: self, slot: index, old: values[index], in: stack)
+        }
         values[index] = stored
-        guard let context else { return }
         if !isInserted && !isUpdated {
             isUpdated = true
             context.objectDidChange(self)

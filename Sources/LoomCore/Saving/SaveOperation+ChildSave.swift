@@ -18,8 +18,13 @@ extension SaveOperation {
         }
         let pushed = child
         try parent.run { (context) throws(LoomError) in
-            try pushed.apply(to: context)
-            context.processPendingChanges()
+            // A child's save is not recorded in the parent's undo stack (as a merge is not);
+            // the parent's own event ends first, its delete rules recorded with it.
+            if context.undoStack != nil { context.processPendingChanges() }
+            try context.withUndoSuspended { () throws(LoomError) in
+                try pushed.apply(to: context)
+                context.processPendingChanges()
+            }
         }
         let versions = Dictionary(uniqueKeysWithValues: (Array(context.pending.inserted.values) + Array(context.pending.updated.values)).map { (ObjectIdentifier($0._loomBacking), $0._loomBacking.version) })
         let changes = commitSavedState(recording: context.hasEventListeners).changes

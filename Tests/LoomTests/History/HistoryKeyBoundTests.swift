@@ -97,7 +97,7 @@ struct HistoryKeyBoundTests {
             let configuration = try #require(fixture.postgresConfiguration)
             let logger = Logger(label: "test")
             let connection = try await PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration, id: 1, logger: logger)
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1, logger: logger)
             let hex = changes.map { String(format: "%02x", $0) }.joined()
             _ = try await connection.query("""
                 UPDATE \(unescaped: configuration.schemaName).loom_history SET changes = '\\x\(unescaped: hex)'::bytea WHERE number = \(unescaped: String(number))

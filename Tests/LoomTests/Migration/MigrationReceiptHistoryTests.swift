@@ -76,7 +76,7 @@ struct MigrationReceiptHistoryTests {
             }, {
                 let logger = Logger(label: "test")
                 let connection = try await PostgresConnection.connect(
-                    on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration, id: 1, logger: logger)
+                    on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1, logger: logger)
                 do {
                     var rows: [HistoryRow] = []
                     let table = "\"\(configuration.schemaName)\".loom_history"

@@ -12,18 +12,22 @@ final class OwnedPostgresCluster: @unchecked Sendable {
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../scripts/postgres-cluster").standardized.path
 
-    init() throws {
+    /// Starts a cluster; `options` are the script's environment options (`LOOM_POSTGRES_TLS`,
+    /// `LOOM_POSTGRES_PASSWORD`: see `scripts/postgres-cluster`).
+    init(options: [String: String] = [:]) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("loom-owned-\(UUID().uuidString.prefix(8))").path
-        url = try Self.run("start", folder).trimmingCharacters(in: .whitespacesAndNewlines)
+        url = try Self.run("start", folder, options: options).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     deinit { _ = try? Self.run("stop", folder) }
 
     /// A configuration for a new store on this cluster, with `timeout` as its
-    /// ``PostgreSQLStore/Configuration/responseTimeout``.
+    /// ``PostgreSQLStore/Configuration/responseTimeout`` and
+    /// ``PostgreSQLStore/Configuration/connectTimeout``.
     func configuration(timeout: Duration) throws -> PostgreSQLStore.Configuration {
         var configuration = try PostgreSQLStore.Configuration(url: url)
         configuration.responseTimeout = timeout
+        configuration.connectTimeout = timeout
         return configuration
     }
 
@@ -36,7 +40,11 @@ final class OwnedPostgresCluster: @unchecked Sendable {
     /// Runs `text` with `psql` on a connection of its own and returns its rows, one line each.
     @discardableResult
     func sql(_ text: String) throws -> [String] {
-        let psql = try Self.execute(Self.bin + "/psql", ["-X", "-A", "-t", "-q", "-c", text, url], what: "psql")
+        // Over the socket, as the trusted `postgres`: the cluster's URL may ask for TLS the
+        // server has turned off, or for a role that needs a password.
+        let port = URLComponents(string: url)?.port ?? 5432
+        let socket = "postgres://postgres@localhost:\(port)/postgres?host=\(folder)"
+        let psql = try Self.execute(Self.bin + "/psql", ["-X", "-A", "-t", "-q", "-c", text, socket], what: "psql")
         return psql.split(separator: "\n").map(String.init)
     }
 
@@ -55,14 +63,14 @@ final class OwnedPostgresCluster: @unchecked Sendable {
     private static let bin = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))
         .flatMap { $0.sorted { $0.compare($1, options: .numeric) == .orderedAscending }.last }.map { "/usr/lib/postgresql/\($0)/bin" } ?? "/usr/bin"
 
-    private static func run(_ command: String, _ folder: String) throws -> String {
-        try execute("/bin/bash", [script, command, folder], what: "postgres-cluster \(command)")
+    private static func run(_ command: String, _ folder: String, options: [String: String] = [:]) throws -> String {
+        try execute("/bin/bash", [script, command, folder], what: "postgres-cluster \(command)", options: options)
     }
 
     /// Runs a program with ``ChildProcess`` (not Foundation's `Process`, whose waits can hang
     /// when tests start processes in parallel) and returns its standard output.
-    private static func execute(_ path: String, _ arguments: [String], what: String) throws -> String {
-        let output = try ChildProcess.run(path, arguments, environment: ProcessInfo.processInfo.environment)
+    private static func execute(_ path: String, _ arguments: [String], what: String, options: [String: String] = [:]) throws -> String {
+        let output = try ChildProcess.run(path, arguments, environment: ProcessInfo.processInfo.environment.merging(options) { $1 })
         guard output.status == 0 else {
             throw CocoaError(.executableLoad, userInfo: [
                 NSLocalizedDescriptionKey: "\(what) failed (\(output.status)): \(String(decoding: output.standardError, as: UTF8.self))",

@@ -18,7 +18,7 @@ struct PostgreSQLVerifyTests {
         try PostgreSQLStore(configuration: configuration, schema: try Schema(DumpLoadTests.types)).close()
         let logger = Logger(label: "test")
         let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration, id: 1, logger: logger)
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1, logger: logger)
         _ = try await connection.query("""
             INSERT INTO \(unescaped: configuration.schemaName).loom_history (number, timestamp, process, processname, entities, changes) \
             VALUES (1, 0, 1, 'test', ',Tag,', '\\xff0013'::bytea)

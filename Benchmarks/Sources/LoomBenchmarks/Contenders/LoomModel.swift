@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Loom
-import LoomPostgreSQL
+@_spi(LoomTesting) import LoomPostgreSQL
 
 /// The Loom contender's model: the same attributes as ``ItemData``, and the same index.
 @Model final class Item {
@@ -62,6 +62,10 @@ extension PersistentContainer {
         configuration.schemaName = schemaName
         configuration.recordsHistory = ProcessInfo.processInfo.environment["LOOM_BENCH_HISTORY"] != "off"
         configuration.trace = trace
+        if ProcessInfo.processInfo.environment["LOOM_BENCH_PG_SAVES"] == "statement-by-statement" {
+            // Saves as before issue 42's point 6 (BEGIN … COMMIT), for a before/after in one build.
+            configuration.insideSaveTransaction = { _ in }
+        }
         return PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(Item.self)))
     }
 

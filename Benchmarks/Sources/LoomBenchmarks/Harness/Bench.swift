@@ -147,10 +147,11 @@ final class Bench {
     }
 
     /// The populated schema (M objects) of `contender` on the PostgreSQL server, built once per
-    /// run: the raw one with postgres-nio, Loom's by Loom. Rounds read it, or change it in place
+    /// run: the raw one with postgres-nio, Loom's by Loom, Fluent's as the raw one (a schema of
+    /// its own, since PG-W5 changes it in place). Rounds read it, or change it in place
     /// (a schema cannot be copied as cheaply as a file).
     func populatedPostgresSchema(for contender: Contender) throws -> String {
-        let kind = contender == .loom ? "loom" : "raw"
+        let kind = contender == .loom ? "loom" : contender == .fluent ? "fluent" : "raw"
         if let schemaName = postgresTemplates[kind] { return schemaName }
         let schemaName = newPostgresSchemaName("template_\(kind)")
         if contender == .loom {

@@ -1,4 +1,6 @@
 /// Who runs a workload. GRDB takes part twice: its fastest idiomatic path and its record path.
+/// Fluent takes part only in a build that links it (Benchmarks/Package.swift), see
+/// ``fluentContenders``.
 enum Contender: String, CaseIterable, Codable, Sendable, Comparable {
     /// The SQLite C API: prepared statements reused, rows decoded by hand into structs.
     case raw
@@ -7,6 +9,9 @@ enum Contender: String, CaseIterable, Codable, Sendable, Comparable {
     /// GRDB 7, record path: `Codable` `FetchableRecord & PersistableRecord` structs and the
     /// query interface.
     case grdbRecord = "grdb-record"
+    /// Vapor's Fluent (fluent-kit 1.57): `Model` classes, its query builder, its SQLite driver
+    /// (on sqlite-nio's own SQLite) or PostgreSQL driver, futures waited for on the calling thread.
+    case fluent
     /// Loom: `@Model` classes, a `PersistentContainer` with a SQLite file store, contexts.
     case loom
 
@@ -15,6 +20,7 @@ enum Contender: String, CaseIterable, Codable, Sendable, Comparable {
         case .raw: "raw SQLite"
         case .grdb: "GRDB"
         case .grdbRecord: "GRDB record"
+        case .fluent: "Fluent"
         case .loom: "Loom"
         }
     }

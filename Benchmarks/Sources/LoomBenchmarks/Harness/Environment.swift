@@ -27,6 +27,9 @@ struct EnvironmentInfo: Codable, Sendable {
     /// Every SQLite library mapped into the process: one means every contender uses the same.
     var sqliteLibraries: [String]
     var settings: [String: ConnectionSettings]
+    /// The SQLite Fluent's SQLite driver links, when this build has Fluent: sqlite-nio's own
+    /// amalgamation, compiled into the binary (so not among `sqliteLibraries`).
+    var fluentSQLiteVersion: String?
     var loomPath: String
     var loomRevision: String
 
@@ -42,6 +45,7 @@ struct EnvironmentInfo: Codable, Sendable {
             sqliteVersion: RawDatabase.libraryVersion,
             sqliteLibraries: sqliteLibraries(),
             settings: try settings(bench: bench),
+            fluentSQLiteVersion: fluentSQLiteVersion,
             loomPath: loomPath,
             loomRevision: revision(of: loomPath))
     }
@@ -129,6 +133,7 @@ struct EnvironmentInfo: Codable, Sendable {
             try container.closeAndWait()
         }
         bench.remove(loomPath)
+        if let fluent = try fluentSettings(bench: bench) { result[Contender.fluent.rawValue] = fluent }
         return result
     }
 }

@@ -33,10 +33,15 @@ struct RunReport: Codable, Sendable {
         """
 
     func writeJSON(to path: String) throws {
+        try jsonData().write(to: URL(filePath: path))
+    }
+
+    /// The `--json` file's contents.
+    func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        try encoder.encode(self).write(to: URL(filePath: path))
+        return try encoder.encode(self)
     }
 
     /// The readable table.
@@ -46,7 +51,12 @@ struct RunReport: Codable, Sendable {
         out += "Loom benchmarks — \(env.date)\n"
         out += "Loom \(env.loomRevision) at \(env.loomPath)\n"
         out += "Machine: \(env.cores) cores, \(env.memoryGiB) GiB, \(env.kernel); load average \(env.loadAverageAtStart) at start, \(env.loadAverageAtEnd ?? "?") at end\n"
-        out += "SQLite \(env.sqliteVersion), one library for every contender: \(env.sqliteLibraries.joined(separator: ", "))\n"
+        if let fluentVersion = env.fluentSQLiteVersion {
+            out += "SQLite \(env.sqliteVersion) for raw SQLite, GRDB and Loom: \(env.sqliteLibraries.joined(separator: ", "))\n"
+            out += "SQLite \(fluentVersion) for Fluent: sqlite-nio's own copy, compiled into this binary\n"
+        } else {
+            out += "SQLite \(env.sqliteVersion), one library for every contender: \(env.sqliteLibraries.joined(separator: ", "))\n"
+        }
         out += "Settings read back per contender (page_size / cache_size / journal_mode / synchronous):\n"
         for contender in Contender.allCases {
             guard let s = env.settings[contender.rawValue] else { continue }

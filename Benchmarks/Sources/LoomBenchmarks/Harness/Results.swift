@@ -22,6 +22,8 @@ struct TargetResult: Codable, Sendable {
     /// The figure compared with the limit (a ratio, seconds or bytes).
     var value: Double
     var passed: Bool
+    /// The target's limit (``Target/limit``), for the chart; older JSON files have none.
+    var limit: Double? = nil
 }
 
 struct MetricResult: Codable, Sendable {
@@ -95,6 +97,6 @@ extension MetricResult {
         }
         guard let value else { return nil }
         let passed = target.kind == .minRatioToRaw ? value >= target.limit : value <= target.limit
-        return TargetResult(kind: target.kind, target: target.description, value: value, passed: passed)
+        return TargetResult(kind: target.kind, target: target.description, value: value, passed: passed, limit: target.limit)
     }
 }

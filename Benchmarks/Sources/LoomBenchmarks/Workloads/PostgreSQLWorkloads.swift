@@ -19,7 +19,7 @@ class PostgreSQLWorkloadBase {
 
     init(postgresURL: String?) { self.postgresURL = postgresURL }
 
-    var contenders: [Contender] { [.raw, .loom] }
+    var contenders: [Contender] { [.raw] + fluentContenders + [.loom] }
 
     var unavailableReason: String? { Self.unavailableReason(postgresURL) }
 
@@ -32,7 +32,11 @@ class PostgreSQLWorkloadBase {
 
     /// The contenders' names on PostgreSQL (shared with PG-W14).
     nonisolated static func label(for contender: Contender) -> String {
-        contender == .raw ? "postgres-nio" : "Loom on PG"
+        switch contender {
+        case .raw: "postgres-nio"
+        case .fluent: "Fluent on PG"
+        default: "Loom on PG"
+        }
     }
 
     /// Keeps `bench` and builds both populated schemas, so that no round pays for them.
@@ -73,6 +77,8 @@ final class PostgreSQLInsertAndSave: PostgreSQLWorkloadBase, SynchronousWorkload
         defer { try? bench.dropPostgresSchema(schemaName) }
         let items = self.items
         switch contender {
+        case .fluent:
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             let counter = StatementCounter()
             let container = try bench.loomPostgres(schemaName, trace: counter.trace)
@@ -115,6 +121,8 @@ final class PostgreSQLFetchAll: PostgreSQLWorkloadBase, SynchronousWorkload {
     func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
         let schemaName = try bench.populatedPostgresSchema(for: contender)
         switch contender {
+        case .fluent:
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             return try FetchAll.loomRound(try bench.loomPostgres(schemaName), round.meter)
         default:
@@ -158,6 +166,8 @@ final class PostgreSQLRangeQueries: PostgreSQLWorkloadBase, SynchronousWorkload 
         var times: [Double] = []
         times.reserveCapacity(queries.count)
         switch contender {
+        case .fluent:
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             try RangeQueries.loomQueries(try bench.loomPostgres(schemaName), queries, pinned: false, meter: round.meter) { time, _ in
                 times.append(time)
@@ -206,6 +216,8 @@ final class PostgreSQLChangeAndSave: PostgreSQLWorkloadBase, SynchronousWorkload
         let titles = bench.dataset.newTitles
         let changed = Array(stride(from: 0, to: bench.sizes.objects, by: 10))
         switch contender {
+        case .fluent:
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             let counter = StatementCounter()
             let container = try bench.loomPostgres(schemaName, trace: counter.trace)
@@ -258,6 +270,8 @@ final class PostgreSQLSingleObjectSaves: PostgreSQLWorkloadBase, SynchronousWork
         var statements = 1.0
         round.meter?.begin()
         switch contender {
+        case .fluent:
+            return try runFluentRound(of: self, round, path: nil)
         case .loom:
             let counter = StatementCounter()
             let container = try bench.loomPostgres(schemaName, trace: counter.trace)

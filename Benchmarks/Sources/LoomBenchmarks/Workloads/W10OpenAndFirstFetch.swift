@@ -75,6 +75,8 @@ final class OpenAndFirstFetch: SynchronousWorkload {
                 }
             }
             try pool.close()
+        case .fluent:
+            throw BenchError("W10 has no Fluent contender")
         case .loom:
             meter?.begin()
             let (container, open) = try timed { try PersistentContainer.bench(at: path) }

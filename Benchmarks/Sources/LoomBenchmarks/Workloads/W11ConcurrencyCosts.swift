@@ -10,6 +10,9 @@ import Loom
 ///   background context on the coordinator, and in a child of a private parent context (each
 ///   fetch goes through the parent on its queue); saving 1,000 new objects from a sibling straight
 ///   to the store, and from a child through its parent to the store (`saveRecursively()`).
+/// - Undo: an attribute set on each of the 1,000 loaded objects, 20 passes, with no undo stack
+///   (the default: the edit path only tests for one) and with one (each pass one step, the
+///   first set of each object and property recorded), per set.
 final class ConcurrencyCosts: SynchronousWorkload {
     let id = "W11"
     let title = "Loom's concurrency costs: the run-time check, and nested contexts against siblings"
@@ -22,6 +25,8 @@ final class ConcurrencyCosts: SynchronousWorkload {
         Metric(key: "fetch.child", label: "fetch 1,000: child"),
         Metric(key: "save.sibling", label: "save 1,000: sibling"),
         Metric(key: "save.nested", label: "save 1,000: child→parent"),
+        Metric(key: "set.undoOff", label: "set, undo off"),
+        Metric(key: "set.undoOn", label: "set, undo on"),
     ]
     private var bench: Bench!
 
@@ -54,6 +59,19 @@ final class ConcurrencyCosts: SynchronousWorkload {
             blackHole(sum)
         }
         ConcurrencyDebugging.isEnabled = false
+
+        // Undo off and on: the same sets, then the changes discarded.
+        for recording in [false, true] {
+            view.undoManager = recording ? UndoStack() : nil
+            let start = monotonicNanoseconds()
+            for pass in 0..<passes {
+                for item in items { item.quantity = pass }
+                view.processPendingChanges()
+            }
+            result[recording ? "set.undoOn" : "set.undoOff"] = seconds(since: start) / Double(items.count * passes)
+            view.rollback()
+        }
+        view.undoManager = nil
         var on = 0
         let loads = 10_000_000
         let flagStart = monotonicNanoseconds()

@@ -11,14 +11,14 @@ import Loom
 final class InsertAndSave: SynchronousWorkload {
     let id = "W1"
     var title = "Insert M objects and save once (new file each round)"
-    let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
+    let contenders: [Contender] = [.raw, .grdb, .grdbRecord] + fluentContenders + [.loom]
     let metrics = [
         Metric(key: "create", label: "create"),
         Metric(key: "save", label: "save"),
         Metric(key: "total", label: "create + save", target: .ratioToRaw(3)),
     ]
-    private var items: [ItemData] = []
-    private var bench: Bench!
+    var items: [ItemData] = []
+    var bench: Bench!
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
@@ -71,6 +71,8 @@ final class InsertAndSave: SynchronousWorkload {
             meter?.end()
             try pool.close()
             (create, save) = (c, s)
+        case .fluent:
+            return try runFluentRound(of: self, round, path: path)
         case .loom:
             (create, save) = try Self.loomRound(try PersistentContainer.bench(at: path), items, meter)
         }

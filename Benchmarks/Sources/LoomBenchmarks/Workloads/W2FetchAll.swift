@@ -15,7 +15,7 @@ import Loom
 final class FetchAll: SynchronousWorkload {
     let id = "W2"
     var title = "Fetch all M objects"
-    let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
+    let contenders: [Contender] = [.raw, .grdb, .grdbRecord] + fluentContenders + [.loom]
     let metrics = [
         Metric(key: "a.cold", label: "(a) faults, cold", target: .ratioToRaw(1.5)),
         Metric(key: "a.warm", label: "(a) faults, warm", target: .ratioToRaw(1.5)),
@@ -23,7 +23,7 @@ final class FetchAll: SynchronousWorkload {
         Metric(key: "b.warm", label: "(b) read all, warm", target: .ratioToRaw(2)),
         Metric(key: "b.faults", label: "(b) via faults, cold", target: .ratioToRaw(2)),
     ]
-    private var bench: Bench!
+    var bench: Bench!
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
@@ -93,6 +93,8 @@ final class FetchAll: SynchronousWorkload {
             }
             meter?.end()
             try pool.close()
+        case .fluent:
+            result = try runFluentRound(of: self, round, path: path)
         case .loom:
             result = try Self.loomRound(try PersistentContainer.bench(at: path), meter)
         }

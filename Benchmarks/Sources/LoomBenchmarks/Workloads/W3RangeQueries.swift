@@ -15,7 +15,7 @@ import Loom
 final class RangeQueries: SynchronousWorkload {
     let id = "W3"
     let title = "1,000 different predicate + sort queries, ~50 rows each, every attribute read"
-    let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
+    let contenders: [Contender] = [.raw, .grdb, .grdbRecord] + fluentContenders + [.loom]
     let metrics = [
         Metric(key: "p50", label: "query p50", target: .ratioToRaw(2)),
         Metric(key: "p99", label: "query p99"),
@@ -24,7 +24,7 @@ final class RangeQueries: SynchronousWorkload {
         // within 5% of Loom's own p50).
         Metric(key: "pinnedP50", label: "query p50, pinned (Loom)"),
     ]
-    private var bench: Bench!
+    var bench: Bench!
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
@@ -75,6 +75,8 @@ final class RangeQueries: SynchronousWorkload {
             }
             meter?.end()
             try pool.close()
+        case .fluent:
+            return try runFluentRound(of: self, round, path: path)
         case .loom:
             // The queries on a context reading the latest data, and (not under the memory
             // meter) on one pinned to a query generation, each on a container of its own; which

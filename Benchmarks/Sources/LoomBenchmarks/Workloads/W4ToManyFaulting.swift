@@ -20,12 +20,12 @@ import Loom
 final class ToManyFaulting: SynchronousWorkload {
     let id = "W4"
     var title = "To-many relationship faulting"
-    let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
+    let contenders: [Contender] = [.raw, .grdb, .grdbRecord] + fluentContenders + [.loom]
     let metrics = [
         Metric(key: "perParent", label: "per-parent faults", target: .ratioToRaw(3)),
         Metric(key: "prefetched", label: "prefetched", target: .ratioToRaw(2)),
     ]
-    private var sqlPath = ""
+    var sqlPath = ""
     private var loomPath = ""
     private var bench: Bench!
 
@@ -166,6 +166,8 @@ final class ToManyFaulting: SynchronousWorkload {
             blackHole((a, b))
             try pool.close()
             return ["perParent": perParent, "prefetched": prefetched]
+        case .fluent:
+            return try runFluentRound(of: self, round, path: sqlPath)
         case .loom:
             let container = try PersistentContainer.folders(at: loomPath)
             _ = try container.newBackgroundContext(name: "primer").performAndWait { try $0.count(for: FetchRequest<Document>()) }

@@ -14,14 +14,14 @@ import Loom
 final class ChangeAndSave: SynchronousWorkload {
     let id = "W5"
     var title = "Change 2 attributes on 10% of M objects and save"
-    let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
+    let contenders: [Contender] = [.raw, .grdb, .grdbRecord] + fluentContenders + [.loom]
     let metrics = [
         Metric(key: "change", label: "change"),
         Metric(key: "save", label: "save"),
         Metric(key: "total", label: "change + save", target: .ratioToRaw(3)),
         Metric(key: "empty", label: "empty save (per call)", target: .median(50e-6)),
     ]
-    private var bench: Bench!
+    var bench: Bench!
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
@@ -109,6 +109,8 @@ final class ChangeAndSave: SynchronousWorkload {
             blackHole((records, pairs))
             try pool.close()
             result = ["change": change, "save": save, "total": change + save]
+        case .fluent:
+            result = try runFluentRound(of: self, round, path: path)
         case .loom:
             result = try Self.loomRound(try PersistentContainer.bench(at: path), changed: changed, titles: titles, meter: meter)
         }

@@ -140,7 +140,7 @@ final class MergeLatency: Workload {
             cancellable.cancel()
             blackHole(list.items)
             try pool.close()
-        case .grdbRecord:
+        case .grdbRecord, .fluent:
             return []
         case .loom:
             let container = try PersistentContainer.bench(at: path)

@@ -96,7 +96,7 @@ final class MainActorResponsiveness: Workload {
             }
             meter?.end()
             try pool.close()
-        case .grdbRecord:
+        case .grdbRecord, .fluent:
             return [:]
         case .loom:
             let container = try PersistentContainer.bench(at: path)

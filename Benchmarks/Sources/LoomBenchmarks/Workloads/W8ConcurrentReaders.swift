@@ -61,6 +61,7 @@ final class ConcurrentReaders: SynchronousWorkload {
         case .raw: RawReadSubject(path: path, queries: queries)
         case .grdb, .grdbRecord: try GRDBReadSubject(path: path, records: contender == .grdbRecord, queries: queries)
         case .loom: try LoomReadSubject(path: path, queries: queries)
+        case .fluent: throw BenchError("W8 has no Fluent contender")
         }
         defer { subject.close() }
         var result: [String: Double] = [:]

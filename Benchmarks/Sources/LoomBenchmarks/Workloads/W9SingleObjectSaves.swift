@@ -11,14 +11,14 @@ import Loom
 final class SingleObjectSaves: SynchronousWorkload {
     let id = "W9"
     var title = "Single-object saves"
-    let contenders: [Contender] = [.raw, .grdb, .grdbRecord, .loom]
+    let contenders: [Contender] = [.raw, .grdb, .grdbRecord] + fluentContenders + [.loom]
     let metrics = [
         Metric(key: "normal.p50", label: "NORMAL save p50", target: .median(50e-6)),
         Metric(key: "normal.p99", label: "NORMAL save p99"),
         Metric(key: "full.p50", label: "FULL save p50"),
         Metric(key: "full.p99", label: "FULL save p99"),
     ]
-    private var bench: Bench!
+    var bench: Bench!
 
     func prepare(_ bench: Bench) throws {
         self.bench = bench
@@ -83,6 +83,8 @@ final class SingleObjectSaves: SynchronousWorkload {
                 latencies.append(seconds(since: start))
             }
             try pool.close()
+        case .fluent:
+            latencies = try fluentSingleSaves(path: path, full: full, items: items)
         case .loom:
             latencies = try Self.loomSaves(try PersistentContainer.bench(at: path, synchronous: full ? .full : .normal), items)
         }

@@ -1,7 +1,7 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
-import LoomPostgreSQL
+@_spi(LoomTesting) import LoomPostgreSQL
 import Testing
 
 /// A PostgreSQL server that goes away — stopped, its sessions ended, or silent — and comes
@@ -164,16 +164,18 @@ struct PostgreSQLConnectionLossTests {
         #expect(ContinuousClock.now - start < Self.timeout * 3 + .seconds(3))
     }
 
-    @Test("A connection lost after COMMIT was sent is commitOutcomeUnknown, not a plain failure: here the commit happened after all")
-    func commitOutcomeUnknown() async throws {
+    @Test("A connection lost after COMMIT (or a save in one statement) was sent is commitOutcomeUnknown, not a plain failure: here the commit happened after all",
+          arguments: [false, true])
+    func commitOutcomeUnknown(oneStatement: Bool) async throws {
         let cluster = try OwnedPostgresCluster()
         let frozen = FrozenSessions()
         var configuration = try cluster.configuration(timeout: Self.timeout)
+        if !oneStatement { configuration.insideSaveTransaction = { _ in } }   // statement by statement
         configuration.trace = { sql in
-            // Freeze the writer's session just before COMMIT goes out: the server receives it
-            // and answers only once thawed, after the store gave up.
-            guard sql == "COMMIT", frozen.isArmed else { return }
-            let pids = (try? cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = 'loom' AND state = 'idle in transaction'").compactMap { Int32($0) }) ?? []
+            // Freeze the writer's session just before the statement that commits goes out: the
+            // server receives it and answers only once thawed, after the store gave up.
+            guard sql == "COMMIT" || sql.hasPrefix("WITH loom_lock"), frozen.isArmed else { return }
+            let pids = (try? cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = 'loom' AND state IN ('idle', 'idle in transaction')").compactMap { Int32($0) }) ?? []
             frozen.freeze(pids)
         }
         let container = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(Book.self)))

@@ -28,7 +28,7 @@ struct PostgreSQLMigrationTests {
     static func contents(_ configuration: PostgreSQLStore.Configuration) async throws -> [String] {
         let logger = Logger(label: "test")
         let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration.connectionConfiguration, id: 1, logger: logger)
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1, logger: logger)
         do {
             let lines = try await read(connection, configuration.schemaName, logger)
             try await connection.close()

@@ -24,11 +24,16 @@ struct PostgreSQLParallelWriteTests {
     }
 
     /// A store of `Book`s in `schemaName` on the test server, whose saves call `inside` in
-    /// their transactions.
-    static func open(_ schemaName: String, inside: (@Sendable (PostgreSQLStore.SaveTransactionPoint) -> Void)? = nil) throws -> PersistentContainer {
-        var configuration = try PostgresServer.configuration()
+    /// their transactions (statement by statement), or whose saves in one statement make the
+    /// server sleep `pause` seconds there.
+    static func open(
+        _ schemaName: String, inside: (@Sendable (PostgreSQLStore.SaveTransactionPoint) -> Void)? = nil,
+        pause: (@Sendable (PostgreSQLStore.SaveTransactionPoint) -> Double)? = nil, trace: (@Sendable (String) -> Void)? = nil
+    ) throws -> PersistentContainer {
+        var configuration = try PostgresServer.configuration(trace: trace)
         configuration.schemaName = schemaName
         configuration.insideSaveTransaction = inside
+        configuration.pauseInsideOneStatementSave = pause
         return PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(Book.self)))
     }
 
@@ -144,18 +149,26 @@ struct PostgreSQLParallelWriteTests {
         try await container.close()
     }
 
-    @Test("A consumer reading the history while four servers save with random delays inside their transactions sees every transaction once, in commit order, with no gap; so does the remote-change listener")
-    func historyConsumerNeverSkipsALateCommit() async throws {
+    @Test("A consumer reading the history while four servers save with random delays inside their transactions sees every transaction once, in commit order, with no gap; so does the remote-change listener (saves statement by statement, and in one statement)",
+          arguments: [false, true])
+    func historyConsumerNeverSkipsALateCommit(oneStatement: Bool) async throws {
         let schemaName = try PostgresServer.configuration().schemaName
         let writers = 4, savesPerWriter = 30
         let total = writers * savesPerWriter
         // Random sleeps before the history row (saves overlap there) and before COMMIT (a late
-        // commit of a transaction numbered earlier is the trap a consumer must not fall into).
-        let slow: @Sendable (PostgreSQLStore.SaveTransactionPoint) -> Void = { point in
-            Thread.sleep(forTimeInterval: Double.random(in: 0...(point == .beforeHistory ? 0.012 : 0.004)))
+        // commit of a transaction numbered earlier is the trap a consumer must not fall into):
+        // on the saving thread between statements, or in the server inside the one statement.
+        let pause: @Sendable (PostgreSQLStore.SaveTransactionPoint) -> Double = { point in
+            Double.random(in: 0...(point == .beforeHistory ? 0.012 : 0.004))
         }
+        let slow: @Sendable (PostgreSQLStore.SaveTransactionPoint) -> Void = { point in Thread.sleep(forTimeInterval: pause(point)) }
+        let oneStatementSaves = StatementCounter()
         let consumer = try Self.open(schemaName)
-        let servers = try (0..<writers).map { _ in try Self.open(schemaName, inside: slow) }
+        let servers = try (0..<writers).map { _ in
+            try oneStatement
+                ? Self.open(schemaName, pause: pause, trace: { if $0.hasPrefix("WITH loom_lock") { oneStatementSaves.add() } })
+                : Self.open(schemaName, inside: slow)
+        }
         try await servers[0].save { $0.insert(Book(isbn: "seed", title: "seed")) }
         let seed = try #require(try await consumer.performBackgroundTask { try $0.currentHistoryToken() })
 
@@ -200,6 +213,7 @@ struct PostgreSQLParallelWriteTests {
             try await group.waitForAll()
         }
         let seen = try await polled.value
+        #expect(oneStatementSaves.value == (oneStatement ? total : 0))
         let expected = Array((seed.transactionNumber + 1)...(seed.transactionNumber + Int64(total)))
         #expect(seen.map(\.number) == expected, "the consumer skipped, repeated or reordered a transaction")
         #expect(Dictionary(grouping: seen, by: \.author).mapValues(\.count) == Dictionary(uniqueKeysWithValues: (0..<writers).map { ("w\($0)", savesPerWriter) }))
@@ -209,6 +223,52 @@ struct PostgreSQLParallelWriteTests {
         #expect(try await consumer.performBackgroundTask { try $0.count(for: FetchRequest<Book>()) } == total + 1)
         for server in servers { try await server.close() }
         try await consumer.close()
+    }
+
+    @Test("Eight saves in one statement of four app servers on different objects, each 50 ms inside its transaction in the server, run at the same time; history numbers them one after the other")
+    func oneStatementSavesOverlap() async throws {
+        let schemaName = try PostgresServer.configuration().schemaName
+        let statements = StatementCounter()
+        let servers = try (0..<Self.processes).map { _ in
+            try Self.open(schemaName, pause: { $0 == .beforeHistory ? Self.delay : 0 }, trace: { if $0.hasPrefix("WITH loom_lock") { statements.add() } })
+        }
+        let count = Self.processes * Self.savesPerProcess
+        let ids = try await servers[0].performBackgroundTask { context in
+            let books = (0..<count).map { Book(isbn: String(format: "%02d", $0), title: "seed") }
+            for book in books { context.insert(book) }
+            try context.save()
+            return books.map(\.objectID)
+        }
+        let seed = try #require(try await servers[0].performBackgroundTask { try $0.currentHistoryToken() })
+        let spans = try await withThrowingTaskGroup(of: [(start: Double, end: Double)].self) { group in
+            for (s, server) in servers.enumerated() {
+                group.addTask(executorPreference: OwnThreadsExecutor.shared) {
+                    let context = server.newBackgroundContext(name: "s\(s)")
+                    return try await context.perform { context in
+                        var spans: [(start: Double, end: Double)] = []
+                        for save in 0..<Self.savesPerProcess {
+                            try context.existingObject(with: ids[s * Self.savesPerProcess + save]).title = "saved by s\(s)"
+                            let start = Date().timeIntervalSince1970
+                            try context.save()
+                            spans.append((start, Date().timeIntervalSince1970))
+                        }
+                        return spans
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(statements.value == 1 + count, "every save was one statement")
+        let elapsed = spans.map(\.end).max()! - spans.map(\.start).min()!
+        // Each save sleeps 50 ms in the server: the most saves under way at one instant is 1 if
+        // they took turns.
+        let overlapping = spans.map { span in spans.filter { $0.start <= span.start && span.start < $0.end }.count }.max()!
+        print("PostgreSQL one-statement saves: \(count) saves of \(Self.processes) servers, \(Int(Self.delay * 1000)) ms inside each, in \(Int(elapsed * 1000)) ms (one at a time: at least \(Int(Double(count) * Self.delay * 1000)) ms); up to \(overlapping) under way at once")
+        #expect(spans.allSatisfy { $0.end - $0.start >= Self.delay }, "the server did not sleep inside the save")
+        #expect(overlapping >= 2, "the saves took turns")
+        let history = try await servers[0].performBackgroundTask { try $0.fetchHistory(HistoryDescriptor(after: seed)) }
+        #expect(history.map(\.token.transactionNumber) == Array((seed.transactionNumber + 1)...(seed.transactionNumber + Int64(count))))
+        for server in servers { try await server.close() }
     }
 
     @Test("An exclusive write of one server holds every other server's saves until it commits; they then commit after it, unrefused")
@@ -242,6 +302,13 @@ struct PostgreSQLParallelWriteTests {
         try await first.close()
         try await second.close()
     }
+}
+
+/// Counts from any thread.
+private final class StatementCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }
 
 /// Set once by one task, read by another.

@@ -210,4 +210,7 @@ struct FaultAttempt {
     var end: @MainActor () async throws -> Void
     /// How many changes another context of the container was told of since the operation began.
     var told: @MainActor () async -> Int = { 0 }
+    /// Drops the operation's pending changes, instead of a retry, when it committed although it
+    /// threw (PostgreSQL's `commitOutcomeUnknown`).
+    var discard: @MainActor () -> Void = {}
 }

@@ -19,6 +19,13 @@ extension FaultScenario {
     /// A save of inserts, updates, deletes (one cascading) and relationship changes, on the view context.
     static let save = FaultScenario(name: "save", seed: seedLibrary, begin: { url in
         let (container, context, told) = try await openLibrary(url)
+        try changeLibrary(context)
+        return FaultAttempt(operation: { try context.save() }, retry: { try context.save() }, end: { try await container.close() }, told: told)
+    }, contents: libraryContents)
+
+    /// The save's changes: inserts, updates, deletes (one cascading) and relationship changes
+    /// to the seed library, in `context` (not saved).
+    static func changeLibrary(_ context: ManagedObjectContext) throws {
         let authors = try byName(context.fetch(FetchRequest<Author>()), \.name)
         let novels = try byName(context.fetch(FetchRequest<Novel>()), \.title)
         let tags = try byName(context.fetch(FetchRequest<Tag>()), \.name)
@@ -35,15 +42,19 @@ extension FaultScenario {
         novels["Delta"]!.author = authors["Ann"]
         authors["Cid"]!.mentor = authors["Ben"]
         novels["Beta"]!.tags.remove(tags["modern"]!)
-        return FaultAttempt(operation: { try context.save() }, retry: { try context.save() }, end: { try await container.close() }, told: told)
-    }, contents: libraryContents)
+    }
+
+    /// The batch insert's rows: one updates a saved author (uniqued by name), the others insert.
+    static var bulkAuthors: BatchInsertRequest<Author> {
+        BatchInsertRequest<Author>(
+            rows: [[.set(\.name, to: "Ann"), .set(\.rating, to: 9)]] + (0..<20).map { [.set(\.name, to: "Bulk \($0)"), .set(\.rating, to: $0)] },
+            uniquing: .update)
+    }
 
     /// A uniqued batch insert: one row updates a saved author, the others insert.
     static let batchInsert = FaultScenario(name: "batch insert", seed: seedLibrary, begin: { url in
         let (container, context, told) = try await openLibrary(url)
-        let request = BatchInsertRequest<Author>(
-            rows: [[.set(\.name, to: "Ann"), .set(\.rating, to: 9)]] + (0..<20).map { [.set(\.name, to: "Bulk \($0)"), .set(\.rating, to: $0)] },
-            uniquing: .update)
+        let request = bulkAuthors
         return FaultAttempt(operation: { _ = try context.execute(request) }, retry: { _ = try context.execute(request) }, end: { try await container.close() }, told: told)
     }, contents: libraryContents)
 
@@ -109,7 +120,11 @@ extension FaultScenario {
     /// A publisher, three authors (a mentor, a profile), four novels with chapters, reviews and
     /// tags, saved in three transactions.
     @Sendable static func seedLibrary(_ url: URL) async throws {
-        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(StoreKind.graphTypes)))
+        try await seedLibrary(in: PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(StoreKind.graphTypes))))
+    }
+
+    /// The same library saved in `container`, which it closes.
+    static func seedLibrary(in container: PersistentContainer) async throws {
         try await container.performBackgroundTask { context in
             let quill = Publisher(name: "Quill")
             context.insert(quill)
@@ -147,26 +162,30 @@ extension FaultScenario {
     /// history transactions the store holds; read through a second container on the file.
     @MainActor static func libraryContents(_ url: URL) async throws -> [String] {
         let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(StoreKind.graphTypes)))
-        let lines = try await container.performBackgroundTask { context in
-            var lines: [String] = []
-            for p in try context.fetch(FetchRequest<Publisher>()) { lines.append("publisher \(p.name) authors \(p.authors.map(\.name).sorted())") }
-            for a in try context.fetch(FetchRequest<Author>()) {
-                lines.append("author \(a.name) rating \(a.rating) publisher \(a.publisher?.name ?? "-") mentor \(a.mentor?.name ?? "-") profile \(a.profile?.bio ?? "-")")
-            }
-            for n in try context.fetch(FetchRequest<Novel>()) {
-                lines.append("novel \(n.title) pages \(n.pages) author \(n.author?.name ?? "-") tags \(n.tags.map(\.name).sorted()) chapters \(n.chapters.map(\.title)) reviews \(n.reviews.map(\.text).sorted())")
-            }
-            for t in try context.fetch(FetchRequest<Tag>()) { lines.append("tag \(t.name)") }
-            for c in try context.fetch(FetchRequest<Chapter>()) { lines.append("chapter \(c.title) of \(c.novel?.title ?? "-")") }
-            for r in try context.fetch(FetchRequest<Review>()) { lines.append("review \(r.text) of \(r.novel.title)") }
-            for p in try context.fetch(FetchRequest<Profile>()) { lines.append("profile \(p.bio) of \(p.author?.name ?? "-")") }
-            return lines.sorted()
-        }
+        let lines = try await container.performBackgroundTask { try libraryLines($0) }
         try await container.close()
         let queue = try DatabaseQueue(path: url.path)
         defer { try? queue.close() }
         let history = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM loom_history") ?? 0 }
         return lines + ["history transactions: \(history)"]
+    }
+
+    /// The library's objects in `context`'s store, each with its values and relationships by
+    /// name, sorted.
+    static func libraryLines(_ context: ManagedObjectContext) throws -> [String] {
+        var lines: [String] = []
+        for p in try context.fetch(FetchRequest<Publisher>()) { lines.append("publisher \(p.name) authors \(p.authors.map(\.name).sorted())") }
+        for a in try context.fetch(FetchRequest<Author>()) {
+            lines.append("author \(a.name) rating \(a.rating) publisher \(a.publisher?.name ?? "-") mentor \(a.mentor?.name ?? "-") profile \(a.profile?.bio ?? "-")")
+        }
+        for n in try context.fetch(FetchRequest<Novel>()) {
+            lines.append("novel \(n.title) pages \(n.pages) author \(n.author?.name ?? "-") tags \(n.tags.map(\.name).sorted()) chapters \(n.chapters.map(\.title)) reviews \(n.reviews.map(\.text).sorted())")
+        }
+        for t in try context.fetch(FetchRequest<Tag>()) { lines.append("tag \(t.name)") }
+        for c in try context.fetch(FetchRequest<Chapter>()) { lines.append("chapter \(c.title) of \(c.novel?.title ?? "-")") }
+        for r in try context.fetch(FetchRequest<Review>()) { lines.append("review \(r.text) of \(r.novel.title)") }
+        for p in try context.fetch(FetchRequest<Profile>()) { lines.append("profile \(p.bio) of \(p.author?.name ?? "-")") }
+        return lines.sorted()
     }
 
     /// Every table's rows and the schema, read from the file without a model (the people's keys
@@ -179,6 +198,12 @@ extension FaultScenario {
     /// merging context holding every author, novel and tag was told of.
     @MainActor static func openLibrary(_ url: URL) async throws -> (container: PersistentContainer, context: ManagedObjectContext, told: @MainActor () async -> Int) {
         let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(StoreKind.graphTypes)))
+        return (container, container.viewContext, try await observer(of: container))
+    }
+
+    /// What tells how many changes a second, merging context of `container` holding every
+    /// author, novel and tag was told of.
+    @MainActor static func observer(of container: PersistentContainer) async throws -> @MainActor @Sendable () async -> Int {
         let observer = container.newBackgroundContext(name: "observer")
         let changes = ChangeCount()
         try await observer.perform { context in
@@ -194,7 +219,7 @@ extension FaultScenario {
             await observer.perform { context in context.processPendingChanges() }
             return changes.value.withLock { $0 }
         }
-        return (container, container.viewContext, told)
+        return told
     }
 
     static func byName<T>(_ objects: [T], _ name: KeyPath<T, String>) -> [String: T] {
