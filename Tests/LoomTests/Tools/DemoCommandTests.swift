@@ -11,7 +11,7 @@ import Testing
 
         // Between the runs: one package changed, one gone, one that is not installed added.
         let queue = try DatabaseQueue(path: store)
-        let (total, changed) = try queue.write { db -> (Int, String) in
+        let (total, changed) = try await queue.write { db -> (Int, String) in
             let total = try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "InstalledPackage""#) ?? 0
             let names = try String.fetchAll(db, sql: #"SELECT "name" FROM "InstalledPackage" ORDER BY "Z_PK" LIMIT 2"#)
             try db.execute(sql: #"UPDATE "InstalledPackage" SET "version" = '0-old', "Z_OPT" = "Z_OPT" + 1 WHERE "name" = ?"#, arguments: [names[0]])
@@ -36,7 +36,7 @@ import Testing
         #expect(!figures.contains(" 0 packages inserted"), "\(line)")
 
         let after = try DatabaseQueue(path: store)
-        try after.read { db in
+        try await after.read { db in
             #expect(try String.fetchOne(db, sql: #"SELECT "version" FROM "InstalledPackage" WHERE "name" = ?"#, arguments: [changed]) != "0-old")
             #expect(try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "InstalledPackage" WHERE "name" = 'no-longer-installed'"#) == 0)
             // The second run's own batch delete removes a section again; the rest is all there.

@@ -162,7 +162,7 @@ struct VerifyCommandTests {
     @Test func aSQLiteFileThatIsNotALoomStoreIsAClearErrorAndIsUnchanged() async throws {
         let url = TemporaryDirectory.make().appending(path: "people.sqlite")
         let queue = try DatabaseQueue(path: url.path)
-        try queue.write { try $0.execute(sql: "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('Ann')") }
+        try await queue.write { try $0.execute(sql: "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('Ann')") }
         try queue.close()
         let before = try FileSnapshot(url)
         let output = try await LoomExecutable.run(["verify", url.path])
