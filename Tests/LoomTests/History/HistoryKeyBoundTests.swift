@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import Loom
-@_spi(LoomStore) import LoomCore
+@_spi(LoomStore) @testable import LoomCore
 import LoomPostgreSQL
 import LoomSQL
 import LoomTools
