@@ -37,18 +37,6 @@ struct UndoPropertyTests {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so that a seed replays a run exactly.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// One run: a container, a starting graph, random steps, then undo, redo and a save checked.
 @MainActor
 struct UndoRun {
@@ -60,7 +48,7 @@ struct UndoRun {
     init(seed: UInt64, kind: StoreKind) {
         self.seed = seed
         self.kind = kind
-        self.random = SeededGenerator(state: seed)
+        self.random = SeededGenerator(seed: seed)
     }
 
     static let types: [any PersistentModel.Type] = StoreKind.graphTypes + [Playlist.self, Song.self]

@@ -266,17 +266,17 @@ struct PostgreSQLOneStatementSaveTests {
         }
         let deleter = second.newBackgroundContext()
         try deleter.performAndWait { context in context.delete(try context.existingObject(with: novelID)) }
-        let linked = Atomic<Bool>(false)
+        let linked = LinkedFlag()
         let exclusive = Task(executorPreference: OwnThreadsExecutor.shared) { () throws in
             try await first.performExclusiveWrite { context in
                 let tag = try #require(try context.fetch(FetchRequest<Tag>()).first)
                 try context.existingObject(with: novelID).tags.insert(tag)
                 try context.save()
-                linked.store(true, ordering: .releasing)
+                linked.value.store(true, ordering: .releasing)
                 Thread.sleep(forTimeInterval: 0.3)
             }
         }
-        while !linked.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        while !linked.value.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
         log.reset()
         try deleter.performAndWait { try $0.save() }
         try await exclusive.value
@@ -325,4 +325,9 @@ struct PostgreSQLOneStatementSaveTests {
         try await Self.execute("DROP OWNED BY \(role)", owner)
         try await Self.execute("DROP ROLE \(role)", owner)
     }
+}
+
+/// Set once by the exclusive write, read by the test.
+private final class LinkedFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }

@@ -169,9 +169,9 @@ struct PostgreSQLSecureConnectionTests {
     // MARK: The loom tool
 
     /// Runs `loom arguments…` with `environment` and returns everything it printed.
-    func loom(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    func loom(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         try LoomExecutable.requirePostgreSQLTrait()
-        let run = try LoomExecutable.run(arguments, environment: environment)
+        let run = try await LoomExecutable.run(arguments, environment: environment)
         return (run.status, run.standardOutput + run.standardError)
     }
 
@@ -193,7 +193,7 @@ struct PostgreSQLSecureConnectionTests {
             for (location, environment) in [(withPassword, [:]), (withoutPassword, ["PGPASSWORD": Self.password]),
                                             (withoutPassword, ["PGPASSFILE": passwordFile, "PGPASSWORD": ""])] {
                 for verb in verbs {
-                    let run = try loom(verb == ["query", "Book"] ? ["query", location, "Book"] : verb + [location], environment: debug.merging(environment) { $1 })
+                    let run = try await loom(verb == ["query", "Book"] ? ["query", location, "Book"] : verb + [location], environment: debug.merging(environment) { $1 })
                     #expect(run.status == 0, "\(verb) at level \(level): \(run.output)")
                     #expect(!run.output.contains(Self.password), "\(verb) at level \(level) printed the password: \(run.output)")
                 }
@@ -205,7 +205,7 @@ struct PostgreSQLSecureConnectionTests {
             let malformed = "postgres://loom_scram:\(Self.password.addingPercentEncoding(withAllowedCharacters: .urlUserAllowed)!)@localhost:port/postgres"
             for location in [wrong, unreachable, malformed] {
                 for verb in verbs {
-                    let run = try loom(verb == ["query", "Book"] ? ["query", location, "Book"] : verb + [location], environment: debug)
+                    let run = try await loom(verb == ["query", "Book"] ? ["query", location, "Book"] : verb + [location], environment: debug)
                     #expect(run.status != 0, "\(verb) \(location)")
                     #expect(run.output.contains("Error"), "\(run.output)")
                     for secret in [Self.password, Self.password.replacingOccurrences(of: "Pa55", with: "Xa55"),
