@@ -165,7 +165,12 @@ struct ChangeStatements {
     /// false.
     mutating func build(_ changes: StoreChangeSet, _ sink: (ChangeStatement) throws(LoomError) -> Bool) throws(LoomError) {
         let schema = store.schema
+        // A deleted object's join rows all go with it (below), so a removed link of a deleted
+        // object needs no statement of its own: leaving it out keeps the join table to one
+        // statement, and the save to one.
+        var deletedKeys: [String: Set<Int64>] = [:]
         for (entity, deletes) in groupedByEntity(changes.deletes, \.entity) {
+            if !changes.linkDeletes.isEmpty { deletedKeys[entity.name] = Set(deletes.lazy.map(\.key)) }
             guard try sink(deleteRows(entity, deletes)) else { return }
             for join in schema.joinTables(involving: entity) {
                 guard try sink(deleteLinks(of: deletes, in: join.table.name, column: join.column)) else { return }
@@ -195,7 +200,11 @@ struct ChangeStatements {
                 }
             }
         }
-        for (links, insert) in [(changes.linkDeletes, false), (changes.linkInserts, true)] {
+        let linkDeletes = deletedKeys.isEmpty ? changes.linkDeletes : changes.linkDeletes.filter { link in
+            !(deletedKeys[link.table.sourceEntityName]?.contains(link.source) ?? false)
+                && !(deletedKeys[link.table.targetEntityName]?.contains(link.target) ?? false)
+        }
+        for (links, insert) in [(linkDeletes, false), (changes.linkInserts, true)] {
             var tables: [String] = []
             var byTable: [String: [StoreChangeSet.LinkChange]] = [:]
             for link in links {

@@ -13,7 +13,7 @@ struct FaultFixRegressionTests {
 
     @Test("A statement error that made SQLite roll back the whole transaction is reported, not 'no such savepoint'")
     func errorThatEndedTheTransactionIsReported() async throws {
-        let url = TemporaryDirectory.make().appending(path: "savepoint.loom")
+        let url = TemporaryDirectory.make().appending(path: "rolled-back.loom")
         let schema = try Schema([Book.self])
         try SQLiteStore(url: url, schema: schema).close()
         // SQLite rolls the whole transaction back by itself, as it does on some I/O errors and a
