@@ -95,7 +95,7 @@ public final class PostgreSQLStore: PersistentStore {
         public var connectTimeout: Duration = .seconds(10)
         /// The server's `statement_timeout` for the store's sessions: a statement that runs
         /// longer is cancelled by the server, which answers SQLSTATE 57014 (the call throws
-        /// `LoomError/Code/storeFailure` with that ``LoomError/storeCode``) and keeps the
+        /// `LoomError/Code/storeFailure` with that `LoomError.storeCode`) and keeps the
         /// connection, unlike ``responseTimeout``, which gives up on the connection. It also
         /// bounds waits for locks held by other servers (the write lock an exclusive write holds).
         /// `nil` (the default) leaves the server's own setting, usually none; below a second it is
