@@ -69,6 +69,9 @@ public final class ManagedObjectContext {
     var queryGeneration: QueryGenerationToken?
     /// A generation released by its limit, whose event the end of the event posts.
     var releasedGeneration: QueryGenerationToken?
+    /// Whether the graph is applying delete rules now (see `ObjectGraph.propagateDeletes`):
+    /// an unsaved object a rule deletes then joins that run's waves instead of starting one.
+    var isPropagatingDeletes = false
 
     /// What happens when a fault fires and its row no longer exists (another context or
     /// process deleted it): with `true` (the default, Core Data's `shouldDeleteInaccessibleFaults`)

@@ -12,7 +12,9 @@ extension ObjectGraph {
             context.pending.insertedDeleted[key] = object
             backing.isDeleted = true
             context.noteEventChange(backing, deleted: true)
-            propagateDeletes([object])
+            // Inside a run of delete rules the object is in its waves already; a run of its own
+            // would forget the unsaved objects the outer run is still working on.
+            if !context.isPropagatingDeletes { propagateDeletes([object]) }
             return
         }
         if backing.state == .fault {
@@ -38,6 +40,9 @@ extension ObjectGraph {
             for object in context.pending.insertedDeleted.values where !object._loomBacking.deletePropagated { work.append(object) }
         }
         if work.isEmpty && context.pending.insertedDeleted.isEmpty { return }
+        let nested = context.isPropagatingDeletes
+        context.isPropagatingDeletes = true
+        defer { context.isPropagatingDeletes = nested }
         // In waves: each wave's to-many relationships are loaded with one query per
         // relationship, then its rules run; the objects they cascade to make the next wave.
         while !work.isEmpty {

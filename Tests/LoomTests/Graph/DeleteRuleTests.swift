@@ -169,6 +169,60 @@ struct DeleteRuleTests {
         #expect(try count(Chapter.self, container) == 2)
     }
 
+    @Test("An unsaved object whose rules cascade to unsaved objects is deleted with all of them, its other rules applied", arguments: StoreKind.allCases)
+    func unsavedCascadeToUnsaved(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let (ann, _, _, _, tag, pan) = try library(context)
+        // Cy and everything below her are unsaved; Novel's cascade to the chapters runs while
+        // Cy's own rules are still running (her profile, publisher and mentor come after).
+        let cy = Author(name: "Cy")
+        context.insert(cy)
+        cy.publisher = pan
+        cy.mentor = ann
+        cy.profile = Profile(bio: "new")
+        let novel = Novel(title: "N3", author: cy)
+        novel.chapters = [Chapter(title: "c3"), Chapter(title: "c4")]
+        novel.tags = [tag]
+        context.insert(Review(text: "fine", novel: novel))
+        let profile = try #require(cy.profile), chapter = novel.chapters[0]
+        context.delete(cy)
+        for object in [cy, novel, chapter] as [any PersistentModel] {
+            #expect(object.isDeleted || object.managedObjectContext == nil)
+        }
+        // Nullify (the profile's rule) leaves the profile, without an author.
+        #expect(!profile.isDeleted && profile.author == nil)
+        #expect(ann.students.map(\.name).sorted() == ["Bob"])
+        #expect(tag.novels.map(\.title) == ["N1"])
+        #expect(pan.authors.map(\.name) == ["Ann"])
+        #expect(context.inserted.count == 1 && context.inserted.first === profile)
+        try context.save()
+        #expect(try count(Author.self, container) == 2)
+        #expect(try count(Novel.self, container) == 2)
+        #expect(try count(Chapter.self, container) == 2)
+        #expect(try count(Review.self, container) == 1)
+        #expect(try count(Profile.self, container) == 2)
+    }
+
+    @Test("A list read before a member's delete rules ran can be set again: the deleted member is left out", arguments: StoreKind.allCases)
+    func deletedMemberInListSetAgain(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let (_, _, n1, _, _, _) = try library(context)
+        let (c1, c2) = (n1.chapters[0], n1.chapters[1])
+        context.delete(c1)
+        // The rules run at the end of the event: the list still holds c1 until then.
+        n1.chapters = n1.chapters.reversed()
+        #expect(n1.chapters.map(\.title) == ["c2"])
+        context.processPendingChanges()
+        #expect(n1.chapters.map(\.title) == ["c2"] && c1.isDeleted && c2.novel === n1)
+        try context.save()
+        let saved = try container.newBackgroundContext().performAndWait { context in
+            try context.fetch(FetchRequest<Novel>(predicate: #Predicate { $0.title == "N1" })).first!.chapters.map(\.title)
+        }
+        #expect(saved == ["c2"])
+    }
+
     @Test("A required to-one left empty fails the save with a clear error", arguments: StoreKind.allCases)
     func requiredToOne(kind: StoreKind) throws {
         let container = try kind.makeGraphContainer()
