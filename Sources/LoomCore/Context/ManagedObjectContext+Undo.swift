@@ -122,3 +122,4 @@ extension ManagedObjectContext {
         stack.recordValue(object, slot: slot, old: old)
     }
 }
+

@@ -33,6 +33,9 @@ struct ObjectGraph {
                 fatalError("\(backing.entity.name).\(r.description.name) leads to \(r.destination.name), not to \(b.entity.name).")
             }
             if b.isDeleted {
+                // Deleted in this event, its rules not applied yet: they take it out of this
+                // relationship anyway (a list read before the rules ran still holds it).
+                if !b.deletePropagated { continue }
                 fatalError("\(backing.entity.name).\(r.description.name) was given \(b.objectIDDescription), which is deleted.")
             }
             if !targets.contains(where: { $0 === b }) { targets.append(b) }
@@ -181,9 +184,25 @@ struct ObjectGraph {
     /// A to-many relationship of an object lost a member: its loaded list follows.
     func lose(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64, writingOrder: Bool = true) {
         noteRelationshipChange(entity, owner, j)
+        if entity.relationships[j].kind == .orderedToMany, let stack = context.undoStack, stack.isRecording {
+            recordOrderOfUnloadedList(entity, owner, j, in: stack)
+        }
         guard let o = context.registeredBacking(of: entity, key: owner), o.toMany[j]?.contains(member) == true else { return }
         o.toMany[j]!.remove(member)
         if writingOrder, entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
+    }
+
+    /// For undo: the order slot of an ordered list that is not loaded, as it is before a member
+    /// leaves it. A loaded list's order is written (and so recorded) as it changes; an unloaded
+    /// one's is not, and without it undo could put the member back only at the end.
+    private func recordOrderOfUnloadedList(_ entity: EntityDescription, _ owner: Int64, _ j: Int, in stack: UndoStack) {
+        guard let slot = entity.storedValueIndex(ofRelationship: j) else { return }
+        context.withObject(entity, owner) { o in
+            guard o.toMany[j] == nil, !o.isDeleted else { return }
+            if o.state == .fault { context.fulfillFault(o) }
+            guard o.state == .loaded, !o.isInaccessible, slot < o.values.count else { return }
+            context.recordUndoValue(of: o, slot: slot, old: o.values[slot], in: stack)
+        }
     }
 
     /// Saves an ordered relationship's loaded order in its owner's order slot.

@@ -230,7 +230,7 @@ public final class _ObjectBacking {
             return
         }
         // Undo: a load and a test when it is off.
-        if let stack = context.undoStack, stack.isRecording {
+        if let stack = context.undoStack, stack.isRecording, !values[index].isIdentical(to: stored) {
             context.recordUndoValue(of: self, slot: index, old: values[index], in: stack)
         }
         values[index] = stored

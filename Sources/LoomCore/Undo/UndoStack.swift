@@ -180,9 +180,12 @@ public final class UndoStack {
         recordedSlots.removeAll(keepingCapacity: recordedSlots.count < 1024)
         recordedLinks.removeAll(keepingCapacity: recordedLinks.count < 1024)
         let recorded = mode == .normal && undoSteps.topHasRecords
+        // A step played back leaves its opposite even when it changed nothing (what it named
+        // was merged away since): undoing k steps and redoing k steps stay a pair.
         switch mode {
-        case .normal, .redoing: undoSteps.trim(to: levels, keepingOpen: false)
-        case .undoing: redoSteps.trim(to: levels, keepingOpen: false)
+        case .normal: undoSteps.trim(to: levels, keepingOpen: false)
+        case .redoing: undoSteps.trim(to: levels, keepingOpen: true)
+        case .undoing: redoSteps.trim(to: levels, keepingOpen: true)
         }
         publishState()
         if recorded, let onStepRecorded { onStepRecorded(undoSteps.topName) }

@@ -21,7 +21,7 @@ struct UndoMemoryTests {
         let stack = UndoStack()
         context.undoManager = stack
         for edit in 0..<10_000 {
-            authors[edit % authors.count].rating = edit
+            authors[edit % authors.count].rating = edit + 1
             context.processPendingChanges()
         }
         #expect(stack.stepCounts.undo == 10_000)

@@ -316,6 +316,89 @@ struct UndoTests {
         _ = try context.existingObject(with: ann.objectID)
     }
 
+    @Test("Unsaved objects deleted with a cascade come back on undo and go again on redo", arguments: StoreKind.allCases)
+    func unsavedCascadeRedo(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let pan = Publisher(name: "Pan")
+        context.insert(pan)
+        try context.save()
+        context.undoManager = UndoStack()
+        // Unsaved: the author, her novel and its chapters; her rules after `novels` (profile,
+        // mentor) run once the novel's cascade ran.
+        let ann = Author(name: "Ann")
+        context.insert(ann)
+        ann.publisher = pan
+        ann.profile = Profile(bio: "hi")
+        let n1 = Novel(title: "N1", author: ann)
+        n1.chapters = [Chapter(title: "c1"), Chapter(title: "c2")]
+        context.processPendingChanges()
+        context.undoGroup("Delete Ann") { context.delete(ann) }
+        #expect(ann.isDeleted || ann.managedObjectContext == nil)
+        context.undo()
+        #expect(!ann.isDeleted && n1.author === ann && n1.chapters.map(\.title) == ["c1", "c2"] && ann.profile?.bio == "hi")
+        #expect(pan.authors.map(\.name) == ["Ann"])
+        context.redo()
+        #expect(ann.isDeleted || ann.managedObjectContext == nil)
+        #expect(pan.authors.isEmpty)
+        context.undo()
+        #expect(n1.chapters.map(\.title) == ["c1", "c2"])
+        try context.save()
+        #expect(try store(Chapter.self, container) == 2)
+    }
+
+    @Test("A member leaves an ordered list that was never loaded: undo puts it back where it stood", arguments: StoreKind.allCases)
+    func orderedListNotLoaded(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let setup = container.viewContext
+        let n1 = Novel(title: "N1")
+        setup.insert(n1)
+        n1.chapters = [Chapter(title: "c1"), Chapter(title: "c2"), Chapter(title: "c3")]
+        try setup.save()
+        // A fresh context: the novel's list is not loaded when the chapter leaves it.
+        let context = container.newBackgroundContext()
+        try context.performAndWait { context in
+            context.undoManager = UndoStack()
+            let novel = try #require(try context.fetch(FetchRequest<Novel>()).first)
+            let first = try #require(try context.fetch(FetchRequest<Chapter>(predicate: #Predicate { $0.title == "c1" })).first)
+            first.novel = nil
+            context.processPendingChanges()
+            try context.save()
+            // A later step loads the list and writes its order.
+            novel.chapters = novel.chapters.reversed()
+            context.processPendingChanges()
+            #expect(novel.chapters.map(\.title) == ["c3", "c2"])
+            context.undo()
+            #expect(novel.chapters.map(\.title) == ["c2", "c3"])
+            context.undo()
+            #expect(novel.chapters.map(\.title) == ["c1", "c2", "c3"])
+            try context.save()
+        }
+        let saved = try container.newBackgroundContext().performAndWait { try $0.fetch(FetchRequest<Novel>()).first!.chapters.map(\.title) }
+        #expect(saved == ["c1", "c2", "c3"])
+    }
+
+    @Test("Setting a property to the value it holds records no step")
+    func sameValueIsNoStep() throws {
+        let container = try StoreKind.inMemory.makeGraphContainer()
+        let context = container.viewContext
+        let ann = Author(name: "Ann", rating: 1)
+        context.insert(ann)
+        try context.save()
+        let stack = UndoStack()
+        context.undoManager = stack
+        ann.rating = 1
+        context.processPendingChanges()
+        #expect(!stack.canUndo)
+        ann.rating = 2
+        context.processPendingChanges()
+        ann.rating = 2
+        context.processPendingChanges()
+        #expect(stack.stepCounts.undo == 1)
+        context.undo()
+        #expect(ann.rating == 1 && stack.stepCounts.redo == 1)
+    }
+
     @Test("Undoing a saved insert deletes it cleanly; redoing inserts it again with its ID", arguments: StoreKind.allCases)
     func insertAfterSave(kind: StoreKind) throws {
         let container = try kind.makeGraphContainer()
