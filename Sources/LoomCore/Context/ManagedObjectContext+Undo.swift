@@ -122,4 +122,3 @@ extension ManagedObjectContext {
         stack.recordValue(object, slot: slot, old: old)
     }
 }
-
