@@ -123,6 +123,45 @@ struct SQLiteLiveStreamTests {
         }
     }
 
+    @Test("A burst of concurrent changes: every event fits the list, which ends as GET serves it")
+    func burstOfChanges() async throws {
+        try await withServer { server in
+            let client = server.client
+            let board = try await client.post("boards", #"{"name": "Busy"}"#).decode(BoardJSON.self)
+            var cards: [CardJSON] = []
+            for i in 0..<6 {
+                cards.append(try await client.post("boards/\(board.id)/cards", #"{"title": "Card \#(i)", "position": \#(i * 10)}"#).decode(CardJSON.self))
+            }
+            let (stream, first) = try await openStream(server, board: board.id)
+            defer { stream.close() }
+            var list = first
+            // Inserts, moves (distinct positions: ties would order as the store likes), updates
+            // and deletes, from many requests at once; the live query may coalesce them.
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<8 {
+                    group.addTask { try await client.post("boards/\(board.id)/cards", #"{"title": "New \#(i)", "position": \#(5 + i * 10)}"#).status }
+                }
+                for (i, card) in cards.prefix(4).enumerated() {
+                    group.addTask { try await client.patch("cards/\(card.id)", #"{"position": \#(1000 - i), "details": "moved"}"#).status }
+                }
+                for card in cards.suffix(2) {
+                    group.addTask { try await client.delete("cards/\(card.id)").status }
+                }
+                for try await status in group { #expect([200, 201, 204].contains(status)) }
+            }
+            let served = try await client.get("boards/\(board.id)/cards").decode([CardJSON].self)
+            #expect(served.count == 12)
+            var events = 0
+            while list.cards != served {
+                let event = try await stream.next(within: .seconds(30))
+                #expect(event.name == "changes")
+                try list.apply(try event.decode(CardChangesJSON.self))   // throws if it does not fit
+                events += 1
+            }
+            #expect(events >= 1 && events <= 14)
+        }
+    }
+
     @Test("A silent stream sends heartbeats; a client that goes away releases the stream and its live query")
     func heartbeatsAndRelease() async throws {
         try await withServer(["--heartbeat", "0.2"]) { server in
@@ -252,6 +291,38 @@ struct PostgreSQLLiveStreamTests {
             (_, change) = try await nextChange(stream, applyingTo: &list, board: board.id, servedBy: b)
             #expect(change.deleted.count == 1)
             #expect(list.cards.map(\.title) == ["Three, from B", "One, from A"])
+        }
+    }
+
+    @Test("While the database is down a new stream is refused with 503; an open one stays open and follows again")
+    func databaseDown() async throws {
+        // A PostgreSQL server of this test's own, stopped and started again under the server.
+        let cluster = try PostgreSQLCluster()
+        defer { cluster.remove() }
+        let url = PostgreSQLServerTests.freshSchema(of: cluster.url)
+        try await ServerProcess.with([(["--postgres", url, "--heartbeat", "0.2"], [:])]) { servers in
+            let client = servers[0].client
+            let board = try await client.post("boards", #"{"name": "Outage"}"#).decode(BoardJSON.self)
+            let (stream, first) = try await openStream(servers[0], board: board.id)
+            defer { stream.close() }
+            var list = first
+            try cluster.run("halt")
+            let refused = try await client.get("boards/\(board.id)/cards/events")
+            #expect(refused.status == 503)
+            #expect(!refused.message.isEmpty)
+            let comments = stream.comments
+            try await stream.wait { $0.comments >= comments + 2 }
+            #expect(!stream.hasEnded)
+            try cluster.run("resume")
+            var status = 0
+            let deadline = ContinuousClock.now + .seconds(30)
+            while status != 201, ContinuousClock.now < deadline {
+                status = try await client.post("boards/\(board.id)/cards", #"{"title": "After the outage"}"#).status
+                if status != 201 { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(status == 201)
+            let (_, change) = try await nextChange(stream, applyingTo: &list, board: board.id, servedBy: client)
+            #expect(change.inserted.map(\.card.title) == ["After the outage"])
         }
     }
 
