@@ -36,19 +36,19 @@ private func waitForStreams(_ counts: LiveStreams.Counts, on client: HTTPClient,
 }
 
 /// Opens board `board`'s live page of `page` in headless Chromium, waits until the page's stream
-/// is open, makes `change` through `writer` (a card titled `title`), and returns what the page
-/// shows once the card appears (or a minute passed). The screenshot is kept in
-/// `.build/test-output/<name>.png`.
+/// is open, makes `changes`, and returns what the page shows once its text contains `expected`
+/// (or a minute passed). The screenshot is kept in `.build/test-output/<name>.png`.
 private func showLivePage(
-    of page: ServerProcess, board: Int64, addingCard title: String, through writer: HTTPClient, screenshot name: String
+    of page: ServerProcess, board: Int64, expecting expected: String, screenshot name: String,
+    after changes: () async throws -> Void
 ) async throws -> Browser.Reading {
     try FileManager.default.createDirectory(at: Browser.outputFolder, withIntermediateDirectories: true)
     let screenshot = Browser.outputFolder.appending(path: "\(name).png")
     try? FileManager.default.removeItem(at: screenshot)
-    let browser = try Browser.Page(url: "http://127.0.0.1:\(page.port)/boards/\(board)/live", expecting: title, screenshot: screenshot)
-    // The page is loaded and its EventSource connected: the change comes while it watches.
+    let browser = try Browser.Page(url: "http://127.0.0.1:\(page.port)/boards/\(board)/live", expecting: expected, screenshot: screenshot)
+    // The page is loaded and its EventSource connected: the changes come while it watches.
     try await waitForStreams(LiveStreams.Counts(open: 1, contexts: 1), on: page.client, within: .seconds(60))
-    #expect(try await writer.post("boards/\(board)/cards", #"{"title": "\#(title)", "position": 9}"#).status == 201)
+    try await changes()
     let reading = try await browser.reading()
     #expect(FileManager.default.fileExists(atPath: screenshot.path), "no screenshot at \(screenshot.path)")
     return reading
@@ -235,20 +235,33 @@ struct SQLiteLiveStreamTests {
     }
 
     @Test(
-        "The live page in headless Chromium shows a card added while it is open",
+        "The live page in headless Chromium follows an insertion, a move, a deletion and an update",
         .enabled(if: Browser.executable != nil, "chromium is not installed (scripts/install-dependencies installs it)"))
     func livePageInChromium() async throws {
         try await withServer { server in
-            let board = try await server.client.post("boards", #"{"name": "Launch <plan>"}"#).decode(BoardJSON.self)
-            _ = try await server.client.post("boards/\(board.id)/cards", #"{"title": "Book the room", "position": 1}"#)
-            let page = try await server.client.get("boards/\(board.id)/live")
+            let client = server.client
+            let board = try await client.post("boards", #"{"name": "Launch <plan>"}"#).decode(BoardJSON.self)
+            var cards: [CardJSON] = []
+            for (i, title) in ["Book the room", "Order food", "Print badges"].enumerated() {
+                cards.append(try await client.post("boards/\(board.id)/cards", #"{"title": "\#(title)", "position": \#(i + 1)}"#).decode(CardJSON.self))
+            }
+            let page = try await client.get("boards/\(board.id)/live")
             #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true)
             #expect(String(decoding: page.body, as: UTF8.self).contains("Launch &lt;plan&gt;"))
 
-            let reading = try await showLivePage(
-                of: server, board: board.id, addingCard: "Write the <b>post</b>", through: server.client, screenshot: "live-page-sqlite")
+            // An insertion, a move, a deletion, then an update: the page applies each diff, and
+            // shows the update only after the others (events come in order).
+            let reading = try await showLivePage(of: server, board: board.id, expecting: "Book the big room", screenshot: "live-page-sqlite") {
+                let statuses = [
+                    try await client.post("boards/\(board.id)/cards", #"{"title": "Write the <b>post</b>", "position": 9}"#).status,
+                    try await client.patch("cards/\(cards[1].id)", #"{"position": 0}"#).status,
+                    try await client.delete("cards/\(cards[2].id)").status,
+                    try await client.patch("cards/\(cards[0].id)", #"{"title": "Book the big room"}"#).status,
+                ]
+                #expect(statuses == [201, 200, 204, 200])
+            }
             #expect(reading.found)
-            #expect(reading.cards == ["Book the room", "Write the <b>post</b>"])   // text, not HTML
+            #expect(reading.cards == ["Order food", "Book the big room", "Write the <b>post</b>"])   // text, not HTML
             #expect(reading.status == "live")
             #expect(reading.changes >= 1)
         }
@@ -335,8 +348,10 @@ struct PostgreSQLLiveStreamTests {
             let a = servers[0].client
             let board = try await a.post("boards", #"{"name": "Shared"}"#).decode(BoardJSON.self)
             _ = try await a.post("boards/\(board.id)/cards", #"{"title": "Book the room", "position": 1}"#)
-            let reading = try await showLivePage(
-                of: servers[1], board: board.id, addingCard: "Added through A", through: a, screenshot: "live-page-postgresql")
+            let reading = try await showLivePage(of: servers[1], board: board.id, expecting: "Added through A", screenshot: "live-page-postgresql") {
+                let status = try await a.post("boards/\(board.id)/cards", #"{"title": "Added through A", "position": 9}"#).status
+                #expect(status == 201)
+            }
             #expect(reading.found)
             #expect(reading.cards == ["Book the room", "Added through A"])
             #expect(reading.status == "live")
