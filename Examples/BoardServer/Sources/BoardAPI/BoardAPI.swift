@@ -28,14 +28,14 @@ public import Loom
 public struct BoardAPI: Sendable {
     /// The container every request's context comes from.
     public let container: PersistentContainer
-    /// How long a live stream stays silent before it sends a heartbeat (a comment line), so
-    /// that proxies keep it open and a client that went away is noticed.
+    /// How often a live stream sends a heartbeat (a comment line), so that proxies keep it open
+    /// and a client that went away is noticed.
     public let heartbeat: Duration
     /// The live streams open (`GET /health/streams`).
     let streams = LiveStreams()
 
     /// Serves `container`, whose store holds the board model (see ``BoardDatabase``); live
-    /// streams send a heartbeat after `heartbeat` of silence.
+    /// streams send a heartbeat every `heartbeat`. Callable from any isolation.
     public init(container: PersistentContainer, heartbeat: Duration = .seconds(15)) {
         self.container = container
         self.heartbeat = heartbeat

@@ -28,7 +28,7 @@ struct BoardServerCommand: AsyncParsableCommand {
         discussion: "BOARD_SERVER_POSTGRES_URL is read when this is not given, so that a password need not be on the command line."))
     var postgres: String?
 
-    @Option(help: "Seconds of silence after which a live stream sends a heartbeat (a comment line).")
+    @Option(help: "How often, in seconds, a live stream sends a heartbeat (a comment line).")
     var heartbeat = 15.0
 
     @Option(help: "A file to write the port to once the server accepts connections (for scripts and tests).")

@@ -162,6 +162,47 @@ struct SQLiteLiveStreamTests {
         }
     }
 
+    @Test("Cards at the same position stream in GET's order (by ID), and keep it as they change")
+    func tiesOrderedByID() async throws {
+        try await withServer { server in
+            let client = server.client
+            let board = try await client.post("boards", #"{"name": "Ties"}"#).decode(BoardJSON.self)
+            var cards: [CardJSON] = []
+            for title in ["A", "B", "C"] {
+                cards.append(try await client.post("boards/\(board.id)/cards", #"{"title": "\#(title)"}"#).decode(CardJSON.self))
+            }
+            let (stream, first) = try await openStream(server, board: board.id)
+            defer { stream.close() }
+            var list = first
+            #expect(list.cards == cards)
+            _ = try await client.patch("cards/\(cards[1].id)", #"{"title": "B, renamed"}"#)
+            _ = try await nextChange(stream, applyingTo: &list, board: board.id, servedBy: client)
+            _ = try await client.post("boards/\(board.id)/cards", #"{"title": "D"}"#)
+            let (_, change) = try await nextChange(stream, applyingTo: &list, board: board.id, servedBy: client)
+            #expect(change.inserted.map(\.at) == [PositionJSON(section: 0, item: 3)])
+            _ = try await client.patch("cards/\(cards[0].id)", #"{"position": 0}"#)   // the same: no event
+            _ = try await client.patch("cards/\(cards[2].id)", #"{"position": -1}"#)
+            let (_, moved) = try await nextChange(stream, applyingTo: &list, board: board.id, servedBy: client)
+            #expect(!moved.moved.isEmpty)
+            #expect(list.cards.map(\.title) == ["C", "A", "B, renamed", "D"])
+        }
+    }
+
+    @Test("A heartbeat that is not a positive number of seconds up to an hour stops the server at its start")
+    func badHeartbeat() async throws {
+        for value in ["0", "-1", "7200", "soon"] {
+            let folder = FileManager.default.temporaryDirectory.appending(path: "live-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            do {
+                let server = try await ServerProcess(["--store", folder.appending(path: "boards.loom").path, "--heartbeat", value])
+                try? await server.stop()
+                Issue.record("board-server started with --heartbeat \(value)")
+            } catch let failure as ServerFailure {
+                #expect(failure.description.contains("heartbeat"), "\(value): \(failure.description)")
+            }
+        }
+    }
+
     @Test("A silent stream sends heartbeats; a client that goes away releases the stream and its live query")
     func heartbeatsAndRelease() async throws {
         try await withServer(["--heartbeat", "0.2"]) { server in
