@@ -3,7 +3,7 @@ import Loom
 
 // What the live stream of a board's cards sends (`GET /boards/:id/cards/events`): Loom's live
 // query results, with the cards the client needs to show them. Items are positions in sections,
-// as Loom's `ResultChanges` gives them; the board's cards form one section (key `null`), but the
+// as Loom's `ResultChanges` gives them; the board's cards form one section (without a `key`), but the
 // form is the sectioned one, so that a client applies any live query's changes the same way:
 //
 //   1. remove `deleted` and the `from` of `moved` (old positions), last first;
@@ -28,7 +28,7 @@ struct PositionJSON: Codable, Hashable, Sendable {
     }
 }
 
-/// A section of a result: its key (`null` for a query without sections) and its cards.
+/// A section of a result: its key (left out for a query without sections) and its cards.
 struct CardSectionJSON: Codable, Equatable, Sendable {
     var key: String?
     var cards: [CardJSON]
