@@ -13,6 +13,8 @@ public import Loom
 /// GET    /cards/:id/comments      POST /cards/:id/comments     {"text", "author"}
 /// GET    /labels/:id              PATCH, DELETE /labels/:id    (If-Match)
 /// GET    /labels/:id/cards        GET /health
+/// GET    /boards/:id/cards/events (Server-Sent Events)   GET /boards/:id/live (a page)
+/// GET    /health/streams
 /// ```
 ///
 /// A GET of one object answers with its `ETag`; a PATCH or DELETE with `If-Match` fails with 412
@@ -26,10 +28,17 @@ public import Loom
 public struct BoardAPI: Sendable {
     /// The container every request's context comes from.
     public let container: PersistentContainer
+    /// How often a live stream sends a heartbeat (a comment line), so that proxies keep it open
+    /// and a client that went away is noticed.
+    public let heartbeat: Duration
+    /// The live streams open (`GET /health/streams`).
+    let streams = LiveStreams()
 
-    /// Serves `container`, whose store holds the board model (see ``BoardDatabase``).
-    public init(container: PersistentContainer) {
+    /// Serves `container`, whose store holds the board model (see ``BoardDatabase``); live
+    /// streams send a heartbeat every `heartbeat`. Callable from any isolation.
+    public init(container: PersistentContainer, heartbeat: Duration = .seconds(15)) {
         self.container = container
+        self.heartbeat = heartbeat
     }
 
     /// A router with every route and the error mapping.
@@ -40,6 +49,8 @@ public struct BoardAPI: Sendable {
         addBoardRoutes(to: router)
         addCardRoutes(to: router)
         addLabelRoutes(to: router)
+        addEventRoutes(to: router)
+        addPageRoutes(to: router)
         return router
     }
 

@@ -28,8 +28,17 @@ struct BoardServerCommand: AsyncParsableCommand {
         discussion: "BOARD_SERVER_POSTGRES_URL is read when this is not given, so that a password need not be on the command line."))
     var postgres: String?
 
+    @Option(help: "How often, in seconds, a live stream sends a heartbeat (a comment line).")
+    var heartbeat = 15.0
+
     @Option(help: "A file to write the port to once the server accepts connections (for scripts and tests).")
     var portFile: String?
+
+    func validate() throws {
+        guard heartbeat > 0, heartbeat <= 3600 else {
+            throw ValidationError("--heartbeat must be more than 0 and at most 3600 seconds, not \(heartbeat).")
+        }
+    }
 
     func run() async throws {
         let postgresURL = postgres ?? ProcessInfo.processInfo.environment["BOARD_SERVER_POSTGRES_URL"]
@@ -37,7 +46,7 @@ struct BoardServerCommand: AsyncParsableCommand {
         let container = try database.openContainer()
         let portFile = portFile
         let host = host
-        let app = BoardAPI(container: container).application(host: host, port: port) { port in
+        let app = BoardAPI(container: container, heartbeat: .milliseconds(Int(heartbeat * 1000))).application(host: host, port: port) { port in
             print("board-server: listening on http://\(host):\(port)")
             if let portFile {
                 try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)

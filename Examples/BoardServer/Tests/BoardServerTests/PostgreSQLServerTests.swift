@@ -3,7 +3,7 @@ import Testing
 @testable import BoardAPI
 
 /// The throwaway database `./scripts/test` starts; `nil` outside it.
-private let databaseURL = ProcessInfo.processInfo.environment["LOOM_TEST_POSTGRES_URL"]
+let databaseURL = ProcessInfo.processInfo.environment["LOOM_TEST_POSTGRES_URL"]
 
 /// `board-server` processes on one PostgreSQL database, as app servers behind a load balancer
 /// would run. Needs `LOOM_TEST_POSTGRES_URL` (`./scripts/test` starts a throwaway server and sets
@@ -13,7 +13,7 @@ private let databaseURL = ProcessInfo.processInfo.environment["LOOM_TEST_POSTGRE
     .enabled(if: databaseURL != nil, "LOOM_TEST_POSTGRES_URL is not set"))
 struct PostgreSQLServerTests {
     /// A URL of the test database with a schema of its own, so that each test starts empty.
-    private static func freshSchema(of url: String) -> String {
+    static func freshSchema(of url: String) -> String {
         let schema = "board_" + UUID().uuidString.prefix(8).lowercased()
         return url + (url.contains("?") ? "&" : "?") + "schema=" + schema
     }
