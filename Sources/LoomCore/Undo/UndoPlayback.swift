@@ -23,6 +23,7 @@ struct UndoPlayback {
     func play(_ records: [UndoRecord]) {
         var touched: [ListReference: EntityDescription] = [:]
         var valued: [ObjectIdentifier: any BackedObject] = [:]
+        var appeared: [any BackedObject] = []
         for record in records.reversed() {
             switch record {
             case .value(let object, let slot, let old):
@@ -30,12 +31,18 @@ struct UndoPlayback {
             case .link(let entity, let j, let owner, let other, let existed):
                 setLink(j, of: entity, owner: owner, other: other, present: existed, touching: &touched)
             case .appeared(let object):
-                let b = object._loomBacking
-                guard b.context === context, b.state != .invalidated, !b.isDeleted, !b.isInaccessible else { continue }
-                context.graph.delete(object)
+                appeared.append(object)
             case .disappeared(let object, let values):
                 bringBack(object, values: values)
             }
+        }
+        // Objects that appeared in the step go last: a property is recorded once, at its first
+        // change, so one set to an object that appeared later in the step is put back only
+        // above; deleted first, such an object would take it along by its delete rules.
+        for object in appeared {
+            let b = object._loomBacking
+            guard b.context === context, b.state != .invalidated, !b.isDeleted, !b.isInaccessible else { continue }
+            context.graph.delete(object)
         }
         reorder(touched)
         // What came back or went is not all in the event's lists (a deletion undone in place):
@@ -90,7 +97,7 @@ struct UndoPlayback {
         guard case .joinTable(let table, let ownColumn, _) = r.storage else { return }
         let link = LinkKey(table, ownColumn: ownColumn, own: owner, other: other)
         // What the row's state is now: a loaded list says; else this context's unsaved change;
-        // else it is what the step left (nothing else changed it since).
+        // else the store's row (a step that added and removed it leaves no unsaved change).
         let now: Bool
         if let list = context.registeredBacking(of: entity, key: owner)?.toMany[j] {
             now = list.contains(other)
@@ -99,7 +106,7 @@ struct UndoPlayback {
         } else if let noted = context.pending.links[link] {
             now = noted
         } else {
-            now = !present
+            now = context.withObject(entity, owner) { context.graph.members(of: $0, r).contains(other) }
         }
         guard now != present else { return }
         context.graph.setLink(r, link, owner: entity, ownerKey: owner, other: other, present: present, writingOrder: false)

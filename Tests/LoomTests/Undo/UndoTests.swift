@@ -378,6 +378,62 @@ struct UndoTests {
         #expect(saved == ["c1", "c2", "c3"])
     }
 
+    @Test("An object moved in one step to an object inserted in that step is moved back, not taken along by the insert's undo", arguments: StoreKind.allCases)
+    func movedToInsertedInOneStep(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let n1 = Novel(title: "N1")
+        context.insert(n1)
+        n1.chapters = [Chapter(title: "c1"), Chapter(title: "c2")]
+        try context.save()
+        context.undoManager = UndoStack()
+        let c1 = n1.chapters[0]
+        context.undoGroup("Move to a new novel") {
+            c1.novel = nil                      // first change of c1's novel: recorded here
+            let n2 = Novel(title: "N2")
+            context.insert(n2)
+            c1.novel = n2                       // its cascade rule would take c1 along
+        }
+        context.undo()
+        #expect(!c1.isDeleted && c1.novel === n1 && n1.chapters.map(\.title) == ["c1", "c2"])
+        #expect(!context.hasChanges)
+        context.redo()
+        #expect(c1.novel?.title == "N2" && n1.chapters.map(\.title) == ["c2"])
+        context.undo()
+        try context.save()
+        #expect(try store(Chapter.self, container) == 2 && store(Novel.self, container) == 1)
+    }
+
+    @Test("A many-to-many link added and removed in one step stays absent through undo and redo", arguments: StoreKind.allCases)
+    func linkAddedAndRemovedInOneStep(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let setup = container.viewContext
+        setup.insert(Novel(title: "N1"))
+        setup.insert(Tag(name: "t"))
+        try setup.save()
+        // No loaded list left to say where the link is: undo asks the store and the changes.
+        let context = container.newBackgroundContext()
+        try context.performAndWait { context in
+            context.undoManager = UndoStack()
+            try context.undoGroup("Tag and untag") {
+                let novel = try #require(try context.fetch(FetchRequest<Novel>()).first)
+                let tag = try #require(try context.fetch(FetchRequest<Tag>()).first)
+                novel.tags.insert(tag)
+                tag.novels.remove(novel)
+            }
+            try context.refreshAllObjects()     // loaded lists are dropped, to be read again
+            context.undo()
+            context.redo()
+            let novel = try #require(try context.fetch(FetchRequest<Novel>()).first)
+            #expect(novel.tags.isEmpty)
+            context.undo()
+            #expect(novel.tags.isEmpty)
+            try context.save()
+        }
+        let links = try container.newBackgroundContext().performAndWait { try $0.fetch(FetchRequest<Tag>()).first!.novels.count }
+        #expect(links == 0)
+    }
+
     @Test("Setting a property to the value it holds records no step")
     func sameValueIsNoStep() throws {
         let container = try StoreKind.inMemory.makeGraphContainer()
