@@ -50,6 +50,7 @@ struct DemoCommand: AsyncParsableCommand {
             try await Self.updateImport(packages, into: container)
             try printQueries(view)
             try await Self.showBatchRequests(of: packages, in: container)
+            try await Self.showUndo(in: container)
             try await container.close()
             print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL)")
             return
@@ -152,6 +153,7 @@ struct DemoCommand: AsyncParsableCommand {
 
         try printQueries(view)
         try await Self.showBatchRequests(of: packages, in: container)
+        try await Self.showUndo(in: container)
         try await Self.showSQLLogging(at: storeURL)
         try await container.close()
         // The other coordinator has seen every import commit by now, or will within moments.
