@@ -59,9 +59,9 @@ import Loom
 }
 
 /// Every model of the trip hierarchy, parents first.
-let tripModels: [any PersistentModel.Type] = [Trip.self, BusinessTrip.self, ConferenceTrip.self, PersonalTrip.self]
+var tripModels: [any PersistentModel.Type] { [Trip.self, BusinessTrip.self, ConferenceTrip.self, PersonalTrip.self] }
 /// The abstract hierarchy.
-let vehicleModels: [any PersistentModel.Type] = [Vehicle.self, Bicycle.self, Car.self]
+var vehicleModels: [any PersistentModel.Type] { [Vehicle.self, Bicycle.self, Car.self] }
 
 extension StoreKind {
     /// A fresh, empty container of this kind for the inheritance models.
