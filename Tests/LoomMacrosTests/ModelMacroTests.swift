@@ -25,13 +25,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.isbn)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.isbn) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -40,13 +40,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.title)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.title) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -57,13 +57,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.pages)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: Int.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: Int.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.pages) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
@@ -72,13 +72,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.rating)
                             return _loomWithBacking {
-                                $0.value(at: 3, as: Double?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 3, as: Double?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.rating) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 3, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 3, of: self)
                                 }
                             }
                         }
@@ -89,13 +89,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.status)
                             return _loomWithBacking {
-                                $0.value(at: 4, as: Status.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 4, as: Status.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.status) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 4, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 4, of: self)
                                 }
                             }
                         }
@@ -223,13 +223,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.name)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -377,13 +377,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.nickname)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.nickname) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -392,13 +392,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.email)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: Optional<String>.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: Optional<String>.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -409,13 +409,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.lastSeen)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: Date?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: Date?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.lastSeen) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
@@ -424,13 +424,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.favorite)
                             return _loomWithBacking {
-                                $0.value(at: 3, as: Int?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 3, as: Int?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.favorite) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 3, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 3, of: self)
                                 }
                             }
                         }
@@ -591,13 +591,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.name)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -608,13 +608,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.email)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -624,13 +624,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.handle)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.handle) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
@@ -716,13 +716,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.`default`)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: Bool.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: Bool.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.`default`) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -802,13 +802,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.name)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -819,13 +819,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.books)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: Set<Book>.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: Set<Book>.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.books) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -834,13 +834,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.mentor)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: Author?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: Author?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.mentor) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
