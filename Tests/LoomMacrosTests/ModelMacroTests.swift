@@ -146,6 +146,8 @@ import Testing
                         indexes: [["title"], ["rating", "pages"]]
                     )
 
+                    private static var _loomPropertyOffset: Int { 0 }
+
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
@@ -235,19 +237,19 @@ import Testing
                         }
                     }
 
-                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
+                    @exclusivity(unchecked) final var _loomSlot = _ObjectSlot()
 
-                    public var _loomBacking: _ObjectBacking {
+                    public final var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
-                        return _loomSlot.makeBacking(for: Author.entity)
+                        return _loomSlot.makeBacking(for: type(of: self).entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
+                    @inline(__always) final func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
+                    @exclusivity(unchecked) final var _loomObservation = _ObservationSlot()
 
                     public var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -258,7 +260,7 @@ import Testing
                         }
                     }
 
-                    public static let entity: EntityDescription = EntityDescription(
+                    private static let _loomEntityDescription: EntityDescription = EntityDescription(
                         name: "Author",
                         modelType: Author.self,
                         properties: [
@@ -266,23 +268,35 @@ import Testing
                         ]
                     )
 
+                    public class var entity: EntityDescription { _loomEntityDescription }
+
+                    private static var _loomPropertyOffset: Int { 0 }
+
                     public required init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
 
                     public convenience init(context: ManagedObjectContext) {
-                        self.init(backing: _ObjectBacking(entity: Author.entity))
+                        self.init(backing: _ObjectBacking(entity: Self.entity))
                         context.insert(self)
                     }
 
-                    public static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
-                        if keyPath == \Author.name { return "name" }
+                    public class func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        _loomPropertyName(in: Self.self, for: keyPath)
+                    }
+
+                    private static func _loomPropertyName<Root: Author>(in root: Root.Type, for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Root.name { return "name" }
                         return nil
                     }
 
-                    public static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                    public class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)
+                    }
+
+                    private static func _loomKeyPath<Root: Author>(in root: Root.Type, for name: String, optionalChained: Bool) -> AnyKeyPath? {
                         switch name {
-                        case "name": optionalChained ? \Author?.?.name : \Author.name
+                        case "name": optionalChained ? \Root?.?.name : \Root.name
                         default: nil
                         }
                     }
@@ -294,13 +308,11 @@ import Testing
 
     @Test(arguments: [
         ("public final", "public "),
-        ("open", "public "),
         ("package final", "package "),
         ("final", ""),
         ("private final", ""),
     ])
     func membersMatchTheAccessOfTheClass(modifiers: String, access: String) {
-        let required = modifiers.contains("final") ? "" : "required "
         assertLoomExpansion(
             """
             @Model \(modifiers) class Tag {
@@ -337,7 +349,9 @@ import Testing
                         properties: []
                     )
 
-                    \#(access)\#(required)init(backing: _ObjectBacking) {
+                    private static var _loomPropertyOffset: Int { 0 }
+
+                    \#(access)init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
 
@@ -473,6 +487,8 @@ import Testing
                         ]
                     )
 
+                    private static var _loomPropertyOffset: Int { 0 }
+
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
@@ -549,6 +565,8 @@ import Testing
                         modelType: Session.self,
                         properties: []
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
@@ -671,6 +689,8 @@ import Testing
                         ]
                     )
 
+                    private static var _loomPropertyOffset: Int { 0 }
+
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
@@ -758,6 +778,8 @@ import Testing
                             .property(name: "default", valueType: Bool.self, defaultValue: { false }),
                         ]
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
@@ -880,6 +902,8 @@ import Testing
                             .property(name: "mentor", valueType: Author?.self),
                         ]
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
