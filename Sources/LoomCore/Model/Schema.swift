@@ -49,7 +49,8 @@ public struct Schema: Sendable {
     /// columns too, and a fetch of a parent entity asks each table (see ``concreteEntities(of:includingSubentities:)``).
     /// A relationship's foreign key names a key, not a table: relationships in a hierarchy
     /// (inherited, or leading to an entity with sub-entities) are refused for now rather than
-    /// left to miss the objects of a sub-entity.
+    /// left to miss the objects of a sub-entity; so are uniqueness constraints of an entity with
+    /// sub-entities, which a table's unique index would enforce within each table only.
     private static func hierarchyProblems(
         _ entities: [EntityDescription], byName: [String: EntityDescription], problems: inout [String]
     ) -> [String: [EntityDescription]] {
@@ -64,6 +65,13 @@ public struct Schema: Sendable {
                 problems.append("\(entity.name) inherits from another \(parent.name) than this model's (its properties differ)")
             }
             subentities[parent.name, default: []].append(entity)
+        }
+        // A table's unique index sees its own rows only: a constraint of an entity with
+        // sub-entities would hold within each table, not across the hierarchy as Core Data's does.
+        for entity in entities where !entity.uniquenessConstraints.isEmpty {
+            guard let children = subentities[entity.name] else { continue }
+            let constraints = entity.uniquenessConstraints.map { "(\($0.joined(separator: ", ")))" }.joined(separator: ", ")
+            problems.append("\(entity.name): its uniqueness constraint \(constraints) would have to hold across its sub-entities (\(children.map(\.name).joined(separator: ", "))), which Loom cannot enforce yet (it stores each entity of a hierarchy in its own table); declare it on entities without sub-entities instead")
         }
         for entity in entities {
             let inHierarchy = entity.superentity != nil || subentities[entity.name] != nil

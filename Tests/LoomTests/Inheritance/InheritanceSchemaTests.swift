@@ -137,4 +137,73 @@ struct InheritanceSchemaTests {
         #expect(error?.code == .invalidModel)
         #expect(error?.message.contains("not supported yet") == true)
     }
+
+    @Test("A relationship whose destination is a parent or a sub-entity is refused, naming it")
+    func relationshipToAHierarchyRefused() {
+        func vehicles(garage: Bool) -> (EntityDescription, EntityDescription) {
+            let vehicle = EntityDescription(name: "Vehicle", modelType: nil, attributes: [AttributeDescription(name: "wheels", valueType: Int.self)],
+                                            relationships: garage ? [RelationshipDescription(name: "garage", destination: "Garage", kind: .toOne, inverse: "vehicles")] : [],
+                                            isAbstract: true)
+            return (vehicle, EntityDescription(name: "Car", modelType: nil, attributes: [], superentity: vehicle))
+        }
+        // A to-many whose destination is the abstract parent, with its inverse on the parent.
+        let (vehicle, car) = vehicles(garage: true)
+        let garage = EntityDescription(name: "Garage", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "vehicles", destination: "Vehicle", kind: .toMany, inverse: "garage"),
+        ])
+        let parentError = #expect(throws: LoomError.self) { try Schema([vehicle, car, garage]) }
+        #expect(parentError?.code == .invalidModel)
+        #expect(parentError?.message.contains("Garage.vehicles: relationships of an entity in a hierarchy, or to one, are not supported yet") == true)
+        #expect(parentError?.message.contains("Car.garage: relationships of an entity in a hierarchy") == true)
+        #expect(parentError?.message.contains("has no inverse") == false, "\(parentError?.message ?? "")")
+        // A to-one whose destination is a sub-entity.
+        let (plainVehicle, _) = vehicles(garage: false)
+        let carWithDriver = EntityDescription(name: "Car", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "driver", destination: "Driver", kind: .toOne, inverse: "car"),
+        ], superentity: plainVehicle)
+        let driver = EntityDescription(name: "Driver", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "car", destination: "Car", kind: .toOne, inverse: "driver"),
+        ])
+        let leafError = #expect(throws: LoomError.self) { try Schema([plainVehicle, carWithDriver, driver]) }
+        #expect(leafError?.message.contains("Driver.car: relationships of an entity in a hierarchy") == true)
+        // The same entities without the hierarchy are a valid model.
+        let flatCar = EntityDescription(name: "Car", modelType: nil, attributes: [AttributeDescription(name: "wheels", valueType: Int.self)], relationships: [
+            RelationshipDescription(name: "driver", destination: "Driver", kind: .toOne, inverse: "car"),
+        ])
+        #expect(throws: Never.self) { try Schema([flatCar, driver]) }
+    }
+
+    @Test("A uniqueness constraint of an entity with sub-entities is refused: it would hold per table only")
+    func parentUniquenessRefused() throws {
+        let uniqueAttribute = EntityDescription(name: "Account", modelType: nil, attributes: [
+            AttributeDescription(name: "email", valueType: String.self, isUnique: true),
+        ])
+        let admin = EntityDescription(name: "Admin", modelType: nil, attributes: [], superentity: uniqueAttribute)
+        let attributeError = #expect(throws: LoomError.self) { try Schema([uniqueAttribute, admin]) }
+        #expect(attributeError?.code == .invalidModel)
+        #expect(attributeError?.message.contains("Account: its uniqueness constraint (email) would have to hold across its sub-entities (Admin)") == true)
+
+        // A compound constraint on a middle entity of three levels.
+        let root = EntityDescription(name: "Root", modelType: nil, attributes: [AttributeDescription(name: "a", valueType: Int.self)])
+        let middle = EntityDescription(name: "Middle", modelType: nil, attributes: [AttributeDescription(name: "b", valueType: Int.self)],
+                                       uniquenessConstraints: [["a", "b"]], superentity: root)
+        let leaf = EntityDescription(name: "Leaf", modelType: nil, attributes: [], superentity: middle)
+        let compoundError = #expect(throws: LoomError.self) { try Schema([root, middle, leaf]) }
+        #expect(compoundError?.message.contains("Middle: its uniqueness constraint (a, b) would have to hold across its sub-entities (Leaf)") == true)
+        #expect(compoundError?.message.contains("Root:") == false)
+
+        // On an entity without sub-entities the constraint is its table's own, and accepted.
+        let ownLeaf = EntityDescription(name: "Leaf", modelType: nil, attributes: [AttributeDescription(name: "c", valueType: Int.self, isUnique: true)],
+                                        uniquenessConstraints: [["a", "c"]], superentity: root)
+        let schema = try Schema([root, ownLeaf])
+        #expect(schema.entity(named: "Leaf")?.uniquenessConstraints == [["c"], ["a", "c"]])
+        // A saved record is checked the same way.
+        var record = try Schema([uniqueAttribute]).record
+        var child = record.entities[0]
+        child.name = "Admin"
+        child.superentity = "Account"
+        record.entities.append(child)
+        let recordError = #expect(throws: LoomError.self) { try Schema(record: record) }
+        #expect(recordError?.message.contains("Account: its uniqueness constraint (email)") == true)
+    }
 }
