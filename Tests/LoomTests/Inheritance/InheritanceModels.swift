@@ -69,3 +69,23 @@ extension StoreKind {
         try makeContainer(models: tripModels + vehicleModels)
     }
 }
+
+/// Two trips of each concrete kind, saved: names t1…t8, days 1…8 (shuffled over kinds).
+/// Trips: t2, t5; BusinessTrips: t1 (Globex), t7 (Acme); ConferenceTrips: t4 (Acme, talk "Loom"),
+/// t8 (Initech, no talk); PersonalTrips: t3 (reason "family"), t6.
+func seedTrips(_ context: ManagedObjectContext) throws {
+    context.insert(Trip(name: "t5", days: 5))
+    context.insert(Trip(name: "t2", days: 2))
+    context.insert(BusinessTrip(name: "t7", days: 7, company: "Acme"))
+    context.insert(BusinessTrip(name: "t1", days: 1, company: "Globex"))
+    context.insert(ConferenceTrip(name: "t4", days: 4, company: "Acme", talk: "Loom"))
+    context.insert(ConferenceTrip(name: "t8", days: 8, company: "Initech", talk: nil))
+    let personal = PersonalTrip(context: context)
+    personal.name = "t3"
+    personal.days = 3
+    personal.reason = "family"
+    let other = PersonalTrip(context: context)
+    other.name = "t6"
+    other.days = 6
+    try context.save()
+}
