@@ -96,7 +96,7 @@ final class HierarchyFetches: SynchronousWorkload {
             context.reset()
             result["q.flat"] = try p50(queries) { query in try context.fetch(.matching(query)).checksum }
             result["q.concrete.parent"] = try p50(queries) { query in try context.fetch(Part.matching(query)).checksum }
-            result["q.concrete.leaf"] = try p50(queries) { query in try context.fetch(PartA.matching(query)).checksum }
+            result["q.concrete.leaf"] = try p50(queries) { query in try context.fetch(PartA.leafMatching(query)).checksum }
         default:
             break
         }
@@ -166,8 +166,10 @@ final class HierarchyFetches: SynchronousWorkload {
         extraA = HierarchySQL.extra(of: item)
     }
 
-    /// The W3 query on this leaf.
-    static func matching(_ query: RangeQuery) -> FetchRequest<PartA> {
+    /// The W3 query on this leaf. Named apart from `Part.matching(_:)`, which a subclass
+    /// inherits: a static method of the same name differing only in its result would make
+    /// `PartA.matching(query)` ambiguous inside a generic `fetch`.
+    static func leafMatching(_ query: RangeQuery) -> FetchRequest<PartA> {
         let category = query.category, low = query.low, high = query.high
         return FetchRequest<PartA>(
             predicate: #Predicate<PartA> { $0.category == category && $0.score >= low && $0.score < high },
