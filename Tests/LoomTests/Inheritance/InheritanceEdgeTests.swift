@@ -180,4 +180,31 @@ struct InheritanceEdgeTests {
         #expect(try context.count(for: FetchRequest<Trip>(predicate: #Predicate { $0 is ConferenceTrip })) == 3)
         try await reopened.close()
     }
+
+    @Test("History records each change under its object's own entity", arguments: StoreKind.persistentCases)
+    func historyNamesTheConcreteEntity(kind: StoreKind) throws {
+        let container = try kind.makeHierarchyContainer()
+        let context = container.viewContext
+        context.insert(Trip(name: "a", days: 1))
+        let business = BusinessTrip(name: "b", days: 2, company: "X")
+        context.insert(business)
+        context.insert(Bicycle(gears: 3))
+        try context.save()
+        business.days = 3
+        try context.save()
+        context.delete(business)
+        try context.save()
+        func describe(_ change: HistoryChange) -> String {
+            switch change.kind {
+            case .insert: "+\(change.objectID.entityName)"
+            case .update(let properties): "~\(change.objectID.entityName)(\(properties.joined(separator: ",")))"
+            case .delete: "-\(change.objectID.entityName)"
+            }
+        }
+        let transactions = try context.fetchHistory(HistoryDescriptor())
+        #expect(transactions.count == 3)
+        #expect(Set(transactions[0].changes.map(describe)) == ["+Trip", "+BusinessTrip", "+Bicycle"])
+        #expect(transactions[1].changes.map(describe) == ["~BusinessTrip(days)"])
+        #expect(transactions[2].changes.map(describe) == ["-BusinessTrip"])
+    }
 }
