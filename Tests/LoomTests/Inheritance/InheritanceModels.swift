@@ -89,3 +89,12 @@ func seedTrips(_ context: ManagedObjectContext) throws {
     other.days = 6
     try context.save()
 }
+
+/// A parent with a unique attribute, which a model with the sub-entity refuses.
+@Model class Account {
+    @Attribute(.unique) var email: String = ""
+}
+
+@Model final class Admin: Account {
+    var level: Int = 0
+}

@@ -183,6 +183,13 @@ struct InheritanceSchemaTests {
         #expect(attributeError?.code == .invalidModel)
         #expect(attributeError?.message.contains("Account: its uniqueness constraint (email) would have to hold across its sub-entities (Admin)") == true)
 
+        // The same through @Model: `@Attribute(.unique)` on a class that has a @Model subclass.
+        let modelError = #expect(throws: LoomError.self) { try StoreKind.inMemory.makeContainer(models: [Account.self, Admin.self]) }
+        #expect(modelError?.code == .invalidModel)
+        #expect(modelError?.message.contains("Account: its uniqueness constraint (email) would have to hold across its sub-entities (Admin)") == true)
+        #expect(Admin.entity.uniquenessConstraints == [["email"]])
+        #expect(throws: Never.self) { try Schema(Account.self) }
+
         // A compound constraint on a middle entity of three levels.
         let root = EntityDescription(name: "Root", modelType: nil, attributes: [AttributeDescription(name: "a", valueType: Int.self)])
         let middle = EntityDescription(name: "Middle", modelType: nil, attributes: [AttributeDescription(name: "b", valueType: Int.self)],
