@@ -27,7 +27,7 @@ public import LoomCore
 ///
 /// let book = Book(context: context)
 /// ```
-@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(member, conformances: PersistentModel, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(_loomEntityDescription), named(_loomSuperentity), named(_loomPropertyOffset), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
@@ -38,10 +38,35 @@ public macro Model() = #externalMacro(module: "LoomMacros", type: "ModelMacro")
 /// ```swift
 /// @Model(originalName: "Item") final class Product { var name: String; init(name: String) { self.name = name } }
 /// ```
-@attached(member, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(member, conformances: PersistentModel, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(_loomEntityDescription), named(_loomSuperentity), named(_loomPropertyOffset), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)
 public macro Model(originalName: String) = #externalMacro(module: "LoomMacros", type: "ModelMacro")
+
+/// ``Model()`` for the root of a hierarchy whose entity is abstract (Core Data's `isAbstract`)
+/// or not: an abstract entity has no objects of its own, only those of its sub-entities, the
+/// `@Model` subclasses of the class. `@Model(abstract: true)` generates no `init(context:)`, and
+/// inserting an object of the class otherwise is refused with ``LoomError/Code/abstractEntity``.
+///
+/// ```swift
+/// @Model(abstract: true) class Vehicle { var wheels: Int = 4; init() {} }
+/// @Model final class Bicycle: Vehicle { var gears: Int = 1 }
+/// ```
+///
+/// A subclass of a `@Model` class is written with `@Model` too (SwiftData's
+/// `@Model class BusinessTrip: Trip`); its entity inherits the superclass's attributes,
+/// constraints and indexes, and a fetch of the superclass returns objects of every subclass
+/// (see ``FetchRequest/includesSubentities``). The argument is a literal.
+@attached(member, conformances: PersistentModel, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(_loomEntityDescription), named(_loomSuperentity), named(_loomPropertyOffset), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(memberAttribute)
+@attached(extension, conformances: PersistentModel, Hashable)
+public macro Model(abstract: Bool) = #externalMacro(module: "LoomMacros", type: "ModelMacro")
+
+/// ``Model(abstract:)`` for an entity renamed since the previous model version (see ``Model(originalName:)``).
+@attached(member, conformances: PersistentModel, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(_loomEntityDescription), named(_loomSuperentity), named(_loomPropertyOffset), named(init), named(_loomPropertyName), named(_loomKeyPath))
+@attached(memberAttribute)
+@attached(extension, conformances: PersistentModel, Hashable)
+public macro Model(abstract: Bool, originalName: String) = #externalMacro(module: "LoomMacros", type: "ModelMacro")
 
 /// Stores a property of a ``Model()`` class in its object backing; `@Model` writes it, you don't.
 ///

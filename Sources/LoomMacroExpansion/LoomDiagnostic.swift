@@ -20,6 +20,9 @@ struct LoomDiagnostic: DiagnosticMessage {
     static let genericClass = LoomDiagnostic(
         "genericClass", "@Model can't be applied to a generic class; Loom needs one entity per model class")
 
+    static let abstractNotALiteral = LoomDiagnostic(
+        "abstractNotALiteral", "@Model(abstract:) takes the literal true or false")
+
     static let persistentLet = LoomDiagnostic(
         "persistentLet",
         "persistent properties must be 'var'; mark it @Transient to keep it out of the store")

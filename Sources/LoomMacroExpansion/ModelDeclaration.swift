@@ -23,6 +23,26 @@ struct ModelDeclaration {
     /// Whether the class has generic parameters, which `@Model` doesn't support.
     let isGeneric: Bool
 
+    /// Where the class stands in a hierarchy of models, which decides what the member role
+    /// generates (see ``Hierarchy``).
+    var hierarchy: Hierarchy = .finalRoot
+
+    /// `@Model(abstract: true)`: the entity has no objects of its own, only its sub-entities'.
+    var isAbstract = false
+
+    /// Where a `@Model` class stands in a hierarchy of models.
+    enum Hierarchy {
+        /// A final class with no model superclass: its members are static and private, as
+        /// they were before Loom had inheritance (the fastest form).
+        case finalRoot
+        /// A non-final class with no model superclass: it holds the slots its subclasses
+        /// share, and its entity, key paths and property names dispatch on the class.
+        case openRoot
+        /// A subclass of a model class (the compiler asks for no `PersistentModel`
+        /// conformance: the class already has it): it overrides what its superclass dispatches.
+        case subentity
+    }
+
     /// The persistent properties, in declaration order; a property's index is its place here.
     private(set) var properties: [PersistentProperty] = []
 
@@ -45,6 +65,12 @@ struct ModelDeclaration {
     static let withBackingName = "_loomWithBacking"
     /// The name of the stored property that holds the observation registrar (see `ObservationSlot`).
     static let observationName = "_loomObservation"
+    /// The name of the static member that holds how many properties the class inherits.
+    static let propertyOffsetName = "_loomPropertyOffset"
+    /// The name of the private static property that holds a class's entity in a hierarchy.
+    static let entityStorageName = "_loomEntityDescription"
+    /// The name of the private static function through which a subclass reads its superentity.
+    static let superentityName = "_loomSuperentity"
 
     init(_ declaration: ClassDeclSyntax) {
         typeName = declaration.name.trimmed
@@ -57,6 +83,7 @@ struct ModelDeclaration {
             accessPrefix = ""
         }
         isFinal = modifiers.contains(anyOf: [.final])
+        hierarchy = isFinal ? .finalRoot : .openRoot
         isGeneric = declaration.genericParameterClause != nil
         if let generics = declaration.genericParameterClause {
             diagnostics.append(Diagnostic(node: generics, message: LoomDiagnostic.genericClass))

@@ -37,24 +37,39 @@ extension ModelMacroExpansion {
         var model = ModelDeclaration(classDeclaration)
         if case .argumentList(let arguments) = node.arguments {
             model.originalName = arguments.first { $0.label?.text == "originalName" }?.expression.trimmed
+            if let abstract = arguments.first(where: { $0.label?.text == "abstract" })?.expression {
+                guard let literal = abstract.as(BooleanLiteralExprSyntax.self) else {
+                    context.diagnose(Diagnostic(node: abstract, message: LoomDiagnostic.abstractNotALiteral))
+                    return []
+                }
+                model.isAbstract = literal.literal.tokenKind == .keyword(.true)
+            }
         }
+        // The compiler asks for the conformances a class lacks: a class that already is a
+        // `PersistentModel` without saying so inherits it from a model superclass (SE-0407).
+        let asked = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
+        let saysSo = classDeclaration.inheritanceClause?.inheritedTypes.contains {
+            $0.type.trimmedDescription.hasSuffix("PersistentModel")
+        } ?? false
+        if !asked && !saysSo { model.hierarchy = .subentity }
         for diagnostic in model.diagnostics {
             context.diagnose(diagnostic)
         }
         if model.isGeneric { return [] }
-        return [
+        // A subclass shares its root's slots and reaches them through the root's members.
+        let storage = model.hierarchy == .subentity ? [] : [
             model.slotDeclaration,
             model.backingDeclaration,
             model.withBackingFunction,
             model.observationDeclaration,
             model.mayBeObservedDeclaration,
-            model.propertyDidChangeFunction,
-            model.entityDeclaration,
-            model.backingInitializer,
-            model.contextInitializer,
-            model.propertyNameFunction,
-            model.keyPathFunction,
         ]
+        return storage + [
+            model.propertyDidChangeFunction,
+        ] + model.entityDeclarations + [
+            model.propertyOffsetDeclaration,
+            model.backingInitializer,
+        ] + (model.isAbstract ? [] : [model.contextInitializer]) + model.propertyNameFunctions + model.keyPathFunctions
     }
 }
 
@@ -98,16 +113,22 @@ extension ModelDeclaration {
     /// and the first use's `makeBacking`, which call nothing that could read it meanwhile.
     fileprivate var slotDeclaration: DeclSyntax {
         """
-        @exclusivity(unchecked) private var \(raw: Self.slotName) = _ObjectSlot()
+        @exclusivity(unchecked) \(raw: sharedPrefix)var \(raw: Self.slotName) = _ObjectSlot()
         """
     }
+
+    /// `private ` for a final class; `final ` for a class whose subclasses use the member.
+    private var sharedPrefix: String { hierarchy == .finalRoot ? "private " : "final " }
+
+    /// The entity of the object's own class: static for a final class, dynamic otherwise.
+    private var ownEntity: String { hierarchy == .finalRoot ? "\(typeName).entity" : "Self.entity" }
 
     /// `var _loomBacking`, which holds the values of the persistent properties.
     fileprivate var backingDeclaration: DeclSyntax {
         """
-        \(raw: accessPrefix)var \(raw: Self.backingName): _ObjectBacking {
+        \(raw: accessPrefix)\(raw: hierarchy == .finalRoot ? "" : "final ")var \(raw: Self.backingName): _ObjectBacking {
             if let backing = \(raw: Self.slotName).current { return backing }
-            return \(raw: Self.slotName).makeBacking(for: \(typeName).entity)
+            return \(raw: Self.slotName).makeBacking(for: \(raw: hierarchy == .finalRoot ? "\(typeName).entity" : "type(of: self).entity"))
         }
         """
     }
@@ -117,7 +138,7 @@ extension ModelDeclaration {
     /// else through `_loomBacking`, which makes it (an object the app created, on first use).
     fileprivate var withBackingFunction: DeclSyntax {
         """
-        @inline(__always) private func \(raw: Self.withBackingName)<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
+        @inline(__always) \(raw: sharedPrefix)func \(raw: Self.withBackingName)<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
             if let result = \(raw: Self.slotName).withCurrentBacking(body) { return result }
             return body(\(raw: Self.backingName))
         }
@@ -131,7 +152,7 @@ extension ModelDeclaration {
     /// or its absence, and never reads it again.
     fileprivate var observationDeclaration: DeclSyntax {
         """
-        @exclusivity(unchecked) private var \(raw: Self.observationName) = _ObservationSlot()
+        @exclusivity(unchecked) \(raw: sharedPrefix)var \(raw: Self.observationName) = _ObservationSlot()
         """
     }
 
@@ -148,6 +169,16 @@ extension ModelDeclaration {
         let cases = properties.enumerated().map { index, property in
             "    case \(index): \(Self.observationName).didChange(self, keyPath: \\.\(property.identifier))\n"
         }
+        if hierarchy == .subentity {
+            // Positions count the inherited properties first; the superclass tells of those.
+            return """
+                \(raw: accessPrefix)override func _loomPropertyDidChange(at index: Int) {
+                    switch index - \(typeName).\(raw: Self.propertyOffsetName) {
+                \(raw: cases.joined())    default: super._loomPropertyDidChange(at: index)
+                    }
+                }
+                """
+        }
         return """
             \(raw: accessPrefix)func _loomPropertyDidChange(at index: Int) {
                 switch index {
@@ -157,8 +188,45 @@ extension ModelDeclaration {
             """
     }
 
+    /// `static let entity`, which describes the class to the store; in a hierarchy, `class var
+    /// entity` over a private `_loomEntityDescription`, and `_loomSuperentity()`, through which
+    /// a subclass's entity inherits its superclass's.
+    fileprivate var entityDeclarations: [DeclSyntax] {
+        switch hierarchy {
+        case .finalRoot:
+            return [entityDeclaration]
+        case .openRoot:
+            return [
+                "private static let \(raw: Self.entityStorageName): EntityDescription = \(raw: entityInitializer)",
+                "\(raw: accessPrefix)class var entity: EntityDescription { \(raw: Self.entityStorageName) }",
+            ]
+        case .subentity:
+            return [
+                "private static let \(raw: Self.entityStorageName): EntityDescription = \(raw: entityInitializer)",
+                "private static func \(raw: Self.superentityName)() -> EntityDescription { super.entity }",
+                "\(raw: accessPrefix)override class var entity: EntityDescription { \(raw: Self.entityStorageName) }",
+            ]
+        }
+    }
+
+    /// `_loomPropertyOffset`: how many properties the class inherits, which its accessors add
+    /// to the position of their own (0, and folded away, for a class without a model superclass).
+    fileprivate var propertyOffsetDeclaration: DeclSyntax {
+        if hierarchy == .subentity {
+            return "private static let \(raw: Self.propertyOffsetName) = \(raw: Self.entityStorageName).inheritedPropertyCount"
+        }
+        return "private static var \(raw: Self.propertyOffsetName): Int { 0 }"
+    }
+
     /// `static let entity`, which describes the class to the store.
-    fileprivate var entityDeclaration: DeclSyntax {
+    private var entityDeclaration: DeclSyntax {
+        """
+        \(raw: accessPrefix)static let entity: EntityDescription = \(raw: entityInitializer)
+        """
+    }
+
+    /// `EntityDescription(name: …, properties: […], …)`.
+    private var entityInitializer: String {
         var arguments = [
             "name: \(StringLiteralExprSyntax(content: entityName))",
             "modelType: \(typeName).self",
@@ -178,16 +246,25 @@ extension ModelDeclaration {
         if let originalName {
             arguments.append("originalName: \(originalName)")
         }
+        if hierarchy == .subentity {
+            arguments.append("superentity: \(Self.superentityName)()")
+        }
+        if isAbstract {
+            arguments.append("isAbstract: true")
+        }
         let argumentList = arguments.map { "    \($0)" }.joined(separator: ",\n")
-        return """
-            \(raw: accessPrefix)static let entity: EntityDescription = EntityDescription(
-            \(raw: argumentList)
-            )
-            """
+        return "EntityDescription(\n\(argumentList)\n)"
     }
 
     /// `init(backing:)`, through which the runtime makes objects for stored rows.
     fileprivate var backingInitializer: DeclSyntax {
+        if hierarchy == .subentity {
+            return """
+                \(raw: accessPrefix)required init(backing: _ObjectBacking) {
+                    super.init(backing: backing)
+                }
+                """
+        }
         let required = isFinal ? "" : "required "
         return """
             \(raw: accessPrefix)\(raw: required)init(backing: _ObjectBacking) {
@@ -200,37 +277,83 @@ extension ModelDeclaration {
     fileprivate var contextInitializer: DeclSyntax {
         """
         \(raw: accessPrefix)convenience init(context: ManagedObjectContext) {
-            self.init(backing: _ObjectBacking(entity: \(typeName).entity))
+            self.init(backing: _ObjectBacking(entity: \(raw: ownEntity)))
             context.insert(self)
         }
         """
     }
 
     /// `_loomPropertyName(for:)`, which maps a key path to the name of a persistent property.
-    fileprivate var propertyNameFunction: DeclSyntax {
-        let tests = properties.map { property in
-            "    if keyPath == \\\(typeName).\(property.identifier) { return \(StringLiteralExprSyntax(content: property.name)) }\n"
+    ///
+    /// In a hierarchy the key paths are rooted at the class the method is called on (a
+    /// subclass's `\BusinessTrip.name` is not `\Trip.name`), through a generic helper: a
+    /// `\Self.name` literal does not survive the run time in Swift 6.3.
+    fileprivate var propertyNameFunctions: [DeclSyntax] {
+        func tests(_ root: String) -> String {
+            properties.map { property in
+                "    if keyPath == \\\(root).\(property.identifier) { return \(StringLiteralExprSyntax(content: property.name)) }\n"
+            }.joined()
         }
-        return """
-            \(raw: accessPrefix)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
-            \(raw: tests.joined())    return nil
-            }
-            """
+        switch hierarchy {
+        case .finalRoot:
+            return ["""
+                \(raw: accessPrefix)static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                \(raw: tests(typeName.text))    return nil
+                }
+                """]
+        case .openRoot, .subentity:
+            let override = hierarchy == .subentity ? "override " : ""
+            let inherited = hierarchy == .subentity ? " ?? super._loomPropertyName(for: keyPath)" : ""
+            return [
+                """
+                \(raw: accessPrefix)\(raw: override)class func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                    _loomPropertyName(in: Self.self, for: keyPath)\(raw: inherited)
+                }
+                """,
+                """
+                private static func _loomPropertyName<Root: \(typeName)>(in root: Root.Type, for keyPath: AnyKeyPath) -> String? {
+                \(raw: tests("Root"))    return nil
+                }
+                """,
+            ]
+        }
     }
 
     /// `_loomKeyPath(for:optionalChained:)`, which gives the key path of a persistent property,
     /// plain or optional-chained, so that sort descriptors through relationships can be matched.
-    fileprivate var keyPathFunction: DeclSyntax {
-        let cases = properties.map { property in
-            "    case \(StringLiteralExprSyntax(content: property.name)): optionalChained ? \\\(typeName)?.?.\(property.identifier) : \\\(typeName).\(property.identifier)\n"
+    fileprivate var keyPathFunctions: [DeclSyntax] {
+        func cases(_ root: String) -> String {
+            properties.map { property in
+                "    case \(StringLiteralExprSyntax(content: property.name)): optionalChained ? \\\(root)?.?.\(property.identifier) : \\\(root).\(property.identifier)\n"
+            }.joined()
         }
-        return """
-            \(raw: accessPrefix)static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
-                switch name {
-            \(raw: cases.joined())    default: nil
+        switch hierarchy {
+        case .finalRoot:
+            return ["""
+                \(raw: accessPrefix)static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                    switch name {
+                \(raw: cases(typeName.text))    default: nil
+                    }
                 }
-            }
-            """
+                """]
+        case .openRoot, .subentity:
+            let override = hierarchy == .subentity ? "override " : ""
+            let inherited = hierarchy == .subentity ? " ?? super._loomKeyPath(for: name, optionalChained: optionalChained)" : ""
+            return [
+                """
+                \(raw: accessPrefix)\(raw: override)class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                    _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)\(raw: inherited)
+                }
+                """,
+                """
+                private static func _loomKeyPath<Root: \(typeName)>(in root: Root.Type, for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                    switch name {
+                \(raw: cases("Root"))    default: nil
+                    }
+                }
+                """,
+            ]
+        }
     }
 
     /// `[["a", "b"], ["c"]]`.

@@ -35,14 +35,14 @@ extension PersistedPropertyMacroExpansion {
             """
             get {
                 \(raw: observation).access(self, keyPath: \\.\(name))
-                return \(raw: withBacking) { $0.value(at: \(literal: index), as: \(type.metatypeOperand).self) }
+                return \(raw: withBacking) { $0.value(at: Self.\(raw: ModelDeclaration.propertyOffsetName) &+ \(literal: index), as: \(type.metatypeOperand).self) }
             }
             """)
         accessors.append(
             """
             set {
                 \(raw: observation).withMutation(of: self, keyPath: \\.\(name)) {
-                    \(raw: withBacking) { $0.setValue(newValue, at: \(literal: index), of: self) }
+                    \(raw: withBacking) { $0.setValue(newValue, at: Self.\(raw: ModelDeclaration.propertyOffsetName) &+ \(literal: index), of: self) }
                 }
             }
             """)

@@ -41,6 +41,10 @@ struct InspectCommand: ParsableCommand {
             var attributes: [Attribute]
             var relationships: [Relationship]
             var uniqueTogether: [[String]]
+            /// Only for an entity in a hierarchy, so that other reports read as before.
+            var superentity: String?
+            var abstract: Bool?
+            var subentities: [String]?
         }
         var store: String
         var versionHash: String
@@ -75,7 +79,9 @@ struct InspectCommand: ParsableCommand {
                         name: d.name, kind: "\(d.kind)", destination: relationship.destination.name, inverse: relationship.inverse.name,
                         deleteRule: d.deleteRule.rawValue, optional: d.isOptional)
                 },
-                uniqueTogether: entity.uniquenessConstraints.filter { $0.count > 1 }))
+                uniqueTogether: entity.uniquenessConstraints.filter { $0.count > 1 },
+                superentity: entity.superentity?.name, abstract: entity.isAbstract ? true : nil,
+                subentities: schema.subentities(of: entity).isEmpty ? nil : schema.subentities(of: entity).map(\.name)))
         }
         if json {
             let encoder = JSONEncoder()
@@ -93,6 +99,11 @@ struct InspectCommand: ParsableCommand {
         if let step = report.migrationStep { lines.append("Migration in progress, resumed at the next open: \(step)") }
         for entity in report.entities {
             lines.append("\n\(entity.name): \(entity.count) objects")
+            var hierarchy: [String] = []
+            if entity.abstract == true { hierarchy.append("abstract") }
+            if let parent = entity.superentity { hierarchy.append("inherits from \(parent)") }
+            if let children = entity.subentities { hierarchy.append("sub-entities \(children.joined(separator: ", "))") }
+            if !hierarchy.isEmpty { lines.append("  (\(hierarchy.joined(separator: "; ")))") }
             for a in entity.attributes {
                 lines.append("  \(a.name): \(a.type)\(a.optional ? "?" : "")\(a.unique ? " unique" : "")")
             }

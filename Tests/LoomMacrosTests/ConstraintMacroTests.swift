@@ -5,7 +5,7 @@ import Testing
 @Suite struct ConstraintMacroTests {
     /// `@Model` with only `static let entity`, where the constraints show.
     static let entityOnly: [String: MacroSpec] = [
-        "Model": MacroSpec(type: ModelEntityOnly.self),
+        "Model": MacroSpec(type: ModelEntityOnly.self, conformances: ["PersistentModel"]),
         "Unique": loomMacros["Unique"]!,
         "Index": loomMacros["Index"]!,
         "Transient": loomMacros["Transient"]!,

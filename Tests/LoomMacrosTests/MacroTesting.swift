@@ -69,7 +69,8 @@ enum ModelMemberAttributeRole: MemberAttributeMacro {
     }
 }
 
-/// `@Model`'s member role, keeping only `static let entity`, for tests about the entity alone.
+/// `@Model`'s member role, keeping only `static let entity`, for tests about the entity alone
+/// (of a class with no model superclass: the specs using it pass the `PersistentModel` conformance).
 enum ModelEntityOnly: MemberMacro {
     static var formatMode: FormatMode { ModelMacro.formatMode }
 
@@ -82,7 +83,9 @@ enum ModelEntityOnly: MemberMacro {
         let members = try ModelMacro.expansion(
             of: node, providingMembersOf: declaration, conformingTo: protocols, in: context)
         return members.filter { member in
-            member.as(VariableDeclSyntax.self)?.modifiers.contains { $0.name.text == "static" } == true
+            member.as(VariableDeclSyntax.self)?.bindings.contains {
+                $0.pattern.trimmedDescription == "entity"
+            } == true
         }
     }
 }

@@ -6,7 +6,7 @@ import Testing
     /// `@Model` with only `static let entity`: the diagnostics come from its member role, and
     /// the other members don't matter here.
     static let entityOnly: [String: MacroSpec] = [
-        "Model": MacroSpec(type: ModelEntityOnly.self),
+        "Model": MacroSpec(type: ModelEntityOnly.self, conformances: ["PersistentModel"]),
         "Transient": loomMacros["Transient"]!,
     ]
 
@@ -255,6 +255,8 @@ import Testing
                         modelType: Book.self,
                         properties: []
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)

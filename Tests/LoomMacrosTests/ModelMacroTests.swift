@@ -25,13 +25,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.isbn)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.isbn) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -40,13 +40,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.title)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.title) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -57,13 +57,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.pages)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: Int.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: Int.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.pages) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
@@ -72,13 +72,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.rating)
                             return _loomWithBacking {
-                                $0.value(at: 3, as: Double?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 3, as: Double?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.rating) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 3, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 3, of: self)
                                 }
                             }
                         }
@@ -89,13 +89,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.status)
                             return _loomWithBacking {
-                                $0.value(at: 4, as: Status.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 4, as: Status.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.status) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 4, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 4, of: self)
                                 }
                             }
                         }
@@ -145,6 +145,8 @@ import Testing
                         uniquenessConstraints: [["title", "pages"]],
                         indexes: [["title"], ["rating", "pages"]]
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
@@ -223,31 +225,31 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.name)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
                     }
 
-                    @exclusivity(unchecked) private var _loomSlot = _ObjectSlot()
+                    @exclusivity(unchecked) final var _loomSlot = _ObjectSlot()
 
-                    public var _loomBacking: _ObjectBacking {
+                    public final var _loomBacking: _ObjectBacking {
                         if let backing = _loomSlot.current { return backing }
-                        return _loomSlot.makeBacking(for: Author.entity)
+                        return _loomSlot.makeBacking(for: type(of: self).entity)
                     }
 
-                    @inline(__always) private func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
+                    @inline(__always) final func _loomWithBacking<Result>(_ body: (_ObjectBacking) -> Result) -> Result {
                         if let result = _loomSlot.withCurrentBacking(body) { return result }
                         return body(_loomBacking)
                     }
 
-                    @exclusivity(unchecked) private var _loomObservation = _ObservationSlot()
+                    @exclusivity(unchecked) final var _loomObservation = _ObservationSlot()
 
                     public var _loomMayBeObserved: Bool { _loomObservation.mayBeObserved }
 
@@ -258,7 +260,7 @@ import Testing
                         }
                     }
 
-                    public static let entity: EntityDescription = EntityDescription(
+                    private static let _loomEntityDescription: EntityDescription = EntityDescription(
                         name: "Author",
                         modelType: Author.self,
                         properties: [
@@ -266,23 +268,35 @@ import Testing
                         ]
                     )
 
+                    public class var entity: EntityDescription { _loomEntityDescription }
+
+                    private static var _loomPropertyOffset: Int { 0 }
+
                     public required init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
 
                     public convenience init(context: ManagedObjectContext) {
-                        self.init(backing: _ObjectBacking(entity: Author.entity))
+                        self.init(backing: _ObjectBacking(entity: Self.entity))
                         context.insert(self)
                     }
 
-                    public static func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
-                        if keyPath == \Author.name { return "name" }
+                    public class func _loomPropertyName(for keyPath: AnyKeyPath) -> String? {
+                        _loomPropertyName(in: Self.self, for: keyPath)
+                    }
+
+                    private static func _loomPropertyName<Root: Author>(in root: Root.Type, for keyPath: AnyKeyPath) -> String? {
+                        if keyPath == \Root.name { return "name" }
                         return nil
                     }
 
-                    public static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                    public class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)
+                    }
+
+                    private static func _loomKeyPath<Root: Author>(in root: Root.Type, for name: String, optionalChained: Bool) -> AnyKeyPath? {
                         switch name {
-                        case "name": optionalChained ? \Author?.?.name : \Author.name
+                        case "name": optionalChained ? \Root?.?.name : \Root.name
                         default: nil
                         }
                     }
@@ -294,13 +308,11 @@ import Testing
 
     @Test(arguments: [
         ("public final", "public "),
-        ("open", "public "),
         ("package final", "package "),
         ("final", ""),
         ("private final", ""),
     ])
     func membersMatchTheAccessOfTheClass(modifiers: String, access: String) {
-        let required = modifiers.contains("final") ? "" : "required "
         assertLoomExpansion(
             """
             @Model \(modifiers) class Tag {
@@ -337,7 +349,9 @@ import Testing
                         properties: []
                     )
 
-                    \#(access)\#(required)init(backing: _ObjectBacking) {
+                    private static var _loomPropertyOffset: Int { 0 }
+
+                    \#(access)init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
 
@@ -377,13 +391,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.nickname)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.nickname) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -392,13 +406,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.email)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: Optional<String>.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: Optional<String>.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -409,13 +423,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.lastSeen)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: Date?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: Date?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.lastSeen) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
@@ -424,13 +438,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.favorite)
                             return _loomWithBacking {
-                                $0.value(at: 3, as: Int?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 3, as: Int?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.favorite) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 3, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 3, of: self)
                                 }
                             }
                         }
@@ -472,6 +486,8 @@ import Testing
                             .property(name: "favorite", valueType: Int?.self),
                         ]
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
@@ -550,6 +566,8 @@ import Testing
                         properties: []
                     )
 
+                    private static var _loomPropertyOffset: Int { 0 }
+
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
                     }
@@ -591,13 +609,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.name)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -608,13 +626,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.email)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.email) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -624,13 +642,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.handle)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.handle) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
@@ -670,6 +688,8 @@ import Testing
                             .property(name: "handle", valueType: String.self, isUnique: true),
                         ]
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
@@ -716,13 +736,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.`default`)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: Bool.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: Bool.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.`default`) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -758,6 +778,8 @@ import Testing
                             .property(name: "default", valueType: Bool.self, defaultValue: { false }),
                         ]
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)
@@ -802,13 +824,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.name)
                             return _loomWithBacking {
-                                $0.value(at: 0, as: String.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 0, as: String.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.name) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 0, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                                 }
                             }
                         }
@@ -819,13 +841,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.books)
                             return _loomWithBacking {
-                                $0.value(at: 1, as: Set<Book>.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 1, as: Set<Book>.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.books) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 1, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                                 }
                             }
                         }
@@ -834,13 +856,13 @@ import Testing
                         get {
                             _loomObservation.access(self, keyPath: \.mentor)
                             return _loomWithBacking {
-                                $0.value(at: 2, as: Author?.self)
+                                $0.value(at: Self._loomPropertyOffset &+ 2, as: Author?.self)
                             }
                         }
                         set {
                             _loomObservation.withMutation(of: self, keyPath: \.mentor) {
                                 _loomWithBacking {
-                                    $0.setValue(newValue, at: 2, of: self)
+                                    $0.setValue(newValue, at: Self._loomPropertyOffset &+ 2, of: self)
                                 }
                             }
                         }
@@ -880,6 +902,8 @@ import Testing
                             .property(name: "mentor", valueType: Author?.self),
                         ]
                     )
+
+                    private static var _loomPropertyOffset: Int { 0 }
 
                     init(backing: _ObjectBacking) {
                         self._loomSlot = _ObjectSlot(backing)

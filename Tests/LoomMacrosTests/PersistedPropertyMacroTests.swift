@@ -12,13 +12,13 @@ import Testing
                     get {
                         _loomObservation.access(self, keyPath: \\.title)
                         return _loomWithBacking {
-                            $0.value(at: 7, as: String.self)
+                            $0.value(at: Self._loomPropertyOffset &+ 7, as: String.self)
                         }
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.title) {
                             _loomWithBacking {
-                                $0.setValue(newValue, at: 7, of: self)
+                                $0.setValue(newValue, at: Self._loomPropertyOffset &+ 7, of: self)
                             }
                         }
                     }
@@ -38,13 +38,13 @@ import Testing
                     get {
                         _loomObservation.access(self, keyPath: \\.pages)
                         return _loomWithBacking {
-                            $0.value(at: 0, as: Int.self)
+                            $0.value(at: Self._loomPropertyOffset &+ 0, as: Int.self)
                         }
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.pages) {
                             _loomWithBacking {
-                                $0.setValue(newValue, at: 0, of: self)
+                                $0.setValue(newValue, at: Self._loomPropertyOffset &+ 0, of: self)
                             }
                         }
                     }
@@ -69,13 +69,13 @@ import Testing
                     get {
                         _loomObservation.access(self, keyPath: \\.value)
                         return _loomWithBacking {
-                            $0.value(at: 1, as: \(metatype).self)
+                            $0.value(at: Self._loomPropertyOffset &+ 1, as: \(metatype).self)
                         }
                     }
                     set {
                         _loomObservation.withMutation(of: self, keyPath: \\.value) {
                             _loomWithBacking {
-                                $0.setValue(newValue, at: 1, of: self)
+                                $0.setValue(newValue, at: Self._loomPropertyOffset &+ 1, of: self)
                             }
                         }
                     }

@@ -19,6 +19,7 @@ struct BatchExecution {
     /// The body of ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)``.
     func execute<Model: PersistentModel>(_ request: BatchDeleteRequest<Model>) throws(LoomError) -> BatchResult {
         let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
+        try context.coordinator.schema.requireOwnTable(of: entity, for: "A batch delete")
         let query: StoreQuery
         if let keys = request.keys {
             query = StoreQuery(entity: entity, predicate: .isIn(.primaryKey, keys.map { .integer($0) }))
@@ -35,6 +36,7 @@ struct BatchExecution {
     /// The body of ``ManagedObjectContext/execute(_:)-(BatchUpdateRequest<Model>)``.
     func execute<Model: PersistentModel>(_ request: BatchUpdateRequest<Model>) throws(LoomError) -> BatchResult {
         let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
+        try context.coordinator.schema.requireOwnTable(of: entity, for: "A batch update")
         let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: context.coordinator.schema)
         var targets = KeyPathTargets()
         let values = try BatchWriter.resolve(request.values, of: entity, row: nil, targets: &targets)
@@ -53,6 +55,8 @@ struct BatchExecution {
     /// The body of ``ManagedObjectContext/execute(_:)-(BatchInsertRequest<Model>)``.
     func execute<Model: PersistentModel>(_ request: BatchInsertRequest<Model>) throws(LoomError) -> BatchResult {
         let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
+        // Inserting rows of a parent is fine (they are its own); of an abstract entity, not.
+        try context.coordinator.schema.requireOwnTable(of: entity, for: "A batch insert", includingSubentities: false)
         var constraint: [Int] = []
         if let paths = request.uniquingBy {
             for path in paths {

@@ -23,6 +23,7 @@ extension ManagedObjectContext {
     public func fetch<Model: PersistentModel>(_ request: PropertyFetchRequest<Model>) throws(LoomError) -> [FetchedValues] {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        try coordinator.schema.requireOwnTable(of: entity, for: "A property or aggregate fetch")
         let (query, names, summed) = try request.aggregateQuery(for: entity, in: coordinator.schema)
         do {
             return try AggregateFetch(context: self).rows(query, includesPendingChanges: request.includesPendingChanges).map { FetchedValues(names: names, values: $0) }

@@ -24,6 +24,7 @@ extension ManagedObjectContext {
     public func fetch<Model: PersistentModel>(_ request: FetchRequest<Model>, batchSize: Int) throws(LoomError) -> FetchResultsCollection<Model> {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        try coordinator.schema.requireOwnTable(of: entity, for: "A batched fetch", includingSubentities: request.includesSubentities)
         guard batchSize >= 0 else {
             throw LoomError(.invalidRequest, "A batched fetch of \(entity.name) has a negative batch size; use 1 or more, or 0 to load everything at once.", entity: entity.name)
         }

@@ -10,6 +10,7 @@ extension ManagedObjectContext {
     public func fetch<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> [Model] {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        if let hierarchy = hierarchyFetch(of: entity, request) { return Self.models(try hierarchy.objects(request)) }
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let prefetched = try request.prefetchedRelationships(in: entity)
         let objects = try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: request.returnsObjectsAsFaults)
@@ -42,6 +43,10 @@ extension ManagedObjectContext {
     public func fetchIDs<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> [ObjectID<Model>] {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        if let hierarchy = hierarchyFetch(of: entity, request) {
+            // Each ID names its object's own entity (a `BusinessTrip` fetched as a `Trip`).
+            return try hierarchy.objects(request).map { ObjectID(unchecked: $0.anyObjectID) }
+        }
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let store = coordinator.storeIdentifier
         if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
@@ -58,11 +63,25 @@ extension ManagedObjectContext {
     public func count<Model: PersistentModel>(for request: FetchRequest<Model>) throws(LoomError) -> Int {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        if let hierarchy = hierarchyFetch(of: entity, request) { return try hierarchy.count(request) }
+        return try count(for: request, of: entity)
+    }
+
+    /// How many objects of `entity` alone a fetch would return.
+    func count<Model: PersistentModel>(for request: FetchRequest<Model>, of entity: EntityDescription) throws(LoomError) -> Int {
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         if !request.includesPendingChanges || !hasPendingChanges(affecting: query) {
             return try rowSource.baseCount(query)
         }
         return try matchingRows(query).count
+    }
+
+    /// The fetch across a hierarchy that a request of `entity` needs, or `nil` when the
+    /// entity's own table answers it (no sub-entities, or ``FetchRequest/includesSubentities`` off).
+    private func hierarchyFetch<Model: PersistentModel>(of entity: EntityDescription, _ request: FetchRequest<Model>) -> HierarchyFetch? {
+        let entities = coordinator.schema.concreteEntities(of: entity, includingSubentities: request.includesSubentities)
+        if entities.count == 1, entities[0] === entity { return nil }
+        return HierarchyFetch(context: self, entities: entities)
     }
 
     /// The objects of an entity named at run time; see ``DynamicFetchRequest``.

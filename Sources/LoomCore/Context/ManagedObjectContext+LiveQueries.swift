@@ -34,6 +34,7 @@ extension ManagedObjectContext {
     func startLiveQuery<Model: PersistentModel>(_ request: FetchRequest<Model>, sectionKeyPath: AnyKeyPath?, sink: any LiveQuerySink) throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
+        try coordinator.schema.requireOwnTable(of: entity, for: "A live query", includingSubentities: request.includesSubentities)
         var query = try request.storeQuery(for: entity, in: coordinator.schema)
         if let sectionKeyPath {
             guard let (path, index) = FetchRequest<Model>.sortTarget(sectionKeyPath, entity, coordinator.schema) else {

@@ -229,11 +229,17 @@ public final class ManagedObjectContext {
     /// (``LoomError/Code/closed`` after a close), changing nothing; ``pendingStoreError`` tells
     /// sooner. ``rollback()`` and ``reset()`` forget such objects.
     ///
+    /// An object of an abstract entity (`@Model(abstract: true)`) is not inserted: it stays
+    /// detached, and the next ``save()`` throws ``LoomError/Code/abstractEntity`` (also shown by
+    /// ``pendingStoreError``), changing nothing else.
+    ///
     /// Call it on this context's isolation. Traps (a programmer error) for an object of another
     /// context or of an entity this model lacks.
     public func insert<Model: PersistentModel>(_ object: Model) {
         do {
             try insertObject(object)
+        } catch where error.code == .abstractEntity {
+            recordReadFailure(error)
         } catch {
             fatalError(error.message)
         }
@@ -252,6 +258,10 @@ public final class ManagedObjectContext {
         if !coordinator.schema.contains(entity) {
             _ = try coordinator.schema.requireEntity(named: entity.name)   // throws for an unknown name
             throw LoomError(.unknownEntity, "\(entity.name) is not this store's \(entity.name) entity (built from another model).", entity: entity.name)
+        }
+        if entity.isAbstract {
+            let kinds = coordinator.schema.concreteEntities(of: entity).map(\.name)
+            throw LoomError(.abstractEntity, "\(entity.name) is abstract: it has no objects of its own; insert an object of one of its sub-entities (\(kinds.isEmpty ? "it has none" : kinds.joined(separator: ", "))).", entity: entity.name)
         }
         let key: Int64
         do {

@@ -60,6 +60,8 @@ public struct LoomError: Error, Sendable, CustomStringConvertible {
         public static let queryGenerationUnavailable = Code(rawValue: "queryGenerationUnavailable")
         /// The model itself is invalid (duplicate names, unknown attributes in a constraint…).
         public static let invalidModel = Code(rawValue: "invalidModel")
+        /// An object of an abstract entity was inserted: only its sub-entities can have objects.
+        public static let abstractEntity = Code(rawValue: "abstractEntity")
         /// An attribute's Swift type cannot be stored.
         public static let unsupportedType = Code(rawValue: "unsupportedType")
         /// A value does not have the type its attribute expects.

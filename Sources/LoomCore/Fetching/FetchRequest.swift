@@ -50,6 +50,19 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     /// one relationship of `Model`; a key path to anything else makes the fetch throw
     /// ``LoomError/Code/unsupportedPredicate``.
     public var relationshipKeyPathsForPrefetching: [any PartialKeyPath<Model> & Sendable]
+    /// Whether a fetch of an entity with sub-entities returns their objects too, each of its
+    /// own class (default `true`, as Core Data's `includesSubentities`). Off, only objects of
+    /// `Model`'s own entity come back (none for an abstract entity).
+    ///
+    /// ```swift
+    /// let trips = try context.fetch(FetchRequest<Trip>())        // Trips and BusinessTrips
+    /// var own = FetchRequest<Trip>()
+    /// own.includesSubentities = false                            // Trips only
+    /// ```
+    ///
+    /// A fetch across a hierarchy asks each entity's table and merges the answers in the
+    /// request's order; sorted, its objects come loaded rather than as faults.
+    public var includesSubentities: Bool
 
     /// Creates a request; see the properties for what each argument means.
     public init(
@@ -63,6 +76,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         self.includesPendingChanges = true
         self.returnsObjectsAsFaults = true
         self.relationshipKeyPathsForPrefetching = []
+        self.includesSubentities = true
     }
 
     /// The attribute a sort key path leads to: one of `entity`'s, or one of an object reached

@@ -74,6 +74,7 @@ extension PredicateExpressions.KeyPath: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.NilLiteral: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.ForcedUnwrap: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.OptionalFlatMap: LoomDelegatingStaticExpression {}
+extension PredicateExpressions.TypeCheck: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.Conditional: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.CollectionContainsCollection: LoomDelegatingStaticExpression {}
 extension PredicateExpressions.SequenceStartsWith: LoomDelegatingStaticExpression {}

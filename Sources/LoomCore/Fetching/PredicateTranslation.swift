@@ -29,10 +29,31 @@ struct PredicateTranslator {
                             bindings: [variable: .object])
     }
 
-    /// The property a key path names in `entity`.
+    /// The property a key path names in `entity`. A key path rooted at a class `entity`
+    /// inherits from (`(trip as? BusinessTrip)?.company` on a `ConferenceTrip`) names it too.
     func name(of keyPath: AnyKeyPath, in entity: EntityDescription) -> String? {
-        if entity === self.entity { return propertyName(keyPath) }
-        return entity.modelType?.loomPropertyName(for: keyPath)
+        if entity === self.entity, let name = propertyName(keyPath) { return name }
+        var owner: EntityDescription? = entity
+        while let current = owner {
+            if let name = current.modelType?.loomPropertyName(for: keyPath) { return name }
+            owner = current.superentity
+        }
+        return nil
+    }
+
+    /// Whether the objects this translation tests are of `type`'s entity or one of its
+    /// sub-entities (for `is` and `as?`): a fetch across a hierarchy translates its predicate
+    /// for each entity, so the answer is known here.
+    func entityIsKind(of type: Any.Type) throws(LoomError) -> Bool {
+        guard let model = type as? any PersistentModel.Type else {
+            throw unsupported("a type test or cast to \(type), which is not a model class")
+        }
+        return entity.isKind(of: model.entity)
+    }
+
+    /// Always true (or always false) for every object, in every store's SQL.
+    static func always(_ value: Bool) -> PredicateNode {
+        .compare(value ? .equal : .notEqual, .primaryKey, .primaryKey)
     }
 
     /// `node` evaluated at the end of a chain of to-one relationships.
@@ -301,8 +322,44 @@ extension PredicateExpressions.ForcedUnwrap: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode { try t.translate(inner) }
 }
 
+extension PredicateExpressions.TypeCheck: LoomTranslatableExpression {
+    /// `$0 is BusinessTrip`: true for the objects of `BusinessTrip`'s entity and its sub-entities.
+    func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
+        guard let path = try t.objectPath(input), path.isEmpty else {
+            throw t.unsupported("a type test (is) on anything but the fetched object")
+        }
+        return PredicateTranslator.always(try t.entityIsKind(of: Desired.self))
+    }
+}
+
+/// `$0 as? BusinessTrip`, as the optional of an `OptionalFlatMap` (`($0 as? BusinessTrip)?.company`).
+protocol LoomConditionalCastExpression {
+    var loomInput: Any { get }
+    var loomDesiredType: Any.Type { get }
+}
+extension PredicateExpressions.ConditionalCast: LoomConditionalCastExpression {
+    var loomInput: Any { input }
+    var loomDesiredType: Any.Type { Desired.self }
+}
+
+extension PredicateExpressions.ConditionalCast: LoomTranslatableExpression {
+    func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
+        throw t.unsupported("a cast (as?) used other than to read a property of its result, as in ($0 as? BusinessTrip)?.company")
+    }
+}
+
 extension PredicateExpressions.OptionalFlatMap: LoomTranslatableExpression {
     func loomNode(_ t: PredicateTranslator) throws(LoomError) -> PredicateNode {
+        // `($0 as? BusinessTrip)?.…`: the object itself where it is one, else NULL.
+        if let cast = wrapped as? any LoomConditionalCastExpression {
+            guard let path = try t.objectPath(cast.loomInput), path.isEmpty else {
+                throw t.unsupported("a cast (as?) of anything but the fetched object")
+            }
+            guard try t.entityIsKind(of: cast.loomDesiredType) else { return .constant(.null) }
+            var inner = t
+            inner.bindings[variable.key] = .object
+            return try inner.translate(transform)
+        }
         // `$0.author?.…`: inside, the variable is the related object.
         if let path = try t.objectPath(wrapped), !path.isEmpty {
             var inner = t

@@ -15,6 +15,12 @@ import Foundation
 /// ```
 /// Objects of an entity without a model type are ``DynamicObject``s.
 ///
+/// An entity may have a ``superentity`` (`@Model class BusinessTrip: Trip`): it inherits the
+/// superentity's attributes, relationships, uniqueness constraints and indexes, which come
+/// first in its own lists, in the same positions, followed by its own. An abstract entity
+/// (``isAbstract``, `@Model(abstract: true)`) has no objects of its own, only its
+/// sub-entities' (see ``Schema/subentities(of:)``).
+///
 /// An object's stored values are laid out in *slots*: one per attribute, in order, then one
 /// per to-one relationship (the destination's primary key, a foreign key), then one per
 /// ordered to-many relationship (the order of its objects). To-many relationships without
@@ -22,6 +28,16 @@ import Foundation
 public final class EntityDescription: Sendable, CustomStringConvertible {
     /// The entity name; also its table name.
     public let name: String
+    /// The entity this one inherits from, if any (Core Data's `superentity`).
+    public let superentity: EntityDescription?
+    /// Whether the entity has no objects of its own, only those of its sub-entities (Core
+    /// Data's `isAbstract`): inserting one is refused with ``LoomError/Code/abstractEntity``.
+    public let isAbstract: Bool
+    /// How many of ``properties`` the entity inherits from its ``superentity``: they come first.
+    public let inheritedPropertyCount: Int
+    /// The names of the entities made so far that inherit from this one, directly or not: an
+    /// ``ObjectID`` of a sub-entity types as its ancestors' without a schema at hand.
+    private let descendantNames = Locked<Set<String>>([])
     /// The entity's name in the previous model version, when it was renamed
     /// (`@Model(originalName:)`): a store saved with that name keeps its objects.
     public let originalName: String?
@@ -73,11 +89,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public convenience init(
         name: String, modelType: (any PersistentModel.Type)?, attributes: [AttributeDescription],
         relationships: [RelationshipDescription] = [], uniquenessConstraints: [[String]] = [], indexes: [[String]] = [],
-        originalName: String? = nil
+        originalName: String? = nil, superentity: EntityDescription? = nil, isAbstract: Bool = false
     ) {
         self.init(name: name, modelType: modelType,
                   properties: attributes.map(PropertyDescription.attribute) + relationships.map(PropertyDescription.relationship),
-                  uniquenessConstraints: uniquenessConstraints, indexes: indexes, originalName: originalName)
+                  uniquenessConstraints: uniquenessConstraints, indexes: indexes, originalName: originalName,
+                  superentity: superentity, isAbstract: isAbstract)
     }
 
     /// Creates an entity description from its properties in declaration order; what `@Model`
@@ -91,11 +108,27 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     ///   - indexes: the sets of attribute names with an index.
     ///   - originalName: the entity's name in the previous model version, if it was
     ///     renamed (`@Model(originalName:)`).
+    ///   - superentity: the entity this one inherits from: its properties, uniqueness
+    ///     constraints and indexes come first, before `properties`.
+    ///   - isAbstract: whether the entity has no objects of its own, only its sub-entities'.
     public init(
-        name: String, modelType: (any PersistentModel.Type)?, properties: [PropertyDescription],
-        uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], originalName: String? = nil
+        name: String, modelType: (any PersistentModel.Type)?, properties ownProperties: [PropertyDescription],
+        uniquenessConstraints ownUniquenessConstraints: [[String]] = [], indexes ownIndexes: [[String]] = [],
+        originalName: String? = nil, superentity: EntityDescription? = nil, isAbstract: Bool = false
     ) {
         self.originalName = originalName
+        self.superentity = superentity
+        self.isAbstract = isAbstract
+        var ancestor = superentity
+        while let parent = ancestor {
+            parent.descendantNames.withLock { _ = $0.insert(name) }
+            ancestor = parent.superentity
+        }
+        let inherited = superentity?.properties ?? []
+        self.inheritedPropertyCount = inherited.count
+        let properties = inherited + ownProperties
+        let uniquenessConstraints = (superentity?.uniquenessConstraints ?? []) + ownUniquenessConstraints
+        let indexes = (superentity?.indexes ?? []) + ownIndexes
         var attributes: [AttributeDescription] = []
         var relationships: [RelationshipDescription] = []
         var table: [Int] = []
@@ -170,6 +203,35 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         for index in indexes where !allIndexes.contains(index) { allIndexes.append(index) }
         self.indexes = allIndexes
         self.buildProblems = relationships.compactMap { r in r.problem.map { "\(name).\(r.name): \($0)" } }
+    }
+
+    /// The attributes and relationships in declaration order: the inherited ones first.
+    public var properties: [PropertyDescription] {
+        propertyTable.map { $0 >= 0 ? .attribute(attributes[$0]) : .relationship(relationships[-1 - $0]) }
+    }
+
+    /// Whether this entity is `other` or inherits from it, directly or not (entities are
+    /// compared by name: within a schema, names are unique).
+    public func isKind(of other: EntityDescription) -> Bool {
+        var entity: EntityDescription? = self
+        while let current = entity {
+            if current === other || current.name == other.name { return true }
+            entity = current.superentity
+        }
+        return false
+    }
+
+    /// Whether an object of the entity named `entityName` is one of this entity's: the entity
+    /// itself, or one made as inheriting from it.
+    func isKind(named entityName: String) -> Bool {
+        entityName == name || descendantNames.withLock { $0.contains(entityName) }
+    }
+
+    /// The entity at the top of this entity's hierarchy (itself when it has no superentity).
+    public var rootEntity: EntityDescription {
+        var entity = self
+        while let parent = entity.superentity { entity = parent }
+        return entity
     }
 
     /// The Swift class of this entity's objects, when the schema was built from `@Model` classes.

@@ -16,6 +16,8 @@ public struct Schema: Sendable {
     let resolved: [ObjectIdentifier: [ResolvedRelationship]]
     /// The join tables of the many-to-many relationships.
     @_spi(LoomStore) public let joinTables: [JoinTable]
+    /// Each entity's direct sub-entities, by name, in the order of ``entities``.
+    let subentitiesByName: [String: [EntityDescription]]
 
     /// Builds a schema from entity descriptions; throws ``LoomError/Code/invalidModel`` with
     /// every problem found: duplicate or reserved names, constraints on unknown properties,
@@ -29,6 +31,7 @@ public struct Schema: Sendable {
             byName[entity.name] = entity
             problems += entity.validationProblems()
         }
+        let subentities = Schema.hierarchyProblems(entities, byName: byName, problems: &problems)
         let (resolved, joinTables) = Schema.resolveRelationships(entities, byName: byName, problems: &problems)
         if !problems.isEmpty {
             throw LoomError(.invalidModel, "The model is invalid: " + problems.joined(separator: "; "))
@@ -37,6 +40,82 @@ public struct Schema: Sendable {
         self.entityByName = byName
         self.resolved = resolved
         self.joinTables = joinTables
+        self.subentitiesByName = subentities
+    }
+
+    /// Checks each entity's superentity, and returns each entity's direct sub-entities.
+    ///
+    /// Each entity of a hierarchy is stored in a table of its own holding the inherited
+    /// columns too, and a fetch of a parent entity asks each table (see ``concreteEntities(of:includingSubentities:)``).
+    /// A relationship's foreign key names a key, not a table: relationships in a hierarchy
+    /// (inherited, or leading to an entity with sub-entities) are refused for now rather than
+    /// left to miss the objects of a sub-entity; so are uniqueness constraints of an entity with
+    /// sub-entities, which a table's unique index would enforce within each table only.
+    private static func hierarchyProblems(
+        _ entities: [EntityDescription], byName: [String: EntityDescription], problems: inout [String]
+    ) -> [String: [EntityDescription]] {
+        var subentities: [String: [EntityDescription]] = [:]
+        for entity in entities {
+            guard let parent = entity.superentity else { continue }
+            guard let known = byName[parent.name] else {
+                problems.append("\(entity.name) inherits from \(parent.name), which is not in this model; add it to the model's types")
+                continue
+            }
+            if known !== parent, known.properties.map(\.name) != parent.properties.map(\.name) {
+                problems.append("\(entity.name) inherits from another \(parent.name) than this model's (its properties differ)")
+            }
+            subentities[parent.name, default: []].append(entity)
+        }
+        // A table's unique index sees its own rows only: a constraint of an entity with
+        // sub-entities would hold within each table, not across the hierarchy as Core Data's does.
+        for entity in entities where !entity.uniquenessConstraints.isEmpty {
+            guard let children = subentities[entity.name] else { continue }
+            let constraints = entity.uniquenessConstraints.map { "(\($0.joined(separator: ", ")))" }.joined(separator: ", ")
+            problems.append("\(entity.name): its uniqueness constraint \(constraints) would have to hold across its sub-entities (\(children.map(\.name).joined(separator: ", "))), which Loom cannot enforce yet (it stores each entity of a hierarchy in its own table); declare it on entities without sub-entities instead")
+        }
+        for entity in entities {
+            let inHierarchy = entity.superentity != nil || subentities[entity.name] != nil
+            for r in entity.relationships {
+                let destination = r.destinationEntityName
+                if inHierarchy || subentities[destination] != nil || byName[destination]?.superentity != nil {
+                    problems.append("\(entity.name).\(r.name): relationships of an entity in a hierarchy, or to one, are not supported yet (Loom stores each entity of a hierarchy in its own table, and a foreign key does not say which)")
+                }
+            }
+        }
+        return subentities
+    }
+
+    /// The direct sub-entities of `entity` in this schema (Core Data's `subentities`).
+    public func subentities(of entity: EntityDescription) -> [EntityDescription] {
+        subentitiesByName[entity.name] ?? []
+    }
+
+    /// Throws ``LoomError/Code/invalidRequest`` when `operation` on `entity` would have to
+    /// cover its sub-entities (or, abstract, has nothing else to cover), which only fetches and
+    /// counts do so far; `includingSubentities` false asks for the entity's own table only.
+    func requireOwnTable(of entity: EntityDescription, for operation: String, includingSubentities: Bool = true) throws(LoomError) {
+        let subentities = includingSubentities ? concreteEntities(of: entity).filter { $0 !== entity } : []
+        if subentities.isEmpty && !entity.isAbstract { return }
+        let names = concreteEntities(of: entity).filter { $0 !== entity }.map(\.name).joined(separator: ", ")
+        if subentities.isEmpty {
+            throw LoomError(.abstractEntity, "\(operation) of \(entity.name) is refused: \(entity.name) is abstract, it has no objects of its own; run it on one of its sub-entities (\(names.isEmpty ? "it has none" : names)).", entity: entity.name)
+        }
+        throw LoomError(.invalidRequest, "\(operation) of \(entity.name) would have to cover its sub-entities (\(names.isEmpty ? "none" : names)), which Loom does not do yet (fetches and counts do); run it on each sub-entity's own class\(entity.isAbstract ? "" : ", or with includesSubentities = false where the request has it").", entity: entity.name)
+    }
+
+    /// The entities whose objects a fetch of `entity` returns: the entity itself unless it is
+    /// abstract, and, when `includingSubentities`, every entity that inherits from it, directly
+    /// or not (parents before their sub-entities).
+    public func concreteEntities(of entity: EntityDescription, includingSubentities: Bool = true) -> [EntityDescription] {
+        var out: [EntityDescription] = entity.isAbstract ? [] : [entity]
+        guard includingSubentities else { return out }
+        var pending = subentities(of: entity)
+        while !pending.isEmpty {
+            let next = pending.removeFirst()
+            if !next.isAbstract { out.append(next) }
+            pending += subentities(of: next)
+        }
+        return out
     }
 
     /// Builds a schema from `@Model` classes.
@@ -78,18 +157,37 @@ public struct Schema: Sendable {
     /// Rebuilds a schema from what a store saved. Its entities have no model types: their
     /// objects are ``DynamicObject``s.
     @_spi(LoomStore) public init(record: SchemaRecord) throws(LoomError) {
-        try self.init(record.entities.map { entity in
-            EntityDescription(
+        // A sub-entity is built after its superentity, from the properties it adds.
+        var built: [String: EntityDescription] = [:]
+        func build(_ entity: SchemaRecord.Entity, depth: Int) throws(LoomError) -> EntityDescription {
+            if let done = built[entity.name] { return done }
+            var parent: EntityDescription?
+            if let parentName = entity.superentity {
+                guard depth < record.entities.count, let parentRecord = record.entities.first(where: { $0.name == parentName }) else {
+                    throw LoomError(.invalidModel, "The saved model is invalid: \(entity.name) inherits from \(parentName), which is not in it or inherits from \(entity.name).", entity: entity.name)
+                }
+                parent = try build(parentRecord, depth: depth + 1)
+            }
+            let inherited = Set(parent?.properties.map(\.name) ?? [])
+            let inheritedConstraints = parent?.uniquenessConstraints ?? [], inheritedIndexes = parent?.indexes ?? []
+            let description = EntityDescription(
                 name: entity.name, modelType: nil,
-                attributes: entity.attributes.map {
+                attributes: entity.attributes.filter { !inherited.contains($0.name) }.map {
                     AttributeDescription(name: $0.name, type: $0.type, isOptional: $0.isOptional, isUnique: $0.isUnique, isIndexed: $0.isIndexed)
                 },
-                relationships: (entity.relationships ?? []).map {
+                relationships: (entity.relationships ?? []).filter { !inherited.contains($0.name) }.map {
                     RelationshipDescription(name: $0.name, destination: $0.destination, kind: $0.kind, inverse: $0.inverse,
                                             deleteRule: $0.deleteRule, isOptional: $0.isOptional, isUnique: $0.isUnique)
                 },
-                uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
-        })
+                uniquenessConstraints: entity.uniquenessConstraints.filter { !inheritedConstraints.contains($0) },
+                indexes: entity.indexes.filter { !inheritedIndexes.contains($0) },
+                superentity: parent, isAbstract: entity.isAbstract ?? false)
+            built[entity.name] = description
+            return description
+        }
+        var entities: [EntityDescription] = []
+        for entity in record.entities { entities.append(try build(entity, depth: 0)) }
+        try self.init(entities)
     }
 }
 
@@ -122,6 +220,11 @@ public struct Schema: Sendable {
         public var relationships: [Relationship]?
         public var uniquenessConstraints: [[String]]
         public var indexes: [[String]]
+        /// The entity it inherits from; `nil` for none (and in stores saved before Loom had
+        /// inheritance). Its attributes and relationships above include the inherited ones.
+        public var superentity: String?
+        /// `true` for an abstract entity; `nil` otherwise.
+        public var isAbstract: Bool?
     }
     /// Every entity of the schema.
     public var entities: [Entity]
@@ -139,7 +242,8 @@ public struct Schema: Sendable {
                     return Relationship(name: d.name, destination: r.destination.name, inverse: r.inverse.name, kind: d.kind,
                                         deleteRule: d.deleteRule, isOptional: d.isOptional, isUnique: d.isUnique)
                 },
-                uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
+                uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes,
+                superentity: entity.superentity?.name, isAbstract: entity.isAbstract ? true : nil)
         }
     }
 
@@ -148,6 +252,9 @@ public struct Schema: Sendable {
         var canonical = ""
         for entity in entities.sorted(by: { $0.name < $1.name }) {
             canonical += "E\(entity.name){"
+            // Only for entities in a hierarchy, so that the hashes of models without one stay.
+            if let parent = entity.superentity { canonical += "S(\(parent));" }
+            if entity.isAbstract == true { canonical += "A;" }
             for a in entity.attributes.sorted(by: { $0.name < $1.name }) {
                 canonical += "\(a.name):\(a.type.rawValue)\(a.isOptional ? "?" : "");"
             }
@@ -183,6 +290,12 @@ public struct Schema: Sendable {
         }
         for name in saved.keys.sorted() {
             guard let s = saved[name], let w = wanted[name] else { continue }
+            if s.superentity != w.superentity {
+                out.append("\(name) inherits from \(s.superentity ?? "nothing") in the store but from \(w.superentity ?? "nothing") in the model")
+            }
+            if (s.isAbstract ?? false) != (w.isAbstract ?? false) {
+                out.append("\(name) is \(s.isAbstract ?? false ? "abstract" : "not abstract") in the store but \(w.isAbstract ?? false ? "abstract" : "not abstract") in the model")
+            }
             let sa = Dictionary(s.attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             let wa = Dictionary(w.attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             for a in wa.keys.sorted() where sa[a] == nil { out.append("\(name).\(a) is in the model but not in the store") }

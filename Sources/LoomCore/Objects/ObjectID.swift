@@ -82,9 +82,10 @@ public struct ObjectID<Model: PersistentModel>: Sendable, Hashable, Codable, Cus
     /// The same ID without its type.
     public let erased: AnyObjectID
 
-    /// Types an erased ID; `nil` when it names another entity.
+    /// Types an erased ID; `nil` when it names another entity than `Model`'s or one of its
+    /// sub-entities' (an ID keeps its object's own entity: a `BusinessTrip` fetched as a `Trip`).
     public init?(_ erased: AnyObjectID) {
-        guard erased.entityName == Model.entity.name else { return nil }
+        guard Model.entity.isKind(named: erased.entityName) else { return nil }
         self.erased = erased
     }
 
@@ -97,7 +98,7 @@ public struct ObjectID<Model: PersistentModel>: Sendable, Hashable, Codable, Cus
 
     public init(from decoder: any Decoder) throws {
         let erased = try AnyObjectID(from: decoder)
-        guard erased.entityName == Model.entity.name else {
+        guard Model.entity.isKind(named: erased.entityName) else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "the ID names entity \(erased.entityName), not \(Model.entity.name)"))
         }
         self.erased = erased

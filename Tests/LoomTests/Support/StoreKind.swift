@@ -23,6 +23,11 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     /// A fresh, empty container of this kind for the test models.
     func makeContainer(_ types: any PersistentModel.Type... ) throws -> PersistentContainer {
+        try makeContainer(models: types)
+    }
+
+    /// A fresh, empty container of this kind for `models` (the test models when empty).
+    func makeContainer(models types: [any PersistentModel.Type]) throws -> PersistentContainer {
         let schema = try Schema(types.isEmpty ? [Book.self, Shelf.self, Sample.self, Tally.self] : types)
         switch self {
         case .inMemory:

@@ -1,0 +1,216 @@
+import Foundation
+import Loom
+@_spi(LoomStore) import LoomCore
+import Testing
+
+/// The schema of a hierarchy: what `@Model` on a class and its subclasses describes, what the
+/// schema knows of it, its version hash, and the models it refuses.
+@Suite("Inheritance: schema")
+struct InheritanceSchemaTests {
+    @Test("A subclass's entity inherits its superclass's properties first, in their positions")
+    func subentityInheritsProperties() {
+        #expect(Trip.entity.superentity == nil)
+        #expect(BusinessTrip.entity.superentity === Trip.entity)
+        #expect(ConferenceTrip.entity.superentity === BusinessTrip.entity)
+        #expect(ConferenceTrip.entity.attributes.map(\.name) == ["name", "days", "company", "talk"])
+        #expect(ConferenceTrip.entity.inheritedPropertyCount == 3)
+        #expect(PersonalTrip.entity.attributes.map(\.name) == ["name", "days", "reason"])
+        #expect(ConferenceTrip.entity.indexes == [["name"]])
+        #expect(ConferenceTrip.entity.isKind(of: Trip.entity))
+        #expect(!PersonalTrip.entity.isKind(of: BusinessTrip.entity))
+        #expect(ConferenceTrip.entity.rootEntity === Trip.entity)
+    }
+
+    @Test("Each class answers with its own entity, statically and through a generic")
+    func entityDispatchesOnTheClass() {
+        func entity<M: PersistentModel>(_: M.Type) -> String { M.entity.name }
+        #expect(entity(Trip.self) == "Trip")
+        #expect(entity(BusinessTrip.self) == "BusinessTrip")
+        #expect(entity(ConferenceTrip.self) == "ConferenceTrip")
+        let types: [any PersistentModel.Type] = tripModels
+        #expect(types.map { $0.entity.name } == ["Trip", "BusinessTrip", "ConferenceTrip", "PersonalTrip"])
+    }
+
+    @Test("Abstract entities are marked; their concrete entities are their sub-entities")
+    func abstractEntities() throws {
+        #expect(Vehicle.entity.isAbstract)
+        #expect(!Bicycle.entity.isAbstract)
+        #expect(!Trip.entity.isAbstract)
+        let schema = try Schema(tripModels + vehicleModels)
+        #expect(schema.subentities(of: Vehicle.entity).map(\.name) == ["Bicycle", "Car"])
+        #expect(schema.concreteEntities(of: Vehicle.entity).map(\.name) == ["Bicycle", "Car"])
+        #expect(schema.concreteEntities(of: Vehicle.entity, includingSubentities: false).isEmpty)
+        #expect(schema.concreteEntities(of: Trip.entity).map(\.name) == ["Trip", "BusinessTrip", "PersonalTrip", "ConferenceTrip"])
+        #expect(schema.concreteEntities(of: BusinessTrip.entity).map(\.name) == ["BusinessTrip", "ConferenceTrip"])
+        #expect(schema.concreteEntities(of: ConferenceTrip.entity).map(\.name) == ["ConferenceTrip"])
+        #expect(schema.subentities(of: ConferenceTrip.entity).isEmpty)
+    }
+
+    @Test("Key paths of inherited properties are rooted at the subclass")
+    func inheritedKeyPaths() {
+        #expect(BusinessTrip._loomPropertyName(for: \BusinessTrip.name) == "name")
+        #expect(BusinessTrip._loomPropertyName(for: \BusinessTrip.company) == "company")
+        #expect(ConferenceTrip._loomPropertyName(for: \ConferenceTrip.days) == "days")
+        #expect(ConferenceTrip._loomPropertyName(for: \ConferenceTrip.company) == "company")
+        #expect(Trip._loomPropertyName(for: \Trip.name) == "name")
+        #expect(ConferenceTrip._loomKeyPath(for: "name", optionalChained: false) == \ConferenceTrip.name)
+        #expect(ConferenceTrip._loomKeyPath(for: "talk", optionalChained: true) == \ConferenceTrip?.?.talk)
+        #expect(ConferenceTrip._loomKeyPath(for: "missing", optionalChained: false) == nil)
+        #expect(Trip._loomKeyPath(for: "company", optionalChained: false) == nil)
+    }
+
+    @Test("The version hash includes the hierarchy, is stable, and survives the saved record")
+    func versionHashIncludesHierarchy() throws {
+        let schema = try Schema(tripModels + vehicleModels)
+        // Pinned: a change of this value is a change of every store's saved hash.
+        #expect(schema.versionHash == Self.pinnedHash)
+        let reread = try Schema(record: schema.record)
+        #expect(reread.versionHash == schema.versionHash)
+        #expect(reread.entity(named: "ConferenceTrip")?.superentity?.name == "BusinessTrip")
+        #expect(reread.entity(named: "ConferenceTrip")?.attributes.map(\.name) == ["name", "days", "company", "talk"])
+        #expect(reread.entity(named: "Vehicle")?.isAbstract == true)
+        #expect(reread.entity(named: "Bicycle")?.isAbstract == false)
+        #expect(reread.record == schema.record)
+
+        // The same columns without the hierarchy are another schema.
+        var flatRecord = schema.record
+        for i in flatRecord.entities.indices {
+            flatRecord.entities[i].superentity = nil
+            flatRecord.entities[i].isAbstract = nil
+        }
+        let flat = try Schema(record: flatRecord)
+        #expect(flat.versionHash != schema.versionHash)
+        #expect(flat.record.differences(from: schema.record).contains("BusinessTrip inherits from nothing in the store but from Trip in the model"))
+        #expect(flat.record.differences(from: schema.record).contains("Vehicle is not abstract in the store but abstract in the model"))
+    }
+
+    static let pinnedHash = "ca257b3e8d258ff3b2d70c085c35dcd6"
+
+    @Test("A model without a hierarchy keeps the version hash it had before inheritance")
+    func flatHashUnchanged() throws {
+        // Computed with the canonical form as it was before entities had superentities.
+        let schema = try Schema([EntityDescription(name: "Note", modelType: nil, attributes: [
+            AttributeDescription(name: "text", valueType: String.self),
+        ])])
+        #expect(schema.versionHash == Self.flatPinnedHash)
+    }
+
+    static let flatPinnedHash = "12da7e9601db0b8da7d2e9811cc51c1a"
+
+    @Test("A sub-entity whose superentity is missing from the model is refused, naming both")
+    func missingSuperentity() {
+        let error = #expect(throws: LoomError.self) { try Schema(BusinessTrip.self) }
+        #expect(error?.code == .invalidModel)
+        #expect(error?.message.contains("BusinessTrip inherits from Trip, which is not in this model") == true)
+    }
+
+    @Test("A saved record whose hierarchy has a loop or a missing parent is an error, not a trap")
+    func corruptRecordHierarchy() throws {
+        var record = try Schema(tripModels).record
+        for i in record.entities.indices where record.entities[i].name == "Trip" { record.entities[i].superentity = "ConferenceTrip" }
+        let loop = #expect(throws: LoomError.self) { try Schema(record: record) }
+        #expect(loop?.code == .invalidModel)
+        for i in record.entities.indices where record.entities[i].name == "Trip" { record.entities[i].superentity = "Nowhere" }
+        let missing = #expect(throws: LoomError.self) { try Schema(record: record) }
+        #expect(missing?.code == .invalidModel)
+        #expect(missing?.message.contains("Nowhere") == true)
+    }
+
+    @Test("A property a sub-entity declares again is refused")
+    func redeclaredProperty() {
+        let parent = EntityDescription(name: "Parent", modelType: nil, attributes: [AttributeDescription(name: "name", valueType: String.self)])
+        let child = EntityDescription(name: "Child", modelType: nil, attributes: [AttributeDescription(name: "name", valueType: Int.self)], superentity: parent)
+        let error = #expect(throws: LoomError.self) { try Schema([parent, child]) }
+        #expect(error?.message.contains("Child.name is declared twice") == true)
+    }
+
+    @Test("Relationships in a hierarchy are refused for now, with the reason")
+    func relationshipsInHierarchyRefused() {
+        let owner = EntityDescription(name: "Owner", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "pets", destination: "Pet", kind: .toMany, inverse: "owner"),
+        ])
+        let pet = EntityDescription(name: "Pet", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "owner", destination: "Owner", kind: .toOne, inverse: "pets"),
+        ])
+        let dog = EntityDescription(name: "Dog", modelType: nil, attributes: [], superentity: pet)
+        let error = #expect(throws: LoomError.self) { try Schema([owner, pet, dog]) }
+        #expect(error?.code == .invalidModel)
+        #expect(error?.message.contains("not supported yet") == true)
+    }
+
+    @Test("A relationship whose destination is a parent or a sub-entity is refused, naming it")
+    func relationshipToAHierarchyRefused() {
+        func vehicles(garage: Bool) -> (EntityDescription, EntityDescription) {
+            let vehicle = EntityDescription(name: "Vehicle", modelType: nil, attributes: [AttributeDescription(name: "wheels", valueType: Int.self)],
+                                            relationships: garage ? [RelationshipDescription(name: "garage", destination: "Garage", kind: .toOne, inverse: "vehicles")] : [],
+                                            isAbstract: true)
+            return (vehicle, EntityDescription(name: "Car", modelType: nil, attributes: [], superentity: vehicle))
+        }
+        // A to-many whose destination is the abstract parent, with its inverse on the parent.
+        let (vehicle, car) = vehicles(garage: true)
+        let garage = EntityDescription(name: "Garage", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "vehicles", destination: "Vehicle", kind: .toMany, inverse: "garage"),
+        ])
+        let parentError = #expect(throws: LoomError.self) { try Schema([vehicle, car, garage]) }
+        #expect(parentError?.code == .invalidModel)
+        #expect(parentError?.message.contains("Garage.vehicles: relationships of an entity in a hierarchy, or to one, are not supported yet") == true)
+        #expect(parentError?.message.contains("Car.garage: relationships of an entity in a hierarchy") == true)
+        #expect(parentError?.message.contains("has no inverse") == false, "\(parentError?.message ?? "")")
+        // A to-one whose destination is a sub-entity.
+        let (plainVehicle, _) = vehicles(garage: false)
+        let carWithDriver = EntityDescription(name: "Car", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "driver", destination: "Driver", kind: .toOne, inverse: "car"),
+        ], superentity: plainVehicle)
+        let driver = EntityDescription(name: "Driver", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "car", destination: "Car", kind: .toOne, inverse: "driver"),
+        ])
+        let leafError = #expect(throws: LoomError.self) { try Schema([plainVehicle, carWithDriver, driver]) }
+        #expect(leafError?.message.contains("Driver.car: relationships of an entity in a hierarchy") == true)
+        // The same entities without the hierarchy are a valid model.
+        let flatCar = EntityDescription(name: "Car", modelType: nil, attributes: [AttributeDescription(name: "wheels", valueType: Int.self)], relationships: [
+            RelationshipDescription(name: "driver", destination: "Driver", kind: .toOne, inverse: "car"),
+        ])
+        #expect(throws: Never.self) { try Schema([flatCar, driver]) }
+    }
+
+    @Test("A uniqueness constraint of an entity with sub-entities is refused: it would hold per table only")
+    func parentUniquenessRefused() throws {
+        let uniqueAttribute = EntityDescription(name: "Account", modelType: nil, attributes: [
+            AttributeDescription(name: "email", valueType: String.self, isUnique: true),
+        ])
+        let admin = EntityDescription(name: "Admin", modelType: nil, attributes: [], superentity: uniqueAttribute)
+        let attributeError = #expect(throws: LoomError.self) { try Schema([uniqueAttribute, admin]) }
+        #expect(attributeError?.code == .invalidModel)
+        #expect(attributeError?.message.contains("Account: its uniqueness constraint (email) would have to hold across its sub-entities (Admin)") == true)
+
+        // The same through @Model: `@Attribute(.unique)` on a class that has a @Model subclass.
+        let modelError = #expect(throws: LoomError.self) { try StoreKind.inMemory.makeContainer(models: [Account.self, Admin.self]) }
+        #expect(modelError?.code == .invalidModel)
+        #expect(modelError?.message.contains("Account: its uniqueness constraint (email) would have to hold across its sub-entities (Admin)") == true)
+        #expect(Admin.entity.uniquenessConstraints == [["email"]])
+        #expect(throws: Never.self) { try Schema(Account.self) }
+
+        // A compound constraint on a middle entity of three levels.
+        let root = EntityDescription(name: "Root", modelType: nil, attributes: [AttributeDescription(name: "a", valueType: Int.self)])
+        let middle = EntityDescription(name: "Middle", modelType: nil, attributes: [AttributeDescription(name: "b", valueType: Int.self)],
+                                       uniquenessConstraints: [["a", "b"]], superentity: root)
+        let leaf = EntityDescription(name: "Leaf", modelType: nil, attributes: [], superentity: middle)
+        let compoundError = #expect(throws: LoomError.self) { try Schema([root, middle, leaf]) }
+        #expect(compoundError?.message.contains("Middle: its uniqueness constraint (a, b) would have to hold across its sub-entities (Leaf)") == true)
+        #expect(compoundError?.message.contains("Root:") == false)
+
+        // On an entity without sub-entities the constraint is its table's own, and accepted.
+        let ownLeaf = EntityDescription(name: "Leaf", modelType: nil, attributes: [AttributeDescription(name: "c", valueType: Int.self, isUnique: true)],
+                                        uniquenessConstraints: [["a", "c"]], superentity: root)
+        let schema = try Schema([root, ownLeaf])
+        #expect(schema.entity(named: "Leaf")?.uniquenessConstraints == [["c"], ["a", "c"]])
+        // A saved record is checked the same way.
+        var record = try Schema([uniqueAttribute]).record
+        var child = record.entities[0]
+        child.name = "Admin"
+        child.superentity = "Account"
+        record.entities.append(child)
+        let recordError = #expect(throws: LoomError.self) { try Schema(record: record) }
+        #expect(recordError?.message.contains("Account: its uniqueness constraint (email)") == true)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Loom
+import Testing
+
+/// `loom inspect`, `verify`, `dump` and `load` on a store whose model has hierarchies, run as
+/// the built executable.
+@Suite("Inheritance: loom tools", .ownThreads)
+struct InheritanceToolTests {
+    /// A SQLite store with the eight trips of the fetch tests and two vehicles, closed.
+    private func makeStore() async throws -> URL {
+        let url = TemporaryDirectory.make().appending(path: "trips.loom")
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(tripModels + vehicleModels)))
+        try await container.performBackgroundTask { context in
+            try seedTrips(context)
+            context.insert(Bicycle(gears: 3))
+            _ = Car(context: context)
+            try context.save()
+        }
+        try await container.close()
+        return url
+    }
+
+    @Test("loom inspect shows each entity's place in its hierarchy, as text and JSON")
+    func inspectShowsTheHierarchy() async throws {
+        let url = try await makeStore()
+        let json = try await LoomExecutable.run(["inspect", "--json", url.path])
+        #expect(json.status == 0, "\(json.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let entities = try #require(report["entities"] as? [[String: Any]])
+        func entity(_ name: String) throws -> [String: Any] { try #require(entities.first { $0["name"] as? String == name }) }
+        #expect(try entity("Vehicle")["abstract"] as? Bool == true)
+        #expect(try entity("Vehicle")["subentities"] as? [String] == ["Bicycle", "Car"])
+        #expect(try entity("Vehicle")["count"] as? Int == 0)
+        #expect(try entity("Bicycle")["superentity"] as? String == "Vehicle")
+        #expect(try entity("Bicycle")["abstract"] == nil)
+        #expect(try entity("Trip")["subentities"] as? [String] == ["BusinessTrip", "PersonalTrip"])
+        #expect(try entity("ConferenceTrip")["superentity"] as? String == "BusinessTrip")
+        #expect(try entity("ConferenceTrip")["count"] as? Int == 2)
+        #expect(report["versionHash"] as? String == InheritanceSchemaTests.pinnedHash)
+
+        let text = try await LoomExecutable.run(["inspect", url.path])
+        #expect(text.standardOutput.contains("Vehicle: 0 objects\n  (abstract; sub-entities Bicycle, Car)"))
+        #expect(text.standardOutput.contains("BusinessTrip: 2 objects\n  (inherits from Trip; sub-entities ConferenceTrip)"))
+    }
+
+    @Test("loom verify finds a hierarchy's store sound; dump and load keep it")
+    func verifyDumpAndLoad() async throws {
+        let url = try await makeStore()
+        let verify = try await LoomExecutable.run(["verify", url.path])
+        #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
+        #expect(verify.standardOutput.contains("No problems in 10 objects"))
+
+        let dumped = try await LoomExecutable.run(["dump", url.path])
+        #expect(dumped.status == 0, "\(dumped.standardError)")
+        let folder = TemporaryDirectory.make()
+        let file = folder.appending(path: "dump.ndjson")
+        try Data(dumped.standardOutput.utf8).write(to: file)
+        let copy = folder.appending(path: "copy.loom")
+        let loaded = try await LoomExecutable.run(["load", file.path, copy.path])
+        #expect(loaded.status == 0, "\(loaded.standardError)")
+        #expect(try await LoomExecutable.run(["dump", copy.path]).standardOutput == dumped.standardOutput)
+
+        // The loaded copy opens with the model: the same hash, its objects of their classes.
+        let container = PersistentContainer(store: try SQLiteStore(url: copy, schema: try Schema(tripModels + vehicleModels)))
+        let kinds = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Trip>(sortBy: [SortDescriptor(\.days)])).map { "\(type(of: $0))" }
+        }
+        #expect(kinds == ["BusinessTrip", "Trip", "PersonalTrip", "ConferenceTrip", "Trip", "PersonalTrip", "BusinessTrip", "ConferenceTrip"])
+        try await container.close()
+    }
+}
