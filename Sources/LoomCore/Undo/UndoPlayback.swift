@@ -24,10 +24,13 @@ struct UndoPlayback {
         var touched: [ListReference: EntityDescription] = [:]
         var valued: [ObjectIdentifier: any BackedObject] = [:]
         var appeared: [any BackedObject] = []
+        // The order each ordered list gets back, as its owner's order slot was put back: kept
+        // apart, since deleting the objects that appeared rewrites the slots of loaded lists.
+        var orders: [ListReference: [Int64]] = [:]
         for record in records.reversed() {
             switch record {
             case .value(let object, let slot, let old):
-                if putBack(old, at: slot, of: object, touching: &touched) { valued[ObjectIdentifier(object._loomBacking)] = object }
+                if putBack(old, at: slot, of: object, touching: &touched, orders: &orders) { valued[ObjectIdentifier(object._loomBacking)] = object }
             case .link(let entity, let j, let owner, let other, let existed):
                 setLink(j, of: entity, owner: owner, other: other, present: existed, touching: &touched)
             case .appeared(let object):
@@ -44,7 +47,7 @@ struct UndoPlayback {
             guard b.context === context, b.state != .invalidated, !b.isDeleted, !b.isInaccessible else { continue }
             context.graph.delete(object)
         }
-        reorder(touched)
+        reorder(touched, orders)
         // What came back or went is not all in the event's lists (a deletion undone in place):
         // live queries look at everything once.
         context.liveQueriesMayHaveMissedChanges()
@@ -59,7 +62,8 @@ struct UndoPlayback {
     }
 
     /// Sets a stored value back; a foreign key's inverse lists follow. Returns whether it did.
-    private func putBack(_ old: StoredValue, at slot: Int, of object: any BackedObject, touching touched: inout [ListReference: EntityDescription]) -> Bool {
+    private func putBack(_ old: StoredValue, at slot: Int, of object: any BackedObject, touching touched: inout [ListReference: EntityDescription],
+                         orders: inout [ListReference: [Int64]]) -> Bool {
         let b = object._loomBacking
         guard b.context === context, b.state != .invalidated, !b.isDeleted, !b.isInaccessible else { return false }
         if b.state == .fault {
@@ -81,7 +85,9 @@ struct UndoPlayback {
                     if case .integer(let key) = old { adjust(r.destination, key, r.inverseIndex, member: b.key, present: true, touching: &touched) }
                 }
             case .orderedToMany:
-                touched[ListReference(entity: ObjectIdentifier(b.entity), key: b.key, relationship: j)] = b.entity
+                let reference = ListReference(entity: ObjectIdentifier(b.entity), key: b.key, relationship: j)
+                touched[reference] = b.entity
+                orders[reference] = old.orderKeys
             case .toMany:
                 break
             }
@@ -180,14 +186,14 @@ struct UndoPlayback {
 
     /// Orders every touched ordered list by its owner's order slot as put back, its other
     /// members after them by key (as a list loaded now would be), and saves that order.
-    private func reorder(_ touched: [ListReference: EntityDescription]) {
+    private func reorder(_ touched: [ListReference: EntityDescription], _ orders: [ListReference: [Int64]]) {
         for (reference, entity) in touched {
             guard let owner = context.registeredBacking(of: entity, key: reference.key), owner.state == .loaded,
                   !owner.isDeleted, let list = owner.toMany[reference.relationship],
                   let slot = entity.storedValueIndex(ofRelationship: reference.relationship) else { continue }
             var listed: Set<Int64> = []
             var keys: [Int64] = []
-            for key in owner.values[slot].orderKeys where list.contains(key) && listed.insert(key).inserted { keys.append(key) }
+            for key in orders[reference] ?? owner.values[slot].orderKeys where list.contains(key) && listed.insert(key).inserted { keys.append(key) }
             keys += list.keys.filter { !listed.contains($0) }.sorted()
             var ordered = MemberList(keys)
             ordered.keep(list.rows, readAt: list.rowsReadAt)
