@@ -3,6 +3,10 @@ import Loom
 @_spi(LoomStore) import LoomCore
 @_spi(LoomTesting) import LoomPostgreSQL
 import LoomTools
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
 import Synchronization
 import Testing
 
@@ -141,7 +145,7 @@ struct PostgreSQLConnectionFaultTests {
     }
 
     /// What `loom verify` finds in the store in `schema`, as problems.
-    static func verify(_ cluster: OwnedPostgresCluster, _ schema: String) throws -> [String] {
+    nonisolated static func verify(_ cluster: OwnedPostgresCluster, _ schema: String) throws -> [String] {
         let report = try StoreVerifier(location: cluster.url + "&schema=" + schema).verify()
         return report.findings.map { "verify: \($0)" }
     }
@@ -207,25 +211,62 @@ struct PostgreSQLConnectionFaultTests {
         print("postgres faults, listening: \(rounds) rounds × 4 terminations, \(total.commits) remote commits, \(total.ended) sessions ended, \(total.violations) violations")
     }
 
-    /// The trap of issue 41: a listening connection lost before postgres-nio wrote its listen
-    /// request. With `addListener(channel:)` postgres-nio dropped the request and its
-    /// `NotificationListener.deinit` ran `preconditionFailure` on an event-loop thread, ending
-    /// this whole process (release builds too). First deterministically: the
-    /// `listenerConnected` hook ends the listener's fresh session and waits for the client to
-    /// see it gone, `trapped` times, before the listener asks to listen. Then at random moments:
-    /// the sessions ended in a tight loop while the listener reconnects every millisecond or so.
-    /// The process must live, the listener must not give up, and every commit made meanwhile
-    /// must then arrive once, in order.
+    /// The trap of issue 41, in postgres-nio itself: a listener added with `addListener(channel:)`
+    /// on a connection already lost is dropped unused and its `NotificationListener.deinit` runs
+    /// `preconditionFailure` on an event-loop thread, ending the process. Loom's listener no longer
+    /// calls it (see `PostgreSQLListener`); this child process shows the trap is still there, so
+    /// that the day postgres-nio removes it this test says so.
+    @Test("postgres-nio's addListener on a lost connection ends the process (the trap Loom's listener avoids)")
+    func addListenerOnLostConnectionTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            try await PostgreSQLConnectionFaultTests.addListenerOnLostConnection()
+        }
+        let output = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(output.contains("Notification closure had not been used"), "the child ended otherwise: \(output)")
+    }
+
+    /// Run in a child process: connects, closes the connection, then adds a listener on it.
+    nonisolated static func addListenerOnLostConnection() async throws {
+        let configuration = try PostgresServer.configuration()
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1,
+            logger: Logger(label: "loom.tests.trap", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await connection.close()
+        connection.addListener(channel: "loom_trap") { _, _ in }
+        // The dropped listener traps on the event loop meanwhile.
+        try await Task.sleep(for: .seconds(5))
+    }
+
+    /// The same moment under Loom's listener, in a child process (the trap would end it, not the
+    /// test run): the `listenerConnected` hook ends the listener's fresh session and waits for
+    /// the client to see it gone, `trapped` times, just before the listener asks to listen — where
+    /// it called `addListener(channel:)` before. Then at random moments: the sessions ended in a
+    /// tight loop while the listener reconnects every few milliseconds. The process must live, the
+    /// listener must not give up, and every commit made meanwhile must arrive once, in order.
     @Test("The listener's session ended just before it asks to LISTEN, again and again: the process lives and every commit still arrives once")
-    func listenerSessionEndedAsItListens() async throws {
+    func listenerSessionEndedAsItListens() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]) {
+            try await PostgreSQLConnectionFaultTests.listenerTrapScenario()
+        }
+        guard let result else { return }
+        let output = String(decoding: result.standardOutputContent, as: UTF8.self)
+        print(output.split(separator: "\n").filter { $0.hasPrefix("postgres faults") }.joined(separator: "\n"))
+        if case .exitCode(0) = result.exitStatus {} else {
+            Issue.record("the child process: \(output) \(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
+    }
+
+    /// Run in a child process by ``listenerSessionEndedAsItListens()``: prints its figures, and
+    /// exits 1 with the problems it found on standard error.
+    nonisolated static func listenerTrapScenario() async throws {
         let cluster = try OwnedPostgresCluster()
-        let admin = BackendTerminator(try cluster.configuration(timeout: Self.timeout))
+        let admin = BackendTerminator(try cluster.configuration(timeout: timeout))
         defer { admin.close() }
         let trapped = 12
         /// How often the hook ran, and how many sessions its terminations ended.
         final class HookRecord: Sendable { let value = Mutex<(calls: Int, ended: Int, failure: String?)>((0, 0, nil)) }
         let hook = HookRecord()
-        var configuration = try cluster.configuration(timeout: Self.timeout)
+        var configuration = try cluster.configuration(timeout: timeout)
         configuration.schemaName = "listen_trap"
         configuration.listenerReconnection.initialDelay = .milliseconds(1)
         configuration.listenerReconnection.maximumDelay = .milliseconds(4)
@@ -259,6 +300,7 @@ struct PostgreSQLConnectionFaultTests {
             }
             committed.append(id.primaryKey)
         }
+        var problems: [String] = []
         // Commits made while the listener cannot listen: caught up from the history later.
         let deadline = ContinuousClock.now + .seconds(30)
         var i = 0
@@ -268,7 +310,7 @@ struct PostgreSQLConnectionFaultTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         let connected = hook.value.withLock { $0.calls }
-        #expect(connected > trapped, "the listener connected \(connected) times within 30 s")
+        if connected <= trapped { problems.append("the listener connected \(connected) times within 30 s") }
         // At random moments: a session ended every millisecond or so for two seconds.
         let termination = ScheduledTermination(admin, applicationName: "loom-trap")
         termination.start(after: (0..<2_000).map { Duration.milliseconds($0) })
@@ -280,18 +322,26 @@ struct PostgreSQLConnectionFaultTests {
         try await commit("last")
         let found = await heard.wait(for: committed.count, then: .milliseconds(1_000))
         let keys = found.flatMap { $0.changes.map(\.objectID.primaryKey) }
-        #expect(keys == committed, "heard \(keys.count) inserts, expected \(committed.count) (each once, in commit order)")
-        #expect(!heard.historyWasLost)
-        #expect(container.coordinator.remoteChangesFailure == nil)
+        if keys != committed { problems.append("heard \(keys.count) inserts, expected \(committed.count) (each once, in commit order)") }
+        if heard.historyWasLost { problems.append("a history loss was reported") }
+        if let failure = container.coordinator.remoteChangesFailure { problems.append("the listener gave up: \(failure)") }
         let (calls, endedByHook, failure) = hook.value.withLock { $0 }
-        #expect(failure == nil)
-        #expect(termination.failure == nil)
-        #expect(endedByHook >= trapped, "the hook ended \(endedByHook) sessions in \(trapped) calls")
-        try await container.save { context in context.insert(Book(isbn: "local", title: "Local after")) }
+        if let failure { problems.append("the hook's termination failed: \(failure)") }
+        if let failure = termination.failure { problems.append("the tight loop's termination failed: \(failure)") }
+        if endedByHook < trapped { problems.append("the hook ended \(endedByHook) sessions in \(trapped) calls") }
+        do {
+            try await container.save { context in context.insert(Book(isbn: "local", title: "Local after")) }
+        } catch {
+            problems.append("the listening container could not save afterwards: \(error)")
+        }
         try await committer.close()
         try await container.close()
-        #expect(try Self.verify(cluster, configuration.schemaName).isEmpty)
-        print("postgres faults, listener trap: \(trapped) sessions ended before LISTEN (\(endedByHook) sessions), then \(termination.ended) ended in a tight loop; \(calls) listener connections, \(committed.count) remote commits heard once")
+        problems += try verify(cluster, configuration.schemaName)
+        print("postgres faults, listener trap: \(trapped) sessions ended before LISTEN (\(endedByHook) sessions), then \(termination.ended) ended in a tight loop; \(calls) listener connections, \(committed.count) remote commits, \(problems.count) violations")
+        if !problems.isEmpty {
+            FileHandle.standardError.write(Data(problems.joined(separator: "\n").utf8))
+            exit(1)
+        }
     }
 
     /// A save whose `COMMIT` the server made but whose answer never came (the response timeout
