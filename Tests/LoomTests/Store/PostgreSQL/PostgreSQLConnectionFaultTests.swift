@@ -244,7 +244,13 @@ struct PostgreSQLConnectionFaultTests {
     /// tight loop while the listener reconnects every few milliseconds. The process must live, the
     /// listener must not give up, and every commit made meanwhile must arrive once, in order.
     @Test("The listener's session ended just before it asks to LISTEN, again and again: the process lives and every commit still arrives once")
-    func listenerSessionEndedAsItListens() async {
+    func listenerSessionEndedAsItListens() async throws {
+        // The cluster is the parent's: one the child started would outlive a crashed child and
+        // hold its output pipes open, and this test would wait for it instead of failing.
+        let cluster = try OwnedPostgresCluster()
+        let handOver = Self.trapClusterFile(parent: getpid())
+        try Data(cluster.url.utf8).write(to: handOver)
+        defer { try? FileManager.default.removeItem(at: handOver) }
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]) {
             try await PostgreSQLConnectionFaultTests.listenerTrapScenario()
         }
@@ -256,17 +262,24 @@ struct PostgreSQLConnectionFaultTests {
         }
     }
 
+    /// Where the parent test leaves its cluster's URL for the child process.
+    nonisolated static func trapClusterFile(parent: Int32) -> URL {
+        FileManager.default.temporaryDirectory.appending(path: "loom-listener-trap-\(parent)")
+    }
+
     /// Run in a child process by ``listenerSessionEndedAsItListens()``: prints its figures, and
     /// exits 1 with the problems it found on standard error.
     nonisolated static func listenerTrapScenario() async throws {
-        let cluster = try OwnedPostgresCluster()
-        let admin = BackendTerminator(try cluster.configuration(timeout: timeout))
+        let url = try String(contentsOf: trapClusterFile(parent: getppid()), encoding: .utf8)
+        var configuration = try PostgreSQLStore.Configuration(url: url)
+        configuration.responseTimeout = timeout
+        configuration.connectTimeout = timeout
+        let admin = BackendTerminator(configuration)
         defer { admin.close() }
         let trapped = 12
         /// How often the hook ran, and how many sessions its terminations ended.
         final class HookRecord: Sendable { let value = Mutex<(calls: Int, ended: Int, failure: String?)>((0, 0, nil)) }
         let hook = HookRecord()
-        var configuration = try cluster.configuration(timeout: timeout)
         configuration.schemaName = "listen_trap"
         configuration.listenerReconnection.initialDelay = .milliseconds(1)
         configuration.listenerReconnection.maximumDelay = .milliseconds(4)
@@ -336,7 +349,7 @@ struct PostgreSQLConnectionFaultTests {
         }
         try await committer.close()
         try await container.close()
-        problems += try verify(cluster, configuration.schemaName)
+        problems += try StoreVerifier(location: url + "&schema=" + configuration.schemaName).verify().findings.map { "verify: \($0)" }
         print("postgres faults, listener trap: \(trapped) sessions ended before LISTEN (\(endedByHook) sessions), then \(termination.ended) ended in a tight loop; \(calls) listener connections, \(committed.count) remote commits, \(problems.count) violations")
         if !problems.isEmpty {
             FileHandle.standardError.write(Data(problems.joined(separator: "\n").utf8))
