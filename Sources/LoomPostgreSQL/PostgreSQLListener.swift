@@ -2,7 +2,6 @@ import Foundation
 @_spi(LoomStore) import LoomCore
 import LoomSQL
 import PostgresNIO
-import Synchronization
 
 /// Finds the commits other store instances (other servers, other coordinators) make on the
 /// same store, in commit order, each once: a thread of its own with a connection of its own
@@ -15,10 +14,6 @@ import Synchronization
 /// ``PostgreSQLStore/Configuration/ListenerReconnection/pollInterval`` when nothing woke it. A
 /// wait for the server is bounded by the configuration's response timeout, so a silent server
 /// cannot hold the thread.
-///
-/// It listens through postgres-nio's `listen(on:consume:)` only (see ``ChannelSubscription``),
-/// never through `addListener(channel:)`, whose closure postgres-nio drops unused when the
-/// connection is lost before the request is written, and then traps the whole process.
 ///
 /// `@unchecked Sendable`: the loop's state is only touched on its thread; `stopped` and the
 /// semaphore are thread-safe.
@@ -33,18 +28,13 @@ final class PostgreSQLListener: @unchecked Sendable {
     private var stopped = false
     /// The listening connection; only the thread uses it.
     private var connection: PGConnection?
-    /// The `LISTEN` on `connection`; only the thread uses it.
-    private var subscription: ChannelSubscription?
     private let finished = DispatchSemaphore(value: 0)
     /// The last history number handed on (or seen as this instance's own).
     private var lastNumber: Int64
     /// Which rows are this instance's, and the last of its commits seen.
     private var origins: HistoryOrigins
-    /// This instance's commits whose outcome it never learned: their rows are handed on.
-    private let unacknowledged: UnacknowledgedCommits
 
-    init(configuration: PostgreSQLStore.Configuration, store: UUID, origin: Int64, channel: String, after: Int64,
-         unacknowledged: UnacknowledgedCommits, handler: @escaping @Sendable (RemoteCommits) -> Void) {
+    init(configuration: PostgreSQLStore.Configuration, store: UUID, origin: Int64, channel: String, after: Int64, handler: @escaping @Sendable (RemoteCommits) -> Void) {
         var configuration = configuration
         configuration.trace = nil
         self.configuration = configuration
@@ -53,7 +43,6 @@ final class PostgreSQLListener: @unchecked Sendable {
         self.channel = channel
         self.lastNumber = after
         self.origins = HistoryOrigins(mine: origin)
-        self.unacknowledged = unacknowledged
         self.handler = handler
     }
 
@@ -87,21 +76,24 @@ final class PostgreSQLListener: @unchecked Sendable {
             // commit made meanwhile (a notification sent while the connection was down is lost,
             // the commit is not). Not reported as unavailable: a server away for a while only
             // delays other instances' commits, it loses none (unless the policy gives up).
-            if connection == nil || connection!.isClosed || subscription?.hasEnded == true {
-                if connection != nil {
-                    endListening()
+            if connection == nil || connection!.isClosed {
+                if let lost = connection {
+                    lost.close()
+                    connection = nil
                     _ = wake.wait(timeout: .now() + policy.delay(beforeAttempt: 1).timeInterval)
                     if isStopped { break }
                 }
                 do {
                     let opened = try PGConnection.open(configuration)
+                    let wake = self.wake
+                    opened.connection.addListener(channel: channel) { _, _ in wake.signal() }
                     connection = opened
-                    configuration.listenerConnected?()
-                    subscription = try ChannelSubscription.listen(on: opened, channel: channel, wake: wake)
+                    try opened.query("LISTEN \(SQLGenerator.quote(channel))")
                     failures = 0
                     if isStopped { break }
                 } catch {
-                    endListening()
+                    connection?.close()
+                    connection = nil
                     failures += 1
                     if let maximum = policy.maximumAttempts, failures >= maximum {
                         if !isStopped {
@@ -119,24 +111,13 @@ final class PostgreSQLListener: @unchecked Sendable {
             // A failed read is tried again at the next wake-up: `lastNumber` only moves past
             // what was handed on. A lost connection is replaced at the top of the loop.
             if let connection { try? readHistory(connection) }
-            if connection?.isClosed == true || subscription?.hasEnded == true { continue }
+            if connection?.isClosed == true { continue }
             _ = wake.wait(timeout: .now() + policy.pollInterval.timeInterval)
         }
-        endListening()
-    }
-
-    /// Ends the `LISTEN` task and closes the connection (which ends the task too, if it is
-    /// still waiting for the server).
-    private func endListening() {
-        subscription?.cancel()
-        subscription = nil
         connection?.close()
-        connection = nil
     }
 
-    /// Reads the history after `lastNumber` and hands on what other instances committed, and
-    /// what this one committed without learning it (``UnacknowledgedCommits``): its contexts
-    /// were never told of such a commit, so it reaches them as another instance's would, once.
+    /// Reads the history after `lastNumber` and hands on what other instances committed.
     private func readHistory(_ connection: PGConnection) throws {
         var deletedBindings = PostgresBindings()
         deletedBindings.append(PostgreSQLStore.historyDeletedKey)
@@ -153,105 +134,26 @@ final class PostgreSQLListener: @unchecked Sendable {
         }
         var bindings = PostgresBindings()
         bindings.append(lastNumber)
-        let rows = try connection.query("SELECT number, origin, origincommit, timestamp FROM loom_history WHERE number > $1 ORDER BY number", bindings).map { row -> (number: Int64, origin: Int64?, commit: Int64?, timestamp: Double?) in
+        let found = try connection.query("SELECT number, origin, origincommit FROM loom_history WHERE number > $1 ORDER BY number", bindings).map { row -> (number: Int64, origin: Int64?, commit: Int64?) in
             let values = try row.map(PostgreSQLValues.value)
             func integer(_ i: Int) -> Int64? { if case .integer(let v) = values[i] { v } else { nil } }
-            let timestamp: Double? = if case .real(let v) = values[3] { v } else { nil }
-            return (integer(0) ?? 0, integer(1), integer(2), timestamp)
+            return (integer(0) ?? 0, integer(1), integer(2))
         }
-        guard let last = rows.last?.number else { return }
-        let adopted = unacknowledged.adopt(rows, mine: origin)
-        let found = rows.map { row in (number: row.number, origin: adopted.contains(row.number) ? nil : row.origin, commit: row.commit) }
+        guard let last = found.last?.number else { return }
         let (foreign, localCommit) = origins.foreign(found)
         if !foreign.isEmpty {
             var range = PostgresBindings()
             range.append(foreign.first!.number)
             range.append(foreign.last!.number)
             range.append(origin)
-            range.append(adopted.sorted())
             let transactions = try PostgreSQLStore.historyTransactions(
-                try connection.query("SELECT \(SQLHistory.columns) FROM loom_history WHERE number >= $1 AND number <= $2 AND (origin IS NULL OR origin <> $3 OR number = ANY($4)) AND changes IS NOT NULL ORDER BY number", range),
+                try connection.query("SELECT \(SQLHistory.columns) FROM loom_history WHERE number >= $1 AND number <= $2 AND (origin IS NULL OR origin <> $3) AND changes IS NOT NULL ORDER BY number", range),
                 on: connection, entityNames: nil, store: store, location: configuration.description)
             let committed = origins.ordered(transactions, foreign: foreign, localCommit: localCommit)
             if !committed.isEmpty, !isStopped { handler(.committed(committed)) }
         }
         origins.advance(to: localCommit)
         lastNumber = last
-    }
-}
-
-/// One connection's `LISTEN` on the store's channel, made through postgres-nio's
-/// `listen(on:consume:)` in a task of its own, which wakes the listener's thread for every
-/// notification and when the listening ends (the connection lost, the server's answer an error).
-///
-/// That call is the only way the channel is listened to, and it owns its request for its whole
-/// life: a connection lost before postgres-nio wrote the request fails the call (postgres-nio
-/// fails the request's write promise, which ends the request). `addListener(channel:)`, which
-/// Loom used before, writes its request with no promise: when the connection was lost just then
-/// (a session ended by `pg_terminate_backend`, a server restarting), the request is dropped and
-/// postgres-nio's `NotificationListener.deinit` traps ("Notification closure had not been used")
-/// on an event-loop thread, ending the whole process. A `LISTEN` sent by Loom itself is not
-/// needed either: postgres-nio sends it, and tells when the server confirmed it.
-///
-/// `Sendable`: the phase is behind a mutex; the task handle is immutable.
-private final class ChannelSubscription: Sendable {
-    private enum Phase: Sendable { case starting, listening, ended((any Error)?) }
-    private let phase = Mutex<Phase>(.starting)
-    /// Signalled once, when the phase leaves `starting`.
-    private let started = DispatchSemaphore(value: 0)
-    private let task = Mutex<Task<Void, Never>?>(nil)
-
-    private init() {}
-
-    /// Listens on `channel` on `connection` and waits on the calling thread (at most the
-    /// connection's response timeout) until the server confirmed the `LISTEN`; `wake` is
-    /// signalled for every notification and when the listening ends.
-    ///
-    /// - Throws: `PGConnectionLost` when the server did not confirm in time (the caller closes
-    ///   the connection, which ends the task); postgres-nio's error when the `LISTEN` failed.
-    static func listen(on connection: PGConnection, channel: String, wake: DispatchSemaphore) throws -> ChannelSubscription {
-        let subscription = ChannelSubscription()
-        let postgres = connection.connection
-        let task = Task {
-            var failure: (any Error)?
-            do {
-                try await postgres.listen(on: channel) { notifications in
-                    subscription.move(to: .listening)
-                    for try await _ in notifications { wake.signal() }
-                }
-            } catch {
-                failure = error
-            }
-            subscription.move(to: .ended(failure))
-            wake.signal()
-        }
-        subscription.task.withLock { $0 = task }
-        guard subscription.started.wait(timeout: .now() + connection.timeout.timeInterval) == .success else {
-            task.cancel()
-            throw PGConnectionLost(reason: "the server did not confirm the LISTEN within \(connection.timeout)")
-        }
-        if case .ended(let failure) = subscription.phase.withLock({ $0 }) {
-            throw failure ?? PGConnectionLost(reason: "the LISTEN ended before the server confirmed it")
-        }
-        return subscription
-    }
-
-    /// Whether the listening ended (the connection lost, or the task cancelled).
-    var hasEnded: Bool {
-        phase.withLock { if case .ended = $0 { true } else { false } }
-    }
-
-    /// Ends the listening: postgres-nio sends `UNLISTEN` if the connection is still open.
-    func cancel() {
-        task.withLock { $0 }?.cancel()
-    }
-
-    private func move(to next: Phase) {
-        let leftStarting = phase.withLock { phase in
-            defer { phase = next }
-            if case .starting = phase { return true } else { return false }
-        }
-        if leftStarting { started.signal() }
     }
 }
 

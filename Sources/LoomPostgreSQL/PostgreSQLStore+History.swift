@@ -86,9 +86,7 @@ extension PostgreSQLStore {
     func appendHistoryValues(of changes: StoreChangeSet, to bindings: inout PostgresBindings) {
         var entities: [UInt8] = [], packed: [UInt8] = []
         SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
-        let timestamp = Date().timeIntervalSince1970
-        unacknowledgedCommits.wroteHistoryRow(timestamp: timestamp)
-        bindings.append(timestamp)
+        bindings.append(Date().timeIntervalSince1970)
         bindings.append(origin)
         bindings.append(Int64(lastCommitSequence + 1))
         bindings.append(changes.author)
@@ -253,8 +251,7 @@ extension PostgreSQLStore {
             return
         }
         let started = PostgreSQLListener(
-            configuration: configuration, store: identifier, origin: origin, channel: channel, after: after,
-            unacknowledged: unacknowledgedCommits, handler: handler)
+            configuration: configuration, store: identifier, origin: origin, channel: channel, after: after, handler: handler)
         let previous = listener.withLock { listener in
             defer { listener = started }
             return listener

@@ -153,7 +153,6 @@ extension PostgreSQLStore {
         let pause = configuration.pauseInsideOneStatementSave
         bindings.append(pause?(.beforeHistory) ?? 0)
         bindings.append(pause?(.beforeCommit) ?? 0)
-        unacknowledgedCommits.beginTransaction()
         if configuration.recordsHistory {
             appendHistoryValues(of: changes, to: &bindings)
         } else {
@@ -166,7 +165,6 @@ extension PostgreSQLStore {
             try connection.query(text, bindings)
         } catch {
             if PGConnection.isLost(error) {
-                unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
                 throw LoomError(
                     .commitOutcomeUnknown,
                     "The connection to the PostgreSQL store at \(configuration.description) was lost after a save was sent (\(Self.describe(error))): it may have been committed or not. Fetch what it changed to find out before saving again.",
