@@ -46,7 +46,7 @@ public macro Model(originalName: String) = #externalMacro(module: "LoomMacros", 
 /// ``Model()`` for the root of a hierarchy whose entity is abstract (Core Data's `isAbstract`)
 /// or not: an abstract entity has no objects of its own, only those of its sub-entities, the
 /// `@Model` subclasses of the class. `@Model(abstract: true)` generates no `init(context:)`, and
-/// inserting an object of the class otherwise is refused with ``LoomError/Code/abstractEntity``.
+/// inserting an object of the class otherwise is refused with `LoomError.Code.abstractEntity`.
 ///
 /// ```swift
 /// @Model(abstract: true) class Vehicle { var wheels: Int = 4; init() {} }
@@ -56,7 +56,7 @@ public macro Model(originalName: String) = #externalMacro(module: "LoomMacros", 
 /// A subclass of a `@Model` class is written with `@Model` too (SwiftData's
 /// `@Model class BusinessTrip: Trip`); its entity inherits the superclass's attributes,
 /// constraints and indexes, and a fetch of the superclass returns objects of every subclass
-/// (see ``FetchRequest/includesSubentities``). The argument is a literal.
+/// (see `FetchRequest.includesSubentities`). The argument is a literal.
 @attached(member, conformances: PersistentModel, names: named(_loomSlot), named(_loomBacking), named(_loomWithBacking), named(_loomObservation), named(_loomMayBeObserved), named(_loomPropertyDidChange), named(entity), named(_loomEntityDescription), named(_loomSuperentity), named(_loomPropertyOffset), named(init), named(_loomPropertyName), named(_loomKeyPath))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Hashable)

@@ -103,13 +103,13 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - name: the entity's name (its table's).
     ///   - modelType: the `@Model` class its objects are, or `nil` for a schema read from a store.
-    ///   - properties: its attributes and relationships, in declaration order.
-    ///   - uniquenessConstraints: the sets of attribute names whose values are unique together.
-    ///   - indexes: the sets of attribute names with an index.
+    ///   - ownProperties: its attributes and relationships, in declaration order.
+    ///   - ownUniquenessConstraints: the sets of attribute names whose values are unique together.
+    ///   - ownIndexes: the sets of attribute names with an index.
     ///   - originalName: the entity's name in the previous model version, if it was
     ///     renamed (`@Model(originalName:)`).
     ///   - superentity: the entity this one inherits from: its properties, uniqueness
-    ///     constraints and indexes come first, before `properties`.
+    ///     constraints and indexes come first, before `ownProperties`.
     ///   - isAbstract: whether the entity has no objects of its own, only its sub-entities'.
     public init(
         name: String, modelType: (any PersistentModel.Type)?, properties ownProperties: [PropertyDescription],
