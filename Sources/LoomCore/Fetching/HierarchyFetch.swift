@@ -38,11 +38,8 @@ struct HierarchyFetch {
         if entities.count > 1 {
             let decorated = merged.map { item in (item, sortKeys.map { item.object._loomBacking.storedValue(at: $0.attributeIndex) }) }
             merged = decorated.sorted { a, b in
-                for (i, key) in sortKeys.enumerated() {
-                    let c = StoredValue.compare(a.1[i], b.1[i])
-                    if c != 0 { return key.ascending ? c < 0 : c > 0 }
-                }
-                return (a.0.key, a.0.place) < (b.0.key, b.0.place)
+                let c = SortKey.compare(sortKeys, a.1, b.1)
+                return c != 0 ? c < 0 : (a.0.key, a.0.place) < (b.0.key, b.0.place)
             }.map(\.0)
         }
         let start = min(request.fetchOffset, merged.count)

@@ -30,6 +30,16 @@
         return a.key < b.key
     }
 
+    /// How two items compare by these keys alone, given each key's value in order: negative,
+    /// zero (a tie, for the caller to break) or positive.
+    static func compare(_ keys: [SortKey], _ a: [StoredValue], _ b: [StoredValue]) -> Int {
+        for (i, key) in keys.enumerated() {
+            let c = StoredValue.compare(a[i], b[i])
+            if c != 0 { return key.ascending ? c : -c }
+        }
+        return 0
+    }
+
     /// Sorts items by these keys, then by primary key, reading each key's value once per item.
     static func sort<G: PredicateGraph, Item>(_ items: inout [Item], by keys: [SortKey], row: (Item) -> G.Row, in graph: G) {
         if keys.isEmpty {
@@ -42,11 +52,8 @@
             return (nodes.map { $0.evaluate(r, in: graph) }, graph.key(of: r), item)
         }
         decorated.sort { a, b in
-            for (i, key) in keys.enumerated() {
-                let c = StoredValue.compare(a.values[i], b.values[i])
-                if c != 0 { return key.ascending ? c < 0 : c > 0 }
-            }
-            return a.key < b.key
+            let c = compare(keys, a.values, b.values)
+            return c != 0 ? c < 0 : a.key < b.key
         }
         items = decorated.map(\.item)
     }
