@@ -183,6 +183,9 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     /// whatever the number of changes since the reader last read.
     var heldResults: Int { state.withLock { ($0.delivered == nil ? 0 : 1) + ($0.latest == nil ? 0 : 1) } }
 
+    /// How many times readers started waiting for a result.
+    var waits: Int { wakeUp.withLock { $0.waits } }
+
     /// The next result if one is ready, else nil, without waiting.
     func poll() throws(LoomError) -> LiveResults<Model, SectionKey>? {
         if case .results(let results) = try ready() { return results }
@@ -333,15 +336,21 @@ struct SectionKeys<Model: PersistentModel, SectionKey: Hashable & Sendable>: Sen
 /// A reader's wait for a live query's next result.
 struct WakeUp {
     var continuation: CheckedContinuation<Void, Never>?
-    var cancelled = false
+    /// How many times a reader started waiting: tests read it to tell a wait from a spin.
+    var waits = 0
 
     /// Suspends until ``wake(_:)`` or the task's cancellation, unless `isReady` (called with
     /// the lock held) says there is something to read already.
+    ///
+    /// A cancellation that comes before the continuation is stored is seen by `Task.isCancelled`
+    /// under the lock: the task's flag is set before its handler runs. Nothing else remembers it,
+    /// so a later reader of the same query, in a task that is not cancelled, waits as it should.
     static func wait(_ lock: Locked<WakeUp>, isolation actor: isolated (any Actor)?, unlessReady isReady: () -> Bool) async {
         await withTaskCancellationHandler(operation: {
             await withCheckedContinuation(isolation: actor) { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = lock.withLock { wakeUp -> Bool in
-                    if wakeUp.cancelled || Task.isCancelled || isReady() { return true }
+                    wakeUp.waits += 1
+                    if Task.isCancelled || isReady() { return true }
                     // One reader at a time: a second one replaces the first, which looks again.
                     wakeUp.continuation?.resume()
                     wakeUp.continuation = continuation
@@ -351,7 +360,6 @@ struct WakeUp {
             }
         }, onCancel: {
             lock.withLock { wakeUp -> CheckedContinuation<Void, Never>? in
-                wakeUp.cancelled = true
                 defer { wakeUp.continuation = nil }
                 return wakeUp.continuation
             }?.resume()

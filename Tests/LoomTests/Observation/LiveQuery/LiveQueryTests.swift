@@ -559,6 +559,44 @@ struct LiveQueryStreamTests {
     }
 }
 
+extension LiveQueryStreamTests {
+    @Test("A reader in a new task, after the one before it was cancelled, waits for the next result instead of spinning, and gets it")
+    func readerAfterCancelledReaderWaits() async throws {
+        let container = try StoreKind.inMemory.makeGraphContainer()
+        let context = container.newBackgroundContext()
+        let live = try context.performAndWait { context in
+            context.insert(Novel(title: "a", pages: 1))
+            try context.save()
+            return try context.liveQuery(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]))
+        }
+        let first = Task {
+            var iterator = live.makeAsyncIterator()
+            _ = try await iterator.next()     // the first result
+            return try await iterator.next()  // waits, then is cancelled
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        first.cancel()
+        #expect(try await first.value == nil)
+
+        let second = Task {
+            var iterator = live.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let waitsBefore = live.channel.waits
+        try await Task.sleep(for: .milliseconds(200))
+        // A waiting reader starts one wait; a spinning one starts thousands in 200 ms.
+        #expect(live.channel.waits - waitsBefore == 0)
+        try context.performAndWait { context in
+            context.insert(Novel(title: "b", pages: 2))
+            try context.save()
+        }
+        let next = try #require(try await second.value)
+        #expect(next.count == 2)
+        #expect(next.changes?.insertedItems == [ResultPosition(section: 0, item: 1)])
+    }
+}
+
 /// Counts calls from any thread.
 final class Counter: Sendable {
     private let count = Locked(0)
