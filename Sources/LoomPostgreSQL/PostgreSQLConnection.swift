@@ -29,6 +29,9 @@ final class PGConnection: @unchecked Sendable {
     let timeout: Duration
     /// Set when a wait found the connection lost: it is not used again.
     private let lost = Atomic<Bool>(false)
+    /// The statements prepared on this connection, by their SQL (see ``queryPrepared(_:_:)``).
+    /// Touched by the one thread using the connection.
+    private var prepared: [String: PreparedQuery] = [:]
     private static let logger = Logger(label: "loom.postgresql", factory: { _ in SwiftLogNoOpLogHandler() })
     private static let ids = AtomicCounter()
 
@@ -95,6 +98,15 @@ final class PGConnection: @unchecked Sendable {
     /// not used again, and a statement not sent on it can be sent on another.
     static func isLost(_ error: any Error) -> Bool {
         if error is PGConnectionLost { return true }
+        // What postgres-nio's prepared queries report (``runPrepared(_:_:)``).
+        switch error as? PostgresError {
+        case .connectionClosed?: return true
+        case .protocol(let reason)?: return reason == "Unexpected connection close"
+        case .server?:
+            let state = PostgreSQLStore.sqlState(of: error) ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P")
+        case nil: break
+        }
         guard let psql = error as? PSQLError else { return error is ChannelError || error is IOError }
         switch psql.code {
         case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown: return true
@@ -192,6 +204,45 @@ final class PGConnection: @unchecked Sendable {
         return String(reflecting: bindings).matches(of: /\(([^;()]*); ([^;()]*); format: [a-z]+\)/).map { String($0.output.2) }
     }
 
+    /// How many statements a connection prepares; past it, statements go unnamed. Each save
+    /// shape is one, so a schema with many entities saved in many combinations stops here
+    /// rather than filling the server session's memory.
+    static let preparedStatementLimit = 100
+
+    /// How many statements are prepared on this connection.
+    var preparedCount: Int { prepared.count }
+
+    /// Runs one statement as a named prepared statement of this connection, preparing it at its
+    /// first run (a round trip more, once): the server parses and plans the same SQL once
+    /// instead of at every run. Rows are not kept. Falls back to ``query(_:_:)`` past
+    /// ``preparedStatementLimit``, or when the values cannot be handed over (``PreparedValues``).
+    ///
+    /// - Throws: ``PGStatementNotRun`` when preparing failed: the statement itself was not sent.
+    func runPrepared(_ sql: String, _ bindings: PostgresBindings) throws {
+        guard let values = PreparedValues.values(of: bindings), prepared[sql] != nil || prepared.count < Self.preparedStatementLimit else {
+            try query(sql, bindings)
+            return
+        }
+        try checkNotLost()
+        let start = ContinuousClock.now
+        let statement: PreparedQuery
+        if let known = prepared[sql] {
+            statement = known
+        } else {
+            do {
+                statement = try wait(connection.prepare(query: sql))
+            } catch {
+                throw PGStatementNotRun(underlying: error)
+            }
+            prepared[sql] = statement
+        }
+        // Traced when it goes out to run, as ``query(_:_:)`` traces: the preparation before it
+        // runs nothing.
+        trace?(sql)
+        let rows = try wait(statement.execute(values))
+        if let log { logStatement(sql, bindings, duration: ContinuousClock.now - start, rows: rows.count, log: log) }
+    }
+
     /// Closes the connection, waiting at most the response timeout for the server's goodbye.
     func close() {
         _ = try? Self.wait(for: connection.close(), timeout: timeout, waiting: "to close") {}
@@ -203,6 +254,12 @@ final class PGConnection: @unchecked Sendable {
         let connection = self.connection
         if !connection.isClosed { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
     }
+}
+
+/// A statement that failed before it was sent to run (its preparation failed): whatever it
+/// would have changed is unchanged, even when the connection was lost.
+struct PGStatementNotRun: Error {
+    let underlying: any Error
 }
 
 /// A connection the server stopped answering: it was silent past the response timeout.

@@ -29,6 +29,11 @@ import PostgresNIO
 /// changed meanwhile again before changing it), inserts meet every committed unique value, and
 /// a deleted object's join rows are deleted by `loom_unlink` (``unlinkFunction``), whose own
 /// statement reads a snapshot taken once the lock is held.
+///
+/// The statement is a named prepared statement of the writer's connection
+/// (``Configuration/preparesSaveStatements``): its text depends only on the save's shape (which
+/// tables, columns and kinds of change; values are bound as arrays), so saves of one shape are
+/// parsed and planned once per connection.
 extension PostgreSQLStore {
     /// The function that ends a one-statement save. Its parameters: the rows each statement
     /// changed and the rows it must have changed (`NULL`: unchecked), the commit lock, pauses
@@ -162,7 +167,13 @@ extension PostgreSQLStore {
         if writer.isClosed { try reopenWriter() }
         let connection = writer
         do {
-            try connection.query(text, bindings)
+            if configuration.preparesSaveStatements {
+                try connection.runPrepared(text, bindings)
+            } else {
+                try connection.query(text, bindings)
+            }
+        } catch let notRun as PGStatementNotRun {
+            throw translate(notRun.underlying, entity: nil, key: nil)
         } catch {
             if PGConnection.isLost(error) {
                 throw LoomError(
@@ -171,7 +182,7 @@ extension PostgreSQLStore {
                     underlying: error)
             }
             if Self.sqlState(of: error) == "LM001" {
-                let index = ((error as? PSQLError)?.serverInfo?[.detail]).flatMap { Int($0) }.map { $0 - 1 } ?? 0
+                let index = Self.serverField(.detail, of: error).flatMap { Int($0) }.map { $0 - 1 } ?? 0
                 let part = parts[parts.indices.contains(index) ? index : 0]
                 if let entity = part.entity, let key = part.expected?.first { throw versionConflict(entity, key: key) }
             }

@@ -110,6 +110,13 @@ public final class PostgreSQLStore: PersistentStore {
         /// Whether every save also records a history transaction (on by default). Off, other
         /// coordinators do not learn of this store's saves.
         public var recordsHistory: Bool = true
+        /// Whether a save sent as one statement is a named prepared statement of its connection
+        /// (on by default): the server parses and plans each shape of save (the same entities
+        /// and columns) once per connection instead of at every save. Turn it off behind a pooler
+        /// that hands one client's statements to different server sessions (PgBouncer in
+        /// transaction mode before 1.21), where a statement prepared on one session is unknown
+        /// to the next.
+        public var preparesSaveStatements: Bool = true
         /// Called with the SQL of every statement the store runs, on the calling thread, for
         /// diagnostics and tests that count round trips. Values are not included.
         public var trace: (@Sendable (String) -> Void)?
@@ -341,7 +348,16 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// The server's SQLSTATE of an error, if it came from the server.
     static func sqlState(of error: any Error) -> String? {
-        (error as? PSQLError)?.serverInfo?[.sqlState]
+        serverField(.sqlState, of: error)
+    }
+
+    /// A field of the server's error response, whichever way postgres-nio reported it:
+    /// `PSQLError` from its queries, `PostgresError.server` from its prepared queries
+    /// (``PGConnection/runPrepared(_:_:)``).
+    static func serverField(_ field: ServerErrorField, of error: any Error) -> String? {
+        if let psql = error as? PSQLError { return psql.serverInfo?[field.names.current] }
+        if case .server(let response)? = error as? PostgresError { return response.fields[field.names.legacy] }
+        return nil
     }
 
     /// Whether the server ended the transaction to break a deadlock (SQLSTATE 40P01): saves
@@ -357,10 +373,8 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// The server's message, or the error's description.
     static func describe(_ error: any Error) -> String {
-        if let psql = error as? PSQLError {
-            if let message = psql.serverInfo?[.message] { return message }
-            return "\(psql.code)"
-        }
+        if let message = serverField(.message, of: error) { return message }
+        if let psql = error as? PSQLError { return "\(psql.code)" }
         return "\(error)"
     }
 
@@ -683,10 +697,10 @@ public final class PostgreSQLStore: PersistentStore {
                 "The PostgreSQL store at \(configuration.description) lost its connection to the server (\(Self.describe(error))); the store connects again at the next call, once the server answers.",
                 underlying: error, storeCode: code)
         }
-        if code == .postgresUniqueViolation, let psql = error as? PSQLError {
+        if code == .postgresUniqueViolation {
             // The unique index's name says the entity and the attributes.
-            let constraint = psql.serverInfo?[.constraintName] ?? ""
-            let tableName = psql.serverInfo?[.tableName]
+            let constraint = Self.serverField(.constraintName, of: error) ?? ""
+            let tableName = Self.serverField(.tableName, of: error)
             let described = entity ?? tableName.flatMap(schema.entity(named:))
             let entityName = described?.name ?? tableName ?? "?"
             var attributes: [String] = []
@@ -770,6 +784,22 @@ extension PostgreSQLStore {
             return (record, metadata)
         } catch {
             throw openError(error, configuration)
+        }
+    }
+}
+
+/// The fields of a server's error response that Loom reads (``PostgreSQLStore/serverField(_:of:)``).
+enum ServerErrorField {
+    case sqlState, message, detail, constraintName, tableName
+
+    /// The field in postgres-nio's error of its queries, and in that of its prepared queries.
+    var names: (current: PSQLError.ServerInfo.Field, legacy: PostgresMessage.Error.Field) {
+        switch self {
+        case .sqlState: (.sqlState, .sqlState)
+        case .message: (.message, .message)
+        case .detail: (.detail, .detail)
+        case .constraintName: (.constraintName, .constraintName)
+        case .tableName: (.tableName, .tableName)
         }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
-import LoomPostgreSQL
+@testable import LoomPostgreSQL
 import Logging
 import NIOCore
 import NIOPosix
@@ -71,6 +71,49 @@ struct PostgreSQLOneStatementSaveTests {
             #expect(history.map(\.token.transactionNumber) == [1, 2, 3])
             #expect(history.map { $0.changes.count } == [1, 1, 1])
             #expect(history.first?.changes.first?.kind == .insert)
+        }
+    }
+
+    @Test("A save's statement is prepared once per shape on the writer's connection: later saves of that shape reuse it, another shape adds one, a table changed by another session meanwhile is planned again; off, nothing is prepared")
+    func savesArePrepared() async throws {
+        for prepares in [true, false] {
+            let log = Statements()
+            var configuration = try PostgresServer.configuration(trace: log.hook)
+            configuration.preparesSaveStatements = prepares
+            let store = try PostgreSQLStore(configuration: configuration, schema: try Schema(Book.self))
+            let container = PersistentContainer(store: store)
+            let context = container.newBackgroundContext()
+            let prepared = { store.writer.preparedCount }
+            try context.performAndWait { context in
+                let book = Book(isbn: "1", title: "One")
+                context.insert(book)
+                try context.save()
+                #expect(prepared() == (prepares ? 1 : 0))
+                for i in 0..<6 {   // past the five custom plans PostgreSQL makes before a generic one
+                    book.title = "Title \(i)"
+                    log.reset()
+                    try context.save()
+                    #expect(Self.isOneStatement(log.saving), "\(log.saving)")
+                }
+                #expect(prepared() == (prepares ? 2 : 0))
+                book.isbn = "2"
+                try context.save()
+                #expect(prepared() == (prepares ? 3 : 0))
+            }
+            // Another session changes the table under the prepared statements.
+            try await Self.execute("ALTER TABLE \(configuration.schemaName).\"Book\" ADD COLUMN extra bigint", configuration)
+            try context.performAndWait { context in
+                let book = try #require(try context.fetch(FetchRequest<Book>()).first)
+                book.title = "After"
+                try context.save()
+                context.insert(Book(isbn: "3", title: "Three"))
+                try context.save()
+            }
+            try container.newBackgroundContext().performAndWait { (context) throws in
+                #expect(try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)])).map(\.title) == ["After", "Three"])
+                #expect(try context.fetchHistory(HistoryDescriptor()).count == 10)
+            }
+            try await container.close()
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 @testable import LoomPostgreSQL
 @_spi(LoomStore) import LoomCore
 import NIOCore
+import PostgresNIO
 import Testing
 
 /// Arrays bound as one parameter (`unnest`, `= ANY`): the one-pass writer gives exactly the
@@ -50,4 +51,27 @@ struct PostgreSQLValuesTests {
         #expect(error?.reason.contains("NUL") == true)
         #expect(throws: UnstorableValue.self) { try PostgreSQLValues.arrayBytes([.text("a")], as: .integer) }
     }
+
+    @Test("A statement's values read back for a prepared query are what was bound, for every kind of value Loom binds")
+    func preparedValues() throws {
+        #expect(PreparedValues.layoutIsKnown, "postgres-nio lays out its bindings otherwise: saves are no longer prepared")
+        var random = SeededGenerator(seed: 42)
+        for kind in [ColumnKind.integer, .real, .text, .bytes] {
+            var bindings = PostgresBindings()
+            bindings.append(Int64.min)
+            bindings.appendNull()
+            bindings.append("")
+            bindings.append(Optional<String>.none)
+            bindings.append(-0.0)
+            try PostgreSQLValues.bindArray((0..<50).map { _ in Self.randomValue(for: kind, &random) }, as: kind, to: &bindings)
+            try PostgreSQLValues.bindArray([], as: kind, to: &bindings)
+            let values = try #require(PreparedValues.values(of: bindings))
+            #expect(values.count == bindings.count)
+            var again = PostgresBindings()
+            for value in values { again.append(value) }
+            #expect(again == bindings)
+        }
+        #expect(PreparedValues.values(of: PostgresBindings())?.isEmpty == true)
+    }
 }
+
