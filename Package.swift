@@ -185,6 +185,16 @@ if macroTests {
             swiftSettings: strictSettings))
 }
 
+// `scripts/soak` runs `loom-soak` (Soak/): Loom under a long mixed load, with a second process
+// killed at random, its memory sampled. Built with everything else so that it keeps compiling;
+// never run by CI (its default run is 30 minutes).
+package.targets.append(
+    .executableTarget(
+        name: "loom-soak",
+        dependencies: ["Loom"],
+        path: "Soak/Sources/LoomSoak",
+        swiftSettings: strictSettings))
+
 // `scripts/fuzz` sets `LOOM_FUZZ` to libFuzzer's runtime without its `main`
 // (`libclang_rt.fuzzer_no_main`): Loom's parsers are then compiled with the fuzzer's coverage and
 // AddressSanitizer, and `loom-fuzz` (Fuzz/) drives them. Off, the package is unchanged: the fuzz

@@ -222,12 +222,17 @@ public final class _ObjectBacking {
             if state == .fault { return }
         }
         ConcurrencyDebugging.check(self)
-        if isDeleted {
-            fatalError("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
-        }
         guard let context else {
+            // No context: a new object, or one that left its context because another context
+            // or process deleted it (a merge, or a fault that found its row gone) — a race the
+            // caller cannot rule out, so not a trap. The value is kept for code still showing
+            // the object; there is nothing to save it to (as in Core Data, where an object a
+            // merge deleted takes changes that go nowhere).
             values[index] = stored
             return
+        }
+        if isDeleted {
+            fatalError("\(entity.name) \(objectIDDescription) was changed after it was deleted.")
         }
         // Undo: a load and a test when it is off.
         if let stack = context.undoStack, stack.isRecording, !values[index].isIdentical(to: stored) {
