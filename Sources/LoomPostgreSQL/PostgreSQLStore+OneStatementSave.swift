@@ -153,6 +153,7 @@ extension PostgreSQLStore {
         let pause = configuration.pauseInsideOneStatementSave
         bindings.append(pause?(.beforeHistory) ?? 0)
         bindings.append(pause?(.beforeCommit) ?? 0)
+        unacknowledgedCommits.beginTransaction()
         if configuration.recordsHistory {
             appendHistoryValues(of: changes, to: &bindings)
         } else {
@@ -165,6 +166,7 @@ extension PostgreSQLStore {
             try connection.query(text, bindings)
         } catch {
             if PGConnection.isLost(error) {
+                unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
                 throw LoomError(
                     .commitOutcomeUnknown,
                     "The connection to the PostgreSQL store at \(configuration.description) was lost after a save was sent (\(Self.describe(error))): it may have been committed or not. Fetch what it changed to find out before saving again.",
