@@ -162,6 +162,34 @@ final class PGConnection: @unchecked Sendable {
         }
     }
 
+    /// Adds a handler of the notifications on `channel` (it runs on the event loop, once for
+    /// each), unless the connection is closed: returns whether it was added. postgres-nio sends
+    /// the `LISTEN` itself; a statement sent after this returns runs after that `LISTEN`.
+    ///
+    /// postgres-nio's `addListener(channel:handler:)` writes its request with no promise: written
+    /// from another thread, the request reaches the connection's event loop later, and if the
+    /// connection was lost meanwhile (a session ended by `pg_terminate_backend`, a server
+    /// restarting) it is dropped before postgres-nio's channel handler sees it, and its
+    /// `NotificationListener.deinit` traps ("Notification closure had not been used") on the
+    /// event loop, ending the process. So it is called here on the connection's event loop, once
+    /// the channel was found active there: the write then runs at once through the pipeline into
+    /// the channel handler, whose listen state owns the listener from then on and ends it on every
+    /// later path (the `LISTEN` failing, the connection closing or already closing, the channel
+    /// going inactive). Nothing here waits on Swift's cooperative thread pool.
+    ///
+    /// Isolation: any thread. The calling thread waits for the event loop, at most the response
+    /// timeout (on the event loop itself it runs at once).
+    func addListener(channel: String, handler: @escaping @Sendable () -> Void) throws -> Bool {
+        let connection = self.connection
+        @Sendable func add() -> Bool {
+            guard !connection.isClosed else { return false }
+            connection.addListener(channel: channel) { _, _ in handler() }
+            return true
+        }
+        if connection.eventLoop.inEventLoop { return add() }
+        return try wait(connection.eventLoop.submit(add))
+    }
+
     /// Runs one statement, handing each row to `body` on the event loop as it arrives (no array
     /// of every row is kept).
     func query(_ sql: String, _ bindings: PostgresBindings, eachRow body: @escaping @Sendable (PostgresRow) throws -> Void) throws {

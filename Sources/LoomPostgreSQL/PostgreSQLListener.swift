@@ -15,6 +15,11 @@ import PostgresNIO
 /// wait for the server is bounded by the configuration's response timeout, so a silent server
 /// cannot hold the thread.
 ///
+/// Nothing in it waits on Swift's cooperative thread pool: it runs on its own thread and waits
+/// only for NIO's event loops (``PGConnection/addListener(channel:handler:)`` says how the
+/// notification handler is added without postgres-nio's trap on a connection being lost), so a
+/// pool kept busy by other work delays nothing here, and ``stop()`` never waits for the pool.
+///
 /// `@unchecked Sendable`: the loop's state is only touched on its thread; `stopped` and the
 /// semaphore are thread-safe.
 final class PostgreSQLListener: @unchecked Sendable {
@@ -33,8 +38,11 @@ final class PostgreSQLListener: @unchecked Sendable {
     private var lastNumber: Int64
     /// Which rows are this instance's, and the last of its commits seen.
     private var origins: HistoryOrigins
+    /// This instance's commits whose outcome it never learned: their rows are handed on.
+    private let unacknowledged: UnacknowledgedCommits
 
-    init(configuration: PostgreSQLStore.Configuration, store: UUID, origin: Int64, channel: String, after: Int64, handler: @escaping @Sendable (RemoteCommits) -> Void) {
+    init(configuration: PostgreSQLStore.Configuration, store: UUID, origin: Int64, channel: String, after: Int64,
+         unacknowledged: UnacknowledgedCommits, handler: @escaping @Sendable (RemoteCommits) -> Void) {
         var configuration = configuration
         configuration.trace = nil
         self.configuration = configuration
@@ -43,6 +51,7 @@ final class PostgreSQLListener: @unchecked Sendable {
         self.channel = channel
         self.lastNumber = after
         self.origins = HistoryOrigins(mine: origin)
+        self.unacknowledged = unacknowledged
         self.handler = handler
     }
 
@@ -85,9 +94,15 @@ final class PostgreSQLListener: @unchecked Sendable {
                 }
                 do {
                     let opened = try PGConnection.open(configuration)
-                    let wake = self.wake
-                    opened.connection.addListener(channel: channel) { _, _ in wake.signal() }
                     connection = opened
+                    configuration.listenerConnected?()
+                    let wake = self.wake
+                    guard try opened.addListener(channel: channel, handler: { wake.signal() }) else {
+                        throw PGConnectionLost(reason: "the connection was lost before the listener could listen")
+                    }
+                    // postgres-nio sent its own LISTEN, but tells nothing of the server's answer:
+                    // this one, run after it, returns once the server listens, so the catch-up
+                    // below misses no commit announced before it (a second LISTEN does nothing).
                     try opened.query("LISTEN \(SQLGenerator.quote(channel))")
                     failures = 0
                     if isStopped { break }
@@ -117,7 +132,9 @@ final class PostgreSQLListener: @unchecked Sendable {
         connection?.close()
     }
 
-    /// Reads the history after `lastNumber` and hands on what other instances committed.
+    /// Reads the history after `lastNumber` and hands on what other instances committed, and
+    /// what this one committed without learning it (``UnacknowledgedCommits``): its contexts
+    /// were never told of such a commit, so it reaches them as another instance's would, once.
     private func readHistory(_ connection: PGConnection) throws {
         var deletedBindings = PostgresBindings()
         deletedBindings.append(PostgreSQLStore.historyDeletedKey)
@@ -134,20 +151,24 @@ final class PostgreSQLListener: @unchecked Sendable {
         }
         var bindings = PostgresBindings()
         bindings.append(lastNumber)
-        let found = try connection.query("SELECT number, origin, origincommit FROM loom_history WHERE number > $1 ORDER BY number", bindings).map { row -> (number: Int64, origin: Int64?, commit: Int64?) in
+        let rows = try connection.query("SELECT number, origin, origincommit, timestamp FROM loom_history WHERE number > $1 ORDER BY number", bindings).map { row -> (number: Int64, origin: Int64?, commit: Int64?, timestamp: Double?) in
             let values = try row.map(PostgreSQLValues.value)
             func integer(_ i: Int) -> Int64? { if case .integer(let v) = values[i] { v } else { nil } }
-            return (integer(0) ?? 0, integer(1), integer(2))
+            let timestamp: Double? = if case .real(let v) = values[3] { v } else { nil }
+            return (integer(0) ?? 0, integer(1), integer(2), timestamp)
         }
-        guard let last = found.last?.number else { return }
+        guard let last = rows.last?.number else { return }
+        let adopted = unacknowledged.adopt(rows, mine: origin)
+        let found = rows.map { row in (number: row.number, origin: adopted.contains(row.number) ? nil : row.origin, commit: row.commit) }
         let (foreign, localCommit) = origins.foreign(found)
         if !foreign.isEmpty {
             var range = PostgresBindings()
             range.append(foreign.first!.number)
             range.append(foreign.last!.number)
             range.append(origin)
+            range.append(adopted.sorted())
             let transactions = try PostgreSQLStore.historyTransactions(
-                try connection.query("SELECT \(SQLHistory.columns) FROM loom_history WHERE number >= $1 AND number <= $2 AND (origin IS NULL OR origin <> $3) AND changes IS NOT NULL ORDER BY number", range),
+                try connection.query("SELECT \(SQLHistory.columns) FROM loom_history WHERE number >= $1 AND number <= $2 AND (origin IS NULL OR origin <> $3 OR number = ANY($4)) AND changes IS NOT NULL ORDER BY number", range),
                 on: connection, entityNames: nil, store: store, location: configuration.description)
             let committed = origins.ordered(transactions, foreign: foreign, localCommit: localCommit)
             if !committed.isEmpty, !isStopped { handler(.committed(committed)) }

@@ -86,7 +86,9 @@ extension PostgreSQLStore {
     func appendHistoryValues(of changes: StoreChangeSet, to bindings: inout PostgresBindings) {
         var entities: [UInt8] = [], packed: [UInt8] = []
         SQLHistory.rowValues(of: changes, in: schema, entities: &entities, packed: &packed)
-        bindings.append(Date().timeIntervalSince1970)
+        let timestamp = Date().timeIntervalSince1970
+        unacknowledgedCommits.wroteHistoryRow(timestamp: timestamp)
+        bindings.append(timestamp)
         bindings.append(origin)
         bindings.append(Int64(lastCommitSequence + 1))
         bindings.append(changes.author)
@@ -251,7 +253,8 @@ extension PostgreSQLStore {
             return
         }
         let started = PostgreSQLListener(
-            configuration: configuration, store: identifier, origin: origin, channel: channel, after: after, handler: handler)
+            configuration: configuration, store: identifier, origin: origin, channel: channel, after: after,
+            unacknowledged: unacknowledgedCommits, handler: handler)
         let previous = listener.withLock { listener in
             defer { listener = started }
             return listener

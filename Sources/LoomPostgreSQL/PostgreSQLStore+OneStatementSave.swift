@@ -158,6 +158,7 @@ extension PostgreSQLStore {
         let pause = configuration.pauseInsideOneStatementSave
         bindings.append(pause?(.beforeHistory) ?? 0)
         bindings.append(pause?(.beforeCommit) ?? 0)
+        unacknowledgedCommits.beginTransaction()
         if configuration.recordsHistory {
             appendHistoryValues(of: changes, to: &bindings)
         } else {
@@ -176,6 +177,7 @@ extension PostgreSQLStore {
             throw translate(notRun.underlying, entity: nil, key: nil)
         } catch {
             if PGConnection.isLost(error) {
+                unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
                 throw LoomError(
                     .commitOutcomeUnknown,
                     "The connection to the PostgreSQL store at \(configuration.description) was lost after a save was sent (\(Self.describe(error))): it may have been committed or not. Fetch what it changed to find out before saving again.",

@@ -36,7 +36,9 @@ import Synchronization
 /// connection) or after ``Configuration/responseTimeout`` (a silent one), never hang; a failed
 /// save leaves its context unchanged, and the store opens new connections by itself once the
 /// server answers again. A connection lost after `COMMIT` was sent throws
-/// `LoomError/Code/commitOutcomeUnknown`.
+/// `LoomError/Code/commitOutcomeUnknown`; if the server did commit, the store's listener finds
+/// the commit in the history and merges it into the container's contexts once, as it merges
+/// another server's (and `PersistentStoreCoordinator/remoteChanges()` reports it).
 ///
 /// Isolation: every method may be called from any thread, as the store protocol requires.
 public final class PostgreSQLStore: PersistentStore {
@@ -128,6 +130,9 @@ public final class PostgreSQLStore: PersistentStore {
         /// server sleeps inside its transaction at the given point: tests make such saves slow
         /// there to show which parts of them overlap.
         @_spi(LoomTesting) public var pauseInsideOneStatementSave: (@Sendable (SaveTransactionPoint) -> Double)?
+        /// Called on the listener's thread each time it opened a connection, before it listens on
+        /// it: tests end that session there, to lose the connection as the `LISTEN` is requested.
+        @_spi(LoomTesting) public var listenerConnected: (@Sendable () -> Void)?
         /// SQL logging as the store found it when it opened (``LoomLogging``), for every
         /// connection it opens later; `nil` before (a connection then reads the current setting).
         var sqlLog: SQLStatementLog??
@@ -270,6 +275,9 @@ public final class PostgreSQLStore: PersistentStore {
     /// The channel `NOTIFY` wakes listeners on.
     let channel: String
     let listener = Mutex<PostgreSQLListener?>(nil)
+    /// This instance's commits that ended `LoomError/Code/commitOutcomeUnknown`: its listener
+    /// hands them on if the server made them.
+    let unacknowledgedCommits = UnacknowledgedCommits()
     let snapshots = Mutex<[PostgreSQLSnapshot]>([])
     /// The history row written last in the open write transaction (`nil`: none yet), and the
     /// change sets that continue its history transaction
@@ -538,6 +546,7 @@ public final class PostgreSQLStore: PersistentStore {
     /// replaced first: nothing was under way on it.
     func begin(shared: Bool = false) throws(LoomError) {
         historyRowInTransaction.withLock { $0 = nil }
+        unacknowledgedCommits.beginTransaction()
         writeLockShared.withLock { $0 = shared }
         if writer.isClosed { try reopenWriter() }
         do {
@@ -578,6 +587,7 @@ public final class PostgreSQLStore: PersistentStore {
             try connection.query("COMMIT")
         } catch {
             guard sentOnOpenConnection, PGConnection.isLost(error) else { throw translate(error, entity: nil) }
+            unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
             throw LoomError(
                 .commitOutcomeUnknown,
                 "The connection to the PostgreSQL store at \(configuration.description) was lost after COMMIT was sent (\(Self.describe(error))): the save may have been committed or not. Fetch what it changed to find out before saving again.",

@@ -1,8 +1,12 @@
 import Foundation
 import Loom
 @_spi(LoomStore) import LoomCore
-import LoomPostgreSQL
+@_spi(LoomTesting) import LoomPostgreSQL
 import LoomTools
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
 import Synchronization
 import Testing
 
@@ -141,7 +145,7 @@ struct PostgreSQLConnectionFaultTests {
     }
 
     /// What `loom verify` finds in the store in `schema`, as problems.
-    static func verify(_ cluster: OwnedPostgresCluster, _ schema: String) throws -> [String] {
+    nonisolated static func verify(_ cluster: OwnedPostgresCluster, _ schema: String) throws -> [String] {
         let report = try StoreVerifier(location: cluster.url + "&schema=" + schema).verify()
         return report.findings.map { "verify: \($0)" }
     }
@@ -205,6 +209,228 @@ struct PostgreSQLConnectionFaultTests {
             total = (total.commits + commits, total.ended + termination.ended, total.violations + (problems.isEmpty ? 0 : 1))
         }
         print("postgres faults, listening: \(rounds) rounds × 4 terminations, \(total.commits) remote commits, \(total.ended) sessions ended, \(total.violations) violations")
+    }
+
+    /// The trap of issue 41, in postgres-nio itself: a listener added with `addListener(channel:)`
+    /// on a connection already lost is dropped unused and its `NotificationListener.deinit` runs
+    /// `preconditionFailure` on an event-loop thread, ending the process. Loom's listener no longer
+    /// calls it (see `PostgreSQLListener`); this child process shows the trap is still there, so
+    /// that the day postgres-nio removes it this test says so.
+    @Test("postgres-nio's addListener on a lost connection ends the process (the trap Loom's listener avoids)")
+    func addListenerOnLostConnectionTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            try await PostgreSQLConnectionFaultTests.addListenerOnLostConnection()
+        }
+        let output = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(output.contains("Notification closure had not been used"), "the child ended otherwise: \(output)")
+    }
+
+    /// Run in a child process: connects, closes the connection, then adds a listener on it.
+    nonisolated static func addListenerOnLostConnection() async throws {
+        let configuration = try PostgresServer.configuration()
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try configuration.connectionConfiguration, id: 1,
+            logger: Logger(label: "loom.tests.trap", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await connection.close()
+        connection.addListener(channel: "loom_trap") { _, _ in }
+        // The dropped listener traps on the event loop meanwhile.
+        try await Task.sleep(for: .seconds(5))
+    }
+
+    /// The same moment under Loom's listener, in a child process (the trap would end it, not the
+    /// test run): the `listenerConnected` hook ends the listener's fresh session and waits for
+    /// the client to see it gone, `trapped` times, just before the listener asks to listen — where
+    /// it called `addListener(channel:)` before. Then at random moments: the sessions ended in a
+    /// tight loop while the listener reconnects every few milliseconds. The process must live, the
+    /// listener must not give up, and every commit made meanwhile must arrive once, in order.
+    @Test("The listener's session ended just before it asks to LISTEN, again and again: the process lives and every commit still arrives once")
+    func listenerSessionEndedAsItListens() async throws {
+        // The cluster is the parent's: one the child started would outlive a crashed child and
+        // hold its output pipes open, and this test would wait for it instead of failing.
+        let cluster = try OwnedPostgresCluster()
+        let handOver = Self.trapClusterFile(parent: getpid())
+        try Data(cluster.url.utf8).write(to: handOver)
+        defer { try? FileManager.default.removeItem(at: handOver) }
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]) {
+            try await PostgreSQLConnectionFaultTests.listenerTrapScenario()
+        }
+        guard let result else { return }
+        let output = String(decoding: result.standardOutputContent, as: UTF8.self)
+        print(output.split(separator: "\n").filter { $0.hasPrefix("postgres faults") }.joined(separator: "\n"))
+        if case .exitCode(0) = result.exitStatus {} else {
+            Issue.record("the child process: \(output) \(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
+    }
+
+    /// Where the parent test leaves its cluster's URL for the child process.
+    nonisolated static func trapClusterFile(parent: Int32) -> URL {
+        FileManager.default.temporaryDirectory.appending(path: "loom-listener-trap-\(parent)")
+    }
+
+    /// Run in a child process by ``listenerSessionEndedAsItListens()``: prints its figures, and
+    /// exits 1 with the problems it found on standard error.
+    nonisolated static func listenerTrapScenario() async throws {
+        let url = try String(contentsOf: trapClusterFile(parent: getppid()), encoding: .utf8)
+        var configuration = try PostgreSQLStore.Configuration(url: url)
+        configuration.responseTimeout = timeout
+        configuration.connectTimeout = timeout
+        let admin = BackendTerminator(configuration)
+        defer { admin.close() }
+        let trapped = 12
+        /// How often the hook ran, and how many sessions its terminations ended.
+        final class HookRecord: Sendable { let value = Mutex<(calls: Int, ended: Int, failure: String?)>((0, 0, nil)) }
+        let hook = HookRecord()
+        configuration.schemaName = "listen_trap"
+        configuration.listenerReconnection.initialDelay = .milliseconds(1)
+        configuration.listenerReconnection.maximumDelay = .milliseconds(4)
+        configuration.listenerReconnection.pollInterval = .milliseconds(200)
+        var listening = configuration, other = configuration
+        listening.applicationName = "loom-trap"
+        other.applicationName = "loom-trap-other"
+        listening.listenerConnected = {
+            let call = hook.value.withLock { $0.calls += 1; return $0.calls }
+            guard call <= trapped else { return }
+            do {
+                let ended = try admin.terminate(applicationName: "loom-trap")
+                hook.value.withLock { $0.ended += ended }
+                // The server's goodbye read and the channel closed before the listener goes on.
+                Thread.sleep(forTimeInterval: 0.1)
+            } catch {
+                hook.value.withLock { $0.failure = "\(error)" }
+            }
+        }
+        let schema = try Schema(Book.self)
+        let committer = PersistentContainer(store: try PostgreSQLStore(configuration: other, schema: schema))
+        let container = PersistentContainer(store: try PostgreSQLStore(configuration: listening, schema: schema))
+        let heard = RemoteTransactions(container.remoteChanges())
+        var committed: [Int64] = []
+        func commit(_ name: String) async throws {
+            let id = try await committer.save { context in
+                context.transactionAuthor = "other"
+                let book = Book(isbn: name, title: "Remote \(name)")
+                context.insert(book)
+                return book.objectID
+            }
+            committed.append(id.primaryKey)
+        }
+        var problems: [String] = []
+        // Commits made while the listener cannot listen: caught up from the history later.
+        let deadline = ContinuousClock.now + .seconds(30)
+        var i = 0
+        while hook.value.withLock({ $0.calls }) <= trapped, ContinuousClock.now < deadline {
+            try await commit("trap-\(i)")
+            i += 1
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let connected = hook.value.withLock { $0.calls }
+        if connected <= trapped { problems.append("the listener connected \(connected) times within 30 s") }
+        // At random moments: a session ended every millisecond or so for two seconds.
+        let termination = ScheduledTermination(admin, applicationName: "loom-trap")
+        termination.start(after: (0..<2_000).map { Duration.milliseconds($0) })
+        while !termination.isDone {
+            try await commit("loop-\(i)")
+            i += 1
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await commit("last")
+        let found = await heard.wait(for: committed.count, then: .milliseconds(1_000))
+        let keys = found.flatMap { $0.changes.map(\.objectID.primaryKey) }
+        if keys != committed { problems.append("heard \(keys.count) inserts, expected \(committed.count) (each once, in commit order)") }
+        if heard.historyWasLost { problems.append("a history loss was reported") }
+        if let failure = container.coordinator.remoteChangesFailure { problems.append("the listener gave up: \(failure)") }
+        let (calls, endedByHook, failure) = hook.value.withLock { $0 }
+        if let failure { problems.append("the hook's termination failed: \(failure)") }
+        if let failure = termination.failure { problems.append("the tight loop's termination failed: \(failure)") }
+        if endedByHook < trapped { problems.append("the hook ended \(endedByHook) sessions in \(trapped) calls") }
+        do {
+            try await container.save { context in context.insert(Book(isbn: "local", title: "Local after")) }
+        } catch {
+            problems.append("the listening container could not save afterwards: \(error)")
+        }
+        try await committer.close()
+        try await container.close()
+        problems += try StoreVerifier(location: url + "&schema=" + configuration.schemaName).verify().findings.map { "verify: \($0)" }
+        print("postgres faults, listener trap: \(trapped) sessions ended before LISTEN (\(endedByHook) sessions), then \(termination.ended) ended in a tight loop; \(calls) listener connections, \(committed.count) remote commits, \(problems.count) violations")
+        if !problems.isEmpty {
+            FileHandle.standardError.write(Data(problems.joined(separator: "\n").utf8))
+            exit(1)
+        }
+    }
+
+    /// A save whose `COMMIT` the server made but whose answer never came (the response timeout
+    /// passed while a deferred trigger slept: `commitOutcomeUnknown`) was never announced to the
+    /// container's contexts; the listener finds its history row, of the container's own origin,
+    /// and hands it on once, as another server's. A save that ended the same way but did not
+    /// commit (the trigger then raised) is never handed on, and the container's next save, which
+    /// takes the same commit number, is merged once, as a local save, not as a remote one.
+    @Test("A save that committed though its answer was lost reaches the container's other contexts once; one that did not commit never does")
+    func unacknowledgedCommitReachesOtherContexts() async throws {
+        let cluster = try OwnedPostgresCluster()
+        var configuration = try cluster.configuration(timeout: .seconds(1))
+        configuration.schemaName = "unknown_commit"
+        configuration.applicationName = "loom-unknown"
+        configuration.listenerReconnection.pollInterval = .milliseconds(100)
+        let container = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: try Schema(Book.self)))
+        // The server sleeps past the response timeout inside the commit of a book titled
+        // "slow" (and then commits), or "slow, refused" (and then refuses it).
+        try cluster.sql("""
+            CREATE FUNCTION unknown_commit.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                IF NEW.title LIKE 'slow%' THEN PERFORM pg_sleep(2); END IF;
+                IF NEW.title = 'slow, refused' THEN RAISE EXCEPTION 'refused after the timeout'; END IF;
+                RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON unknown_commit."Book" DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION unknown_commit.slow_commit();
+            """)
+        let heard = RemoteTransactions(container.remoteChanges())
+        final class Inserted: Sendable { let value = Mutex<[AnyObjectID]>([]) }
+        let inserted = Inserted()
+        let observer = container.newBackgroundContext(name: "observer")
+        try await observer.perform { context in
+            context.automaticallyMergesChanges = true
+            context.addObserver(for: .objectsDidChange) { event in
+                if case .objectsDidChange(let changes) = event { inserted.value.withLock { $0 += changes.inserted } }
+            }
+            _ = try context.fetch(FetchRequest<Book>())
+        }
+        func save(_ isbn: String, _ title: String) async -> (key: AnyObjectID, error: LoomError?) {
+            let context = container.newBackgroundContext()
+            return await context.perform { context in
+                let book = Book(isbn: isbn, title: title)
+                context.insert(book)
+                do throws(LoomError) { try context.save() } catch { return (book.anyObjectID, error) }
+                return (book.anyObjectID, nil)
+            }
+        }
+        func observed() async -> [AnyObjectID] {
+            await observer.perform { context in context.processPendingChanges() }
+            return inserted.value.withLock { $0 }
+        }
+        /// Waits until the server ended the transaction the client gave up on (it sleeps on).
+        func serverDone() async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try cluster.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'loom-unknown' AND state = 'active'") != ["0"],
+                  ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let committed = await save("1", "slow")
+        #expect(committed.error?.code == .commitOutcomeUnknown, "\(String(describing: committed.error))")
+        try await serverDone()
+        let refused = await save("2", "slow, refused")
+        #expect(refused.error?.code == .commitOutcomeUnknown, "\(String(describing: refused.error))")
+        try await serverDone()
+        let after = await save("3", "After")
+        #expect(after.error == nil)
+        let found = await heard.wait(for: 1, then: .milliseconds(1_500))
+        // Each once: the unknown commit as a remote one, the next as a local one; the refused never.
+        #expect(found.flatMap { $0.changes.map(\.objectID) } == [committed.key], "heard \(found.map(\.changes))")
+        let merged = await observed()
+        #expect(merged.filter { $0 == committed.key }.count == 1, "the committed save merged \(merged.filter { $0 == committed.key }.count) times")
+        #expect(merged.filter { $0 == after.key }.count == 1, "the next save merged \(merged.filter { $0 == after.key }.count) times")
+        #expect(!merged.contains(refused.key))
+        let stored = try await container.performBackgroundTask { context in try context.fetch(FetchRequest<Book>()).map(\.isbn).sorted() }
+        #expect(stored == ["1", "3"])
+        #expect(container.coordinator.remoteChangesFailure == nil)
+        try cluster.sql("DROP TRIGGER slow_commit ON unknown_commit.\"Book\"; DROP FUNCTION unknown_commit.slow_commit()")
+        try await container.close()
     }
 
     @Test("The server restarted during a stream of saves from two containers: each save commits once, every other container's commit is heard once, and nothing else")
