@@ -35,6 +35,10 @@ struct BoardClient: Sendable {
         var configuration = HTTPClient.Configuration()
         // Every worker may have a request open to each server: no worker waits for a connection.
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerServer)
+        // A server that refuses connections (killed) fails its requests at once, as a load
+        // balancer's health check would take it out, instead of holding them while the pool
+        // retries to connect until their deadline.
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.httpVersion = .http1Only
         configuration.timeout = .init(connect: .seconds(10))
         http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
