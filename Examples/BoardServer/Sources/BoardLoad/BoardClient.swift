@@ -82,7 +82,8 @@ struct BoardClient: Sendable {
         }
         let text = String(describing: error)
         if text.contains("refused") { return "connection refused" }
-        if text.contains("reset") { return "connection reset" }
+        if text.contains("reset") || text.contains("Broken pipe") { return "connection reset" }
+        if text.contains("losed") || text.contains("eof") || text.contains("EOF") { return "connection closed" }
         return String(text.prefix(80))
     }
 

@@ -100,13 +100,15 @@ public enum LoadGenerator {
     // MARK: The check
 
     private static func verify(_ ledger: LoadLedger, client: BoardClient, concurrency: Int) async -> LoadReport.Check {
+        // Servers that do not serve yet are waited for, a minute at most in all.
+        let deadline = ContinuousClock.now + .seconds(60)
         var violations: [String] = []
         var counterValues: [Int] = []
         let servers = client.servers.count
         // The counter, through each server.
         for server in 0..<servers {
             let where_ = servers > 1 ? " by server \(server + 1)" : ""
-            guard let reply = try? await client.send(.GET, "/cards/\(ledger.counter)", to: server), reply.status == 200,
+            guard let reply = try? await readBack(client, "/cards/\(ledger.counter)", to: server, until: deadline), reply.status == 200,
                 let counter = reply.decode(CardReply.self)
             else {
                 violations.append("The counter (card \(ledger.counter)) could not be read\(where_).")
@@ -134,7 +136,7 @@ public enum LoadGenerator {
                         let card = cards[index]
                         let server = Int(card.id) % servers
                         let where_ = servers > 1 ? " by server \(server + 1)" : ""
-                        guard let reply = try? await client.send(.GET, "/cards/\(card.id)", to: server) else {
+                        guard let reply = try? await readBack(client, "/cards/\(card.id)", to: server, until: deadline) else {
                             found.append("Card \(card.id) could not be read\(where_) (no answer).")
                             continue
                         }
@@ -163,7 +165,7 @@ public enum LoadGenerator {
         for board in ledger.boards {
             for server in 0..<servers {
                 let where_ = servers > 1 ? " by server \(server + 1)" : ""
-                guard let reply = try? await client.send(.GET, "/boards/\(board)/cards", to: server), reply.status == 200,
+                guard let reply = try? await readBack(client, "/boards/\(board)/cards", to: server, until: deadline), reply.status == 200,
                     let listed = reply.decode([CardReply].self)
                 else {
                     violations.append("Board \(board)'s cards could not be listed\(where_).")
@@ -181,6 +183,23 @@ public enum LoadGenerator {
             acknowledgedIncrements: ledger.acknowledgedIncrements, unknownIncrements: ledger.unknownIncrements,
             counterValues: counterValues, cardsChecked: cards.count, boardsChecked: boardsChecked,
             violations: Array(violations.prefix(20)), violationCount: violations.count)
+    }
+}
+
+/// The answer to `GET path` from `server` for the check after a run: a server that cannot answer
+/// yet (no answer, or a 5xx: a database coming back) is asked again every 200 ms until `deadline`
+/// (one for the whole check), so that the check tells lost data from a server not serving yet.
+private func readBack(
+    _ client: BoardClient, _ path: String, to server: Int, until deadline: ContinuousClock.Instant
+) async throws(BoardClient.TransportFailure) -> BoardClient.Reply {
+    while true {
+        do throws(BoardClient.TransportFailure) {
+            let reply = try await client.send(.GET, path, to: server)
+            if reply.status < 500 || ContinuousClock.now >= deadline { return reply }
+        } catch {
+            if ContinuousClock.now >= deadline { throw error }
+        }
+        try? await Task.sleep(for: .milliseconds(200))
     }
 }
 

@@ -91,7 +91,7 @@ struct Worker: Sendable {
         madeCount += 1
         let body = CardBody(title: "w\(index)-c\(madeCount)", details: "w\(index)-c\(madeCount)-0", position: 1000 + madeCount)
         guard let reply = await send(.createCard, .POST, "/boards/\(board)/cards", shared, body: body) else {
-            unknown += 1
+            if !lastRefused { unknown += 1 }
             return false
         }
         if reply.status >= 500 { unknown += 1 }
@@ -122,7 +122,7 @@ struct Worker: Sendable {
         let details = "w\(index)-u\(operations)"
         let body = CardBody(details: details)
         guard let reply = await send(.updateCard, .PATCH, "/cards/\(id)", shared, body: body, ifMatch: "\"\(revision)\"") else {
-            uncertain(id, details)
+            if !lastRefused { uncertain(id, details) }
             return false
         }
         if reply.status >= 500 {
@@ -149,8 +149,10 @@ struct Worker: Sendable {
             guard expect(read, 200, .increment), let counter = read.decode(CardReply.self), let etag = read.etag else { return false }
             let body = CardBody(position: counter.position + 1)
             guard let reply = await send(.increment, .PATCH, "/cards/\(shared.counter)", shared, body: body, ifMatch: etag) else {
-                ledger.unknownIncrements += 1
-                unknown += 1
+                if !lastRefused {
+                    ledger.unknownIncrements += 1
+                    unknown += 1
+                }
                 return false
             }
             if reply.status == 412 {
@@ -186,11 +188,15 @@ struct Worker: Sendable {
         } catch {
             errors["\(kind.rawValue): \(error.summary)", default: 0] += 1
             count(success: false)
+            lastRefused = error.summary == "connection refused"
             return nil
         }
     }
 
     private var lastServer = 0
+    /// Whether the last request that got no answer was refused a connection: it was never sent,
+    /// so a write's outcome is known (not made).
+    private var lastRefused = false
 
     /// Whether `reply` has `status`; counts an error by its status when not.
     private mutating func expect(_ reply: BoardClient.Reply, _ status: Int, _ kind: OperationKind) -> Bool {

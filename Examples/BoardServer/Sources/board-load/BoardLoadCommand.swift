@@ -54,6 +54,9 @@ extension BoardLoadCommand {
         @Flag(help: "Do not fail because requests failed (a run with faults injected); invariants still count.")
         var allowErrors = false
 
+        @Option(name: .customLong("check-server"), help: "A server to check through after the run (repeat; default: every --server). A run that kills a server checks through the others.")
+        var checkServers: [String] = []
+
         func validate() throws {
             if duration != nil && operations != nil { throw ValidationError("Give --duration or --operations, not both.") }
         }
@@ -65,6 +68,7 @@ extension BoardLoadCommand {
             plan.boards = boards
             plan.cardsPerBoard = cardsPerBoard
             plan.seed = seed
+            if !checkServers.isEmpty { plan.checkServers = checkServers }
             do {
                 try plan.validate()
             } catch {
