@@ -23,6 +23,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Hummingbird's: its graceful shutdown ends the live streams (Server-Sent Events).
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // The load generator's HTTP client (`board-load`); the example's, never Loom's.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The baseline contender (`board-server-raw`): the same API by hand on the driver.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The model, the routes and the error mapping, as a library that the tests read too.
@@ -45,12 +49,39 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
+        // The load generator: a bounded mixed workload on the API and the invariants checked
+        // after it, as a library that the tests drive too.
+        .target(
+            name: "BoardLoad",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "board-load",
+            dependencies: [
+                "BoardLoad",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings),
+        // The baseline: the endpoints the load mix uses, written by hand on postgres-nio.
+        .executableTarget(
+            name: "board-server-raw",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
         // Integration tests: they start the `board-server` executable (built first, as a
         // dependency) on loopback ports and talk to it over HTTP, as a client would, reading the
         // answers with the API's own representations (BoardAPI).
         .testTarget(
             name: "BoardServerTests",
-            dependencies: ["board-server", "BoardAPI"],
+            dependencies: ["board-server", "board-server-raw", "BoardAPI", "BoardLoad"],
             // Drives headless Chromium for the live page's test; run, not compiled.
             exclude: ["Support/browse.py"],
             swiftSettings: strictSettings),
