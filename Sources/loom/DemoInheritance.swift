@@ -73,11 +73,17 @@ extension DemoCommand {
         let development = try view.count(for: FetchRequest<DevelopmentLibraryEntry>())
         let programs = try view.count(for: FetchRequest<ProgramEntry>())
         let important = try view.count(for: FetchRequest<CatalogEntry>(predicate: #Predicate { ($0 as? ProgramEntry)?.priority == "important" }))
+        // Aggregates and a batched fetch of the parent cover every sub-entity's table too.
+        let totals = try view.fetch(PropertyFetchRequest<CatalogEntry>(properties: [.count(as: "entries"), .sum(\.sizeKiB, as: "kib"), .average(\.sizeKiB, as: "mean")]))
+        let (counted, kib, mean) = (try totals[0]["entries", as: Int.self], try totals[0]["kib", as: Int?.self] ?? 0, try totals[0]["mean", as: Double?.self] ?? 0)
+        let batched = try view.fetch(FetchRequest<CatalogEntry>(sortBy: [SortDescriptor(\.name)]), batchSize: 100)
+        let batchedKiB = batched.reduce(0) { $0 + $1.sizeKiB }
         try await container.close()
         print("\nInheritance: \(packages.count) packages saved as catalog entries of three classes under an abstract CatalogEntry (\(plainLibraries) libraries, \(development) development libraries, \(programs) programs) in \(place)")
         print("  a fetch of CatalogEntry counts \(all) entries; the largest: \(top.joined(separator: ", "))")
         print("  `$0 is LibraryEntry` keeps \(libraries) (libraries and development libraries); `($0 as? ProgramEntry)?.priority == \"important\"` keeps \(important)")
-        if all != packages.count || all != plainLibraries + development + programs || libraries != plainLibraries + development {
+        print("  one values fetch of CatalogEntry: \(counted) entries, \(kib) KiB in all, \(Int(mean.rounded())) KiB on average; a batched fetch of it reads \(batched.count) in batches of \(batched.batchSize)")
+        if counted != all || batched.count != all || batchedKiB != kib || all != packages.count || all != plainLibraries + development + programs || libraries != plainLibraries + development {
             throw LoomError(.storeFailure, "The inheritance demo's counts disagree: \(all) entries, \(plainLibraries) + \(development) + \(programs) by class, \(libraries) libraries.")
         }
     }
