@@ -51,6 +51,7 @@ struct DemoCommand: AsyncParsableCommand {
             try printQueries(view)
             try await Self.showBatchRequests(of: packages, in: container)
             try await Self.showUndo(in: container)
+            try await Self.showInheritance(of: packages, beside: storeURL)
             try await container.close()
             print("Done in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))). The store is at \(storeURL)")
             return
@@ -154,6 +155,7 @@ struct DemoCommand: AsyncParsableCommand {
         try printQueries(view)
         try await Self.showBatchRequests(of: packages, in: container)
         try await Self.showUndo(in: container)
+        try await Self.showInheritance(of: packages, beside: storeURL)
         try await Self.showSQLLogging(at: storeURL)
         try await container.close()
         // The other coordinator has seen every import commit by now, or will within moments.
@@ -210,27 +212,8 @@ struct DemoCommand: AsyncParsableCommand {
     /// own (a temporary file, or a schema of the same PostgreSQL database), then opens it with the
     /// current one: the plan's custom stage fills the attribute version 2.0.0 added.
     private static func showMigration(of packages: [DebianPackage], beside location: Location) async throws {
-        let old: Location
-        switch location {
-        case .file:
-            let folder = FileManager.default.temporaryDirectory.appending(path: "loom-demo-v1-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            old = .file(folder.appending(path: "packages-v1.loom"))
-        #if PostgreSQL
-        case .postgres(var configuration, let url):
-            configuration.schemaName += "_v1"
-            try PostgreSQLStore.destroy(configuration: configuration)
-            old = .postgres(configuration, url: url)
-        #endif
-        }
-        defer {
-            switch old {
-            case .file(let url): try? FileManager.default.removeItem(at: url.deletingLastPathComponent())
-            #if PostgreSQL
-            case .postgres(let configuration, _): try? PostgreSQLStore.destroy(configuration: configuration)
-            #endif
-            }
-        }
+        let old = try scratch(beside: location, named: "v1")
+        defer { destroy(old) }
         let previous = switch old {
         case .file(let url): try await PersistentContainer(name: "LoomDemo", for: DemoSchemaV1.self, location: .file(url))
         #if PostgreSQL
@@ -267,6 +250,33 @@ struct DemoCommand: AsyncParsableCommand {
         }
         try await container.close()
         print("  migrated in \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))); most dependencies, from the new attribute: \(most.joined(separator: ", "))")
+    }
+
+    /// An empty store place of the demo's own next to `location`: a file in a new temporary
+    /// folder, or a schema of the same PostgreSQL database whose name ends in `_` + `suffix`.
+    static func scratch(beside location: Location, named suffix: String) throws -> Location {
+        switch location {
+        case .file:
+            let folder = FileManager.default.temporaryDirectory.appending(path: "loom-demo-\(suffix)-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return .file(folder.appending(path: "\(suffix).loom"))
+        #if PostgreSQL
+        case .postgres(var configuration, let url):
+            configuration.schemaName += "_\(suffix)"
+            try PostgreSQLStore.destroy(configuration: configuration)
+            return .postgres(configuration, url: url)
+        #endif
+        }
+    }
+
+    /// Removes a place ``scratch(beside:named:)`` made, with what it holds.
+    static func destroy(_ location: Location) {
+        switch location {
+        case .file(let url): try? FileManager.default.removeItem(at: url.deletingLastPathComponent())
+        #if PostgreSQL
+        case .postgres(let configuration, _): try? PostgreSQLStore.destroy(configuration: configuration)
+        #endif
+        }
     }
 
     private func location() throws -> Location {

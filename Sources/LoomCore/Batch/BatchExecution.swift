@@ -16,39 +16,57 @@ struct BatchExecution {
     // Strong: the value lives for one call, and an unowned reference is checked at every use.
     let context: ManagedObjectContext
 
-    /// The body of ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)``.
+    /// The body of ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest<Model>)``. A request
+    /// of an entity with sub-entities deletes in each concrete entity's table, in the same
+    /// store transaction.
     func execute<Model: PersistentModel>(_ request: BatchDeleteRequest<Model>) throws(LoomError) -> BatchResult {
         let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
-        try context.coordinator.schema.requireOwnTable(of: entity, for: "A batch delete")
-        let query: StoreQuery
-        if let keys = request.keys {
-            query = StoreQuery(entity: entity, predicate: .isIn(.primaryKey, keys.map { .integer($0) }))
-        } else {
-            query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: context.coordinator.schema)
+        let entities = context.coordinator.schema.concreteEntities(of: entity)
+        var queries: [StoreQuery] = []
+        for concrete in entities {
+            if let ids = request.objectIDs {
+                // A flat entity's IDs are all its own; in a hierarchy each names its entity.
+                let keys = entities.count == 1 ? ids.map(\.primaryKey) : ids.filter { $0.entityName == concrete.name }.map(\.primaryKey)
+                if keys.isEmpty && entities.count > 1 { continue }
+                queries.append(StoreQuery(entity: concrete, predicate: .isIn(.primaryKey, keys.map { .integer($0) })))
+            } else {
+                queries.append(StoreQuery(entity: concrete, predicate: try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: concrete, in: context.coordinator.schema).predicate))
+            }
         }
         return try runBatch(request.resultType) { writer throws(LoomError) in
-            let matched = try context.coordinator.store.fetchKeys(StoreQuery(entity: entity, predicate: query.predicate))
-            let all = Set(matched)
-            for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.delete(Array(chunk), of: entity, requestKeys: all) }
+            for query in queries {
+                let matched = try context.coordinator.store.fetchKeys(query)
+                let all = Set(matched)
+                for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.delete(Array(chunk), of: query.entity, requestKeys: all) }
+            }
         }
     }
 
-    /// The body of ``ManagedObjectContext/execute(_:)-(BatchUpdateRequest<Model>)``.
+    /// The body of ``ManagedObjectContext/execute(_:)-(BatchUpdateRequest<Model>)``. A request
+    /// of an entity with sub-entities updates each concrete entity's table, in the same store
+    /// transaction.
     func execute<Model: PersistentModel>(_ request: BatchUpdateRequest<Model>) throws(LoomError) -> BatchResult {
-        let entity = try context.coordinator.schema.requireEntity(named: Model.entity.name)
-        try context.coordinator.schema.requireOwnTable(of: entity, for: "A batch update")
-        let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: entity, in: context.coordinator.schema)
-        var targets = KeyPathTargets()
-        let values = try BatchWriter.resolve(request.values, of: entity, row: nil, targets: &targets)
-        try BatchWriter.checkRelatable(values, of: entity, in: context.coordinator.schema)
-        for (slot, value) in values where value.isNull && !BatchWriter.isOptional(slot, of: entity) {
-            throw LoomError(.missingRequiredValue, "A batch update cannot set \(entity.name).\(entity.storedValueName(at: slot)) to nil: it is required.",
-                            entity: entity.name, attributes: [entity.storedValueName(at: slot)])
+        let schema = context.coordinator.schema
+        let entity = try schema.requireEntity(named: Model.entity.name)
+        let entities = schema.concreteEntities(of: entity)
+        var updates: [(query: StoreQuery, values: [(slot: Int, value: StoredValue)])] = []
+        // An abstract entity with no concrete sub-entity is still checked, and updates nothing.
+        for concrete in entities.isEmpty ? [entity] : entities {
+            let query = try FetchRequest<Model>(predicate: request.predicate).storeQuery(for: concrete, in: schema)
+            var targets = KeyPathTargets()
+            let values = try BatchWriter.resolve(request.values, of: concrete, row: nil, targets: &targets)
+            try BatchWriter.checkRelatable(values, of: concrete, in: schema)
+            for (slot, value) in values where value.isNull && !BatchWriter.isOptional(slot, of: concrete) {
+                throw LoomError(.missingRequiredValue, "A batch update cannot set \(concrete.name).\(concrete.storedValueName(at: slot)) to nil: it is required.",
+                                entity: concrete.name, attributes: [concrete.storedValueName(at: slot)])
+            }
+            if !concrete.isAbstract { updates.append((query, values)) }
         }
         return try runBatch(request.resultType) { writer throws(LoomError) in
-            guard !values.isEmpty else { return }
-            let matched = try context.coordinator.store.fetchKeys(query)
-            for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.update(Array(chunk), of: entity, setting: values) }
+            for (query, values) in updates where !values.isEmpty {
+                let matched = try context.coordinator.store.fetchKeys(query)
+                for chunk in matched.chunked(by: BatchWriter.chunkSize) { try writer.update(Array(chunk), of: query.entity, setting: values) }
+            }
         }
     }
 

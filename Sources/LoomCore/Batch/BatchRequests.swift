@@ -72,18 +72,20 @@ public struct BatchDeleteRequest<Model: PersistentModel>: Sendable {
     public var predicate: Predicate<Model>?
     /// Whether the result lists the deleted objects' IDs or only counts them.
     public var resultType: BatchResultType = .objectIDs
-    let keys: [Int64]?
+    /// The objects named by ID, each with its own entity (a sub-entity's, for a parent's request).
+    let objectIDs: [AnyObjectID]?
 
     /// Deletes the objects `predicate` matches (every object of `Model` when `nil`).
     public init(predicate: Predicate<Model>? = nil) {
         self.predicate = predicate
-        self.keys = nil
+        self.objectIDs = nil
     }
 
-    /// Deletes the objects with these IDs (those already gone are skipped).
+    /// Deletes the objects with these IDs (those already gone are skipped). For an entity with
+    /// sub-entities, the IDs may name objects of any of them.
     public init(objectIDs: [ObjectID<Model>]) {
         self.predicate = nil
-        self.keys = objectIDs.map(\.erased.primaryKey)
+        self.objectIDs = objectIDs.map(\.erased)
     }
 }
 

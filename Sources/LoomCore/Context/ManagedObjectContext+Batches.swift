@@ -11,6 +11,9 @@ extension ManagedObjectContext {
     /// }
     /// ```
     ///
+    /// A request for an entity with sub-entities covers their objects too (unless
+    /// `includesSubentities` is off), each of its own class, in the order a fetch gives.
+    ///
     /// The query runs now and records the matching keys only (with `includesPendingChanges`,
     /// unsaved inserts, changes and deletions are reflected as in ``fetch(_:)-(FetchRequest<Model>)``);
     /// rows are read when their batch is first used. A batch size of 0 turns batching off: the
@@ -19,14 +22,22 @@ extension ManagedObjectContext {
     ///
     /// - Throws: ``LoomError/Code/invalidRequest`` for a negative batch size; otherwise what
     ///   ``fetch(_:)-(FetchRequest<Model>)`` throws.
-    /// - Complexity: one query for the keys (plus O(changed objects) with pending changes),
-    ///   then one per batch read, plus one per prefetched relationship per batch.
+    /// - Complexity: one query for the keys (plus O(changed objects) with pending changes; across
+    ///   a hierarchy, one per concrete entity, reading the sort values too), then one per batch
+    ///   read (per entity in it), plus one per prefetched relationship per batch.
     public func fetch<Model: PersistentModel>(_ request: FetchRequest<Model>, batchSize: Int) throws(LoomError) -> FetchResultsCollection<Model> {
         ConcurrencyDebugging.check(self, #function)
         let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        try coordinator.schema.requireOwnTable(of: entity, for: "A batched fetch", includingSubentities: request.includesSubentities)
         guard batchSize >= 0 else {
             throw LoomError(.invalidRequest, "A batched fetch of \(entity.name) has a negative batch size; use 1 or more, or 0 to load everything at once.", entity: entity.name)
+        }
+        let entities = coordinator.schema.concreteEntities(of: entity, includingSubentities: request.includesSubentities)
+        if entities.count != 1 || entities[0] !== entity {
+            // Across a hierarchy: the order of every entity's keys, merged; no rows read yet.
+            let order = try HierarchyFetch(context: self, entities: entities).orderedKeys(request)
+            let storage = FetchResultsStorage(context: self, entities: entities, keys: order.keys, places: order.places,
+                                              batchSize: batchSize == 0 ? max(order.keys.count, 1) : batchSize)
+            return FetchResultsCollection(storage: storage)
         }
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let prefetched = try request.prefetchedRelationships(in: entity)

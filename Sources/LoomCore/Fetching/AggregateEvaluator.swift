@@ -48,13 +48,19 @@ enum AggregateEvaluator {
                 results.append((values, [.integer(graph.key(of: row))]))
             }
         }
+        return ordered(results, query)
+    }
+
+    /// `results` made distinct when the query says so (each then breaks ties by its values),
+    /// sorted by the query's sort keys, ties by their tie-break values, then windowed.
+    static func ordered(_ results: [(values: [StoredValue], tieBreak: [StoredValue])], _ query: AggregateQuery) -> [[StoredValue]] {
+        var results = results
         if query.isDistinct {
             var seen: Set<GroupKey> = []
             results = results.filter { seen.insert(GroupKey($0.values)).inserted }.map { ($0.values, $0.values) }
         }
-        let keys = query.sortKeys
-        results.sort { a, b in
-            for key in keys {
+        let sorted = results.sorted { a, b in
+            for key in query.sortKeys {
                 let c = StoredValue.compare(a.values[key.column], b.values[key.column])
                 if c != 0 { return key.ascending ? c < 0 : c > 0 }
             }
@@ -64,9 +70,9 @@ enum AggregateEvaluator {
             }
             return false
         }
-        let start = min(query.fetchOffset, results.count)
-        let end = query.fetchLimit.map { min(start + $0, results.count) } ?? results.count
-        return results[start..<end].map(\.values)
+        let start = min(query.fetchOffset, sorted.count)
+        let end = query.fetchLimit.map { min(start + $0, sorted.count) } ?? sorted.count
+        return sorted[start..<end].map(\.values)
     }
 
     /// Values compared with SQLite's equality for grouping and `DISTINCT`: a real with an

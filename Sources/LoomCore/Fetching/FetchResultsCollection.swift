@@ -41,8 +41,9 @@ public struct FetchResultsCollection<Model: PersistentModel>: RandomAccessCollec
     /// The IDs of the objects, in order, without loading any.
     public var objectIDs: [ObjectID<Model>] {
         let store = storage.context.coordinator.storeIdentifier
-        let name = storage.entity.name
-        return storage.keys.map { ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: name, primaryKey: $0)) }
+        return storage.keys.indices.map { i in
+            ObjectID(unchecked: AnyObjectID(storeIdentifier: store, entityName: storage.entity(at: i).name, primaryKey: storage.keys[i]))
+        }
     }
 }
 
@@ -53,21 +54,39 @@ extension FetchResultsCollection: Sendable {}
 /// context's isolation only.
 final class FetchResultsStorage {
     let context: ManagedObjectContext
-    let entity: EntityDescription
+    /// The entity of every object, or, across a hierarchy, the entities `places` index.
+    let entities: [EntityDescription]
     let keys: [Int64]
+    /// The entity of each key, by index in `entities`; empty when there is one entity.
+    let places: [Int]
     let batchSize: Int
-    /// Relationships to prefetch for each batch, by index in `entity`.
+    /// Relationships to prefetch for each batch, by index in the (one) entity.
     let prefetched: [Int]
     private var loadedBatch = -1
     private var batch: [any BackedObject] = []
 
     init(context: ManagedObjectContext, entity: EntityDescription, keys: [Int64], batchSize: Int, prefetched: [Int]) {
         self.context = context
-        self.entity = entity
+        self.entities = [entity]
         self.keys = keys
+        self.places = []
         self.batchSize = batchSize
         self.prefetched = prefetched
     }
+
+    /// A batched fetch across a hierarchy: each key's entity is `entities[places[i]]`. No
+    /// relationship is prefetched (a schema refuses relationships in a hierarchy).
+    init(context: ManagedObjectContext, entities: [EntityDescription], keys: [Int64], places: [Int], batchSize: Int) {
+        self.context = context
+        self.entities = entities
+        self.keys = keys
+        self.places = places
+        self.batchSize = batchSize
+        self.prefetched = []
+    }
+
+    /// The entity of the object at `position`.
+    func entity(at position: Int) -> EntityDescription { places.isEmpty ? entities[0] : entities[places[position]] }
 
     func object(at position: Int) -> any BackedObject {
         ConcurrencyDebugging.check(context, "FetchResultsCollection.subscript")
@@ -82,16 +101,16 @@ final class FetchResultsStorage {
         batch = []   // let the previous batch go before reading the next
         loadedBatch = -1
         let start = number * batchSize
-        let slice = keys[start..<min(start + batchSize, keys.count)]
-        var missing: [Int64] = []
-        for key in slice {
-            if let backing = context.registeredBacking(of: entity, key: key), backing.state == .loaded { continue }
-            missing.append(key)
+        let positions = start..<min(start + batchSize, keys.count)
+        var missing: [[Int64]] = Array(repeating: [], count: entities.count)
+        for i in positions {
+            if let backing = context.registeredBacking(of: entity(at: i), key: keys[i]), backing.state == .loaded { continue }
+            missing[places.isEmpty ? 0 : places[i]].append(keys[i])
         }
-        var rows: [Int64: StoreRow] = [:]
-        if !missing.isEmpty {
+        var rows: [[Int64: StoreRow]] = Array(repeating: [:], count: entities.count)
+        for (place, wanted) in missing.enumerated() where !wanted.isEmpty {
             do {
-                for row in try context.rowSource.baseRows(of: entity, keys: missing) { rows[row.key] = row }
+                for row in try context.rowSource.baseRows(of: entities[place], keys: wanted) { rows[place][row.key] = row }
             } catch {
                 // The batch comes back as faults; the context reports the error at its next
                 // save (see `ManagedObjectContext.pendingStoreError`).
@@ -99,18 +118,19 @@ final class FetchResultsStorage {
             }
         }
         var objects: [any BackedObject] = []
-        objects.reserveCapacity(slice.count)
-        for key in slice {
-            if let row = rows[key] {
-                objects.append(context.materialize(row, of: entity, as: .loaded))
+        objects.reserveCapacity(positions.count)
+        for i in positions {
+            let owner = entity(at: i), key = keys[i]
+            if let row = rows[places.isEmpty ? 0 : places[i]][key] {
+                objects.append(context.materialize(row, of: owner, as: .loaded))
             } else {
                 // Registered and loaded, or gone from the store: the registered object, or a
                 // fault that finds its row gone (or the error) when used, as any fault does.
-                objects.append(context.object(of: entity, key: key))
+                objects.append(context.object(of: owner, key: key))
             }
         }
         if !prefetched.isEmpty {
-            do { try ObjectMaterializer(context: context).prefetch(prefetched, of: entity, for: objects) } catch { context.recordReadFailure(error) }
+            do { try ObjectMaterializer(context: context).prefetch(prefetched, of: entities[0], for: objects) } catch { context.recordReadFailure(error) }
         }
         batch = objects
         loadedBatch = number

@@ -47,6 +47,37 @@ struct HierarchyFetch {
         return merged[start..<end].map(\.object)
     }
 
+    /// The keys of the objects ``objects(_:)`` returns, in the same order, with each key's
+    /// entity as its index in ``entities``, reading only the sort values (for a batched fetch).
+    func orderedKeys<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> (keys: [Int64], places: [Int]) {
+        let schema = context.coordinator.schema
+        if let first = entities.first { try StoreQuery.checkWindow(offset: request.fetchOffset, limit: request.fetchLimit, entity: first) }
+        var unwindowed = request
+        unwindowed.fetchOffset = 0
+        unwindowed.fetchLimit = nil
+        var sortKeys: [SortKey] = []
+        var merged: [(values: [StoredValue], key: Int64, place: Int)] = []
+        for (place, entity) in entities.enumerated() {
+            let query = try unwindowed.storeQuery(for: entity, in: schema)
+            sortKeys = query.sortKeys
+            let columns = query.sortKeys.map { key in
+                AggregateQuery.Column.value(key.relationshipPath.reversed().reduce(PredicateNode.attribute(key.attributeIndex)) { .toOne($1, $0) })
+            }
+            let values = AggregateQuery(entity: entity, predicate: query.predicate, columns: columns + [.value(.primaryKey)])
+            for row in try AggregateFetch(context: context).rows(values, includesPendingChanges: request.includesPendingChanges) {
+                guard case .integer(let key) = row[row.count - 1] else { continue }
+                merged.append((Array(row.dropLast()), key, place))
+            }
+        }
+        merged.sort { a, b in
+            let c = SortKey.compare(sortKeys, a.values, b.values)
+            return c != 0 ? c < 0 : (a.key, a.place) < (b.key, b.place)
+        }
+        let start = min(request.fetchOffset, merged.count)
+        let end = request.fetchLimit.map { min(start + $0, merged.count) } ?? merged.count
+        return (merged[start..<end].map(\.key), merged[start..<end].map(\.place))
+    }
+
     /// How many objects of every entity match the request, windowed as the fetch would be.
     func count<Model: PersistentModel>(_ request: FetchRequest<Model>) throws(LoomError) -> Int {
         if let first = entities.first { try StoreQuery.checkWindow(offset: request.fetchOffset, limit: request.fetchLimit, entity: first) }

@@ -1,0 +1,90 @@
+import DebianPackages
+import Foundation
+import Loom
+#if PostgreSQL
+import LoomPostgreSQL
+#endif
+
+/// The inheritance part's model: the packages as a catalog whose entries are of several kinds.
+/// `CatalogEntry` is abstract (no object of its own); a development library is a library.
+@Model(abstract: true) class CatalogEntry {
+    var name: String = ""
+    var sizeKiB: Int = 0
+}
+
+@Model class LibraryEntry: CatalogEntry {
+    var section: String = ""
+}
+
+@Model final class DevelopmentLibraryEntry: LibraryEntry {
+    var headers: Bool = true
+}
+
+@Model final class ProgramEntry: CatalogEntry {
+    var priority: String?
+}
+
+extension DemoCommand {
+    /// Saves some packages as a small hierarchy in a store of its own next to the demo's (a
+    /// temporary file, or a schema of the same PostgreSQL database), then fetches the abstract
+    /// parent polymorphically, filters by type with `is` and `as?`, and checks each count
+    /// against the per-class ones.
+    @MainActor
+    static func showInheritance(of packages: [DebianPackage], beside location: Location) async throws {
+        let place = try scratch(beside: location, named: "catalog")
+        defer { destroy(place) }
+        let models: [any PersistentModel.Type] = [CatalogEntry.self, LibraryEntry.self, DevelopmentLibraryEntry.self, ProgramEntry.self]
+        let schema = try Schema(models)
+        let container = switch place {
+        case .file(let url): PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        #if PostgreSQL
+        case .postgres(let configuration, _): PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: schema))
+        #endif
+        }
+        let view = container.viewContext
+        for package in packages {
+            let section = package.section ?? ""
+            let entry: CatalogEntry
+            if section.hasSuffix("libdevel") {
+                entry = DevelopmentLibraryEntry(context: view)
+            } else if section.hasSuffix("libs") {
+                let library = LibraryEntry(context: view)
+                library.section = section
+                entry = library
+            } else {
+                let program = ProgramEntry(context: view)
+                program.priority = package.priority
+                entry = program
+            }
+            entry.name = package.name
+            entry.sizeKiB = package.installedSizeKiB ?? 0
+        }
+        try view.save()
+
+        // A fetch of the abstract parent: every entry, each of its own class, in one order.
+        var largest = FetchRequest<CatalogEntry>(sortBy: [SortDescriptor(\.sizeKiB, order: .reverse), SortDescriptor(\.name)])
+        largest.fetchLimit = 3
+        let top = try view.fetch(largest).map { "\($0.name) (\(type(of: $0)), \($0.sizeKiB) KiB)" }
+        let all = try view.count(for: FetchRequest<CatalogEntry>())
+        let libraries = try view.count(for: FetchRequest<CatalogEntry>(predicate: #Predicate { $0 is LibraryEntry }))
+        var plain = FetchRequest<LibraryEntry>()
+        plain.includesSubentities = false
+        let plainLibraries = try view.count(for: plain)
+        let development = try view.count(for: FetchRequest<DevelopmentLibraryEntry>())
+        let programs = try view.count(for: FetchRequest<ProgramEntry>())
+        let important = try view.count(for: FetchRequest<CatalogEntry>(predicate: #Predicate { ($0 as? ProgramEntry)?.priority == "important" }))
+        // Aggregates and a batched fetch of the parent cover every sub-entity's table too.
+        let totals = try view.fetch(PropertyFetchRequest<CatalogEntry>(properties: [.count(as: "entries"), .sum(\.sizeKiB, as: "kib"), .average(\.sizeKiB, as: "mean")]))
+        let (counted, kib, mean) = (try totals[0]["entries", as: Int.self], try totals[0]["kib", as: Int?.self] ?? 0, try totals[0]["mean", as: Double?.self] ?? 0)
+        let batched = try view.fetch(FetchRequest<CatalogEntry>(sortBy: [SortDescriptor(\.name)]), batchSize: 100)
+        let batchedKiB = batched.reduce(0) { $0 + $1.sizeKiB }
+        try await container.close()
+        print("\nInheritance: \(packages.count) packages saved as catalog entries of three classes under an abstract CatalogEntry (\(plainLibraries) libraries, \(development) development libraries, \(programs) programs) in \(place)")
+        print("  a fetch of CatalogEntry counts \(all) entries; the largest: \(top.joined(separator: ", "))")
+        print("  `$0 is LibraryEntry` keeps \(libraries) (libraries and development libraries); `($0 as? ProgramEntry)?.priority == \"important\"` keeps \(important)")
+        print("  one values fetch of CatalogEntry: \(counted) entries, \(kib) KiB in all, \(Int(mean.rounded())) KiB on average; a batched fetch of it reads \(batched.count) in batches of \(batched.batchSize)")
+        if counted != all || batched.count != all || batchedKiB != kib || all != packages.count || all != plainLibraries + development + programs || libraries != plainLibraries + development {
+            throw LoomError(.storeFailure, "The inheritance demo's counts disagree: \(all) entries, \(plainLibraries) + \(development) + \(programs) by class, \(libraries) libraries.")
+        }
+    }
+}

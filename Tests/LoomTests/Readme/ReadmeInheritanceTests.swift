@@ -1,0 +1,112 @@
+import Testing
+
+// README.md's inheritance example (also in the Inheritance article), checked line for line by
+// scripts/check-readme.py; the article's type-filtering block below uses the same models.
+
+// BEGIN README INHERITANCE
+import Foundation
+import Loom
+
+@Model(abstract: true) class Payment {                   // abstract: no object of its own
+    var amount: Int = 0
+
+    init(amount: Int) { self.amount = amount }
+}
+
+@Model final class CardPayment: Payment {                // a sub-entity (SwiftData's `BusinessTrip: Trip`)
+    var last4: String = ""
+
+    init(amount: Int, last4: String) {
+        super.init(amount: amount)
+        self.last4 = last4
+    }
+}
+
+@Model class Transfer: Payment {                         // concrete, with a sub-entity of its own
+    var bank: String = ""
+
+    init(amount: Int, bank: String) {
+        super.init(amount: amount)
+        self.bank = bank
+    }
+}
+
+@Model final class InstantTransfer: Transfer {           // a third level
+    var seconds: Int = 0
+}
+
+@MainActor
+func payments() throws -> [String] {
+    let container = try PersistentContainer(name: "Payments", for: Payment.self, CardPayment.self, Transfer.self, InstantTransfer.self, location: .inMemory)
+    let context = container.viewContext
+    context.insert(CardPayment(amount: 30, last4: "4242"))
+    context.insert(Transfer(amount: 120, bank: "Acme Bank"))
+    let instant = InstantTransfer(context: context)
+    instant.amount = 75
+    instant.seconds = 4
+    try context.save()
+    // A fetch of a parent returns its sub-entities' objects, each of its own class.
+    let all = try context.fetch(FetchRequest<Payment>(sortBy: [SortDescriptor(\.amount)]))
+    return all.map { "\(type(of: $0)) \($0.amount)" }     // CardPayment 30, InstantTransfer 75, Transfer 120
+}
+// END README INHERITANCE
+
+// BEGIN README INHERITANCE FILTERS
+@MainActor
+func filterPayments(in context: ManagedObjectContext) throws -> [Int] {
+    // `is`: the objects of an entity and of its sub-entities.
+    let transfers = try context.count(for: FetchRequest<Payment>(predicate: #Predicate { $0 is Transfer }))          // 2
+    // `as?`: a sub-entity's attribute; on the other entities it reads nil.
+    let acme = try context.count(for: FetchRequest<Payment>(predicate: #Predicate { ($0 as? Transfer)?.bank == "Acme Bank" }))   // 1
+    // includesSubentities = false: the entity's own objects only (Core Data's includesSubentities).
+    var own = FetchRequest<Transfer>()
+    own.includesSubentities = false
+    let plain = try context.count(for: own)                                                                          // 1
+    // An abstract entity cannot be inserted: the next save says so (LoomError.Code.abstractEntity).
+    return [transfers, acme, plain]
+}
+// END README INHERITANCE FILTERS
+
+@Suite("README inheritance")
+struct ReadmeInheritanceTests {
+    @Test("The inheritance example runs as the README says")
+    @MainActor func inheritanceRuns() throws {
+        #expect(try payments() == ["CardPayment 30", "InstantTransfer 75", "Transfer 120"])
+    }
+
+    /// A card payment, a transfer from Acme Bank and an instant one from Globex Bank, saved.
+    @MainActor func savedPayments() throws -> PersistentContainer {
+        let container = try PersistentContainer(name: "Payments", for: Payment.self, CardPayment.self, Transfer.self, InstantTransfer.self, location: .inMemory)
+        let context = container.viewContext
+        context.insert(CardPayment(amount: 30, last4: "4242"))
+        context.insert(Transfer(amount: 120, bank: "Acme Bank"))
+        let instant = InstantTransfer(context: context)
+        instant.amount = 75
+        instant.bank = "Globex Bank"
+        try context.save()
+        return container
+    }
+
+    @Test("The type-filtering example counts as the article says")
+    @MainActor func filtersRun() throws {
+        let container = try savedPayments()
+        let context = container.viewContext
+        #expect(try filterPayments(in: context) == [2, 1, 1])
+        // The article's claim: inserting the abstract entity is refused at save, naming it.
+        context.insert(Payment(amount: 1))
+        let error = #expect(throws: LoomError.self) { try context.save() }
+        #expect(error?.code == .abstractEntity)
+        #expect(error?.message.contains("Payment") == true)
+    }
+
+    @Test("A forced cast in a predicate is refused, as the article says; `as?` reads the same attribute")
+    @MainActor func forcedCastRefused() throws {
+        let container = try savedPayments()
+        let context = container.viewContext
+        let forced = #expect(throws: LoomError.self) {
+            try context.fetch(FetchRequest<Payment>(predicate: #Predicate { ($0 as! Transfer).bank == "Acme Bank" }))
+        }
+        #expect(forced?.code == .unsupportedPredicate)
+        #expect(try context.fetch(FetchRequest<Payment>(predicate: #Predicate { ($0 as? Transfer)?.bank == "Acme Bank" })).map(\.amount) == [120])
+    }
+}
