@@ -82,7 +82,10 @@ func change(_ context: ManagedObjectContext, _ random: inout SystemRandomNumberG
             return
         }
         guard all.count >= 2 else { return }
-        switch transfersOnly ? 2 : Int.random(in: 0..<20, using: &random) {
+        var choice = transfersOnly ? 2 : Int.random(in: 0..<20, using: &random)
+        if choice == 0 && ProcessInfo.processInfo.environment["LOOM_SOAK_NO_INSERT"] == "1" { choice = 2 }
+        if choice == 1 && ProcessInfo.processInfo.environment["LOOM_SOAK_NO_DELETE"] == "1" { choice = 2 }
+        switch choice {
         case 0:
             context.insert(SoakAccount(number: Int.random(in: 1_000...Int.max / 2, using: &random), balance: 0))
         case 1:

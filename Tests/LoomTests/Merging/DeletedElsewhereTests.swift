@@ -123,4 +123,31 @@ struct DeletedElsewhereTests {
         let final = try container.newBackgroundContext().performAndWait { try $0.count(for: FetchRequest<Book>()) }
         #expect(final == 1)
     }
+
+    @Test("Updating an object another context deleted since it was read is a version conflict; nothing of the save is applied", arguments: StoreKind.allCases)
+    func updateOfDeletedRowConflicts(kind: StoreKind) throws {
+        let container = try kind.makeContainer(Book.self)
+        let a = container.newBackgroundContext(), b = container.newBackgroundContext()
+        let (gone, kept) = try a.performAndWait { context in
+            let gone = Book(isbn: "1", title: "gone", pages: 10), kept = Book(isbn: "2", title: "kept", pages: 10)
+            context.insert(gone)
+            context.insert(kept)
+            try context.save()
+            return (gone.objectID, kept.objectID)
+        }
+        try a.performAndWait { context in
+            let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+            #expect(books.map(\.pages) == [10, 10])
+            try b.performAndWait { other in
+                other.delete(try other.existingObject(with: gone))
+                try other.save()
+            }
+            books[0].pages -= 5   // a transfer out of the deleted one…
+            books[1].pages += 5   // …into the other
+            #expect(throws: LoomError.self) { try context.save() }
+            context.rollback()
+        }
+        let pages = try container.newBackgroundContext().performAndWait { try $0.existingObject(with: kept).pages }
+        #expect(pages == 10)
+    }
 }
