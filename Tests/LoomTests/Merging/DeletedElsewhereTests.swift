@@ -150,4 +150,27 @@ struct DeletedElsewhereTests {
         let pages = try container.newBackgroundContext().performAndWait { try $0.existingObject(with: kept).pages }
         #expect(pages == 10)
     }
+
+    @Test("An object this context inserted and saved, changed by another context since, then deleted here from its stale copy: a version conflict; the row and its new value stay", arguments: StoreKind.allCases)
+    func staleDeleteOfOwnInsert(kind: StoreKind) throws {
+        let container = try kind.makeContainer(Book.self)
+        let a = container.newBackgroundContext(), b = container.newBackgroundContext()
+        try a.performAndWait { context in
+            let book = Book(isbn: "1", title: "new", pages: 0)
+            context.insert(book)
+            try context.save()
+            let id = book.objectID
+            try b.performAndWait { other in
+                try other.existingObject(with: id).pages = 30
+                try other.save()
+            }
+            let fetched = try context.fetch(FetchRequest<Book>())
+            #expect(fetched.count == 1 && fetched[0] === book)
+            context.delete(book)   // its copy still says 0 pages
+            #expect(throws: LoomError.self) { try context.save() }
+            context.rollback()
+        }
+        let pages = try container.newBackgroundContext().performAndWait { try $0.fetch(FetchRequest<Book>()).map(\.pages) }
+        #expect(pages == [30])
+    }
 }
