@@ -5,7 +5,8 @@ import Synchronization
 // loom-soak: Loom under a long mixed load (issue 41, point 6), run by `scripts/soak`.
 //
 // One SQLite store holds accounts whose balances always sum to the same total: every save moves
-// an amount from one account to another, or opens or closes an empty account. Eight contexts
+// an amount from one account to another, opens an empty account, or closes one, moving its
+// balance to another (the number of accounts stays within 50 of 200, so memory can be judged). Eight contexts
 // save at once with the `.error` merge policy (a conflict is rolled back and tried again), a
 // second process does the same and is killed with SIGKILL at random moments, a live query
 // follows the accounts, a reader pinned to a query generation checks that what it reads adds
@@ -86,10 +87,15 @@ func change(_ context: ManagedObjectContext, _ random: inout SystemRandomNumberG
         if choice == 0 && ProcessInfo.processInfo.environment["LOOM_SOAK_NO_INSERT"] == "1" { choice = 2 }
         if choice == 1 && ProcessInfo.processInfo.environment["LOOM_SOAK_NO_DELETE"] == "1" { choice = 2 }
         switch choice {
-        case 0:
+        case 0 where all.count < accounts + 50:
             context.insert(SoakAccount(number: Int.random(in: 1_000...Int.max / 2, using: &random), balance: 0))
-        case 1:
-            if let empty = all.first(where: { $0.balance == 0 }) { context.delete(empty) }
+        case 1 where all.count > accounts - 50:
+            // Closed: its balance moves to another account in the same save.
+            let closed = all[Int.random(in: 0..<all.count, using: &random)]
+            let heir = all[Int.random(in: 0..<all.count, using: &random)]
+            guard closed !== heir else { return }
+            heir.balance += closed.balance
+            context.delete(closed)
         default:
             let from = all[Int.random(in: 0..<all.count, using: &random)]
             let to = all[Int.random(in: 0..<all.count, using: &random)]
