@@ -28,6 +28,17 @@ extension ManagedObjectContext {
         return readFailure ?? (pending.awaitingKeys.isEmpty ? nil : keyFailure)
     }
 
+    /// Notes that `backing`, deleted elsewhere after this context read it, was changed: the
+    /// next save throws, naming it (the first one is kept).
+    func recordChangeToDeletedObject(_ backing: ObjectBacking, property: String) {
+        guard changeToDeletedObject == nil else { return }
+        let id = objectID(of: backing)
+        changeToDeletedObject = LoomError(
+            .objectNotFound,
+            "\(id).\(property) was changed after another context or process deleted \(id) from the store: the change cannot be saved, and nothing of this save was. Roll back, fetch again and redo the change.",
+            entity: backing.entity.name, objectID: id)
+    }
+
     /// Notes a read failure for the next save (the first one is kept).
     func recordReadFailure(_ error: LoomError) {
         if readFailure == nil { readFailure = error }
@@ -78,6 +89,10 @@ extension ManagedObjectContext {
         }
         if let error = readFailure {
             readFailure = nil
+            throw error
+        }
+        if let error = changeToDeletedObject {
+            changeToDeletedObject = nil
             throw error
         }
     }

@@ -90,6 +90,10 @@ public final class ManagedObjectContext {
     var keyFailure: LoomError?
     /// The first read failure not reported yet (a fault, a to-many, a batch).
     var readFailure: LoomError?
+    /// A change made to an object of this context after another context or process deleted
+    /// its row: the next save throws it rather than save the rest of the change (a transfer's
+    /// debit without its credit); a rollback forgets it with the change.
+    var changeToDeletedObject: LoomError?
 
     /// Events, their observers and live queries (see Observation/ContextObservation.swift).
     let observation = ContextObservation()

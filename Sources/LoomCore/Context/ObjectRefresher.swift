@@ -12,6 +12,7 @@ struct ObjectRefresher {
     /// See ``ManagedObjectContext/rollback()``.
     func rollback() {
         context.processPendingChanges()
+        context.changeToDeletedObject = nil
         var changes = ObjectChanges()
         if context.hasEventListeners {
             for object in context.pending.inserted.values { changes.deleted.insert(context.objectID(of: object._loomBacking)) }
@@ -80,6 +81,7 @@ struct ObjectRefresher {
         context.observation.inaccessible = []
         context.forgetObjectsAwaitingKeys()
         context.readFailure = nil
+        context.changeToDeletedObject = nil
         context.advanceQueryGeneration()
         context.checkIdentityMap()
         context.liveQueriesMayHaveMissedChanges()

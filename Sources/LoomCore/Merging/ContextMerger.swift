@@ -94,7 +94,7 @@ struct ContextMerger {
                 backing.isDeleted = true
                 backing.isUpdated = false
                 backing.toMany = [:]
-                backing.context = nil
+                backing.leaveContextAsDeletedElsewhere()
             }
         }
         for id in changes.updated {

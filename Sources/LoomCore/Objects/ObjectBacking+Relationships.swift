@@ -117,6 +117,11 @@ extension _ObjectBacking {
         }
         ConcurrencyDebugging.check(self)
         guard let context else {
+            // Deleted elsewhere (see setStoredValue): the context it left refuses its next save.
+            if isDeleted, let former = extras?.formerContext {
+                former.recordChangeToDeletedObject(self, property: entity.relationships[j].name)
+                return
+            }
             fatalError("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object left its context (it was deleted).")
         }
         if isDeleted {

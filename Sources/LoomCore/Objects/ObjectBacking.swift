@@ -46,6 +46,8 @@ public final class _ObjectBacking {
         var invalidationReason: String?
         var detachedRelated: [Int: [any BackedObject]] = [:]
         var toMany: [Int: MemberList] = [:]
+        /// The context the object left when another context or process deleted its row.
+        weak var formerContext: ManagedObjectContext?
     }
     var extras: Extras?
     /// The coordinator's shared ``StoreIdentity`` (one reference instead of a UUID per object).
@@ -226,9 +228,12 @@ public final class _ObjectBacking {
             // No context: a new object, or one that left its context because another context
             // or process deleted it (a merge, or a fault that found its row gone) — a race the
             // caller cannot rule out, so not a trap. The value is kept for code still showing
-            // the object; there is nothing to save it to (as in Core Data, where an object a
-            // merge deleted takes changes that go nowhere).
+            // the object; the context it left refuses its next save, which would otherwise
+            // save the rest of the change without this part.
             values[index] = stored
+            if isDeleted, let former = extras?.formerContext {
+                former.recordChangeToDeletedObject(self, property: entity.storedValueName(at: index))
+            }
             return
         }
         if isDeleted {
@@ -345,10 +350,18 @@ public final class _ObjectBacking {
         holdsFetchedRow = false
     }
 
+    /// Remembers the context a deletion made elsewhere takes the object out of (see
+    /// ``setStoredValue(_:at:)``), and leaves it.
+    func leaveContextAsDeletedElsewhere() {
+        if let context { makeExtras().formerContext = context }
+        context = nil
+    }
+
     /// Turns the object into a deleted one that left its context because its row is gone:
     /// optional attributes read `nil`, others their default or their type's zero value,
     /// relationships are empty. Nothing stale is ever shown.
     func becomeInaccessible() {
+        leaveContextAsDeletedElsewhere()
         values = placeholderValues
         holdsFetchedRow = false
         committed = nil

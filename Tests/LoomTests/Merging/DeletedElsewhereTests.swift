@@ -3,7 +3,8 @@ import Loom
 import Testing
 
 /// An object another context deleted, still held here: reading and changing it never traps
-/// (a race the app cannot rule out); the change goes nowhere, and this context saves on.
+/// (a race the app cannot rule out); a change to it makes the next save refuse rather than save
+/// the rest of the change without it.
 @Suite("Objects deleted elsewhere", .timeLimit(.minutes(3)))
 struct DeletedElsewhereTests {
     /// A context holding `Book` "1" loaded, and the ID; another context then deletes it.
@@ -20,7 +21,7 @@ struct DeletedElsewhereTests {
         return (container, here, id)
     }
 
-    @Test("A merged deletion: the object keeps its last values, takes a change without a trap, and the next save succeeds without it", arguments: StoreKind.allCases)
+    @Test("A merged deletion: the object keeps its last values and takes a change without a trap; the next save refuses, naming it, and saves nothing of the rest", arguments: StoreKind.allCases)
     func mergedDeletion(kind: StoreKind) throws {
         let (container, here, id) = try Self.deleteElsewhere(kind)
         try here.performAndWait { context in
@@ -36,8 +37,17 @@ struct DeletedElsewhereTests {
             #expect(book.title == "Gone")
             book.pages = 12                      // trapped before: "was changed after it was deleted"
             #expect(book.pages == 12)
-            #expect(!context.hasChanges)
-            try context.existingObject(with: try #require(try context.fetch(FetchRequest<Book>()).first?.objectID)).title = "Kept, renamed"
+            let kept = try #require(try context.fetch(FetchRequest<Book>()).first)
+            kept.title = "Kept, renamed"
+            // One change of the two went nowhere: the save refuses the other rather than save
+            // half of it, and names the object.
+            let refused = #expect(throws: LoomError.self) { try context.save() }
+            #expect(refused?.code == .objectNotFound)
+            #expect(refused?.objectID == id.erased)
+            #expect(refused?.message.contains("pages") == true)
+            context.rollback()
+            // Done again from what the store holds, it saves.
+            try #require(try context.fetch(FetchRequest<Book>()).first).title = "Kept, renamed"
             try context.save()
         }
         try container.newBackgroundContext().performAndWait { (context) throws in
@@ -45,7 +55,7 @@ struct DeletedElsewhereTests {
         }
     }
 
-    @Test("A fault whose row another context deleted: it fires without a trap, reads as deleted, takes a change that goes nowhere", arguments: StoreKind.allCases)
+    @Test("A fault whose row another context deleted: it fires without a trap and reads as deleted; a change to it makes the next save refuse, a rollback forgets it", arguments: StoreKind.allCases)
     func faultOfDeletedRow(kind: StoreKind) throws {
         let (container, here, id) = try Self.deleteElsewhere(kind)
         try here.performAndWait { context in
@@ -57,8 +67,14 @@ struct DeletedElsewhereTests {
             }
             _ = book.title                        // fires the fault: the row is gone
             #expect(book.isDeleted)
-            book.pages = 3
             #expect(!context.hasChanges)
+            try context.save()                    // reading it is no error
+            book.pages = 3
+            let refused = #expect(throws: LoomError.self) { try context.save() }
+            #expect(refused?.code == .objectNotFound)
+            // The error is reported once; a rollback forgets it with the change.
+            book.pages = 4
+            context.rollback()
             try context.save()
         }
         try container.newBackgroundContext().performAndWait { (context) throws in
