@@ -151,12 +151,15 @@ try container.newBackgroundContext().performAndWait { context in
 let ledger = Ledger()
 let deadline = Date().addingTimeInterval(options.minutes * 60)
 let running = Atomic<Bool>(true)
-print("loom-soak: \(options.minutes) minutes on \(url.path), 8 contexts + a second process killed at random")
+print("loom-soak: \(options.minutes) minutes on \(url.path), \(options.contexts) contexts\(options.withSecondProcess ? " + a second process killed at random" : "")")
 
 // Eight contexts saving.
 var workers = (0..<options.contexts).map { _ in
     Thread {
         let context = container.newBackgroundContext()
+        if let staleness = ProcessInfo.processInfo.environment["LOOM_SOAK_STALENESS"].flatMap(Double.init) {
+            context.performAndWait { $0.stalenessInterval = staleness }
+        }
         var random = SystemRandomNumberGenerator()
         while running.load(ordering: .relaxed) { context.performAndWait { change($0, &random, ledger: ledger) } }
     }

@@ -15,6 +15,10 @@ extension ManagedObjectContext {
     ///   loaded again on its next use.
     /// - A batch of ``FetchResultsCollection`` that cannot be read comes back as faults.
     /// - An object inserted while no key can be reserved awaits its key (see ``insert(_:)``).
+    /// - An object whose row another context or process deleted (a merged deletion, or a fault
+    ///   that found its row gone) reads as deleted and takes changes without a trap, but a
+    ///   change to it is `LoomError/Code/objectNotFound` here: the next save refuses rather
+    ///   than save the rest of the change without it. ``rollback()`` forgets it with the change.
     ///
     /// ```swift
     /// let title = book.title                  // the store failed: a placeholder value
@@ -25,7 +29,7 @@ extension ManagedObjectContext {
     /// Read it on this context's isolation.
     public var pendingStoreError: LoomError? {
         ConcurrencyDebugging.check(self, #function)
-        return readFailure ?? (pending.awaitingKeys.isEmpty ? nil : keyFailure)
+        return readFailure ?? changeToDeletedObject ?? (pending.awaitingKeys.isEmpty ? nil : keyFailure)
     }
 
     /// Notes that `backing`, deleted elsewhere after this context read it, was changed: the
