@@ -163,7 +163,7 @@ final class PGConnection: @unchecked Sendable {
     }
 
     /// Adds a handler of the notifications on `channel` (it runs on the event loop, once for
-    /// each), unless the connection is closed: returns whether it was added. postgres-nio sends
+    /// each, with the notification's payload), unless the connection is closed: returns whether it was added. postgres-nio sends
     /// the `LISTEN` itself; a statement sent after this returns runs after that `LISTEN`.
     ///
     /// postgres-nio's `addListener(channel:handler:)` writes its request with no promise: written
@@ -179,11 +179,11 @@ final class PGConnection: @unchecked Sendable {
     ///
     /// Isolation: any thread. The calling thread waits for the event loop, at most the response
     /// timeout (on the event loop itself it runs at once).
-    func addListener(channel: String, handler: @escaping @Sendable () -> Void) throws -> Bool {
+    func addListener(channel: String, handler: @escaping @Sendable (String) -> Void) throws -> Bool {
         let connection = self.connection
         @Sendable func add() -> Bool {
             guard !connection.isClosed else { return false }
-            connection.addListener(channel: channel) { _, _ in handler() }
+            connection.addListener(channel: channel) { _, notification in handler(notification.payload) }
             return true
         }
         if connection.eventLoop.inEventLoop { return add() }

@@ -1,13 +1,16 @@
 import Foundation
+import Synchronization
 @_spi(LoomStore) import LoomCore
 import LoomSQL
 import PostgresNIO
 
 /// Finds the commits other store instances (other servers, other coordinators) make on the
 /// same store, in commit order, each once: a thread of its own with a connection of its own
-/// that `LISTEN`s on the store's channel. A notification only wakes it; it then reads the
+/// that `LISTEN`s on the store's channel. A notification wakes it; it then reads the
 /// history after the last number it handed on, so a notification lost with a dropped
-/// connection loses nothing: the thread connects again (waits doubling from the
+/// connection loses nothing. A notification of this instance's own next commit
+/// (``HistoryNotice``) needs no read: it only moves the last number on, so that a server's
+/// own saves cost its listener nothing. After a lost connection the thread connects again (waits doubling from the
 /// configuration's ``PostgreSQLStore/Configuration/ListenerReconnection/initialDelay`` up to its
 /// ``PostgreSQLStore/Configuration/ListenerReconnection/maximumDelay``), listens again and
 /// catches up from the history. It also reads every
@@ -40,6 +43,21 @@ final class PostgreSQLListener: @unchecked Sendable {
     private var origins: HistoryOrigins
     /// This instance's commits whose outcome it never learned: their rows are handed on.
     private let unacknowledged: UnacknowledgedCommits
+    /// The payloads of the notifications received and not looked at yet.
+    private let notices = Notices()
+
+    /// Notification payloads in the order they came (commit order): the handler adds them on
+    /// the event loop, the thread takes them.
+    private final class Notices: Sendable {
+        private let payloads = Mutex<[String]>([])
+        func append(_ payload: String) { payloads.withLock { $0.append(payload) } }
+        func take() -> [String] {
+            payloads.withLock { payloads in
+                defer { payloads.removeAll() }
+                return payloads
+            }
+        }
+    }
 
     init(configuration: PostgreSQLStore.Configuration, store: UUID, origin: Int64, channel: String, after: Int64,
          unacknowledged: UnacknowledgedCommits, handler: @escaping @Sendable (RemoteCommits) -> Void) {
@@ -80,6 +98,8 @@ final class PostgreSQLListener: @unchecked Sendable {
         let policy = configuration.listenerReconnection
         // Failed attempts to connect in a row.
         var failures = 0
+        // Whether the history must be read at this turn: always after (re)connecting.
+        var mustRead = true
         while !isStopped {
             // (Re)connect and listen again; then catch up from the history, which holds every
             // commit made meanwhile (a notification sent while the connection was down is lost,
@@ -96,8 +116,11 @@ final class PostgreSQLListener: @unchecked Sendable {
                     let opened = try PGConnection.open(configuration)
                     connection = opened
                     configuration.listenerConnected?()
-                    let wake = self.wake
-                    guard try opened.addListener(channel: channel, handler: { wake.signal() }) else {
+                    let wake = self.wake, notices = self.notices
+                    guard try opened.addListener(channel: channel, handler: { payload in
+                        notices.append(payload)
+                        wake.signal()
+                    }) else {
                         throw PGConnectionLost(reason: "the connection was lost before the listener could listen")
                     }
                     // postgres-nio sent its own LISTEN, but tells nothing of the server's answer:
@@ -105,6 +128,7 @@ final class PostgreSQLListener: @unchecked Sendable {
                     // below misses no commit announced before it (a second LISTEN does nothing).
                     try opened.query("LISTEN \(SQLGenerator.quote(channel))")
                     failures = 0
+                    mustRead = true
                     if isStopped { break }
                 } catch {
                     connection?.close()
@@ -125,17 +149,43 @@ final class PostgreSQLListener: @unchecked Sendable {
             }
             // A failed read is tried again at the next wake-up: `lastNumber` only moves past
             // what was handed on. A lost connection is replaced at the top of the loop.
-            if let connection { try? readHistory(connection) }
+            if let connection, mustRead { try? readHistory(connection) }
             if connection?.isClosed == true { continue }
-            _ = wake.wait(timeout: .now() + policy.pollInterval.timeInterval)
+            let woken = wake.wait(timeout: .now() + policy.pollInterval.timeInterval) == .success
+            // Read at every poll; after a notification only when one is not this instance's
+            // own next commit. A wake-up with no notice left was a notification the last
+            // wake-up took already (or ``stop()``).
+            let received = notices.take()
+            mustRead = woken ? !received.isEmpty && !skipOwnCommits(received) : true
         }
         connection?.close()
+    }
+
+    /// Moves the last number over `payloads` while each is this instance's own next commit
+    /// (which it announced to its contexts itself) or one already read; returns whether all
+    /// were. Any other — another instance's commit, a gap, a payload of a store made before
+    /// notifications carried their row, a commit whose outcome this instance never learned
+    /// waiting — needs a read of the history.
+    private func skipOwnCommits(_ payloads: [String]) -> Bool {
+        guard unacknowledged.isEmpty else { return false }
+        for payload in payloads {
+            guard let notice = HistoryNotice(payload: payload) else { return false }
+            if notice.number <= lastNumber { continue }
+            guard notice.number == lastNumber + 1, notice.origin == origin else { return false }
+            let (foreign, localCommit) = origins.foreign([(notice.number, notice.origin, notice.commit)])
+            guard foreign.isEmpty else { return false }
+            origins.advance(to: localCommit)
+            lastNumber = notice.number
+        }
+        configuration.listenerSkippedRead?()
+        return true
     }
 
     /// Reads the history after `lastNumber` and hands on what other instances committed, and
     /// what this one committed without learning it (``UnacknowledgedCommits``): its contexts
     /// were never told of such a commit, so it reaches them as another instance's would, once.
     private func readHistory(_ connection: PGConnection) throws {
+        configuration.listenerReadHistory?()
         var deletedBindings = PostgresBindings()
         deletedBindings.append(PostgreSQLStore.historyDeletedKey)
         let deleted = try connection.query("SELECT value::int8 FROM loom_metadata WHERE key = $1", deletedBindings).first.map { PostgreSQLValues.int64($0.first { _ in true }!) } ?? 0
@@ -175,6 +225,30 @@ final class PostgreSQLListener: @unchecked Sendable {
         }
         origins.advance(to: localCommit)
         lastNumber = last
+    }
+}
+
+/// What a notification on a store's channel says of the history row whose commit sent it:
+/// `"number origin commit"`, `-` for a missing origin or commit (see
+/// `PostgreSQLStore.notifyFunctionBody(channel:)`). A store made before notifications carried
+/// their row sends an empty payload, which reads as no notice.
+struct HistoryNotice: Equatable {
+    let number: Int64
+    let origin: Int64?
+    let commit: Int64?
+
+    init(number: Int64, origin: Int64?, commit: Int64?) {
+        self.number = number
+        self.origin = origin
+        self.commit = commit
+    }
+
+    init?(payload: String) {
+        let parts = payload.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, let number = Int64(parts[0]) else { return nil }
+        func optional(_ part: Substring) -> Int64?? { part == "-" ? .some(nil) : Int64(part).map { .some($0) } }
+        guard let origin = optional(parts[1]), let commit = optional(parts[2]) else { return nil }
+        self.init(number: number, origin: origin, commit: commit)
     }
 }
 

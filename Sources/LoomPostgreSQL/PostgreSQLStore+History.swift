@@ -23,8 +23,10 @@ import PostgresNIO
 /// `COMMIT`, not the whole save (a save in one statement holds the commit lock only from its
 /// history row to its commit: see ``applyInOneStatement(_:)``).
 ///
-/// A statement trigger sends `NOTIFY` on the store's channel, delivered at commit: listeners
-/// only use it as a wake-up and read the history after the last number they saw.
+/// A statement trigger sends `NOTIFY` on the store's channel, delivered at commit, with the new
+/// row's number, origin and commit as its payload: listeners use it as a wake-up, and read the
+/// history after the last number they saw unless the payload shows the row is their own
+/// instance's next one (see ``PostgreSQLListener``).
 extension PostgreSQLStore {
     static func historyStatements(channel: String) -> [String] {
         [
@@ -32,9 +34,33 @@ extension PostgreSQLStore {
             CREATE TABLE loom_history (number BIGINT PRIMARY KEY, timestamp DOUBLE PRECISION NOT NULL, origin BIGINT, origincommit BIGINT, \
             author TEXT, context TEXT, process BIGINT NOT NULL, processname TEXT NOT NULL, entities TEXT NOT NULL, changes BYTEA)
             """,
-            "CREATE FUNCTION loom_history_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('\(channel)', ''); RETURN NULL; END $$",
+            notifyFunction(channel: channel),
             "CREATE TRIGGER loom_history_notify AFTER INSERT ON loom_history FOR EACH STATEMENT EXECUTE FUNCTION loom_history_notify()",
         ]
+    }
+
+    /// The channel a store's listeners are woken on, named by the store's identifier.
+    static func channel(of identifier: UUID) -> String {
+        "loom_" + identifier.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    }
+
+    /// The source of `loom_history_notify()`: the payload is the last history row's
+    /// ``HistoryNotice`` text. That row is the one the statement inserted: history rows are
+    /// numbered under a lock held until the commit, so no later one is visible.
+    static func notifyFunctionBody(channel: String) -> String {
+        " BEGIN PERFORM pg_notify('\(channel)', COALESCE((SELECT number || ' ' || COALESCE(origin::text, '-') || ' ' || COALESCE(origincommit::text, '-') FROM loom_history ORDER BY number DESC LIMIT 1), '')); RETURN NULL; END "
+    }
+
+    static func notifyFunction(channel: String) -> String {
+        "CREATE OR REPLACE FUNCTION loom_history_notify() RETURNS trigger LANGUAGE plpgsql AS $$\(notifyFunctionBody(channel: channel))$$"
+    }
+
+    /// Replaces the notification function of a store made before notifications carried their
+    /// row (whose listeners then read the history after each of their own commits), inside the
+    /// bootstrap's transaction. A role that may not replace it keeps the old one: listeners
+    /// read the history after every notification then, as before.
+    static func installNotifyFunction(_ connection: PGConnection, schemaName: String, channel: String) throws {
+        _ = try replaceFunction(connection, "\(SQLGenerator.quote(schemaName)).loom_history_notify()", body: notifyFunctionBody(channel: channel), create: notifyFunction(channel: channel))
     }
 
     /// The metadata key of the last transaction number deleted from the history.

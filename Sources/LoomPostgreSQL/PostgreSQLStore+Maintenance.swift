@@ -85,8 +85,7 @@ import PostgresNIO
                 _ = try writerQuery("INSERT INTO loom_metadata (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", bindings)
             }
             // Listeners of the store (named by its identifier) are woken on the new name.
-            let channel = "loom_" + identifier.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-            _ = try writerQuery("CREATE OR REPLACE FUNCTION loom_history_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('\(channel)', ''); RETURN NULL; END $$")
+            _ = try writerQuery(Self.notifyFunction(channel: Self.channel(of: identifier)))
             return value
         }.value
     }

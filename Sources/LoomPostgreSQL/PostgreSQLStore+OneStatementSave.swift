@@ -105,21 +105,29 @@ extension PostgreSQLStore {
     /// functions in the schema still opens the store, whose saves then go statement by statement.
     static func installSaveFunctions(_ connection: PGConnection, schemaName: String) throws -> Bool {
         for (signature, body, create) in [(saveFunctionSignature, saveFunctionBody, saveFunction), (unlinkFunctionSignature, unlinkFunctionBody, unlinkFunction)] {
-            var bindings = PostgresBindings()
-            bindings.append("\(SQLGenerator.quote(schemaName)).\(signature)")
-            let existing = try connection.query("SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)", bindings).first.map { try $0.decode(String.self) }
-            if existing == body { continue }
-            try connection.query("SAVEPOINT loom_save_function")
-            do {
-                try connection.query(create)
-                try connection.query("RELEASE SAVEPOINT loom_save_function")
-            } catch {
-                try connection.query("ROLLBACK TO SAVEPOINT loom_save_function")
-                try connection.query("RELEASE SAVEPOINT loom_save_function")
-                return false
-            }
+            guard try replaceFunction(connection, "\(SQLGenerator.quote(schemaName)).\(signature)", body: body, create: create) else { return false }
         }
         return true
+    }
+
+    /// Runs `create` (a `CREATE OR REPLACE FUNCTION`) unless the function `signature` has
+    /// `body` already, in a savepoint of the open transaction: returns whether the function has
+    /// `body` now (`false`: the role may not replace it, and the transaction goes on).
+    static func replaceFunction(_ connection: PGConnection, _ signature: String, body: String, create: String) throws -> Bool {
+        var bindings = PostgresBindings()
+        bindings.append(signature)
+        let existing = try connection.query("SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)", bindings).first.map { try $0.decode(String.self) }
+        if existing == body { return true }
+        try connection.query("SAVEPOINT loom_function")
+        do {
+            try connection.query(create)
+            try connection.query("RELEASE SAVEPOINT loom_function")
+            return true
+        } catch {
+            try connection.query("ROLLBACK TO SAVEPOINT loom_function")
+            try connection.query("RELEASE SAVEPOINT loom_function")
+            return false
+        }
     }
 
     /// Applies `changes` and commits them in one statement (see above); `nil` when they must go

@@ -133,6 +133,11 @@ public final class PostgreSQLStore: PersistentStore {
         /// Called on the listener's thread each time it opened a connection, before it listens on
         /// it: tests end that session there, to lose the connection as the `LISTEN` is requested.
         @_spi(LoomTesting) public var listenerConnected: (@Sendable () -> Void)?
+        /// Called on the listener's thread each time it reads the history: tests count reads.
+        @_spi(LoomTesting) public var listenerReadHistory: (@Sendable () -> Void)?
+        /// Called on the listener's thread each time notifications of the instance's own commits
+        /// spared it a read of the history: tests count them.
+        @_spi(LoomTesting) public var listenerSkippedRead: (@Sendable () -> Void)?
         /// SQL logging as the store found it when it opened (``LoomLogging``), for every
         /// connection it opens later; `nil` before (a connection then reads the current setting).
         var sqlLog: SQLStatementLog??
@@ -331,7 +336,7 @@ public final class PostgreSQLStore: PersistentStore {
             writer.close()
             throw error
         }
-        channel = "loom_" + identifier.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        channel = Self.channel(of: identifier)
         readers = PGConnectionPool(configuration, maximum: configuration.maximumReaderCount)
     }
 
@@ -432,7 +437,7 @@ public final class PostgreSQLStore: PersistentStore {
                     throw LoomError(.notALoomStore, "The PostgreSQL schema \(name) at \(configuration.description) holds tables Loom did not create (\(tables.sorted().prefix(5).joined(separator: ", "))) and no loom_metadata; Loom does not open foreign schemas. Choose another schemaName.")
                 } else {
                     id = UUID()
-                    for statement in metadataStatements + sql.createStatements() + historyStatements(channel: "loom_" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()) {
+                    for statement in metadataStatements + sql.createStatements() + historyStatements(channel: channel(of: id)) {
                         try connection.query(statement)
                     }
                     let record = String(decoding: try JSONEncoder().encode(schema.record), as: UTF8.self)
@@ -443,6 +448,7 @@ public final class PostgreSQLStore: PersistentStore {
                     try connection.query("INSERT INTO loom_metadata (key, value) VALUES ('storeIdentifier', $1), ('schema', $2), ('versionHash', $3), ('formatVersion', '1')", bindings)
                 }
                 for (key, value) in metadata.sorted(by: { $0.key < $1.key }) { try setMetadata(value, forKey: key, on: connection) }
+                try installNotifyFunction(connection, schemaName: name, channel: channel(of: id))
                 let savesInOneStatement = try installSaveFunctions(connection, schemaName: name)
                 try connection.query("COMMIT")
                 return ((id, savesInOneStatement), migrated)

@@ -36,7 +36,7 @@ extension PostgreSQLConnectionFaultTests {
         // Closed, and known closed: refused, no listener made.
         let closed = try PGConnection.open(configuration)
         closed.close()
-        if try closed.addListener(channel: channel, handler: {}) { problems.append("a closed connection took a listener") }
+        if try closed.addListener(channel: channel, handler: { _ in }) { problems.append("a closed connection took a listener") }
 
         // Closing: a graceful close asked for while a statement runs, so the channel is still
         // active and the connection already refuses new work; the listener reaches postgres-nio's
@@ -49,7 +49,7 @@ extension PostgreSQLConnectionFaultTests {
             let closed = DispatchSemaphore(value: 0)
             Task { try? await postgres.closeGracefully(); closed.signal() }
             Thread.sleep(forTimeInterval: 0.1)
-            if try closing.addListener(channel: channel, handler: {}) { closingTaken += 1 }
+            if try closing.addListener(channel: channel, handler: { _ in }) { closingTaken += 1 }
             _ = try? running.wait()
             if closed.wait(timeout: .now() + 5) == .timedOut { problems.append("a graceful close did not end within 5 s") }
         }
@@ -68,7 +68,7 @@ extension PostgreSQLConnectionFaultTests {
                 closing.whenComplete { _ in withExtendedLifetime(postgres) {} }
             }
             do {
-                if try connection.addListener(channel: channel, handler: { notified.add(1, ordering: .relaxed) }) { listened += 1 } else { refused += 1 }
+                if try connection.addListener(channel: channel, handler: { _ in notified.add(1, ordering: .relaxed) }) { listened += 1 } else { refused += 1 }
             } catch {
                 refused += 1
             }
@@ -78,7 +78,7 @@ extension PostgreSQLConnectionFaultTests {
         // Open: the listener hears a notification.
         let open = try PGConnection.open(configuration)
         let before = notified.load(ordering: .relaxed)
-        if try !open.addListener(channel: channel, handler: { notified.add(1, ordering: .relaxed) }) { problems.append("an open connection took no listener") }
+        if try !open.addListener(channel: channel, handler: { _ in notified.add(1, ordering: .relaxed) }) { problems.append("an open connection took no listener") }
         try open.query("LISTEN \(channel)")
         try open.query("NOTIFY \(channel)")
         let deadline = ContinuousClock.now + .seconds(5)
