@@ -12,8 +12,8 @@ import Synchronization
 // follows the accounts, a reader pinned to a query generation checks that what it reads adds
 // up, and the history is purged as it grows. Every ten seconds the parent checks the total
 // from a fresh context and samples its resident memory. It prints the memory curve and every
-// error, and exits 1 on a broken invariant or on memory that grew more than 10% from the fifth
-// minute to the end.
+// error, and exits 1 on a broken invariant or on memory that grew more than 5% over the second
+// half of the run (what grows for the first minutes and then stays is warm-up, not a leak).
 
 @Model final class SoakAccount {
     var number: Int
@@ -264,12 +264,21 @@ for sample in samples where sample.seconds % 60 < 10 {
     print("  minute \(sample.seconds / 60): \(String(format: "%.1f", Double(sample.bytes) / 1_048_576))")
 }
 var failed = !final.violations.isEmpty
-if let warm = samples.first(where: { $0.seconds >= 300 }), let last = samples.last, last.seconds > warm.seconds {
-    let growth = Double(last.bytes - warm.bytes) / Double(warm.bytes)
-    print(String(format: "Growth from minute 5 to the end: %.1f%% (at most 10%%)", growth * 100))
-    if growth > 0.10 { failed = true }
+// A leak keeps growing; caches, the WAL and the allocator's arenas fill for the first minutes and
+// then stay. So the judgement is on the second half of the run, and the growth from minute 5 is
+// shown beside it.
+func growth(from first: (seconds: Int, bytes: Int), to last: (seconds: Int, bytes: Int)) -> Double {
+    Double(last.bytes - first.bytes) / Double(first.bytes)
+}
+if let last = samples.last, last.seconds >= 600, let middle = samples.first(where: { $0.seconds >= last.seconds / 2 }) {
+    if let warm = samples.first(where: { $0.seconds >= 300 }) {
+        print(String(format: "Growth from minute 5 to the end: %.1f%%", growth(from: warm, to: last) * 100))
+    }
+    let late = growth(from: middle, to: last)
+    print(String(format: "Growth over the second half (minute %d to the end): %.1f%% (at most 5%%)", middle.seconds / 60, late * 100))
+    if late > 0.05 { failed = true }
 } else {
-    print("Shorter than 5 minutes: no growth figure.")
+    print("Shorter than 10 minutes: no growth figure.")
 }
 print("Saves \(final.saves), conflicts retried \(final.conflicts), live results \(liveResults.load(ordering: .relaxed))")
 print("Errors: \(final.errors.isEmpty ? "none" : "")")
