@@ -31,7 +31,7 @@ final class PGConnection: @unchecked Sendable {
     private let lost = Atomic<Bool>(false)
     /// The statements prepared on this connection, by their SQL (see ``queryPrepared(_:_:)``).
     /// Touched by the one thread using the connection.
-    private var prepared: [String: PreparedQuery] = [:]
+    private var prepared: [String: (statement: PreparedQuery, types: [PostgresDataType])] = [:]
     private static let logger = Logger(label: "loom.postgresql", factory: { _ in SwiftLogNoOpLogHandler() })
     private static let ids = AtomicCounter()
 
@@ -247,22 +247,24 @@ final class PGConnection: @unchecked Sendable {
     ///
     /// - Throws: ``PGStatementNotRun`` when preparing failed: the statement itself was not sent.
     func runPrepared(_ sql: String, _ bindings: PostgresBindings) throws {
-        guard let values = PreparedValues.values(of: bindings), prepared[sql] != nil || prepared.count < Self.preparedStatementLimit else {
+        let known = prepared[sql]
+        let values = if let known { PreparedValues.values(of: bindings, types: known.types) } else { PreparedValues.values(of: bindings) }
+        guard let values, known != nil || prepared.count < Self.preparedStatementLimit else {
             try query(sql, bindings)
             return
         }
         try checkNotLost()
         let start = ContinuousClock.now
         let statement: PreparedQuery
-        if let known = prepared[sql] {
-            statement = known
+        if let known {
+            statement = known.statement
         } else {
             do {
                 statement = try wait(connection.prepare(query: sql))
             } catch {
                 throw PGStatementNotRun(underlying: error)
             }
-            prepared[sql] = statement
+            prepared[sql] = (statement, values.map(\.type))
         }
         // Traced when it goes out to run, as ``query(_:_:)`` traces: the preparation before it
         // runs nothing.

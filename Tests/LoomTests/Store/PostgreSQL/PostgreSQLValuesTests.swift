@@ -52,7 +52,7 @@ struct PostgreSQLValuesTests {
         #expect(throws: UnstorableValue.self) { try PostgreSQLValues.arrayBytes([.text("a")], as: .integer) }
     }
 
-    @Test("A statement's values read back for a prepared query are what was bound, for every kind of value Loom binds")
+    @Test("A statement's values read back for a prepared query are what was bound, for every kind of value Loom binds; a later run of it reads the bytes with the first run's types")
     func preparedValues() throws {
         #expect(PreparedValues.layoutIsKnown, "postgres-nio lays out its bindings otherwise: saves are no longer prepared")
         var random = SeededGenerator(seed: 42)
@@ -70,8 +70,17 @@ struct PostgreSQLValuesTests {
             var again = PostgresBindings()
             for value in values { again.append(value) }
             #expect(again == bindings)
+            // A later run reads the bytes only, with the first run's types.
+            let types = values.map(\.type)
+            let later = try #require(PreparedValues.values(of: bindings, types: types))
+            #expect(later.map(\.type) == types)
+            #expect(later.map(\.value) == values.map(\.value))
+            #expect(later.map(\.formatCode) == values.map(\.formatCode))
+            #expect(PreparedValues.values(of: bindings, types: Array(types.dropLast())) == nil, "fewer types than values")
+            #expect(PreparedValues.values(of: bindings, types: types + [.int8]) == nil, "more types than values")
         }
         #expect(PreparedValues.values(of: PostgresBindings())?.isEmpty == true)
+        #expect(PreparedValues.values(of: PostgresBindings(), types: [])?.isEmpty == true)
     }
 }
 
