@@ -191,9 +191,12 @@ if macroTests {
 package.targets.append(
     .executableTarget(
         name: "loom-soak",
-        dependencies: ["Loom"],
+        dependencies: ["Loom", "CSoakSupport", .product(name: "GRDBSQLite", package: "GRDB.swift")],
         path: "Soak/Sources/LoomSoak",
         swiftSettings: strictSettings))
+
+// What the soak reads of malloc's state (glibc's mallinfo2, which Swift's Glibc module lacks).
+package.targets.append(.target(name: "CSoakSupport", path: "Soak/Sources/CSoakSupport"))
 
 // `scripts/fuzz` sets `LOOM_FUZZ` to libFuzzer's runtime without its `main`
 // (`libclang_rt.fuzzer_no_main`): Loom's parsers are then compiled with the fuzzer's coverage and
