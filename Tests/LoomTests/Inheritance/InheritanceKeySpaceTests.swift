@@ -87,15 +87,7 @@ struct InheritanceKeySpaceTests {
 
     @Test("Two containers on one store reserve from one counter per hierarchy", arguments: StoreKind.persistentCases)
     func twoContainersShareTheSpace(kind: StoreKind) async throws {
-        let schema = try Schema(tripModels + vehicleModels)
-        let open: () throws -> PersistentContainer
-        if kind == .postgres {
-            let configuration = try PostgresServer.configuration()
-            open = { PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: schema)) }
-        } else {
-            let url = TemporaryDirectory.make().appending(path: "trips.loom")
-            open = { PersistentContainer(store: try SQLiteStore(url: url, schema: schema)) }
-        }
+        let open = try legacyHarness(kind).open
         let first = try open(), second = try open()
         for round in 0..<4 {
             insertMixed(40, prefix: "first\(round)-", into: first.viewContext)
@@ -145,8 +137,9 @@ struct InheritanceKeySpaceTests {
         try execute("INSERT INTO $loom_keys (entity, next) VALUES ('Trip', 3), ('BusinessTrip', 40), ('PersonalTrip', 3), ('ConferenceTrip', 5)")
     }
 
-    /// A persistent store of the hierarchy: how to open it, run raw SQL on it (see
-    /// ``makeLegacyStore(open:execute:)``) and read its `loom_keys` rows without opening it.
+    /// A new persistent store of the hierarchy: how to open it (a new container each time, as
+    /// another process would), run raw SQL on it (see ``makeLegacyStore(open:execute:)``) and
+    /// read its `loom_keys` rows without opening it.
     func legacyHarness(_ kind: StoreKind) throws -> (open: () throws -> PersistentContainer, execute: (String) throws -> Void, keyRows: () throws -> [String: Int64]) {
         let schema = try Schema(tripModels + vehicleModels)
         if kind == .postgres {
