@@ -163,8 +163,9 @@ final class PGConnection: @unchecked Sendable {
     }
 
     /// Adds a handler of the notifications on `channel` (it runs on the event loop, once for
-    /// each, with the notification's payload), unless the connection is closed: returns whether it was added. postgres-nio sends
-    /// the `LISTEN` itself; a statement sent after this returns runs after that `LISTEN`.
+    /// each, with the notification's payload), unless the connection is closed: returns whether
+    /// it was added. postgres-nio sends the `LISTEN` itself; a statement sent after this returns
+    /// runs after that `LISTEN`.
     ///
     /// postgres-nio's `addListener(channel:handler:)` writes its request with no promise: written
     /// from another thread, the request reaches the connection's event loop later, and if the

@@ -10,8 +10,9 @@ import PostgresNIO
 /// history after the last number it handed on, so a notification lost with a dropped
 /// connection loses nothing. A notification of this instance's own next commit
 /// (``HistoryNotice``) needs no read: it only moves the last number on, so that a server's
-/// own saves cost its listener nothing. After a lost connection the thread connects again (waits doubling from the
-/// configuration's ``PostgreSQLStore/Configuration/ListenerReconnection/initialDelay`` up to its
+/// own saves cost its listener nothing. After a lost connection the thread connects again
+/// (waits doubling from the configuration's
+/// ``PostgreSQLStore/Configuration/ListenerReconnection/initialDelay`` up to its
 /// ``PostgreSQLStore/Configuration/ListenerReconnection/maximumDelay``), listens again and
 /// catches up from the history. It also reads every
 /// ``PostgreSQLStore/Configuration/ListenerReconnection/pollInterval`` when nothing woke it. A

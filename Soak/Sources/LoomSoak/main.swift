@@ -249,7 +249,8 @@ var sqliteBytes: [Int] = []
 /// the heap malloc holds: what is held and not in use is freed memory malloc keeps.
 var heapBytes: [(inUse: Int, held: Int)] = []
 func heap() -> (inUse: Int, held: Int) {
-    (Int(loom_soak_heap_in_use()), Int(loom_soak_heap_held()))
+    let state = loom_soak_heap_state()
+    return (Int(state.in_use), Int(state.held))
 }
 let start = Date()
 while Date() < deadline {

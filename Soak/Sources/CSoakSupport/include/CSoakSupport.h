@@ -3,12 +3,14 @@
 
 #include <stdint.h>
 
-/// Bytes in use through malloc in this process, every arena: glibc's `mallinfo2().uordblks +
-/// mallinfo2().hblkhd`. 0 where mallinfo2 is not available.
-uint64_t loom_soak_heap_in_use(void);
+/// Malloc's state, from glibc's `mallinfo2` (all zero where it is not available): `in_use` is
+/// what is allocated (`uordblks + hblkhd`), `held` what malloc holds from the system, in use or
+/// kept after being freed (`arena + hblkhd`).
+typedef struct {
+    uint64_t in_use;
+    uint64_t held;
+} loom_soak_heap;
 
-/// Bytes malloc holds from the system: `mallinfo2().arena + mallinfo2().hblkhd` (in use or kept
-/// after being freed). 0 where mallinfo2 is not available.
-uint64_t loom_soak_heap_held(void);
+loom_soak_heap loom_soak_heap_state(void);
 
 #endif
