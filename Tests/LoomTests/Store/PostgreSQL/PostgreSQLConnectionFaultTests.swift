@@ -88,10 +88,14 @@ struct PostgreSQLConnectionFaultTests {
         var outcome = PGFaultOutcome()
         let before = try await scenario.contents(configuration, admin)
         configuration.applicationName = Self.victim
+        // Every statement the container under test sends, timed: a run past the timeouts says
+        // after which statement it waited.
+        let statements = Mutex<[(at: ContinuousClock.Instant, sql: Substring)]>([])
+        configuration.trace = { sql in statements.withLock { $0.append((.now, sql.prefix(60))) } }
         let attempt = try await scenario.begin(configuration)
         let termination = ScheduledTermination(admin, applicationName: Self.victim)
-        if let fault { termination.start(after: [fault]) }
         let start = ContinuousClock.now
+        if let fault { termination.start(after: [fault]) }
         var failure: (any Error)?
         do { try await attempt.operation() } catch { failure = error }
         outcome.took = ContinuousClock.now - start
@@ -100,7 +104,11 @@ struct PostgreSQLConnectionFaultTests {
         if let problem = termination.failure { outcome.problems.append("the termination failed: \(problem)") }
         outcome.told = await attempt.told()
         let state = try await scenario.contents(configuration, admin)
-        if outcome.took > Self.timeout * 2 + .seconds(2) { outcome.problems.append("the operation took \(outcome.took), past the timeouts") }
+        if outcome.took > Self.timeout * 2 + .seconds(2) {
+            let sent = statements.withLock { $0.filter { $0.at >= start } }
+                .map { "+\(($0.at - start) / .seconds(1)) s \($0.sql)" }
+            outcome.problems.append("the operation took \(outcome.took), past the timeouts; its statements: \(sent.joined(separator: " | "))")
+        }
         var retries = true
         if let failure {
             outcome.threw = true
