@@ -42,6 +42,7 @@ extension SQLiteStore {
                     if recordsHistory { try historyWriter.finish(db) }
                     try Self.control(db, "COMMIT TRANSACTION")
                     if recordsHistory { historyWriter.committed(db, sequence: lastCommitSequence + 1) }
+                    walBound?.restartIfLarge(db)
                 }
             },
             rollBack: rollBack)
@@ -95,6 +96,7 @@ extension SQLiteStore {
                 }
                 try Self.control(db, "COMMIT TRANSACTION")
                 if recordsHistory { historyWriter.committed(db, sequence: lastCommitSequence + 1) }
+                walBound?.restartIfLarge(db)
                 return nil
             } catch let error as LoomError where error.code == .versionConflict || error.code == .uniquenessViolation {
                 if !underSavepoint { try Self.control(db, "ROLLBACK TRANSACTION") }

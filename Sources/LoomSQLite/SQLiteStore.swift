@@ -51,6 +51,14 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         /// checkpoint when it closes) through read-only connections. Every write throws
         /// `LoomError/Code/invalidRequest`. See ``init(readingAt:options:)``.
         @_spi(LoomStore) public var isReadOnly: Bool = false
+        /// How large the write-ahead log may grow, in bytes (64 MiB by default), before a save
+        /// starts it over. SQLite can start the log over only at a moment when no reader uses
+        /// it, which a store read without pause never has: past this size, the save that
+        /// committed waits up to 100 milliseconds for the readers of the old log, then empties
+        /// it. A reader that keeps an old snapshot (a pinned query generation) makes it give up
+        /// and try again later, so the log can pass the bound while that snapshot lasts (see
+        /// `QueryGenerationLimit`).
+        public var maximumWALSize: Int = 64 << 20
         public init(synchronous: Synchronous = .normal, maximumReaderCount: Int = 4, trace: (@Sendable (String) -> Void)? = nil, recordsHistory: Bool = true) {
             self.synchronous = synchronous
             self.maximumReaderCount = maximumReaderCount
@@ -89,6 +97,8 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
     let watcher = Mutex<RemoteCommitWatcher?>(nil)
     /// The query-generation snapshots taken on this store (``openSnapshot()``), closed with it.
     let snapshots = SnapshotList()
+    /// Keeps the write-ahead log within ``Options/maximumWALSize`` (`nil`: read-only).
+    let walBound: WALBound?
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty, and
     /// migrating it when it was saved with an older model whose changes can be inferred
@@ -144,6 +154,7 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
             }
             identifier = id
             migrationReceipt = nil
+            walBound = nil
             readers = ReaderConnections(path: path, maximum: configuration.maximumReaderCount, tracer: tracer)
             return
         }
@@ -159,8 +170,11 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         let synchronous = options.synchronous.rawValue
         // The configuration (so the pool) keeps the tracer as long as its connections live.
         let tracer = SQLTracer.make(path: path, trace: options.trace)
+        let walBound = WALBound(maximumSize: options.maximumWALSize)
+        self.walBound = walBound
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            try walBound.install(on: db)
             SQLFunctions.register(in: db)
             if let tracer, let connection = db.sqliteConnection { tracer.install(on: connection) }
         }
