@@ -52,6 +52,10 @@ struct LiveChangeDigest {
         var properties: [Int64: Set<String>] = [:]
         /// Every property name in `properties`.
         var propertyUnion: Set<String> = []
+        /// Whether an update names no property: its values went back to the saved ones (a
+        /// context reports what differs from the saved values, not what changed since the last
+        /// event), so any property may have changed.
+        var hasUnnamed = false
     }
 
     /// Anything may have changed (a reset, history lost, a generation moved): every query is
@@ -84,6 +88,7 @@ struct LiveChangeDigest {
             }
             if properties != lastProperties {
                 run!.changes.propertyUnion.formUnion(properties)
+                if properties.isEmpty { run!.changes.hasUnnamed = true }
                 lastProperties = properties
             }
         }
@@ -222,7 +227,7 @@ final class LiveQueryEngine {
         var relatedChanged = false
         for name in relatedEntities {
             guard let changes = digest.entities[name] else { continue }
-            if !changes.structural.isEmpty || !changes.propertyUnion.isDisjoint(with: reads[name] ?? []) {
+            if !changes.structural.isEmpty || changes.hasUnnamed || !changes.propertyUnion.isDisjoint(with: reads[name] ?? []) {
                 relatedChanged = true
                 break
             }
@@ -230,7 +235,7 @@ final class LiveQueryEngine {
         if spansHierarchy { return try reevaluateParts(digest, relatedChanged: relatedChanged) }
         let own = digest.entities[query.entity.name]
         let ownReads = reads[query.entity.name] ?? []
-        let ownChanged = own.map { !$0.structural.isEmpty || !$0.propertyUnion.isDisjoint(with: ownReads) } ?? false
+        let ownChanged = own.map { !$0.structural.isEmpty || $0.hasUnnamed || !$0.propertyUnion.isDisjoint(with: ownReads) } ?? false
         guard relatedChanged || ownChanged else { return .unchanged }
         if relatedChanged || query.fetchLimit != nil || query.fetchOffset > 0 || !includesPendingChanges {
             replace(with: try evaluateAll())
@@ -238,10 +243,11 @@ final class LiveQueryEngine {
         }
         var affected = own!.structural
         affected.reserveCapacity(affected.count + own!.properties.count)
-        // When the query reads every property that changed (all of them scores, say), an
-        // object is affected if any of its properties changed: no set comparison per object.
+        // When the query reads every property that changed (all of them scores, say), every
+        // updated object is affected: no set comparison per object. One that names no property
+        // (changed back to its saved values) always is.
         let readsAllChanged = own!.propertyUnion.isSubset(of: ownReads)
-        for (key, properties) in own!.properties where readsAllChanged ? !properties.isEmpty : !properties.isDisjoint(with: ownReads) {
+        for (key, properties) in own!.properties where readsAllChanged || properties.isEmpty || !properties.isDisjoint(with: ownReads) {
             affected.insert(key)
         }
         // Judging most of the result one object at a time costs more than one query.
@@ -299,12 +305,17 @@ final class LiveQueryEngine {
         guard let own = digest.entities[query.entity.name], !own.properties.isEmpty else { return [:] }
         // Often every updated object is in the result: then the digest's own dictionary is
         // handed on, not copied key by key.
-        if own.properties.count <= members.count && own.properties.keys.allSatisfy(members.contains) { return own.properties }
+        if !own.hasUnnamed && own.properties.count <= members.count && own.properties.keys.allSatisfy(members.contains) { return own.properties }
         var updated: [Int64: Set<String>] = [:]
         if own.properties.count <= members.count {
             for (key, properties) in own.properties where members.contains(key) { updated[key] = properties }
         } else {
             for key in members { if let properties = own.properties[key] { updated[key] = properties } }
+        }
+        if own.hasUnnamed {
+            // No property named (changed back to its saved values): any may have changed.
+            let every = Set((0..<query.entity.storedValueCount).map(query.entity.storedValueName(at:)))
+            for (key, properties) in updated where properties.isEmpty { updated[key] = every }
         }
         return updated
     }

@@ -71,7 +71,9 @@ public struct ResultChanges: Equatable, Sendable {
         public var to: ResultPosition
     }
 
-    /// An item whose properties changed, and their names.
+    /// An item whose properties changed, and their names. An unsaved change that puts an
+    /// object's values back to its saved ones names every property of the object: the context
+    /// compares with the saved values, so it cannot tell which one went back.
     public struct Update: Equatable, Sendable {
         public var at: ResultPosition
         public var properties: Set<String>
