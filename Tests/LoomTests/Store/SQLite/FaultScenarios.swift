@@ -11,7 +11,7 @@ import Synchronization
 extension FaultScenario {
     /// Every scenario, or those `LOOM_FAULT_SCENARIOS` names (comma-separated).
     static var all: [FaultScenario] {
-        let every = [save, batchInsert, batchDelete, uniquedImport, historyPurge, checkpoint, storeOpen, lightweightMigration, transformStage]
+        let every = [save, saveRestartingWAL, batchInsert, batchDelete, uniquedImport, historyPurge, checkpoint, storeOpen, lightweightMigration, transformStage]
         guard let names = ProcessInfo.processInfo.environment["LOOM_FAULT_SCENARIOS"]?.split(separator: ",").map(String.init) else { return every }
         return every.filter { names.contains($0.name) }
     }
@@ -19,6 +19,17 @@ extension FaultScenario {
     /// A save of inserts, updates, deletes (one cascading) and relationship changes, on the view context.
     static let save = FaultScenario(name: "save", seed: seedLibrary, begin: { url in
         let (container, context, told) = try await openLibrary(url)
+        try changeLibrary(context)
+        return FaultAttempt(operation: { try context.save() }, retry: { try context.save() }, end: { try await container.close() }, told: told)
+    }, contents: libraryContents)
+
+    /// The same save on a store whose WAL bound is one byte: its commit is followed by the
+    /// `TRUNCATE` checkpoint that starts the log over (``SQLiteStore/Options/maximumWALSize``),
+    /// whose failure must leave the committed save whole.
+    static let saveRestartingWAL = FaultScenario(name: "save restarting the WAL", seed: seedLibrary, begin: { url in
+        var options = SQLiteStore.Options()
+        options.maximumWALSize = 1
+        let (container, context, told) = try await openLibrary(url, options: options)
         try changeLibrary(context)
         return FaultAttempt(operation: { try context.save() }, retry: { try context.save() }, end: { try await container.close() }, told: told)
     }, contents: libraryContents)
@@ -196,8 +207,8 @@ extension FaultScenario {
 
     /// The library opened on the view context, and what tells how many changes a second,
     /// merging context holding every author, novel and tag was told of.
-    @MainActor static func openLibrary(_ url: URL) async throws -> (container: PersistentContainer, context: ManagedObjectContext, told: @MainActor () async -> Int) {
-        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(StoreKind.graphTypes)))
+    @MainActor static func openLibrary(_ url: URL, options: SQLiteStore.Options = SQLiteStore.Options()) async throws -> (container: PersistentContainer, context: ManagedObjectContext, told: @MainActor () async -> Int) {
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(StoreKind.graphTypes), options: options))
         return (container, container.viewContext, try await observer(of: container))
     }
 
