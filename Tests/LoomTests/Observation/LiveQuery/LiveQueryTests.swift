@@ -178,7 +178,7 @@ struct LiveQueryTests {
     }
 
     @Test("Random local edits, sibling and child saves, own saves, rollbacks and cascades: every change turns the last result into the new one, which a fresh fetch equals",
-          .serialized, arguments: [StoreKind.inMemory, .sqlite], [1, 2] as [UInt64])
+          .serialized, .ownThreads, arguments: [StoreKind.inMemory, .sqlite], [1, 2] as [UInt64])
     func differential(kind: StoreKind, seed: UInt64) throws {
         let container = try kind.makeGraphContainer()
         let observer = container.newBackgroundContext(name: "observer")
