@@ -5,7 +5,7 @@ import Testing
 /// The bad-input catalogue (`Loom.docc/BadInput.md`): object URIs, object IDs, history tokens and
 /// query generations that are malformed or belong to another store. Each is refused with its
 /// code and a message naming the URI, ID or token, and the store holds what it held before.
-@Suite("Bad input: IDs, URIs and tokens", .timeLimit(.minutes(3)))
+@Suite("Bad input: IDs, URIs and tokens", .timeLimit(.minutes(5)))
 struct BadInputIdentityTests {
     /// `coordinator.objectID(forURIRepresentation:)` of `text` must throw `code`.
     func expectURIRefused(_ text: String, _ code: LoomError.Code, mentioning: [String], kind: StoreKind,

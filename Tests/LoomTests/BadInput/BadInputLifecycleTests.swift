@@ -5,7 +5,7 @@ import Testing
 /// The bad-input catalogue (`Loom.docc/BadInput.md`): a container, its contexts and its store
 /// used after `close()`, and a context used after its container is gone. Each use after close
 /// throws ``LoomError/Code/closed`` naming the store; what was saved before stays, whole.
-@Suite("Bad input: use after close", .timeLimit(.minutes(3)))
+@Suite("Bad input: use after close", .timeLimit(.minutes(5)))
 struct BadInputLifecycleTests {
     /// A fixture whose container is closed, with a background context made before the close.
     func closedFixture(_ kind: StoreKind) async throws -> (BadInputFixture, BackgroundContext, [String]) {

@@ -9,7 +9,7 @@ import Testing
 /// naming the entity, the attribute and the object, and writes nothing, whichever way the value
 /// comes (a save, a batch insert or update, an import, `loom load`). The in-memory and
 /// PostgreSQL stores hold NaN as it is and read it back.
-@Suite("Bad input: NaN", .timeLimit(.minutes(3)))
+@Suite("Bad input: NaN", .timeLimit(.minutes(5)))
 struct BadInputNotANumberTests {
     /// Checks a refusal of a NaN in `entity.attribute`: its code, its message and the object it
     /// names.

@@ -5,7 +5,7 @@ import Testing
 /// The bad-input catalogue (`Loom.docc/BadInput.md`): malformed fetch, values and history
 /// requests. Each is refused with its code and a message naming the entity or property, and the
 /// store holds what it held before.
-@Suite("Bad input: requests", .timeLimit(.minutes(3)))
+@Suite("Bad input: requests", .timeLimit(.minutes(5)))
 struct BadInputRequestTests {
     @Test("A negative fetchLimit is invalidRequest", arguments: StoreKind.allCases)
     func negativeFetchLimit(kind: StoreKind) async throws {

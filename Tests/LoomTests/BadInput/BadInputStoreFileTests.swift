@@ -7,7 +7,7 @@ import Testing
 /// The bad-input catalogue (`Loom.docc/BadInput.md`): files that are not Loom stores or are
 /// damaged, stores opened with another model, and malformed store locations. Each open or read
 /// is refused with its code and a message naming the file; the file keeps every byte it had.
-@Suite("Bad input: store files and models", .timeLimit(.minutes(3)))
+@Suite("Bad input: store files and models", .timeLimit(.minutes(5)))
 struct BadInputStoreFileTests {
     /// A closed SQLite store of the fixture's objects, and its bytes.
     static func closedStore() async throws -> (URL, Data) {

@@ -7,7 +7,7 @@ import Testing
 /// queries, dumps and files. Each exits with its documented status and one `Error:` line naming
 /// the column, the line or the file; the store dumps the same bytes after as before, and a
 /// failed `load` leaves nothing behind.
-@Suite("Bad input: the loom tool", .ownThreads, .timeLimit(.minutes(3)))
+@Suite("Bad input: the loom tool", .ownThreads, .timeLimit(.minutes(5)))
 struct BadInputToolTests {
     let folder = TemporaryDirectory.make()
     var store: URL { folder.appending(path: "library.loom") }

@@ -5,7 +5,7 @@ import Testing
 /// The bad-input catalogue (`Loom.docc/BadInput.md`): values a save or a batch request cannot
 /// store, and hostile text. Each is refused with its code and a message naming the entity and
 /// attribute, or stored exactly as given; the store holds nothing else than before.
-@Suite("Bad input: values", .timeLimit(.minutes(3)))
+@Suite("Bad input: values", .timeLimit(.minutes(5)))
 struct BadInputValueTests {
     @Test("A required attribute left unset is missingRequiredValue, naming it", arguments: StoreKind.allCases)
     func requiredValueMissing(kind: StoreKind) async throws {

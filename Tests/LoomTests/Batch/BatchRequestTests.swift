@@ -655,7 +655,7 @@ struct BatchRequestTests {
         try await container.close()
     }
 
-    @Test("A live query on the view context follows batch requests run on a background context: its next result equals a fetch, with the batch's changes", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
+    @Test("A live query on the view context follows batch requests run on a background context: its next result equals a fetch, with the batch's changes", .timeLimit(.minutes(5)), arguments: StoreKind.allCases)
     @MainActor
     func liveQueryFollowsBatches(kind: StoreKind) async throws {
         let container = try Self.library(kind, seed: 13)

@@ -2,7 +2,7 @@ import Foundation
 import Loom
 import Testing
 
-@Suite("Contexts and isolation", .timeLimit(.minutes(3)))
+@Suite("Contexts and isolation", .timeLimit(.minutes(5)))
 struct ContextTests {
     @Test("performBackgroundTask returns Sendable IDs that resolve in the view context", arguments: StoreKind.allCases)
     func backgroundTaskReturnsIDs(kind: StoreKind) async throws {

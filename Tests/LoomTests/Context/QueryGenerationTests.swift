@@ -7,7 +7,7 @@ import Testing
 
 /// Query generations: a context pinned to the store's data at one moment
 /// (`setQueryGenerationFrom(_:)`), on every store kind.
-@Suite("Query generations", .timeLimit(.minutes(3)))
+@Suite("Query generations", .timeLimit(.minutes(5)))
 struct QueryGenerationTests {
     /// A container with `count` novels "N0"… of 10·i pages, each by its own author, and a
     /// context on its own queue that merges nothing by itself.

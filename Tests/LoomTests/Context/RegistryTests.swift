@@ -21,7 +21,7 @@ final class HandWrittenNote: PersistentModel {
 /// The identity map: one instance per row while the app holds it, and no entry once the app
 /// lets go (Core Data's registered objects). Entries leave with their objects; nothing is
 /// swept, and no weak reference is involved.
-@Suite("The registry of a context", .timeLimit(.minutes(3)))
+@Suite("The registry of a context", .timeLimit(.minutes(5)))
 struct RegistryTests {
     private static func seed(_ container: PersistentContainer, count: Int) throws {
         try container.newBackgroundContext().performAndWait { context in

@@ -4,7 +4,7 @@ import Loom
 import Testing
 
 /// Saves reach other contexts in the order the store committed them, with the rows they saved.
-@Suite("Commit order", .timeLimit(.minutes(3)))
+@Suite("Commit order", .timeLimit(.minutes(5)))
 struct CommitOrderTests {
     /// Waits on a semaphore without blocking the cooperative pool.
     static func wait(_ semaphore: DispatchSemaphore) async {

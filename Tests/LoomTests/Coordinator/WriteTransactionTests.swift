@@ -6,7 +6,7 @@ import Testing
 /// The store's write scope: exclusive writes that exclude every other writer (other
 /// containers, other processes), whose reads see their own writes, and that never hold a lock
 /// of Loom's across the user's merge resolvers.
-@Suite("Write transactions", .timeLimit(.minutes(3)))
+@Suite("Write transactions", .timeLimit(.minutes(5)))
 struct WriteTransactionTests {
     /// A container on a SQLite file, with the test models.
     static func open(_ url: URL) throws -> PersistentContainer {
@@ -255,7 +255,7 @@ struct WriteTransactionTests {
         return (container, id)
     }
 
-    @Test("A custom merge resolver runs with no lock held: it may wait for another context's save", .timeLimit(.minutes(3)), arguments: StoreKind.allCases)
+    @Test("A custom merge resolver runs with no lock held: it may wait for another context's save", .timeLimit(.minutes(5)), arguments: StoreKind.allCases)
     func resolverHoldsNoLock(kind: StoreKind) async throws {
         let (container, id) = try await Self.containerWithTally(kind, key: "contested")
         let mine = container.newBackgroundContext(name: "mine")

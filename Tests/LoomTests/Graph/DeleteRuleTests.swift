@@ -4,7 +4,7 @@ import Testing
 
 /// Delete rules run when the context processes pending changes, as in Core Data.
 @MainActor
-@Suite("Delete rules", .timeLimit(.minutes(3)))
+@Suite("Delete rules", .timeLimit(.minutes(5)))
 struct DeleteRuleTests {
     /// Ann (published by Pan) wrote N1 (tagged t, two chapters, one review) and N2; Bob is her
     /// student; Ann has a profile.

@@ -5,7 +5,7 @@ import Testing
 /// Predicates that cross relationships give the same answers on every store and with unsaved
 /// changes.
 @MainActor
-@Suite("Graph queries", .timeLimit(.minutes(3)))
+@Suite("Graph queries", .timeLimit(.minutes(5)))
 struct GraphQueryTests {
     struct Library {
         let ann: Author, bob: Author, cy: Author

@@ -3,7 +3,7 @@ import Loom
 import Testing
 
 @MainActor
-@Suite("Ordered many-to-many and nested deletes", .timeLimit(.minutes(3)))
+@Suite("Ordered many-to-many and nested deletes", .timeLimit(.minutes(5)))
 struct OrderedManyToManyTests {
     func container(_ kind: StoreKind) throws -> PersistentContainer {
         let schema = try Schema(Playlist.self, Song.self)

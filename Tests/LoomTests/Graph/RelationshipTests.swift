@@ -4,7 +4,7 @@ import Testing
 
 /// Relationships: both sides always in step, in memory at once and in the store after a save.
 @MainActor
-@Suite("Relationships", .timeLimit(.minutes(3)))
+@Suite("Relationships", .timeLimit(.minutes(5)))
 struct RelationshipTests {
     @Test("Setting a to-one updates the inverse to-many at once, and moving it moves it", arguments: StoreKind.allCases)
     func toOneUpdatesInverse(kind: StoreKind) throws {

@@ -5,7 +5,7 @@ import LoomSQL
 @_spi(LoomStore) import LoomSQLite
 import Testing
 
-@Suite("Persistent history", .timeLimit(.minutes(3)))
+@Suite("Persistent history", .timeLimit(.minutes(5)))
 struct HistoryTests {
     typealias Author = LibraryRelsV2.Author
     typealias Book = LibraryRelsV2.Book

@@ -5,7 +5,7 @@ import Testing
 /// Batch deletes and updates of a parent cover every concrete entity's table, in one store
 /// transaction, with the flat path's results, events and history.
 @MainActor
-@Suite("Inheritance: batch requests", .timeLimit(.minutes(3)))
+@Suite("Inheritance: batch requests", .timeLimit(.minutes(5)))
 struct InheritanceBatchTests {
     func names(_ context: ManagedObjectContext) throws -> [String] {
         try context.fetch(FetchRequest<Trip>(sortBy: [SortDescriptor(\.name)])).map { "\($0.name):\($0.days)" }

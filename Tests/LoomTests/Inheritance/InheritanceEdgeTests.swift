@@ -9,7 +9,7 @@ import Testing
 /// counts with predicates, nested type tests, the requests Loom refuses across a hierarchy,
 /// and a store reopened.
 @MainActor
-@Suite("Inheritance: edges", .timeLimit(.minutes(3)))
+@Suite("Inheritance: edges", .timeLimit(.minutes(5)))
 struct InheritanceEdgeTests {
     @Test("A fault by a parent-typed ID of a sub-entity's object is that object, of its own class", arguments: StoreKind.allCases)
     func faultThroughTheParentsType(kind: StoreKind) throws {

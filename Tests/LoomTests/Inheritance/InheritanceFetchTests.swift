@@ -7,7 +7,7 @@ import Testing
 /// each sub-entity's own class, counts and windows cover them all, IDs name the concrete
 /// entity, and an abstract entity cannot be inserted.
 @MainActor
-@Suite("Inheritance: fetches", .timeLimit(.minutes(3)))
+@Suite("Inheritance: fetches", .timeLimit(.minutes(5)))
 struct InheritanceFetchTests {
     /// Two trips of each concrete kind, saved (``seedTrips(_:)``).
     func seed(_ context: ManagedObjectContext) throws {
@@ -194,7 +194,7 @@ struct InheritanceFetchTests {
 
 /// Type filtering in `#Predicate`: `is` and `as?`, as Foundation's macro writes them on Linux.
 @MainActor
-@Suite("Inheritance: type filtering", .timeLimit(.minutes(3)))
+@Suite("Inheritance: type filtering", .timeLimit(.minutes(5)))
 struct InheritanceTypeFilterTests {
     @Test("`$0 is BusinessTrip` keeps the objects of that entity and its sub-entities", arguments: StoreKind.allCases)
     func isFilters(kind: StoreKind) throws {

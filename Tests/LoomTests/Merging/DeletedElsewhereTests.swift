@@ -5,7 +5,7 @@ import Testing
 /// An object another context deleted, still held here: reading and changing it never traps
 /// (a race the app cannot rule out); a change to it makes the next save refuse rather than save
 /// the rest of the change without it.
-@Suite("Objects deleted elsewhere", .timeLimit(.minutes(3)))
+@Suite("Objects deleted elsewhere", .timeLimit(.minutes(5)))
 struct DeletedElsewhereTests {
     /// A context holding `Book` "1" loaded, and the ID; another context then deletes it.
     private static func deleteElsewhere(_ kind: StoreKind) throws -> (PersistentContainer, BackgroundContext, ObjectID<Book>) {

@@ -6,7 +6,7 @@ import Testing
 /// picks: transfers between accounts, accounts opened, accounts closed with their balance moved.
 /// Every save is a version conflict or keeps the accounts' total (the soak's invariant, found
 /// broken by `scripts/soak`, here step by step).
-@Suite("Interleaved saves keep the total", .timeLimit(.minutes(3)))
+@Suite("Interleaved saves keep the total", .timeLimit(.minutes(5)))
 struct InterleavedSavesTests {
     static let total = 20 * 100
 

@@ -7,7 +7,7 @@ import Testing
 /// Saves arrive with the rows the merging contexts need, read or built once, off every context:
 /// the view context merges another coordinator's commit and a batch request without a single
 /// store statement on the main actor.
-@Suite("Merging reads nothing on the merging context", .timeLimit(.minutes(3)))
+@Suite("Merging reads nothing on the merging context", .timeLimit(.minutes(5)))
 struct MergeStoreReadTests {
     /// Counts the statements a store runs in jobs of the main queue, where the main actor runs
     /// (whichever thread drains it: under the test runner, not always the main thread).

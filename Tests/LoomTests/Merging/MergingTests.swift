@@ -4,7 +4,7 @@ import Testing
 
 /// Change events, merging between contexts, merge policies and the container's save helpers.
 @MainActor
-@Suite("Merging and events", .timeLimit(.minutes(3)))
+@Suite("Merging and events", .timeLimit(.minutes(5)))
 struct MergingTests {
     @Test("objectsDidChange, willSave and didSave carry IDs and changed property names", arguments: StoreKind.allCases)
     func events(kind: StoreKind) async throws {
@@ -284,7 +284,7 @@ struct MergingTests {
 
 /// Conflicts at save, resolved by each merge policy.
 @MainActor
-@Suite("Merge policies", .timeLimit(.minutes(3)))
+@Suite("Merge policies", .timeLimit(.minutes(5)))
 struct MergePolicyTests {
     /// A saved book, loaded in the view context, then changed behind its back (title and pages)
     /// by another context; the view context changes title and rating.

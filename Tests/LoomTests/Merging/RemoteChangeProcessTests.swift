@@ -9,7 +9,7 @@ import Testing
 /// Several processes on one store (Swift Testing exit tests, as the trap tests do): two write
 /// from four contexts each, a third reads the history with tokens, and this process watches
 /// the remote changes and purges old history meanwhile.
-@Suite("Remote changes between processes", .serialized, .ownThreads, .timeLimit(.minutes(3)))
+@Suite("Remote changes between processes", .serialized, .ownThreads, .timeLimit(.minutes(5)))
 struct RemoteChangeProcessTests {
     typealias Book = LibraryRelsV2.Book
 

@@ -7,7 +7,7 @@ import Testing
 
 /// Two containers on one file: each learns what the other commits, from the store's history,
 /// and merges it as it merges its own contexts' saves.
-@Suite("Remote changes", .timeLimit(.minutes(3)))
+@Suite("Remote changes", .timeLimit(.minutes(5)))
 struct RemoteChangeTests {
     typealias Author = LibraryRelsV2.Author
     typealias Book = LibraryRelsV2.Book
@@ -347,7 +347,7 @@ struct RemoteChangeTests {
         try await a.close()
     }
 
-    @Test("A store whose history cannot be read says so: remoteChangesFailure names it, and remoteChanges() ends at once instead of staying silent", .timeLimit(.minutes(3)))
+    @Test("A store whose history cannot be read says so: remoteChangesFailure names it, and remoteChanges() ends at once instead of staying silent", .timeLimit(.minutes(5)))
     func watchingCannotStart() async throws {
         let url = TemporaryDirectory.make().appending(path: "damaged.loom")
         try await Self.open(url).close()

@@ -69,7 +69,7 @@ struct PlanStore {
     }
 }
 
-@Suite("Migration plans: no stage form drops saved data unannounced", .timeLimit(.minutes(3)))
+@Suite("Migration plans: no stage form drops saved data unannounced", .timeLimit(.minutes(5)))
 struct DataLossTests {
     /// Five items (three with a note; two named alike) and seven tags (two with a color).
     static func fill(_ container: PersistentContainer) async throws {

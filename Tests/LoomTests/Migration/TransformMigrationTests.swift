@@ -5,7 +5,7 @@ import Loom
 import Synchronization
 import Testing
 
-@Suite("Transform stages: both versions, in chunks that resume", .timeLimit(.minutes(3)))
+@Suite("Transform stages: both versions, in chunks that resume", .timeLimit(.minutes(5)))
 struct TransformMigrationTests {
     static func makeV1Store(at url: URL, people: Int = 2_500) async throws {
         try await fillV1(try await PersistentContainer(name: "people", for: PeopleV1.self, location: .file(url)), people: people)

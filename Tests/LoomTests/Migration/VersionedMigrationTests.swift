@@ -68,7 +68,7 @@ enum BrokenPlans {
     }
 }
 
-@Suite("Versioned schemas and migration plans", .timeLimit(.minutes(3)))
+@Suite("Versioned schemas and migration plans", .timeLimit(.minutes(5)))
 struct VersionedMigrationTests {
     static func storeURL() -> URL { TemporaryDirectory.make().appending(path: "shelf.loom") }
 

@@ -33,7 +33,7 @@ func quickDishes(in container: PersistentContainer) throws -> LiveResultsObserve
 }
 // END README LIVE QUERIES
 
-@Test("README: a live query follows a background save into the view context; renaming a chef moves their dishes", .timeLimit(.minutes(3)))
+@Test("README: a live query follows a background save into the view context; renaming a chef moves their dishes", .timeLimit(.minutes(5)))
 @MainActor
 func readmeLiveQueries() async throws {
     let container = try PersistentContainer(name: "Kitchen", for: Chef.self, Dish.self, Ingredient.self, Step.self, location: .inMemory)

@@ -3,7 +3,7 @@ import Loom
 import Testing
 
 @MainActor
-@Suite("Nested contexts", .timeLimit(.minutes(3)))
+@Suite("Nested contexts", .timeLimit(.minutes(5)))
 struct NestedContextTests {
     @Test("A child sees its parent's unsaved changes, and its save pushes one level up", arguments: StoreKind.allCases)
     func childOfViewContext(kind: StoreKind) async throws {

@@ -4,7 +4,7 @@ import Testing
 
 /// Store-level behaviour that must be the same on every store.
 @MainActor
-@Suite("Store conformance", .timeLimit(.minutes(3)))
+@Suite("Store conformance", .timeLimit(.minutes(5)))
 struct StoreConformanceTests {
     @Test("Inserted objects are saved and fetched back", arguments: StoreKind.allCases)
     func insertSaveFetch(kind: StoreKind) throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// The store contract (module LoomStoreTesting), run on every store Loom ships. A new store's
 /// tests run the same checks with a subject of their own.
-@Suite("Store contract", .timeLimit(.minutes(3)))
+@Suite("Store contract", .timeLimit(.minutes(5)))
 struct StoreContractTests {
     /// New stores of one kind, each in a folder of its own.
     struct Subject: StoreContractSubject {

@@ -8,7 +8,7 @@ import Testing
 /// trap: throwing calls throw it, the others leave objects readable and note it for the next
 /// save (`pendingStoreError`).
 @MainActor
-@Suite("Store failures", .timeLimit(.minutes(3)))
+@Suite("Store failures", .timeLimit(.minutes(5)))
 struct StoreFailureTests {
     struct UserError: Error, Equatable {
         let value: Int

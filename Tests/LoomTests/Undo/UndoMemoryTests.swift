@@ -5,7 +5,7 @@ import Testing
 
 /// What the undo stack holds: O(properties changed) per step, not a copy of the object.
 @MainActor
-@Suite("Undo memory", .serialized, .timeLimit(.minutes(3)))
+@Suite("Undo memory", .serialized, .timeLimit(.minutes(5)))
 struct UndoMemoryTests {
     @Test("10,000 single-attribute edits, one step each, hold at most 2 MB of undo state")
     func tenThousandSteps() throws {

@@ -7,7 +7,7 @@ import Testing
 /// A context's own undo stack: what it records, how steps are grouped, what never enters it,
 /// and how it meets saves, merges, rollback and reset (Core Data's semantics).
 @MainActor
-@Suite("Undo", .timeLimit(.minutes(3)))
+@Suite("Undo", .timeLimit(.minutes(5)))
 struct UndoTests {
     func store<M: PersistentModel & SendableMetatype>(_ type: M.Type, _ container: PersistentContainer) throws -> Int {
         try container.newBackgroundContext().performAndWait { try $0.count(for: FetchRequest<M>()) }

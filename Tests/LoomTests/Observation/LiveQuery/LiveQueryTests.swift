@@ -462,7 +462,7 @@ extension LiveQueryTests {
 
 /// Live query streams read from other tasks than their context's: coalescing, cancellation,
 /// the context's end (run under ThreadSanitizer too).
-@Suite("Live query streams", .timeLimit(.minutes(3)))
+@Suite("Live query streams", .timeLimit(.minutes(5)))
 struct LiveQueryStreamTests {
     @Test("A reader that stops reading holds one result, however many changes come: the next element is the newest result, with one change from the last one read")
     func unreadResultsAreCoalesced() async throws {
@@ -608,7 +608,7 @@ final class Counter: Sendable {
 }
 
 extension LiveQueryStreamTests {
-    @Test("Another container's commits (another coordinator, as another process) reach a live query on the view context: a renamed author moves their novels", .timeLimit(.minutes(3)))
+    @Test("Another container's commits (another coordinator, as another process) reach a live query on the view context: a renamed author moves their novels", .timeLimit(.minutes(5)))
     @MainActor
     func remoteCommits() async throws {
         let url = TemporaryDirectory.make().appending(path: "graph.loom")
@@ -638,7 +638,7 @@ extension LiveQueryStreamTests {
 }
 
 extension LiveQueryStreamTests {
-    @Test("A live query that cannot be evaluated again (its store closed) ends its stream with the store's error, and an observer keeps it, instead of trapping or going quiet", .timeLimit(.minutes(3)))
+    @Test("A live query that cannot be evaluated again (its store closed) ends its stream with the store's error, and an observer keeps it, instead of trapping or going quiet", .timeLimit(.minutes(5)))
     func storeFailureEndsTheStream() async throws {
         let container = try StoreKind.sqlite.makeGraphContainer()
         let context = container.newBackgroundContext()

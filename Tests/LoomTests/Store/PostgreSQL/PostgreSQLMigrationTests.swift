@@ -12,7 +12,7 @@ import Testing
 /// Inferred migrations on PostgreSQL: the same models and expectations as SQLite's suites
 /// (`MigrationTests`, `RelationshipRenameTests`, `RelationshipKindTests`), through the statements
 /// both stores share, plus what only a server has: servers starting together migrate once.
-@Suite("PostgreSQL store: inferred migrations", PostgresServer.required, .timeLimit(.minutes(3)))
+@Suite("PostgreSQL store: inferred migrations", PostgresServer.required, .timeLimit(.minutes(5)))
 struct PostgreSQLMigrationTests {
     static func open(_ configuration: PostgreSQLStore.Configuration, _ schema: Schema) throws -> PersistentContainer {
         PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: schema))
@@ -186,7 +186,7 @@ struct PostgreSQLMigrationTests {
 
 /// Versioned plans on PostgreSQL: SQLite's plans and expectations (`VersionedMigrationTests`,
 /// `TransformMigrationTests`) through `PostgreSQLStore.Location`.
-@Suite("PostgreSQL store: migration plans", PostgresServer.required, .timeLimit(.minutes(3)))
+@Suite("PostgreSQL store: migration plans", PostgresServer.required, .timeLimit(.minutes(5)))
 struct PostgreSQLMigrationPlanTests {
     @Test("A V1 store opens with V3 through the plan: lightweight then custom stage, each step once, the version saved")
     func migratesThroughTheStages() async throws {

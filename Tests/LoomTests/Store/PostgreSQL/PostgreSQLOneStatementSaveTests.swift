@@ -13,7 +13,7 @@ import Testing
 /// trips): the write lock, the change, the commit lock and the history row in one round trip,
 /// with the same refusals, history and fallbacks as a save statement by statement. The
 /// overlap and gap-free history of such saves from several servers: `PostgreSQLParallelWriteTests`.
-@Suite("PostgreSQL one-statement saves", PostgresServer.required, .timeLimit(.minutes(3)))
+@Suite("PostgreSQL one-statement saves", PostgresServer.required, .timeLimit(.minutes(5)))
 struct PostgreSQLOneStatementSaveTests {
     typealias Statements = PostgreSQLStoreTests.Statements
 

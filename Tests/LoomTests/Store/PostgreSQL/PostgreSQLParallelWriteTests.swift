@@ -11,7 +11,7 @@ import Testing
 /// ``PostgreSQLStore/Configuration/insideSaveTransaction``. The tasks the tests start run on
 /// threads of their own too (``OwnThreadsExecutor``): a test of another suite that holds the
 /// cooperative pool must not stall them.
-@Suite("PostgreSQL parallel writes", PostgresServer.required, .serialized, .ownThreads, .timeLimit(.minutes(3)))
+@Suite("PostgreSQL parallel writes", PostgresServer.required, .serialized, .ownThreads, .timeLimit(.minutes(5)))
 struct PostgreSQLParallelWriteTests {
     /// How long each save of the overlap test sleeps inside its transaction.
     static let delay = 0.05

@@ -15,7 +15,7 @@ import Testing
 ///
 /// Serialized (one test turns the server's TLS off for a while), on threads of its own (the
 /// cluster's start and the `loom` tool are waited for synchronously).
-@Suite("PostgreSQL secure connections", .serialized, PostgresServer.required, .ownThreads, SecureCluster.trait, .timeLimit(.minutes(3)))
+@Suite("PostgreSQL secure connections", .serialized, PostgresServer.required, .ownThreads, SecureCluster.trait, .timeLimit(.minutes(5)))
 struct PostgreSQLSecureConnectionTests {
     static let password = "Pa55-w0rd_that:never+shows"
 

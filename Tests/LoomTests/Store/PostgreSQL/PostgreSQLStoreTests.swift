@@ -12,7 +12,7 @@ import Testing
 /// blocking waits that cannot deadlock, values PostgreSQL cannot store, configuration, and the
 /// refusal of foreign schemas. Everything store-independent runs on PostgreSQL in
 /// the other suites (`StoreKind.postgres`).
-@Suite("PostgreSQL store", PostgresServer.required, .timeLimit(.minutes(3)))
+@Suite("PostgreSQL store", PostgresServer.required, .timeLimit(.minutes(5)))
 struct PostgreSQLStoreTests {
     /// The statements a store runs, by kind.
     final class Statements: @unchecked Sendable {

@@ -7,7 +7,7 @@ import Testing
 
 /// The three defects the I/O-fault loops found (FaultInjectionTests), each reproduced directly,
 /// without the fault VFS: the failure each needed is made on purpose where it mattered.
-@Suite("Fault-injection fixes, each reproduced directly", .timeLimit(.minutes(3)))
+@Suite("Fault-injection fixes, each reproduced directly", .timeLimit(.minutes(5)))
 struct FaultFixRegressionTests {
     // MARK: (a) an error that ended the transaction under a savepoint
 

@@ -8,7 +8,7 @@ import Testing
 /// The write-ahead log stays bounded while readers never stop (``SQLiteStore/Options/maximumWALSize``):
 /// SQLite starts the log over only when no reader uses it, so a store read without pause grew
 /// its log without bound (the soak found 820 MB after two minutes).
-@Suite("SQLite: the WAL stays bounded under readers that never stop", .serialized, .ownThreads, .timeLimit(.minutes(3)))
+@Suite("SQLite: the WAL stays bounded under readers that never stop", .serialized, .ownThreads, .timeLimit(.minutes(5)))
 struct WALBoundTests {
     /// A save of 50 books with 2 KB titles: about 120 KB of log.
     static func saveBooks(_ container: PersistentContainer, round: Int) throws -> Duration {
