@@ -74,6 +74,7 @@ final class WALBound: Sendable {
         var log: Int32 = 0
         var copied: Int32 = 0
         let code = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied)
+        // Back to the writer's own wait (the pool's `busyMode`, which GRDB sets the same way).
         sqlite3_busy_timeout(connection, Int32(SQLiteStore.busyTimeout * 1000))
         if code == SQLITE_OK {
             self.frames.store(0, ordering: .relaxed)

@@ -17,22 +17,25 @@ extension FaultScenario {
     }
 
     /// A save of inserts, updates, deletes (one cascading) and relationship changes, on the view context.
-    static let save = FaultScenario(name: "save", seed: seedLibrary, begin: { url in
-        let (container, context, told) = try await openLibrary(url)
-        try changeLibrary(context)
-        return FaultAttempt(operation: { try context.save() }, retry: { try context.save() }, end: { try await container.close() }, told: told)
-    }, contents: libraryContents)
+    static let save = librarySave(name: "save", options: SQLiteStore.Options())
+
+    /// ``save`` on a store opened with `options`.
+    static func librarySave(name: String, options: SQLiteStore.Options) -> FaultScenario {
+        FaultScenario(name: name, seed: seedLibrary, begin: { url in
+            let (container, context, told) = try await openLibrary(url, options: options)
+            try changeLibrary(context)
+            return FaultAttempt(operation: { try context.save() }, retry: { try context.save() }, end: { try await container.close() }, told: told)
+        }, contents: libraryContents)
+    }
 
     /// The same save on a store whose WAL bound is one byte: its commit is followed by the
     /// `TRUNCATE` checkpoint that starts the log over (``SQLiteStore/Options/maximumWALSize``),
     /// whose failure must leave the committed save whole.
-    static let saveRestartingWAL = FaultScenario(name: "save restarting the WAL", seed: seedLibrary, begin: { url in
+    static let saveRestartingWAL: FaultScenario = {
         var options = SQLiteStore.Options()
         options.maximumWALSize = 1
-        let (container, context, told) = try await openLibrary(url, options: options)
-        try changeLibrary(context)
-        return FaultAttempt(operation: { try context.save() }, retry: { try context.save() }, end: { try await container.close() }, told: told)
-    }, contents: libraryContents)
+        return librarySave(name: "save restarting the WAL", options: options)
+    }()
 
     /// The save's changes: inserts, updates, deletes (one cascading) and relationship changes
     /// to the seed library, in `context` (not saved).
