@@ -475,9 +475,20 @@ public final class PostgreSQLStore: PersistentStore {
               let saved = try? JSONDecoder().decode(SchemaRecord.self, from: Data(recordText.utf8)) else {
             throw LoomError(.notALoomStore, "The PostgreSQL schema \(configuration.schemaName) at \(configuration.description) has a loom_metadata table but no readable store identifier or schema.")
         }
-        if metadata["versionHash"] == schema.versionHash { return (id, false) }
-        try migrate(connection, from: saved, to: schema, sql: sql, configuration: configuration, progress: progress)
-        return (id, true)
+        let migrated = metadata["versionHash"] != schema.versionHash
+        if migrated { try migrate(connection, from: saved, to: schema, sql: sql, configuration: configuration, progress: progress) }
+        try mergeKeySpaces(connection, sql: sql)
+        return (id, migrated)
+    }
+
+    /// Gives each hierarchy one key space (see `SQLGenerator.KeySpace`): a store saved before
+    /// had a counter per entity; its root's counter now starts past every key of the hierarchy.
+    private static func mergeKeySpaces(_ connection: PGConnection, sql: SQLGenerator) throws {
+        for space in sql.sharedKeySpaces {
+            guard let marks = try connection.query(space.marksQuery).first(where: { _ in true }) else { continue }
+            let (next, rootNext, subentityRows) = try marks.decode((Int64?, Int64?, Int64).self)
+            for statement in space.mergeStatements(next: next, rootNext: rootNext, subentityRows: subentityRows) { try connection.query(statement) }
+        }
     }
 
     // MARK: Reads
@@ -676,13 +687,14 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// Reserves `count` keys with one statement on a connection of its own (outside any write
     /// transaction: a reservation is never undone, so keys are never handed out twice, even by
-    /// servers racing).
+    /// servers racing). Every entity of a hierarchy reserves from its root's row: a key is
+    /// unique within a hierarchy.
     @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
         if isClosed { throw closedError() }
         do {
             return try readers.withConnection { connection in
                 var bindings = PostgresBindings()
-                bindings.append(entity.name)
+                bindings.append(entity.rootEntity.name)
                 bindings.append(Int64(count))
                 let rows = try connection.query(
                     "INSERT INTO loom_keys (entity, next) VALUES ($1, 1 + $2) ON CONFLICT (entity) DO UPDATE SET next = loom_keys.next + $2 RETURNING next", bindings)

@@ -248,9 +248,21 @@ extension SQLiteStore {
         if !readOnly {
             for statement in historyStatements { try db.execute(sql: statement) }
             try upgradeHistoryTable(db)
-            for statement in SQLGenerator(schema: schema, dialect: SQLiteDialect()).indexStatements() { try db.execute(sql: statement) }
+            let sql = SQLGenerator(schema: schema, dialect: SQLiteDialect())
+            for statement in sql.indexStatements() { try db.execute(sql: statement) }
+            try mergeKeySpaces(db, sql: sql)
         }
         return (id, saved.versionHash != schema.versionHash)
+    }
+
+    /// Gives each hierarchy one key space (see `SQLGenerator.KeySpace`): a store saved before
+    /// had a counter per entity; its root's counter now starts past every key of the hierarchy.
+    private static func mergeKeySpaces(_ db: Database, sql: SQLGenerator) throws {
+        for space in sql.sharedKeySpaces {
+            guard let marks = try Row.fetchOne(db, sql: space.marksQuery) else { continue }
+            let statements = space.mergeStatements(next: try marks.decode(atIndex: 0), rootNext: try marks.decode(atIndex: 1), subentityRows: try marks.decode(atIndex: 2))
+            for statement in statements { try db.execute(sql: statement) }
+        }
     }
 
     /// The schema saved inside a store file, without opening it with a model: for tools that

@@ -238,7 +238,8 @@ extension SQLiteStore {
 
     /// Reserves `count` keys with one statement (an upsert that returns the new next key), so
     /// that a reservation made in the background shows up in a statement trace as one write,
-    /// never as a read.
+    /// never as a read. Every entity of a hierarchy reserves from its root's row: a key is
+    /// unique within a hierarchy.
     @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
         try refuseIfReadOnly()
         return try writeScope.write { () throws(LoomError) -> Range<Int64> in
@@ -248,7 +249,7 @@ extension SQLiteStore {
                 return try pool.writeWithoutTransaction { db in
                     let end = try Int64.fetchOne(
                         db, sql: "INSERT INTO loom_keys (entity, next) VALUES (?, 1 + ?) ON CONFLICT(entity) DO UPDATE SET next = next + ? RETURNING next",
-                        arguments: [entity.name, count, count]) ?? (1 + Int64(count))
+                        arguments: [entity.rootEntity.name, count, count]) ?? (1 + Int64(count))
                     return (end - Int64(count))..<end
                 }
             } catch {

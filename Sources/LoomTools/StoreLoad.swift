@@ -313,10 +313,18 @@ final class StoreLoader {
                                         line: entities[entity.name]!.line(of: owner), field: "relationships.\(r.description.name)")
                 }
             }
-            let highest = try writer.highestKey(of: entity)
-            let saved = header.nextKeys[entity.name]
+        }
+        // One key space per hierarchy: the root's row hands out keys to all of its entities, so
+        // it starts past every key of the hierarchy and every row the dump has for it (a dump of
+        // a store written when each entity had its own row may have several).
+        for root in schema.entities where root.superentity == nil {
+            var highest: Int64?, saved: Int64?
+            for entity in schema.entities where entity.rootEntity === root {
+                if let key = try writer.highestKey(of: entity) { highest = max(highest ?? key, key) }
+                if let next = header.nextKeys[entity.name] { saved = max(saved ?? next, next) }
+            }
             if highest != nil || saved != nil {
-                try writer.setNextKey(max(saved ?? 1, (highest ?? 0) + 1), for: entity)
+                try writer.setNextKey(max(saved ?? 1, (highest ?? 0) + 1), for: root)
             }
         }
     }

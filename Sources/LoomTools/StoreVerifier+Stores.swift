@@ -94,7 +94,7 @@ private struct SPIVerificationRun {
 
     /// Keys between 1 and the allocator's mark, versions of at least 1, values Loom reads back.
     mutating func checkRows(of entity: EntityDescription) throws {
-        let name = entity.name, mark = keyMarks[name] ?? 1
+        let name = entity.name, mark = keyMark(of: entity, in: keyMarks)
         var found = Found(limit: limit), objects = 0
         let uri = makesURIs
         try StoreRowPages.forEach(of: entity, in: store) { rows in

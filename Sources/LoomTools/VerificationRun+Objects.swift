@@ -13,7 +13,7 @@ extension VerificationRun {
         let table = Self.quote(entity.name)
         objectCount += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
         // Without loom_keys (reported by the layout check) only the lower bound is checked.
-        let mark = keyMarks.map { $0[entity.name] ?? 1 } ?? Int64.max
+        let mark = keyMarks.map { keyMark(of: entity, in: $0) } ?? Int64.max
         let name = entity.name
         let found = try select(db, "SELECT Z_PK, Z_OPT FROM \(table) WHERE Z_OPT IS NULL OR Z_OPT < 1 OR Z_PK < 1 OR Z_PK >= ?", arguments: [mark]) { row in
             let key: Int64 = try row.decode(atIndex: 0), version: Int64? = try row.decode(atIndex: 1)

@@ -31,11 +31,17 @@ extension ManagedObjectContext {
     }
 
     /// Registers a live query's engine and evaluates it once (its first result goes to `sink`).
+    ///
+    /// A request of an entity with sub-entities (unless `includesSubentities` is off) or of an
+    /// abstract one lists the objects of each concrete entity it covers, as a fetch does.
     func startLiveQuery<Model: PersistentModel>(_ request: FetchRequest<Model>, sectionKeyPath: AnyKeyPath?, sink: any LiveQuerySink) throws(LoomError) {
         ConcurrencyDebugging.check(self, #function)
-        let entity = try coordinator.schema.requireEntity(named: Model.entity.name)
-        try coordinator.schema.requireOwnTable(of: entity, for: "A live query", includingSubentities: request.includesSubentities)
-        var query = try request.storeQuery(for: entity, in: coordinator.schema)
+        let schema = coordinator.schema
+        let entity = try schema.requireEntity(named: Model.entity.name)
+        var query = try request.storeQuery(for: entity, in: schema)
+        let covered = schema.concreteEntities(of: entity, includingSubentities: request.includesSubentities)
+        var parts: [LiveQueryEngine.Part] = []
+        for member in covered { parts.append(LiveQueryEngine.Part(entity: member, query: member === entity ? query : try request.storeQuery(for: member, in: schema))) }
         if let sectionKeyPath {
             guard let (path, index) = FetchRequest<Model>.sortTarget(sectionKeyPath, entity, coordinator.schema) else {
                 throw LoomError(.unsupportedSort, "A live query's section key path on \(entity.name) does not name a stored attribute; use a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).", entity: entity.name)
@@ -44,13 +50,17 @@ extension ManagedObjectContext {
             guard owner.attributes[index].type.isOrderable else {
                 throw LoomError(.unsupportedSort, "\(owner.name).\(owner.attributes[index].name) is \(English.a(owner.attributes[index].type.rawValue)) attribute, whose stored form does not sort like its values, so it cannot key sections.", entity: entity.name, attributes: [owner.attributes[index].name])
             }
-            query.sortKeys.insert(SortKey(attributeIndex: index, ascending: true, relationshipPath: path.map(\.reference)), at: 0)
+            let sectionKey = SortKey(attributeIndex: index, ascending: true, relationshipPath: path.map(\.reference))
+            query.sortKeys.insert(sectionKey, at: 0)
+            // An inherited attribute has the same index in every sub-entity.
+            for i in parts.indices { parts[i].query.sortKeys.insert(sectionKey, at: 0) }
         }
-        let engine = LiveQueryEngine(context: self, query: query, sectioned: sectionKeyPath != nil, includesPendingChanges: request.includesPendingChanges)
+        let spans = parts.count != 1 || parts[0].entity !== entity
+        let engine = LiveQueryEngine(context: self, query: query, parts: spans ? parts : nil, sectioned: sectionKeyPath != nil, includesPendingChanges: request.includesPendingChanges)
         engine.sink = sink
         try engine.start()
         observation.add(engine)
         // Saves then carry the rows of the objects it may list.
-        inbox.noteQueried(ObjectIdentifier(query.entity))
+        for part in engine.parts { inbox.noteQueried(ObjectIdentifier(part.entity)) }
     }
 }

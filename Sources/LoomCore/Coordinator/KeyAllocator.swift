@@ -9,8 +9,9 @@ import Foundation
 final class KeyAllocator: Sendable {
     private let store: any PersistentStore
 
-    /// Key blocks and unsaved keys by entity: one lock for both, so that inserting an object
-    /// takes it once.
+    /// Key blocks and unsaved keys by root entity (one key space per hierarchy, as the stores
+    /// reserve them: a key is unique among a hierarchy's objects): one lock for both, so that
+    /// inserting an object takes it once.
     ///
     /// An entity's state is a class, found once per insert and changed in place: a dictionary's
     /// in-place update of a `KeyBlock` value, and a `Set` of every unsaved key, cost an insert
@@ -118,7 +119,7 @@ final class KeyAllocator: Sendable {
     /// after the store was closed). A reservation ahead that fails is not reported: the next
     /// synchronous one reports the store's error.
     func allocateKey(for entity: EntityDescription) throws(LoomError) -> Int64 {
-        let id = ObjectIdentifier(entity)
+        let id = ObjectIdentifier(entity.rootEntity)
         let (key, ahead) = keys.withLock { keys -> (Int64?, Int?) in
             let state = keys.of(id)
             guard let (key, ahead) = state.block?.takeKey() else { return (nil, nil) }
@@ -146,7 +147,7 @@ final class KeyAllocator: Sendable {
     private func reserveKeysAhead(for entity: EntityDescription, count: Int) {
         keyQueue.async { [weak self] in
             guard let self else { return }
-            let id = ObjectIdentifier(entity)
+            let id = ObjectIdentifier(entity.rootEntity)
             let range: Range<Int64>?
             do {
                 range = try store.allocateKeys(for: entity, count: count)
@@ -166,15 +167,15 @@ final class KeyAllocator: Sendable {
     }
 
     func noteUnsaved(_ entity: EntityDescription, key: Int64) {
-        keys.withLock { $0.of(ObjectIdentifier(entity)).unsaved.insert(key) }
+        keys.withLock { $0.of(ObjectIdentifier(entity.rootEntity)).unsaved.insert(key) }
     }
 
     func forgetUnsaved(_ entity: EntityDescription, key: Int64) {
-        keys.withLock { $0.of(ObjectIdentifier(entity)).unsaved.remove(key) }
+        keys.withLock { $0.of(ObjectIdentifier(entity.rootEntity)).unsaved.remove(key) }
     }
 
     func isUnsaved(_ entity: EntityDescription, key: Int64) -> Bool {
-        keys.withLock { $0.of(ObjectIdentifier(entity)).unsaved.contains(key) }
+        keys.withLock { $0.of(ObjectIdentifier(entity.rootEntity)).unsaved.contains(key) }
     }
 
     /// Forgets every reserved block: after a write transaction rolled back, the keys reserved
@@ -189,7 +190,7 @@ final class KeyAllocator: Sendable {
     /// Notes that a save inserted these objects: their keys are no longer unsaved.
     func didSave(_ inserts: [StoreChangeSet.Insert]) {
         keys.withLock { keys in
-            for insert in inserts { keys.of(ObjectIdentifier(insert.entity)).unsaved.remove(insert.key) }
+            for insert in inserts { keys.of(ObjectIdentifier(insert.entity.rootEntity)).unsaved.remove(insert.key) }
         }
     }
 }

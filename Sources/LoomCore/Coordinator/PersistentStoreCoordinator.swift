@@ -20,6 +20,8 @@ public final class PersistentStoreCoordinator: Sendable {
     private let rowCache: Locked<RowCache>
     /// Hands out primary keys, reserving them from the store in blocks.
     let keyAllocator: KeyAllocator
+    /// Whether each hierarchy's saved objects have keys of their own.
+    let keySpaceCheck = KeySpaceCheck()
     /// Puts saves in commit order on their way to other contexts.
     private let sequencer: SaveSequencer
     /// The write transaction this coordinator runs now (``write(_:_:)``), if any: the saves it

@@ -91,8 +91,9 @@ public struct Schema: Sendable {
     }
 
     /// Throws ``LoomError/Code/invalidRequest`` when `operation` on `entity` would have to
-    /// cover its sub-entities (or, abstract, has nothing else to cover), which live queries do
-    /// not do yet; `includingSubentities` false asks for the entity's own table only.
+    /// cover its sub-entities, or ``LoomError/Code/abstractEntity`` when, abstract, it has no
+    /// table of its own to work on (a batch insert); `includingSubentities` false asks for the
+    /// entity's own table only.
     func requireOwnTable(of entity: EntityDescription, for operation: String, includingSubentities: Bool = true) throws(LoomError) {
         let subentities = includingSubentities ? concreteEntities(of: entity).filter { $0 !== entity } : []
         if subentities.isEmpty && !entity.isAbstract { return }
@@ -100,7 +101,7 @@ public struct Schema: Sendable {
         if subentities.isEmpty {
             throw LoomError(.abstractEntity, "\(operation) of \(entity.name) is refused: \(entity.name) is abstract, it has no objects of its own; run it on one of its sub-entities (\(names.isEmpty ? "it has none" : names)).", entity: entity.name)
         }
-        throw LoomError(.invalidRequest, "\(operation) of \(entity.name) would have to cover its sub-entities (\(names.isEmpty ? "none" : names)), which Loom does not do yet (fetches, counts, batched fetches, values and aggregates, batch updates and deletes do); run it on each sub-entity's own class\(entity.isAbstract ? "" : ", or with includesSubentities = false where the request has it").", entity: entity.name)
+        throw LoomError(.invalidRequest, "\(operation) of \(entity.name) would have to cover its sub-entities (\(names.isEmpty ? "none" : names)), which Loom does not do yet (fetches, counts, batched fetches, values and aggregates, live queries, batch updates and deletes do); run it on each sub-entity's own class\(entity.isAbstract ? "" : ", or with includesSubentities = false where the request has it").", entity: entity.name)
     }
 
     /// The entities whose objects a fetch of `entity` returns: the entity itself unless it is

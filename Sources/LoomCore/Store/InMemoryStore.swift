@@ -240,7 +240,8 @@ public final class InMemoryStore: PersistentStore {
 
     @_spi(LoomStore) public func allocateKeys(for entity: EntityDescription, count: Int) throws(LoomError) -> Range<Int64> {
         try write { state throws(LoomError) -> Range<Int64> in
-            let id = ObjectIdentifier(entity)
+            // One key space per hierarchy: a key is unique among its entities' objects.
+            let id = ObjectIdentifier(entity.rootEntity)
             let start = state.nextKeys[id] ?? 1
             state.nextKeys[id] = start + Int64(count)
             return start..<(start + Int64(count))

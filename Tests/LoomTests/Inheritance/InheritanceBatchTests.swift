@@ -37,7 +37,7 @@ struct InheritanceBatchTests {
         #expect(try context.count(for: FetchRequest<Trip>()) == 6)
     }
 
-    @Test("A batch delete by IDs deletes exactly the named objects, though entities of a hierarchy share primary keys", arguments: StoreKind.allCases)
+    @Test("A batch delete by IDs of a parent deletes exactly the named objects of its sub-entities", arguments: StoreKind.allCases)
     func batchDeleteByIDsAcrossHierarchy(kind: StoreKind) throws {
         let container = try kind.makeHierarchyContainer()
         let context = container.viewContext
@@ -48,8 +48,9 @@ struct InheritanceBatchTests {
         context.insert(business)
         context.insert(conference)
         try context.save()
-        // Each entity's keys start at 1: the three share a primary key.
-        #expect(Set([trip.objectID.primaryKey, business.objectID.primaryKey, conference.objectID.primaryKey]).count == 1)
+        // One key space per hierarchy: the three have keys of their own (a store written before
+        // it may still hold siblings sharing a key; each ID keeps its entity for those).
+        #expect(Set([trip.objectID.primaryKey, business.objectID.primaryKey, conference.objectID.primaryKey]).count == 3)
         let ids = [try #require(ObjectID<Trip>(business.objectID.erased)), try #require(ObjectID<Trip>(conference.objectID.erased))]
         let result = try context.execute(BatchDeleteRequest<Trip>(objectIDs: ids))
         #expect(Set(result.deleted) == Set(ids.map(\.erased)))

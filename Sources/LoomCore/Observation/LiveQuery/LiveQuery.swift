@@ -106,6 +106,9 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         var touched: Set<Int64>? = []
         /// The keys of `latest`'s sections.
         var keys: [SectionIdentity: SectionKey] = [:]
+        /// The entity of each item of `latest` that is not the query's own (see
+        /// ``LiveQuerySink/receive(_:updated:touched:entities:in:)``).
+        var entities: [Int64: String] = [:]
         /// The last element read (made from `delivered`), whose unchanged sections the next one
         /// reuses.
         var read: LiveResults<Model, SectionKey>?
@@ -126,10 +129,11 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
         self.storeIdentifier = context.coordinator.storeIdentifier
     }
 
-    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, in context: ManagedObjectContext) {
-        let keys = sectionKeys.withLock { $0.keys(of: result, in: context) }
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, entities: [Int64: String], in context: ManagedObjectContext) {
+        let keys = sectionKeys.withLock { $0.keys(of: result, entities: entities, in: context) }
         state.withLock { state in
             state.latest = result
+            state.entities = entities
             // Nothing waiting (the reader took the last result): taken as they are, not rehashed.
             if state.updated.isEmpty {
                 state.updated = updated
@@ -157,7 +161,7 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     }
 
     private enum Step {
-        case deliver(previous: LiveSnapshot?, latest: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey], read: LiveResults<Model, SectionKey>?)
+        case deliver(previous: LiveSnapshot?, latest: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey], entities: [Int64: String], read: LiveResults<Model, SectionKey>?)
         case fail(LoomError)
         case end
         case wait
@@ -205,8 +209,8 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     private func ready() throws(LoomError) -> Ready {
         while true {
             switch takeStep() {
-            case .deliver(let previous, let latest, let updated, let touched, let keys, let read):
-                if let results = results(latest, previous: previous, read: read, updated: updated, touched: touched, keys: keys) {
+            case .deliver(let previous, let latest, let updated, let touched, let keys, let entities, let read):
+                if let results = results(latest, previous: previous, read: read, updated: updated, touched: touched, keys: keys, entities: entities) {
                     return .results(results)
                 }
             case .fail(let error):
@@ -228,7 +232,7 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
                     state.updated = [:]
                     state.touched = []
                 }
-                return .deliver(previous: state.delivered, latest: latest, updated: state.updated, touched: state.touched, keys: state.keys, read: state.read)
+                return .deliver(previous: state.delivered, latest: latest, updated: state.updated, touched: state.touched, keys: state.keys, entities: state.entities, read: state.read)
             }
             if let failure = state.failure {
                 state.failure = nil
@@ -244,12 +248,12 @@ final class LiveQueryChannel<Model: PersistentModel, SectionKey: Hashable & Send
     /// Nil when the change is empty: `read` then stands for `snapshot` too.
     private func results(
         _ snapshot: LiveSnapshot, previous: LiveSnapshot?, read: LiveResults<Model, SectionKey>?,
-        updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey]
+        updated: [Int64: Set<String>], touched: Set<Int64>?, keys: [SectionIdentity: SectionKey], entities: [Int64: String]
     ) -> LiveResults<Model, SectionKey>? {
         let changes = previous.map { SectionedDiff.changes(from: $0, to: snapshot, updated: updated, touchedKeys: touched) }
         if let changes, changes.isEmpty { return nil }
         let earlier = previous.flatMap { previous in read.map { (previous, $0) } }
-        let results = LiveResults(snapshot, changes: changes, keys: keys, storeIdentifier: storeIdentifier, previous: earlier)
+        let results = LiveResults(snapshot, changes: changes, keys: keys, entities: entities, storeIdentifier: storeIdentifier, previous: earlier)
         state.withLock { $0.read = results }
         return results
     }
@@ -259,7 +263,7 @@ extension LiveResults {
     /// The public form of a snapshot: IDs for keys, section keys for section identities. A
     /// section that holds the same items as in `previous` (the snapshot and the results made
     /// from it) is taken from there, not made again.
-    init(_ snapshot: LiveSnapshot, changes: ResultChanges?, keys: [SectionIdentity: SectionKey], storeIdentifier: UUID,
+    init(_ snapshot: LiveSnapshot, changes: ResultChanges?, keys: [SectionIdentity: SectionKey], entities: [Int64: String] = [:], storeIdentifier: UUID,
          previous: (snapshot: LiveSnapshot, results: LiveResults)? = nil) {
         let entityName = Model.entity.name
         var before: [SectionIdentity: Int] = [:]
@@ -270,7 +274,7 @@ extension LiveResults {
             if let s = before[section.key], let previous, previous.snapshot.sections[s].items == section.items {
                 return previous.results.sections[s]
             }
-            return Section(key: keys[section.key]!, items: Self.objectIDs(section.items, storeIdentifier: storeIdentifier, entityName: entityName))
+            return Section(key: keys[section.key]!, items: Self.objectIDs(section.items, storeIdentifier: storeIdentifier, entityName: entityName, entities: entities))
         }
         self.changes = changes
     }
@@ -279,7 +283,7 @@ extension LiveResults {
     /// over the model makes a typed ID and appends it through the model's metadata (about 400
     /// instructions an item in a shuffle of 10,000), where an `ObjectID` is an `AnyObjectID`
     /// and nothing else, so the two share their layout.
-    static func objectIDs(_ keys: [Int64], storeIdentifier: UUID, entityName: String) -> [ObjectID<Model>] {
+    static func objectIDs(_ keys: [Int64], storeIdentifier: UUID, entityName: String, entities: [Int64: String] = [:]) -> [ObjectID<Model>] {
         precondition(MemoryLayout<ObjectID<Model>>.size == MemoryLayout<AnyObjectID>.size
             && MemoryLayout<ObjectID<Model>>.stride == MemoryLayout<AnyObjectID>.stride
             && MemoryLayout<ObjectID<Model>>.alignment == MemoryLayout<AnyObjectID>.alignment)
@@ -287,8 +291,15 @@ extension LiveResults {
         if keys.isEmpty { return [] }
         return [ObjectID<Model>](unsafeUninitializedCapacity: keys.count) { buffer, count in
             buffer.withMemoryRebound(to: AnyObjectID.self) { ids in
-                for (i, key) in keys.enumerated() {
-                    (ids.baseAddress! + i).initialize(to: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entityName, primaryKey: key))
+                if entities.isEmpty {
+                    for (i, key) in keys.enumerated() {
+                        (ids.baseAddress! + i).initialize(to: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entityName, primaryKey: key))
+                    }
+                } else {
+                    // A query over a hierarchy: each item's ID names its own entity.
+                    for (i, key) in keys.enumerated() {
+                        (ids.baseAddress! + i).initialize(to: AnyObjectID(storeIdentifier: storeIdentifier, entityName: entities[key] ?? entityName, primaryKey: key))
+                    }
                 }
             }
             count = keys.count
@@ -310,17 +321,17 @@ struct SectionKeys<Model: PersistentModel, SectionKey: Hashable & Sendable>: Sen
     }
 
     /// The keys of `result`'s sections; those not known from the last result are read now.
-    mutating func keys(of result: LiveSnapshot, in context: ManagedObjectContext) -> [SectionIdentity: SectionKey] {
+    mutating func keys(of result: LiveSnapshot, entities: [Int64: String] = [:], in context: ManagedObjectContext) -> [SectionIdentity: SectionKey] {
         var keys: [SectionIdentity: SectionKey] = [:]
         keys.reserveCapacity(result.sections.count)
         for section in result.sections {
-            keys[section.key] = known[section.key] ?? key(of: section, in: context)
+            keys[section.key] = known[section.key] ?? key(of: section, entities: entities, in: context)
         }
         known = keys
         return keys
     }
 
-    private func key(of section: LiveSnapshot.Section, in context: ManagedObjectContext) -> SectionKey {
+    private func key(of section: LiveSnapshot.Section, entities: [Int64: String], in context: ManagedObjectContext) -> SectionKey {
         guard let keyPath else { return NoSection() as! SectionKey }
         // No value: nil. (Read through an object, a path to a related object deleted but still
         // pointed to would give that object's value, where the query counts no object.)
@@ -328,7 +339,9 @@ struct SectionKeys<Model: PersistentModel, SectionKey: Hashable & Sendable>: Sen
             return optional.init(nilLiteral: ()) as! SectionKey
         }
         // Every item of the section has this key: read it through the first one.
-        let object = context.object(of: entity, key: section.items[0]) as! Model
+        let first = section.items[0]
+        let owner = entities[first].flatMap { context.coordinator.schema.entity(named: $0) } ?? entity
+        let object = context.object(of: owner, key: first) as! Model
         return object[keyPath: keyPath]
     }
 }

@@ -32,8 +32,10 @@ protocol LiveQuerySink: AnyObject {
     /// handed over (by key). Called after every change that may have changed the result, with
     /// the same result when only items' properties changed. `touched` holds every item that may
     /// have entered, left or moved (the others are in both results, in the same section and
-    /// order); `nil` when anything may have.
-    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, in context: ManagedObjectContext)
+    /// order); `nil` when anything may have. `entities` names the entity of each item whose
+    /// entity is not the query's own (a query over a hierarchy; empty otherwise): keys are
+    /// unique within a hierarchy, so the key and this name make the item's object ID.
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, entities: [Int64: String], in context: ManagedObjectContext)
     /// The query can no longer be kept current (the store failed); no result follows.
     func fail(_ error: LoomError)
     /// The context is gone; no result follows.
@@ -105,6 +107,13 @@ struct LiveChangeDigest {
 /// are judged object by object and merged into the sorted result (O(k log k + n)); a change to
 /// a related object the predicate, sort or section reads, or to a windowed query (limit,
 /// offset), evaluates the query again.
+///
+/// A query of an entity with sub-entities (or an abstract one) lists the objects of each entity
+/// of the hierarchy the request covers (its parts), each stored in a table of its own: it is
+/// evaluated per part and merged in the query's order (as ``HierarchyFetch`` does), and a
+/// change is judged with its own entity's translation of the query. Items stay identified by
+/// key alone, which one key space per hierarchy makes unique (checked first:
+/// ``KeySpaceCheck``); the engine remembers the entity of each.
 final class LiveQueryEngine {
     struct Entry {
         let key: Int64
@@ -112,9 +121,23 @@ final class LiveQueryEngine {
         let values: [StoredValue]
     }
 
+    /// An entity whose objects the query lists, with the query translated for it (a type
+    /// filter, `is` or `as?`, reads differently in each entity).
+    struct Part {
+        let entity: EntityDescription
+        var query: StoreQuery
+    }
+
     unowned let context: ManagedObjectContext
     /// The request's query, with the section key as its first sort key.
     let query: StoreQuery
+    /// The entities the query lists: the query's own entity alone, unless the query spans a
+    /// hierarchy (``spansHierarchy``).
+    let parts: [Part]
+    /// Whether the query lists other entities' objects than its own entity's (a hierarchy's).
+    let spansHierarchy: Bool
+    /// The index in ``parts`` of each entity listed, by name.
+    private let partIndexes: [String: Int]
     let sectioned: Bool
     let includesPendingChanges: Bool
     /// The properties the query reads, by entity name (relationships followed count on both
@@ -125,18 +148,29 @@ final class LiveQueryEngine {
     let sortNodes: [PredicateNode]
     private(set) var entries: [Entry] = []
     private var members: Set<Int64> = []
+    /// In a query spanning a hierarchy, the entity of each item of the result, by key.
+    private var entityNames: [Int64: String] = [:]
     weak var sink: (any LiveQuerySink)?
 
-    init(context: ManagedObjectContext, query: StoreQuery, sectioned: Bool, includesPendingChanges: Bool) {
+    /// A live query of `query`'s entity alone, or, given `parts`, of each of those entities.
+    init(context: ManagedObjectContext, query: StoreQuery, parts: [Part]? = nil, sectioned: Bool, includesPendingChanges: Bool) {
         self.context = context
         self.query = query
+        let parts = parts ?? [Part(entity: query.entity, query: query)]
+        self.parts = parts
+        self.spansHierarchy = parts.count != 1 || parts[0].entity !== query.entity
+        var partIndexes: [String: Int] = [:]
+        for (i, part) in parts.enumerated() { partIndexes[part.entity.name] = i }
+        self.partIndexes = partIndexes
         self.sectioned = sectioned
         self.includesPendingChanges = includesPendingChanges
         let schema = context.coordinator.schema
         var reads: [String: Set<String>] = [query.entity.name: []]
         var related: Set<String> = []
-        query.predicate?.collectReads(of: query.entity, in: schema, into: &reads, related: &related)
-        for key in query.sortKeys { key.valueNode.collectReads(of: query.entity, in: schema, into: &reads, related: &related) }
+        for part in parts {
+            part.query.predicate?.collectReads(of: part.entity, in: schema, into: &reads, related: &related)
+            for key in part.query.sortKeys { key.valueNode.collectReads(of: part.entity, in: schema, into: &reads, related: &related) }
+        }
         self.reads = reads
         self.relatedEntities = related.sorted()
         self.sortNodes = query.sortKeys.map(\.valueNode)
@@ -146,9 +180,13 @@ final class LiveQueryEngine {
 
     /// Evaluates the query and hands the result to the sink.
     func start() throws(LoomError) {
+        if spansHierarchy {
+            try context.coordinator.keySpaceCheck.requireUniqueKeys(
+                in: query.entity, schema: context.coordinator.schema, store: context.coordinator.store, for: "A live query of \(query.entity.name)")
+        }
         entries = try evaluateAll()
         members = Set(entries.map(\.key))
-        sink?.receive(snapshot(), updated: [:], touched: nil, in: context)
+        sink?.receive(snapshot(), updated: [:], touched: nil, entities: entityNames, in: context)
     }
 
     /// Brings the result up to date with one event's changes; hands it on if it changed, or if
@@ -159,11 +197,11 @@ final class LiveQueryEngine {
             switch try reevaluate(digest) {
             case .unchanged:
                 let updated = updatedMembers(digest)
-                if !updated.isEmpty { sink?.receive(snapshot(), updated: updated, touched: [], in: context) }
+                if !updated.isEmpty { sink?.receive(snapshot(), updated: updated, touched: [], entities: entityNames, in: context) }
             case .touched(let keys):
-                sink?.receive(snapshot(), updated: updatedMembers(digest), touched: keys, in: context)
+                sink?.receive(snapshot(), updated: updatedMembers(digest), touched: keys, entities: entityNames, in: context)
             case .replaced:
-                sink?.receive(snapshot(), updated: updatedMembers(digest), touched: nil, in: context)
+                sink?.receive(snapshot(), updated: updatedMembers(digest), touched: nil, entities: entityNames, in: context)
             }
         } catch {
             sink?.fail(error)
@@ -194,6 +232,7 @@ final class LiveQueryEngine {
                 break
             }
         }
+        if spansHierarchy { return try reevaluateParts(digest, relatedChanged: relatedChanged) }
         let own = digest.entities[query.entity.name]
         let ownReads = reads[query.entity.name] ?? []
         let ownChanged = own.map { !$0.structural.isEmpty || $0.hasUnnamed || !$0.propertyUnion.isDisjoint(with: ownReads) } ?? false
@@ -220,6 +259,32 @@ final class LiveQueryEngine {
         return .touched(affected)
     }
 
+    /// ``reevaluate(_:)`` of a query spanning a hierarchy: each part's changes judged with its
+    /// own translation of the query.
+    private func reevaluateParts(_ digest: LiveChangeDigest, relatedChanged: Bool) throws(LoomError) -> Outcome {
+        var affected: [Int64: Int] = [:]
+        for (i, part) in parts.enumerated() {
+            guard let own = digest.entities[part.entity.name] else { continue }
+            let ownReads = reads[part.entity.name] ?? []
+            for key in own.structural { affected[key] = i }
+            // An update that names no property (one changed back to its saved value in a later
+            // event) may have changed anything the query reads: judged again.
+            for (key, properties) in own.properties where properties.isEmpty || !properties.isDisjoint(with: ownReads) { affected[key] = i }
+        }
+        guard relatedChanged || !affected.isEmpty else { return .unchanged }
+        if relatedChanged || query.fetchLimit != nil || query.fetchOffset > 0 || !includesPendingChanges {
+            replace(with: try evaluateAll())
+            return .replaced
+        }
+        let keys = Set(affected.keys)
+        if affected.count > max(64, entries.count / 4) {
+            replace(with: try evaluateAll())
+            return .touched(keys)
+        }
+        try merge(keys, parts: affected)
+        return .touched(keys)
+    }
+
     private func replace(with new: [Entry]) {
         entries = new
         members = Set(new.map(\.key))
@@ -227,6 +292,16 @@ final class LiveQueryEngine {
 
     /// The properties that changed of the objects in the result, by key.
     private func updatedMembers(_ digest: LiveChangeDigest) -> [Int64: Set<String>] {
+        if spansHierarchy {
+            var updated: [Int64: Set<String>] = [:]
+            for part in parts {
+                for (key, properties) in digest.entities[part.entity.name]?.properties ?? [:] where members.contains(key) {
+                    // No property named (changed back to its saved value): any may have changed.
+                    updated[key] = properties.isEmpty ? Set((0..<part.entity.storedValueCount).map(part.entity.storedValueName(at:))) : properties
+                }
+            }
+            return updated
+        }
         guard let own = digest.entities[query.entity.name], !own.properties.isEmpty else { return [:] }
         // Often every updated object is in the result: then the digest's own dictionary is
         // handed on, not copied key by key.
@@ -246,34 +321,25 @@ final class LiveQueryEngine {
     }
 
     /// Judges the objects with these keys again, as the context sees them now, and puts those
-    /// that match in their places.
-    private func merge(_ affected: Set<Int64>) throws(LoomError) {
-        let entity = query.entity
-        let entityID = ObjectIdentifier(entity)
+    /// that match in their places. `parts` gives the part of each key in a query spanning a
+    /// hierarchy (the query's own entity otherwise).
+    private func merge(_ affected: Set<Int64>, parts affectedParts: [Int64: Int] = [:]) throws(LoomError) {
         let graph = ContextGraph(context)
-        var candidates: [ContextGraph.Row] = []
-        var unloaded: [Int64] = []
-        for key in affected {
-            if let backing = context.identityMap.backing(for: RowCacheKey(entity: entityID, key: key)), backing.state == .loaded {
-                if let row = graph.row(entity, key) { candidates.append(row) }
-            } else {
-                unloaded.append(key)
+        var entered: [Entry]
+        if spansHierarchy {
+            var keysByPart = Array(repeating: [Int64](), count: parts.count)
+            for (key, part) in affectedParts { keysByPart[part].append(key) }
+            entered = []
+            for (i, keys) in keysByPart.enumerated() where !keys.isEmpty {
+                let found = try judge(keys, of: parts[i], graph)
+                for entry in found { entityNames[entry.key] = parts[i].entity.name }
+                entered += found
             }
+            let stayed = Set(entered.map(\.key))
+            for key in affected where !stayed.contains(key) { entityNames[key] = nil }
+        } else {
+            entered = try judge(affected, of: parts[0], graph)
         }
-        if !unloaded.isEmpty {
-            // One query for the objects not loaded here; a key it does not return is deleted.
-            for row in try context.rowSource.baseRows(of: entity, keys: unloaded) {
-                // A registered fault deleted here reads as gone.
-                if let backing = context.identityMap.backing(for: RowCacheKey(entity: entityID, key: row.key)), backing.isDeleted { continue }
-                candidates.append(graph.remember(entity, row))
-            }
-        }
-        warm(graph, for: candidates)
-        var entered: [Entry] = []
-        for candidate in candidates where query.predicate?.matches(candidate, in: graph) ?? true {
-            entered.append(Entry(key: candidate.key, values: sortNodes.map { $0.evaluate(candidate, in: graph) }))
-        }
-        if let failure = graph.failure { throw failure }
         entered.sort(by: precedes)
         // One pass: the entries not affected, in their order, merged with those that entered.
         var merged: [Entry] = []
@@ -293,14 +359,78 @@ final class LiveQueryEngine {
         entries = merged
     }
 
+    /// The entries of the objects with these keys of `part` that match its query, as the
+    /// context sees them now (unsorted).
+    private func judge(_ keys: some Collection<Int64>, of part: Part, _ graph: ContextGraph) throws(LoomError) -> [Entry] {
+        let entity = part.entity
+        let entityID = ObjectIdentifier(entity)
+        var candidates: [ContextGraph.Row] = []
+        var unloaded: [Int64] = []
+        for key in keys {
+            if let backing = context.identityMap.backing(for: RowCacheKey(entity: entityID, key: key)), backing.state == .loaded {
+                if let row = graph.row(entity, key) { candidates.append(row) }
+            } else {
+                unloaded.append(key)
+            }
+        }
+        if !unloaded.isEmpty {
+            // One query for the objects not loaded here; a key it does not return is deleted.
+            for row in try context.rowSource.baseRows(of: entity, keys: unloaded) {
+                // A registered fault deleted here reads as gone.
+                if let backing = context.identityMap.backing(for: RowCacheKey(entity: entityID, key: row.key)), backing.isDeleted { continue }
+                candidates.append(graph.remember(entity, row))
+            }
+        }
+        warm(graph, for: candidates, query: part.query)
+        var entered: [Entry] = []
+        let sortNodes = spansHierarchy ? part.query.sortKeys.map(\.valueNode) : self.sortNodes
+        for candidate in candidates where part.query.predicate?.matches(candidate, in: graph) ?? true {
+            entered.append(Entry(key: candidate.key, values: sortNodes.map { $0.evaluate(candidate, in: graph) }))
+        }
+        if let failure = graph.failure { throw failure }
+        return entered
+    }
+
     /// The whole result, as a fetch would give it: with this context's unsaved changes (unless
-    /// the request leaves them out), sorted and windowed.
+    /// the request leaves them out), sorted and windowed. A query spanning a hierarchy notes
+    /// the entity of each item.
     private func evaluateAll() throws(LoomError) -> [Entry] {
+        guard spansHierarchy else { return try evaluateAll(query) }
+        // Each part's first `offset + limit` entries hold the window of the merge.
+        let window = query.fetchLimit.flatMap { limit in
+            let (window, overflow) = query.fetchOffset.addingReportingOverflow(limit)
+            return overflow ? nil : window
+        }
+        var merged: [(entry: Entry, part: Int)] = []
+        for (i, part) in parts.enumerated() {
+            var partQuery = part.query
+            partQuery.fetchOffset = 0
+            partQuery.fetchLimit = window
+            for entry in try evaluateAll(partQuery) { merged.append((entry, i)) }
+        }
+        merged.sort { precedes($0.entry, $1.entry) }
+        let start = min(query.fetchOffset, merged.count)
+        let end = query.fetchLimit.map { min(start + $0, merged.count) } ?? merged.count
+        var names: [Int64: String] = [:]
+        names.reserveCapacity(end - start)
+        for (entry, part) in merged[start..<end] {
+            // Keys are unique within a hierarchy (checked when the query started); an object
+            // inserted since cannot share one, but say so rather than list one object twice.
+            if let other = names.updateValue(parts[part].entity.name, forKey: entry.key) {
+                throw LoomError(.invalidRequest, "A live query of \(query.entity.name) found \(other)/\(entry.key) and \(parts[part].entity.name)/\(entry.key), two objects of one hierarchy with the same key, which it cannot tell apart.", entity: query.entity.name)
+            }
+        }
+        entityNames = names
+        return merged[start..<end].map(\.entry)
+    }
+
+    /// The whole result of `query`, one entity's.
+    private func evaluateAll(_ query: StoreQuery) throws(LoomError) -> [Entry] {
         let rows: [StoreRow]
         if includesPendingChanges && context.hasPendingChanges(affecting: query) {
             rows = try context.matchingRows(query).map(\.row)
         } else if context.parent == nil && !SortKey.usesRelationships(query.sortKeys) {
-            return try storeEntries()
+            return try storeEntries(query)
         } else {
             rows = try context.rowSource.baseFetch(query)
         }
@@ -311,7 +441,8 @@ final class LiveQueryEngine {
         }
         let graph = ContextGraph(context)
         let graphRows = rows.map { graph.remember(query.entity, $0) }
-        warm(graph, for: graphRows, predicate: false)
+        warm(graph, for: graphRows, query: query, predicate: false)
+        let sortNodes = query.sortKeys.map(\.valueNode)
         let result = graphRows.map { row in Entry(key: row.key, values: sortNodes.map { $0.evaluate(row, in: graph) }) }
         if let failure = graph.failure { throw failure }
         return result
@@ -322,7 +453,7 @@ final class LiveQueryEngine {
     /// fetch's predicate, order (the sort keys, then the primary key) and window, which an
     /// index on the sort keys answers without the rows. A value the attribute cannot hold is
     /// reported as a fetch reports it.
-    private func storeEntries() throws(LoomError) -> [Entry] {
+    private func storeEntries(_ query: StoreQuery) throws(LoomError) -> [Entry] {
         let entity = query.entity
         let columns: [AggregateQuery.Column] = [.value(.primaryKey)] + query.sortKeys.map { .value(.attribute($0.attributeIndex)) }
         let sortKeys = query.sortKeys.indices.map { AggregateQuery.SortKey(column: $0 + 1, ascending: query.sortKeys[$0].ascending) }
@@ -353,9 +484,9 @@ final class LiveQueryEngine {
         return entries
     }
 
-    /// Loads, one query per relationship, what the predicate (unless `predicate` is false) and
-    /// the sort keys read at their first step.
-    private func warm(_ graph: ContextGraph, for rows: [ContextGraph.Row], predicate: Bool = true) {
+    /// Loads, one query per relationship, what `query`'s predicate (unless `predicate` is
+    /// false) and sort keys read at their first step.
+    private func warm(_ graph: ContextGraph, for rows: [ContextGraph.Row], query: StoreQuery, predicate: Bool = true) {
         guard !rows.isEmpty else { return }
         let schema = context.coordinator.schema
         let paths = (predicate ? query.predicate?.relationshipPaths ?? [] : []) + query.sortKeys.map(\.relationshipPath)

@@ -66,7 +66,7 @@ public final class LiveResultsObserver<Model: PersistentModel, SectionKey: Hasha
         return names
     }
 
-    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, in context: ManagedObjectContext) {
+    func receive(_ result: LiveSnapshot, updated: [Int64: Set<String>], touched: Set<Int64>?, entities: [Int64: String], in context: ManagedObjectContext) {
         var relevant = updated
         if let observed {
             relevant = updated.compactMapValues { properties in
@@ -78,7 +78,8 @@ public final class LiveResultsObserver<Model: PersistentModel, SectionKey: Hasha
         if let changes, changes.isEmpty { return }
         let previous = snapshot.map { ($0, results) }
         snapshot = result
-        results = LiveResults(result, changes: changes, keys: sectionKeys.keys(of: result, in: context), storeIdentifier: storeIdentifier, previous: previous)
+        results = LiveResults(result, changes: changes, keys: sectionKeys.keys(of: result, entities: entities, in: context), entities: entities,
+                              storeIdentifier: storeIdentifier, previous: previous)
     }
 
     func fail(_ error: LoomError) { self.error = error }
