@@ -321,6 +321,12 @@ extension ModelDeclaration {
 
     /// `_loomKeyPath(for:optionalChained:)`, which gives the key path of a persistent property,
     /// plain or optional-chained, so that sort descriptors through relationships can be matched.
+    ///
+    /// A final sub-entity names its own properties on its own type (`\Podcast.host`), not
+    /// through the generic helper: a literal on a final class reads the property directly,
+    /// while one through a generic `Root: Podcast` goes through the class's table, and a
+    /// path built on that (`.host?.name`) then differs from the user's in both equality and
+    /// description, so a sort through a leaf's relationship was not recognised.
     fileprivate var keyPathFunctions: [DeclSyntax] {
         func cases(_ root: String) -> String {
             properties.map { property in
@@ -333,6 +339,14 @@ extension ModelDeclaration {
                 \(raw: accessPrefix)static func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
                     switch name {
                 \(raw: cases(typeName.text))    default: nil
+                    }
+                }
+                """]
+        case .subentity where isFinal:
+            return ["""
+                \(raw: accessPrefix)override class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
+                    switch name {
+                \(raw: cases(typeName.text))    default: super._loomKeyPath(for: name, optionalChained: optionalChained)
                     }
                 }
                 """]

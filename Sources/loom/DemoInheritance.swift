@@ -22,6 +22,13 @@ import LoomPostgreSQL
 
 @Model final class ProgramEntry: CatalogEntry {
     var priority: String?
+    var maintainer: CatalogMaintainer?                    // a leaf's relationship
+}
+
+/// Who maintains the programs: a flat entity related to a leaf of the hierarchy.
+@Model final class CatalogMaintainer {
+    var name: String = ""
+    @Relationship(inverse: \ProgramEntry.maintainer) var programs: Set<ProgramEntry> = []
 }
 
 extension DemoCommand {
@@ -33,7 +40,7 @@ extension DemoCommand {
     static func showInheritance(of packages: [DebianPackage], beside location: Location) async throws {
         let place = try scratch(beside: location, named: "catalog")
         defer { destroy(place) }
-        let models: [any PersistentModel.Type] = [CatalogEntry.self, LibraryEntry.self, DevelopmentLibraryEntry.self, ProgramEntry.self]
+        let models: [any PersistentModel.Type] = [CatalogEntry.self, LibraryEntry.self, DevelopmentLibraryEntry.self, ProgramEntry.self, CatalogMaintainer.self]
         let schema = try Schema(models)
         let container = switch place {
         case .file(let url): PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
@@ -42,6 +49,7 @@ extension DemoCommand {
         #endif
         }
         let view = container.viewContext
+        var maintainers: [String: CatalogMaintainer] = [:]
         for package in packages {
             let section = package.section ?? ""
             let entry: CatalogEntry
@@ -54,6 +62,12 @@ extension DemoCommand {
             } else {
                 let program = ProgramEntry(context: view)
                 program.priority = package.priority
+                if let name = package.maintainer?.name {
+                    let maintainer = maintainers[name] ?? CatalogMaintainer(context: view)
+                    maintainer.name = name
+                    maintainers[name] = maintainer
+                    program.maintainer = maintainer
+                }
                 entry = program
             }
             entry.name = package.name
@@ -78,13 +92,24 @@ extension DemoCommand {
         let (counted, kib, mean) = (try totals[0]["entries", as: Int.self], try totals[0]["kib", as: Int?.self] ?? 0, try totals[0]["mean", as: Double?.self] ?? 0)
         let batched = try view.fetch(FetchRequest<CatalogEntry>(sortBy: [SortDescriptor(\.name)]), batchSize: 100)
         let batchedKiB = batched.reduce(0) { $0 + $1.sizeKiB }
+        // The leaf's relationship, from the parent's fetch through `as?`, against the
+        // maintainer's own to-many.
+        var busiest = FetchRequest<CatalogMaintainer>(sortBy: [SortDescriptor(\.name)])
+        busiest.relationshipKeyPathsForPrefetching = [\.programs]
+        let most = try view.fetch(busiest).max { $0.programs.count < $1.programs.count }
+        let maintainerName = most?.name ?? ""
+        let maintained = try view.count(for: FetchRequest<CatalogEntry>(predicate: #Predicate { ($0 as? ProgramEntry)?.maintainer?.name == maintainerName }))
+        let maintainedDirectly = most?.programs.count ?? 0
         try await container.close()
         print("\nInheritance: \(packages.count) packages saved as catalog entries of three classes under an abstract CatalogEntry (\(plainLibraries) libraries, \(development) development libraries, \(programs) programs) in \(place)")
         print("  a fetch of CatalogEntry counts \(all) entries; the largest: \(top.joined(separator: ", "))")
         print("  `$0 is LibraryEntry` keeps \(libraries) (libraries and development libraries); `($0 as? ProgramEntry)?.priority == \"important\"` keeps \(important)")
         print("  one values fetch of CatalogEntry: \(counted) entries, \(kib) KiB in all, \(Int(mean.rounded())) KiB on average; a batched fetch of it reads \(batched.count) in batches of \(batched.batchSize)")
-        if counted != all || batched.count != all || batchedKiB != kib || all != packages.count || all != plainLibraries + development + programs || libraries != plainLibraries + development {
-            throw LoomError(.storeFailure, "The inheritance demo's counts disagree: \(all) entries, \(plainLibraries) + \(development) + \(programs) by class, \(libraries) libraries.")
+        if let most {
+            print("  `($0 as? ProgramEntry)?.maintainer?.name == \"\(most.name)\"` keeps \(maintained) entries, as many as that maintainer's programs (\(maintainedDirectly))")
+        }
+        if maintained != maintainedDirectly || counted != all || batched.count != all || batchedKiB != kib || all != packages.count || all != plainLibraries + development + programs || libraries != plainLibraries + development {
+            throw LoomError(.storeFailure, "The inheritance demo's counts disagree: \(all) entries, \(plainLibraries) + \(development) + \(programs) by class, \(libraries) libraries, \(maintained) of \(maintainedDirectly) maintained programs.")
         }
     }
 }

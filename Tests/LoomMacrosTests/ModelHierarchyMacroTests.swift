@@ -77,13 +77,9 @@ import Testing
                     }
 
                     override class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
-                        _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained) ?? super._loomKeyPath(for: name, optionalChained: optionalChained)
-                    }
-
-                    private static func _loomKeyPath<Root: BusinessTrip>(in root: Root.Type, for name: String, optionalChained: Bool) -> AnyKeyPath? {
                         switch name {
-                        case "company": optionalChained ? \Root?.?.company : \Root.company
-                        default: nil
+                        case "company": optionalChained ? \BusinessTrip?.?.company : \BusinessTrip.company
+                        default: super._loomKeyPath(for: name, optionalChained: optionalChained)
                         }
                     }
                 }

@@ -122,6 +122,16 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         return indexes
     }
 
+    /// What a failed sort's message adds when `entity` has a to-one to a sub-entity: the key
+    /// path of an attribute the sub-entity inherits, reached through a relationship, differs
+    /// (in equality and in its description) from the one `@Model` builds for it through the
+    /// parent's generic helper, so it cannot be recognised yet.
+    static func inheritedThroughLeafNote(_ entity: EntityDescription, _ schema: Schema) -> String {
+        let leaves = schema.relationships(of: entity).map(\.destination).filter { $0.superentity != nil }
+        guard let leaf = leaves.first else { return "" }
+        return " Through a to-one to a sub-entity (\(leaf.name)), an attribute it inherits from its parent is not recognised yet: sort by the sub-entity's own attributes or relationships, or fetch the sub-entity and sort it."
+    }
+
     /// Translates this request into a store query for `entity` of `schema`.
     func storeQuery(for entity: EntityDescription, in schema: Schema) throws(LoomError) -> StoreQuery {
         var node: PredicateNode?
@@ -134,7 +144,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         for descriptor in sortBy {
             guard let keyPath = descriptor.keyPath,
                   let (path, index) = Self.sortTarget(keyPath, entity, schema) else {
-                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).", entity: entity.name)
+                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).\(Self.inheritedThroughLeafNote(entity, schema))", entity: entity.name)
             }
             let owner = path.last?.destination ?? entity
             let name = owner.attributes[index].name

@@ -82,6 +82,14 @@ struct PredicateTranslator {
     func objectPath(_ expression: Any) throws(LoomError) -> [ResolvedRelationship]? {
         if let variable = expression as? any LoomVariableExpression { return objectPath(ofVariable: variable.loomKey) }
         if let unwrap = expression as? any LoomForcedUnwrapExpression { return try objectPath(unwrap.loomInner) }
+        // `($0 as? Podcast)?.host`: the fetched object's relationship, where it is of that
+        // entity (``castIsNull(_:)`` answers for the others).
+        if let flatMap = expression as? any LoomOptionalFlatMapExpression, let cast = flatMap.loomWrapped as? any LoomConditionalCastExpression,
+           try objectPath(cast.loomInput)?.isEmpty == true, try entityIsKind(of: cast.loomDesiredType) {
+            var inner = self
+            inner.bindings[flatMap.loomVariable] = .object
+            return try inner.objectPath(flatMap.loomTransform)
+        }
         // `$0.author?.publisher`: a flatMap whose result is itself an object.
         if let flatMap = expression as? any LoomOptionalFlatMapExpression, let base = try objectPath(flatMap.loomWrapped), !base.isEmpty {
             var inner = self
@@ -95,6 +103,17 @@ struct PredicateTranslator {
             return base + [schema.relationship(j, of: owner)]
         }
         return nil
+    }
+
+    /// Whether `expression` reads through a cast of the fetched object to an entity it is not
+    /// of (`($0 as? Podcast)?.host` on a film): nil for every object of this translation.
+    func castIsNull(_ expression: Any) throws(LoomError) -> Bool {
+        guard let flatMap = expression as? any LoomOptionalFlatMapExpression else { return false }
+        if let cast = flatMap.loomWrapped as? any LoomConditionalCastExpression {
+            guard try objectPath(cast.loomInput)?.isEmpty == true else { return false }
+            return try !entityIsKind(of: cast.loomDesiredType)
+        }
+        return try castIsNull(flatMap.loomWrapped)
     }
 
     /// The to-many relationship a collection-typed expression reads, with the chain of to-one
@@ -360,6 +379,8 @@ extension PredicateExpressions.OptionalFlatMap: LoomTranslatableExpression {
             inner.bindings[variable.key] = .object
             return try inner.translate(transform)
         }
+        // `($0 as? Podcast)?.host?.…` on another entity: nil throughout.
+        if try t.castIsNull(wrapped) { return .constant(.null) }
         // `$0.author?.…`: inside, the variable is the related object.
         if let path = try t.objectPath(wrapped), !path.isEmpty {
             var inner = t

@@ -47,10 +47,13 @@ public struct Schema: Sendable {
     ///
     /// Each entity of a hierarchy is stored in a table of its own holding the inherited
     /// columns too, and a fetch of a parent entity asks each table (see ``concreteEntities(of:includingSubentities:)``).
-    /// A relationship's foreign key names a key, not a table: relationships in a hierarchy
-    /// (inherited, or leading to an entity with sub-entities) are refused for now rather than
-    /// left to miss the objects of a sub-entity; so are uniqueness constraints of an entity with
-    /// sub-entities, which a table's unique index would enforce within each table only.
+    /// A relationship's foreign key names a key, not a table. A relationship between entities
+    /// without sub-entities (flat entities, and the leaves of a hierarchy) has one table at each
+    /// end, as in a flat model. One declared on an entity with sub-entities (which they would
+    /// inherit) or leading to one would have to say which table its key is in: those are refused
+    /// for now rather than left to miss the objects of a sub-entity; so are uniqueness
+    /// constraints of an entity with sub-entities, which a table's unique index would enforce
+    /// within each table only.
     private static func hierarchyProblems(
         _ entities: [EntityDescription], byName: [String: EntityDescription], problems: inout [String]
     ) -> [String: [EntityDescription]] {
@@ -74,11 +77,12 @@ public struct Schema: Sendable {
             problems.append("\(entity.name): its uniqueness constraint \(constraints) would have to hold across its sub-entities (\(children.map(\.name).joined(separator: ", "))), which Loom cannot enforce yet (it stores each entity of a hierarchy in its own table); declare it on entities without sub-entities instead")
         }
         for entity in entities {
-            let inHierarchy = entity.superentity != nil || subentities[entity.name] != nil
             for r in entity.relationships {
                 let destination = r.destinationEntityName
-                if inHierarchy || subentities[destination] != nil || byName[destination]?.superentity != nil {
-                    problems.append("\(entity.name).\(r.name): relationships of an entity in a hierarchy, or to one, are not supported yet (Loom stores each entity of a hierarchy in its own table, and a foreign key does not say which)")
+                if let children = subentities[entity.name] {
+                    problems.append("\(entity.name).\(r.name): a relationship of an entity with sub-entities (\(children.map(\.name).joined(separator: ", ")), which would inherit it) is not supported yet (Loom stores each entity of a hierarchy in its own table, and a foreign key does not say which); declare it on each sub-entity that has no sub-entities of its own")
+                } else if let children = subentities[destination] {
+                    problems.append("\(entity.name).\(r.name): a relationship to an entity with sub-entities (\(destination): \(children.map(\.name).joined(separator: ", "))) is not supported yet (Loom stores each entity of a hierarchy in its own table, and a foreign key does not say which); relate it to entities without sub-entities, or keep an ID (ObjectID<\(destination)>) as an attribute")
                 }
             }
         }

@@ -68,4 +68,38 @@ struct InheritanceToolTests {
         #expect(kinds == ["BusinessTrip", "Trip", "PersonalTrip", "ConferenceTrip", "Trip", "PersonalTrip", "BusinessTrip", "ConferenceTrip"])
         try await container.close()
     }
+
+    @Test("loom verify, dump and load keep the relationships of a hierarchy's leaves")
+    func leafRelationshipsThroughTheTools() async throws {
+        let url = TemporaryDirectory.make().appending(path: "media.loom")
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(mediaModels)))
+        try await container.performBackgroundTask { try seedMedia($0) }
+        try await container.close()
+        let verify = try await LoomExecutable.run(["verify", url.path])
+        #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
+        #expect(verify.standardOutput.contains("No problems in 14 objects"), "\(verify.standardOutput)")
+
+        let dumped = try await LoomExecutable.run(["dump", url.path])
+        #expect(dumped.status == 0, "\(dumped.standardError)")
+        let folder = TemporaryDirectory.make()
+        let file = folder.appending(path: "dump.ndjson")
+        try Data(dumped.standardOutput.utf8).write(to: file)
+        let copy = folder.appending(path: "copy.loom")
+        let loaded = try await LoomExecutable.run(["load", file.path, copy.path])
+        #expect(loaded.status == 0, "\(loaded.standardError)")
+        #expect(try await LoomExecutable.run(["dump", copy.path]).standardOutput == dumped.standardOutput)
+
+        let reopened = PersistentContainer(store: try SQLiteStore(url: copy, schema: try Schema(mediaModels)))
+        let graph = try await reopened.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Media>(sortBy: [SortDescriptor(\.title)])).map { media -> String in
+                switch media {
+                case let podcast as Podcast: "\(podcast.title) \(podcast.host?.name ?? "-") \(podcast.episodes.map(\.number)) \(podcast.basedOn?.title ?? "-")"
+                case let film as Film: "\(film.title) \(film.themes.map(\.name).sorted())"
+                default: media.title
+                }
+            }
+        }
+        #expect(graph == ["F1 [\"crime\", \"drama\"]", "F2 [\"drama\"]", "M1", "P1 Ann [1, 2, 3] F1", "P2 Ann [] -", "P3 Bob [1] -"])
+        try await reopened.close()
+    }
 }

@@ -67,6 +67,52 @@ func filterPayments(in context: ManagedObjectContext) throws -> [Int] {
 }
 // END README INHERITANCE FILTERS
 
+// BEGIN README INHERITANCE RELATIONSHIPS
+@Model class Document {                                   // a parent entity
+    var title: String = ""
+
+    init(title: String) { self.title = title }
+}
+
+@Model final class Invoice: Document {                    // a leaf: its relationships are its own
+    var customer: Customer?
+    @Relationship(deleteRule: .cascade, inverse: \LineItem.invoice) var lines: [LineItem] = []
+}
+
+@Model final class Customer {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Invoice.customer) var invoices: Set<Invoice> = []
+
+    init(name: String) { self.name = name }
+}
+
+@Model final class LineItem {
+    var amount: Int
+    var invoice: Invoice?
+
+    init(amount: Int) { self.amount = amount }
+}
+
+@MainActor
+func invoices() throws -> [String] {
+    let container = try PersistentContainer(name: "Documents", for: Document.self, Invoice.self, Customer.self, LineItem.self, location: .inMemory)
+    let context = container.viewContext
+    let acme = Customer(name: "Acme")
+    context.insert(acme)
+    let invoice = Invoice(context: context)
+    invoice.title = "INV-1"
+    invoice.customer = acme
+    let line = LineItem(amount: 40)
+    context.insert(line)
+    invoice.lines.append(line)
+    context.insert(Document(title: "Memo"))
+    try context.save()
+    // From the parent's fetch, a cast reaches the leaf's relationships.
+    let billed = try context.fetch(FetchRequest<Document>(predicate: #Predicate { ($0 as? Invoice)?.customer?.name == "Acme" }))
+    return billed.map { "\($0.title) \(($0 as? Invoice)?.lines.map(\.amount) ?? [])" }   // ["INV-1 [40]"]
+}
+// END README INHERITANCE RELATIONSHIPS
+
 @Suite("README inheritance")
 struct ReadmeInheritanceTests {
     @Test("The inheritance example runs as the README says")
@@ -85,6 +131,11 @@ struct ReadmeInheritanceTests {
         instant.bank = "Globex Bank"
         try context.save()
         return container
+    }
+
+    @Test("The relationships example finds the invoice through the parent's fetch")
+    @MainActor func relationshipsRun() throws {
+        #expect(try invoices() == ["INV-1 [40]"])
     }
 
     @Test("The type-filtering example counts as the article says")
