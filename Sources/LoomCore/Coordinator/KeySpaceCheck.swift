@@ -28,7 +28,7 @@ final class KeySpaceCheck: Sendable {
                 if let other = owners.updateValue(member, forKey: key) {
                     throw LoomError(
                         .invalidRequest,
-                        "\(operation) is refused: \(other.name)/\(key) and \(member.name)/\(key) share a key, saved before Loom gave each hierarchy one key space, so a key does not name one object of \(root.name)'s hierarchy. Run it on each entity with includesSubentities = false, or give one of them a new key (insert a copy, delete the original).",
+                        "\(operation) is refused: \(other.name)/\(key) and \(member.name)/\(key) share a key, saved while they were not in one hierarchy (or before Loom gave each hierarchy one key space), so a key does not name one object of \(root.name)'s hierarchy. Run it on each entity with includesSubentities = false, or give one of them a new key (insert a copy, delete the original).",
                         entity: entity.name)
                 }
             }

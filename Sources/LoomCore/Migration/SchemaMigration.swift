@@ -10,7 +10,10 @@
 /// NULL); integer widening (16 → 32 → 64 bits) and `Float` → `Double`; to-one and to-many
 /// relationships added and removed, made ordered or unordered, or made to-many (a one-to-many
 /// becoming many-to-many fills its join table from the saved keys); uniqueness constraints added
-/// and removed. Anything else (a narrowing type change, a to-many made to-one, another
+/// and removed. In a hierarchy (each concrete entity a table holding its inherited columns),
+/// the same rules give sub-entities added, a flat entity made a parent and an attribute moved up
+/// to the parent: new tables, and columns added where an entity gains an attribute. Anything
+/// else (a narrowing type change, a to-many made to-one, another
 /// destination) cannot be inferred: ``infer(from:to:path:)`` throws
 /// ``LoomError/Code/schemaMismatch`` naming it, and the store is not touched.
 ///
