@@ -30,7 +30,12 @@ extension BoardAPI {
         router.get("boards/:id/cards") { _, context in
             let id = try id(of: Board.self, context)
             let cards = try await container.performBackgroundTask { context in
-                try context.existingObject(with: id).cards.map(\.json).sorted { ($0.position, $0.id) < ($1.position, $1.id) }
+                _ = try context.existingObject(with: id)          // 404 for a board that is not there
+                // The cards and their labels in two queries: each card's labels faulted one by
+                // one would be a query per card, a round trip each on PostgreSQL.
+                var request = FetchRequest<Card>(predicate: #Predicate { $0.board.objectID == id })
+                request.relationshipKeyPathsForPrefetching = [\.labels]
+                return try context.fetch(request).map(\.json).sorted { ($0.position, $0.id) < ($1.position, $1.id) }
             }
             return try HTTPExchange.json(cards)
         }
