@@ -127,7 +127,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     /// (in equality and in its description) from the one `@Model` builds for it through the
     /// parent's generic helper, so it cannot be recognised yet.
     static func inheritedThroughLeafNote(_ entity: EntityDescription, _ schema: Schema) -> String {
-        let leaves = schema.relationships(of: entity).map(\.destination).filter { $0.superentity != nil }
+        let leaves = schema.relationships(of: entity).filter { $0.description.kind == .toOne }.map(\.destination).filter { $0.superentity != nil }
         guard let leaf = leaves.first else { return "" }
         return " Through a to-one to a sub-entity (\(leaf.name)), an attribute it inherits from its parent is not recognised yet: sort by the sub-entity's own attributes or relationships, or fetch the sub-entity and sort it."
     }
