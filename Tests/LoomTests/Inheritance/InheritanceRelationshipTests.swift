@@ -164,7 +164,7 @@ struct InheritanceRelationshipTests {
             return (p2.objectID, bob.objectID)
         }
         try container.newBackgroundContext().performAndWait { writer in
-            let p2 = try #require(try writer.existingObject(with: p2ID))
+            let p2 = try writer.existingObject(with: p2ID)
             p2.host = try writer.existingObject(with: bobID)
             let episode = Episode(number: 7)
             writer.insert(episode)
@@ -172,8 +172,8 @@ struct InheritanceRelationshipTests {
             try writer.save()
         }
         try reader.performAndWait { context in
-            let p2 = try #require(try context.existingObject(with: p2ID))
-            let bob = try #require(try context.existingObject(with: bobID))
+            let p2 = try context.existingObject(with: p2ID)
+            let bob = try context.existingObject(with: bobID)
             #expect(p2.host === bob)
             #expect(Set(bob.podcasts.map(\.title)) == ["P2", "P3"])
             #expect(p2.episodes.map(\.number) == [7])
