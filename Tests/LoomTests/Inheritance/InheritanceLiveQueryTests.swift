@@ -113,40 +113,8 @@ struct InheritanceLiveQueryTests {
             try seedTrips(context)
             return try Self.checks(context)
         }
-        var dice = Dice(seed: seed)
         let steps = kind == .postgres ? 300 : 700
-        for step in 0..<steps {
-            let roll = dice.next(20)
-            if roll < 8 {
-                dice = try observer.performAndWait { context in
-                    var d = dice
-                    for _ in 0...d.next(3) { try Self.edit(&d, context) }
-                    context.processPendingChanges()
-                    for check in checks { try check.verify(context, step: "\(step) (local edit)") }
-                    return d
-                }
-                continue
-            }
-            if roll < 16 {
-                let editor = roll < 13 ? container.newBackgroundContext(name: "sibling") : observer.newChildContext(name: "child")
-                dice = try editor.performAndWait { context in
-                    var d = dice
-                    for _ in 0...d.next(3) { try Self.edit(&d, context) }
-                    try context.save()
-                    return d
-                }
-            } else if roll < 19 {
-                try observer.performAndWait { try $0.save() }
-            } else {
-                observer.performAndWait { $0.rollback() }
-            }
-            let what = roll < 13 ? "sibling save" : roll < 16 ? "child save" : roll < 19 ? "own save" : "rollback"
-            try observer.performAndWait { context in
-                context.mergePendingSaves()
-                context.processPendingChanges()
-                for check in checks { try check.verify(context, step: "\(step) (\(what))") }
-            }
-        }
+        try LiveQueryTests.drive(steps, seed: seed, container: container, observer: observer, checks: checks, edit: Self.edit)
         let changed = observer.performAndWait { _ in checks.map(\.changeCount) }
         #expect(changed.allSatisfy { $0 > steps / 40 }, "changes seen per query: \(changed)")
     }

@@ -177,27 +177,20 @@ struct LiveQueryTests {
         return [q1, q2, q3, q4, q5, q6, q7, q8]
     }
 
-    @Test("Random local edits, sibling and child saves, own saves, rollbacks and cascades: every change turns the last result into the new one, which a fresh fetch equals",
-          .serialized, .ownThreads, arguments: [StoreKind.inMemory, .sqlite], [1, 2] as [UInt64])
-    func differential(kind: StoreKind, seed: UInt64) throws {
-        let container = try kind.makeGraphContainer()
-        let observer = container.newBackgroundContext(name: "observer")
-        let checks = try observer.performAndWait { context in
-            context.automaticallyMergesChanges = true
-            context.mergePolicy = .mergeByPropertyObjectTrump
-            var dice = Dice(seed: 99)
-            for _ in 0..<4 { context.insert(Author(name: "A\(dice.unique() + 10_000)", rating: dice.next(4))) }
-            try context.save()
-            return try Self.checks(context)
-        }
+    /// Runs `steps` random steps against `observer`'s live queries: edits in the observer
+    /// (checked at once), saves of a sibling context or of a child of the observer, the
+    /// observer's own saves and rollbacks; after each, the observer merges and every check
+    /// verifies its last result turned into the new one, equal to a fresh fetch. `edit` makes one
+    /// random change in the context it is given.
+    static func drive(_ steps: Int, seed: UInt64, container: PersistentContainer, observer: BackgroundContext, checks: [any Verifiable],
+                      edit: @escaping @Sendable (inout Dice, ManagedObjectContext) throws -> Void) throws {
         var dice = Dice(seed: seed)
-        let steps = 2_500
         for step in 0..<steps {
             let roll = dice.next(20)
             if roll < 8 {
                 dice = try observer.performAndWait { context in
                     var d = dice
-                    for _ in 0...d.next(3) { try Self.edit(&d, context) }
+                    for _ in 0...d.next(3) { try edit(&d, context) }
                     context.processPendingChanges()
                     for check in checks { try check.verify(context, step: "\(step) (local edit)") }
                     return d
@@ -209,7 +202,7 @@ struct LiveQueryTests {
                 let editor = roll < 13 ? container.newBackgroundContext(name: "sibling") : observer.newChildContext(name: "child")
                 dice = try editor.performAndWait { context in
                     var d = dice
-                    for _ in 0...d.next(3) { try Self.edit(&d, context) }
+                    for _ in 0...d.next(3) { try edit(&d, context) }
                     try context.save()
                     return d
                 }
@@ -225,6 +218,23 @@ struct LiveQueryTests {
                 for check in checks { try check.verify(context, step: "\(step) (\(what))") }
             }
         }
+    }
+
+    @Test("Random local edits, sibling and child saves, own saves, rollbacks and cascades: every change turns the last result into the new one, which a fresh fetch equals",
+          .serialized, .ownThreads, arguments: [StoreKind.inMemory, .sqlite], [1, 2] as [UInt64])
+    func differential(kind: StoreKind, seed: UInt64) throws {
+        let container = try kind.makeGraphContainer()
+        let observer = container.newBackgroundContext(name: "observer")
+        let checks = try observer.performAndWait { context in
+            context.automaticallyMergesChanges = true
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            var dice = Dice(seed: 99)
+            for _ in 0..<4 { context.insert(Author(name: "A\(dice.unique() + 10_000)", rating: dice.next(4))) }
+            try context.save()
+            return try Self.checks(context)
+        }
+        let steps = 2_500
+        try Self.drive(steps, seed: seed, container: container, observer: observer, checks: checks, edit: Self.edit)
         let changed = observer.performAndWait { _ in checks.map(\.changeCount) }
         // Every query saw changes, many of them.
         #expect(changed.allSatisfy { $0 > steps / 20 }, "changes seen per query: \(changed)")
