@@ -20,6 +20,26 @@ struct InheritanceToolTests {
         return url
     }
 
+    /// Checks that `loom verify` finds the closed store at `url` sound with `objects` objects,
+    /// dumps it, loads the dump into a new store, and checks that the copy dumps the same;
+    /// returns the copy.
+    private func verifiedCopy(of url: URL, objects: Int) async throws -> URL {
+        let verify = try await LoomExecutable.run(["verify", url.path])
+        #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
+        #expect(verify.standardOutput.contains("No problems in \(objects) objects"), "\(verify.standardOutput)")
+
+        let dumped = try await LoomExecutable.run(["dump", url.path])
+        #expect(dumped.status == 0, "\(dumped.standardError)")
+        let folder = TemporaryDirectory.make()
+        let file = folder.appending(path: "dump.ndjson")
+        try Data(dumped.standardOutput.utf8).write(to: file)
+        let copy = folder.appending(path: "copy.loom")
+        let loaded = try await LoomExecutable.run(["load", file.path, copy.path])
+        #expect(loaded.status == 0, "\(loaded.standardError)")
+        #expect(try await LoomExecutable.run(["dump", copy.path]).standardOutput == dumped.standardOutput)
+        return copy
+    }
+
     @Test("loom inspect shows each entity's place in its hierarchy, as text and JSON")
     func inspectShowsTheHierarchy() async throws {
         let url = try await makeStore()
@@ -46,19 +66,7 @@ struct InheritanceToolTests {
     @Test("loom verify finds a hierarchy's store sound; dump and load keep it")
     func verifyDumpAndLoad() async throws {
         let url = try await makeStore()
-        let verify = try await LoomExecutable.run(["verify", url.path])
-        #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
-        #expect(verify.standardOutput.contains("No problems in 10 objects"))
-
-        let dumped = try await LoomExecutable.run(["dump", url.path])
-        #expect(dumped.status == 0, "\(dumped.standardError)")
-        let folder = TemporaryDirectory.make()
-        let file = folder.appending(path: "dump.ndjson")
-        try Data(dumped.standardOutput.utf8).write(to: file)
-        let copy = folder.appending(path: "copy.loom")
-        let loaded = try await LoomExecutable.run(["load", file.path, copy.path])
-        #expect(loaded.status == 0, "\(loaded.standardError)")
-        #expect(try await LoomExecutable.run(["dump", copy.path]).standardOutput == dumped.standardOutput)
+        let copy = try await verifiedCopy(of: url, objects: 10)
 
         // The loaded copy opens with the model: the same hash, its objects of their classes.
         let container = PersistentContainer(store: try SQLiteStore(url: copy, schema: try Schema(tripModels + vehicleModels)))
@@ -75,19 +83,7 @@ struct InheritanceToolTests {
         let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(mediaModels)))
         try await container.performBackgroundTask { try seedMedia($0) }
         try await container.close()
-        let verify = try await LoomExecutable.run(["verify", url.path])
-        #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
-        #expect(verify.standardOutput.contains("No problems in 14 objects"), "\(verify.standardOutput)")
-
-        let dumped = try await LoomExecutable.run(["dump", url.path])
-        #expect(dumped.status == 0, "\(dumped.standardError)")
-        let folder = TemporaryDirectory.make()
-        let file = folder.appending(path: "dump.ndjson")
-        try Data(dumped.standardOutput.utf8).write(to: file)
-        let copy = folder.appending(path: "copy.loom")
-        let loaded = try await LoomExecutable.run(["load", file.path, copy.path])
-        #expect(loaded.status == 0, "\(loaded.standardError)")
-        #expect(try await LoomExecutable.run(["dump", copy.path]).standardOutput == dumped.standardOutput)
+        let copy = try await verifiedCopy(of: url, objects: 14)
 
         let reopened = PersistentContainer(store: try SQLiteStore(url: copy, schema: try Schema(mediaModels)))
         let graph = try await reopened.performBackgroundTask { context in
