@@ -84,8 +84,8 @@ struct PredicateTranslator {
         if let unwrap = expression as? any LoomForcedUnwrapExpression { return try objectPath(unwrap.loomInner) }
         // `($0 as? Podcast)?.host`: the fetched object's relationship, where it is of that
         // entity (``castIsNull(_:)`` answers for the others).
-        if let flatMap = expression as? any LoomOptionalFlatMapExpression, let cast = flatMap.loomWrapped as? any LoomConditionalCastExpression,
-           try objectPath(cast.loomInput)?.isEmpty == true, try entityIsKind(of: cast.loomDesiredType) {
+        if let flatMap = expression as? any LoomOptionalFlatMapExpression, let cast = try castOfFetchedObject(flatMap.loomWrapped),
+           try entityIsKind(of: cast.loomDesiredType) {
             var inner = self
             inner.bindings[flatMap.loomVariable] = .object
             return try inner.objectPath(flatMap.loomTransform)
@@ -109,11 +109,14 @@ struct PredicateTranslator {
     /// of (`($0 as? Podcast)?.host` on a film): nil for every object of this translation.
     func castIsNull(_ expression: Any) throws(LoomError) -> Bool {
         guard let flatMap = expression as? any LoomOptionalFlatMapExpression else { return false }
-        if let cast = flatMap.loomWrapped as? any LoomConditionalCastExpression {
-            guard try objectPath(cast.loomInput)?.isEmpty == true else { return false }
-            return try !entityIsKind(of: cast.loomDesiredType)
-        }
+        if let cast = try castOfFetchedObject(flatMap.loomWrapped) { return try !entityIsKind(of: cast.loomDesiredType) }
         return try castIsNull(flatMap.loomWrapped)
+    }
+
+    /// `expression` as a cast of the fetched object (`$0 as? Podcast`), or `nil`.
+    func castOfFetchedObject(_ expression: Any) throws(LoomError) -> (any LoomConditionalCastExpression)? {
+        guard let cast = expression as? any LoomConditionalCastExpression, try objectPath(cast.loomInput)?.isEmpty == true else { return nil }
+        return cast
     }
 
     /// The to-many relationship a collection-typed expression reads, with the chain of to-one
