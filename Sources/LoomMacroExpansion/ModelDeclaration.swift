@@ -56,6 +56,21 @@ struct ModelDeclaration {
 
     /// The mistakes found in the class body.
     private(set) var diagnostics: [Diagnostic] = []
+    /// `#Unique` and `#Index` names that are not properties of the class body: mistakes, unless
+    /// the class is a sub-entity (they may be inherited; its entity description checks them
+    /// when the schema is built).
+    private(set) var unknownConstraintNames: [Diagnostic] = []
+    private var unknownNames: Set<String> = []
+
+    /// Once ``hierarchy`` is known: a class that is not a sub-entity cannot inherit, so the
+    /// names of its body that are not properties leave its constraints (their diagnostics say
+    /// so); a sub-entity's stay, for its entity description to check.
+    mutating func settleConstraintNames() {
+        guard hierarchy != .subentity, !unknownNames.isEmpty else { return }
+        let unknown = unknownNames
+        uniquenessConstraints = uniquenessConstraints.map { $0.filter { !unknown.contains($0) } }.filter { !$0.isEmpty }
+        indexes = indexes.map { $0.filter { !unknown.contains($0) } }.filter { !$0.isEmpty }
+    }
 
     /// The name of the stored property that `@Model` adds; it is never persistent.
     static let backingName = "_loomBacking"
@@ -225,9 +240,13 @@ struct ModelDeclaration {
                     continue
                 }
                 guard persistentNames.contains(name) else {
-                    diagnostics.append(Diagnostic(
+                    // A subclass may name what it inherits, which its body does not show: the
+                    // schema checks those names (see `unknownConstraintNames`).
+                    unknownConstraintNames.append(Diagnostic(
                         node: element.expression,
                         message: LoomDiagnostic.notPersistent(macro, property: name, model: entityName)))
+                    unknownNames.insert(name)
+                    names.append(name)
                     continue
                 }
                 names.append(name)

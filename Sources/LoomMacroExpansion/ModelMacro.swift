@@ -52,7 +52,8 @@ extension ModelMacroExpansion {
             $0.type.trimmedDescription.hasSuffix("PersistentModel")
         } ?? false
         if !asked && !saysSo { model.hierarchy = .subentity }
-        for diagnostic in model.diagnostics {
+        model.settleConstraintNames()
+        for diagnostic in model.diagnostics + (model.hierarchy == .subentity ? [] : model.unknownConstraintNames) {
             context.diagnose(diagnostic)
         }
         if model.isGeneric { return [] }

@@ -1,5 +1,5 @@
 @_spi(LoomStore) package import LoomCore
-import LoomSQL
+package import LoomSQL
 
 /// PostgreSQL's SQL, for ``SQLGenerator``, with Loom's (SQLite's) semantics: `$n` parameters,
 /// `IS [NOT] DISTINCT FROM` as NULL-safe equality, key lists as one `int8[]` parameter
@@ -54,6 +54,21 @@ package struct PostgreSQLDialect: SQLDialect {
 
     package func renamingTableIndexes(from: String, to: String) -> [String] {
         ["ALTER INDEX \(SQLGenerator.quote(from + "_pkey")) RENAME TO \(SQLGenerator.quote(to + "_pkey"))"]
+    }
+
+    /// One function and one trigger per member table; `UPDATE OF` the constraint's columns only.
+    package func hierarchyConstraintTriggers(_ t: HierarchyConstraintTriggers) -> [String] {
+        [
+            "CREATE OR REPLACE FUNCTION \(t.name)() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                + "IF TG_OP = 'INSERT' THEN \(t.insertNew); ELSIF TG_OP = 'UPDATE' THEN \(t.updateNew); ELSE \(t.deleteOld); END IF; "
+                + "RETURN NULL; END $$",
+            "CREATE TRIGGER \(t.name) AFTER INSERT OR UPDATE OF \(t.memberColumns.joined(separator: ", ")) OR DELETE ON \(t.table) FOR EACH ROW EXECUTE FUNCTION \(t.name)()",
+        ]
+    }
+
+    /// Dropping the function drops its trigger with it.
+    package func droppingHierarchyConstraintTriggers(_ t: HierarchyConstraintTriggers) -> [String] {
+        ["DROP FUNCTION IF EXISTS \(t.name)() CASCADE"]
     }
 
     package var primaryKeyDefinition: String { "BIGINT PRIMARY KEY" }

@@ -55,9 +55,9 @@ extension PostgreSQLStore {
                 }
                 copied += tableRows
                 progress?(entity.name, tableRows, tableRows, total == 0 ? 1 : Double(copied) / Double(total))
-            case .uniqueIndex(let entity, let constraint, let text):
+            case .uniqueIndex(let entity, let constraint, let text, let query):
                 try diagnosing(connection, state: .postgresUniqueViolation, text, PostgresBindings()) { error in
-                    let row = try connection.query(sql.duplicateQuery(entity, constraint)).first.map { try $0.map(PostgreSQLValues.value) }
+                    let row = try connection.query(query).first.map { try $0.map(PostgreSQLValues.value) }
                     let key = row.map { values in
                         constraint.indices.map { "\(constraint[$0]) = \(values[$0])" }.joined(separator: ", ")
                     } ?? "?"

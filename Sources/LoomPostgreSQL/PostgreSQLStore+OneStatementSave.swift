@@ -19,7 +19,8 @@ import PostgresNIO
 ///
 /// Used when every statement of the change set changes a table of its own: statements of one
 /// statement share a snapshot and run in no set order, so two changes of one table (an update
-/// that frees a unique value, then an insert that takes it) go statement by statement. So do
+/// that frees a unique value, then an insert that takes it) go statement by statement, and so
+/// do changes of two tables that share a hierarchy constraint's table. So do
 /// saves inside a write transaction, saves with ``Configuration/insideSaveTransaction`` set (it
 /// is called between statements), and stores whose schema has no function (see
 /// ``installSaveFunctions(_:schemaName:)``).
@@ -143,8 +144,11 @@ extension PostgreSQLStore {
         var parts: [ChangeStatement] = []
         var tables = Set<String>()
         var eligible = true
+        // A member table of a hierarchy constraint changes the constraint's table too (its
+        // triggers): two members of one constraint are two changes of one table.
+        let spans = sql.hierarchyConstraintTables
         try statements.build(changes) { statement in
-            eligible = tables.insert(statement.table).inserted
+            eligible = tables.insert(statement.table).inserted && (spans[statement.table] ?? []).allSatisfy { tables.insert($0).inserted }
             parts.append(statement)
             return eligible
         }

@@ -732,6 +732,9 @@ public final class PostgreSQLStore: PersistentStore {
             let described = entity ?? tableName.flatMap(schema.entity(named:))
             let entityName = described?.name ?? tableName ?? "?"
             var attributes: [String] = []
+            if let across = sql.hierarchyViolation(inTable: tableName, entity: entity, key: key, store: identifier, underlying: error, storeCode: code) {
+                return across
+            }
             if let described {
                 if let unique = described.uniquenessConstraints.first(where: { "loom_unique_\(described.name)_\($0.joined(separator: "_"))" == constraint }) {
                     attributes = unique

@@ -75,6 +75,11 @@ package protocol SQLDialect: Sendable {
     /// name (a rebuilt table's would stay `loom_migrating_…_pkey`, the next one numbered);
     /// SQLite needs nothing.
     func renamingTableIndexes(from: String, to: String) -> [String]
+    /// The statements that make the triggers keeping a hierarchy constraint's table in step with
+    /// one of its member tables (see ``SQLGenerator/hierarchyConstraintStatements()``), and
+    /// those that drop them (when they exist).
+    func hierarchyConstraintTriggers(_ triggers: HierarchyConstraintTriggers) -> [String]
+    func droppingHierarchyConstraintTriggers(_ triggers: HierarchyConstraintTriggers) -> [String]
 }
 
 extension SQLDialect {

@@ -18,15 +18,16 @@ package enum MigrationStatement: Sendable {
     /// ?` to copy in chunks. A required column left NULL fails it: see ``missingValueQueries``.
     case copyRows(entity: EntityDescription, sources: [SchemaMigration.ColumnSource], table: String, building: String,
                   sql: String, arguments: [StoredValue])
-    /// A rebuilt table's unique index: saved rows that break it fail it (see
-    /// ``duplicateQuery(_:_:)``).
-    case uniqueIndex(entity: EntityDescription, constraint: [String], sql: String)
+    /// A rebuilt table's unique index, or a hierarchy constraint's: saved rows that break it
+    /// fail it, and `duplicates` finds one value they share and how many rows have it.
+    case uniqueIndex(entity: EntityDescription, constraint: [String], sql: String, duplicates: String)
 }
 
 extension SQLGenerator {
     /// The statements of `migration`, from the saved tables to this generator's schema.
     package func migrationStatements(_ migration: SchemaMigration) -> [MigrationStatement] {
-        var statements: [MigrationStatement] = []
+        // A hierarchy constraint's triggers name their table's columns: they go first, and are made anew last.
+        var statements: [MigrationStatement] = migration.saved.map(droppingHierarchyConstraints(of:)) ?? []
         func execute(_ text: String, _ arguments: [StoredValue] = []) { statements.append(.execute(text, arguments)) }
         let (sourceColumn, targetColumn) = (Self.quote(JoinTable.sourceColumn), Self.quote(JoinTable.targetColumn))
 
@@ -83,7 +84,7 @@ extension SQLGenerator {
             execute("DROP TABLE \(Self.quote(name))")
         }
         for statement in indexStatements() { execute(statement) }
-        return statements
+        return statements + makingHierarchyConstraints()
     }
 
     /// Makes `entity`'s table anew (as `loom_migrating_<name>`), fills it from the saved one,
@@ -113,7 +114,7 @@ extension SQLGenerator {
         ]
         statements += dialect.renamingTableIndexes(from: building, to: entity.name).map { .execute($0, []) }
         for (statement, constraint) in zip(uniqueIndexStatements(entity), entity.uniquenessConstraints) {
-            statements.append(.uniqueIndex(entity: entity, constraint: constraint, sql: statement))
+            statements.append(.uniqueIndex(entity: entity, constraint: constraint, sql: statement, duplicates: duplicateQuery(entity, constraint)))
         }
         return statements
     }
@@ -143,7 +144,7 @@ extension SQLGenerator {
 
     /// For a unique index that failed: one duplicated value of `constraint` and how many rows
     /// share it (the constraint's columns, then the count).
-    package func duplicateQuery(_ entity: EntityDescription, _ constraint: [String]) -> String {
+    private func duplicateQuery(_ entity: EntityDescription, _ constraint: [String]) -> String {
         let columns = constraintColumns(entity, constraint)
         return "SELECT \(columns), COUNT(*) FROM \(Self.quote(entity.name)) GROUP BY \(columns) HAVING COUNT(*) > 1 LIMIT 1"
     }

@@ -119,7 +119,7 @@ package struct SQLGenerator: Sendable {
             statements += uniqueIndexStatements(entity)
         }
         for table in schema.joinTables { statements += createJoinTable(table) }
-        return statements + indexStatements()
+        return statements + indexStatements() + hierarchyConstraintStatements()
     }
 
     /// The `CREATE TABLE` of an entity, under its own name or `name` (a table being rebuilt).

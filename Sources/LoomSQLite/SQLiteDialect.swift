@@ -1,5 +1,5 @@
 @_spi(LoomStore) package import LoomCore
-import LoomSQL
+package import LoomSQL
 
 /// SQLite's SQL, for ``SQLGenerator``: positional `?` parameters, `IS` as NULL-safe equality,
 /// key lists as one JSON array read with `json_each`, `LIMIT -1` for "no limit", `INSERT OR
@@ -44,4 +44,20 @@ package struct SQLiteDialect: SQLDialect {
 
     package func lowercase(_ a: String) -> String { "loom_lower(\(a))" }
     package func length(_ a: String) -> String { "loom_length(\(a))" }
+
+    package func hierarchyConstraintTriggers(_ t: HierarchyConstraintTriggers) -> [String] {
+        [
+            "CREATE TRIGGER \(trigger(t, "insert")) AFTER INSERT ON \(t.table) BEGIN \(t.insertNew); END",
+            "CREATE TRIGGER \(trigger(t, "update")) AFTER UPDATE OF \(t.memberColumns.joined(separator: ", ")) ON \(t.table) BEGIN \(t.updateNew); END",
+            "CREATE TRIGGER \(trigger(t, "delete")) AFTER DELETE ON \(t.table) BEGIN \(t.deleteOld); END",
+        ]
+    }
+
+    package func droppingHierarchyConstraintTriggers(_ t: HierarchyConstraintTriggers) -> [String] {
+        ["insert", "update", "delete"].map { "DROP TRIGGER IF EXISTS \(trigger(t, $0))" }
+    }
+
+    private func trigger(_ t: HierarchyConstraintTriggers, _ event: String) -> String {
+        SQLGenerator.quote("\(t.nameText)_\(event)")
+    }
 }

@@ -49,11 +49,11 @@ extension SQLiteStore {
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_NOTNULL {
                     throw try missingValues(db, entity, sources, table: table, sql: sql, path: path, underlying: error)
                 }
-            case .uniqueIndex(let entity, let constraint, let text):
+            case .uniqueIndex(let entity, let constraint, let text, let query):
                 do {
                     try db.execute(sql: text)
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                    throw try duplicates(db, entity, constraint, sql: sql, path: path, underlying: error)
+                    throw try duplicates(db, entity, constraint, query: query, path: path, underlying: error)
                 }
             }
         }
@@ -141,9 +141,9 @@ extension SQLiteStore {
 
     /// The error for a uniqueness constraint the saved rows break: names one duplicated value.
     private static func duplicates(
-        _ db: Database, _ entity: EntityDescription, _ constraint: [String], sql: SQLGenerator, path: String, underlying: DatabaseError
+        _ db: Database, _ entity: EntityDescription, _ constraint: [String], query: String, path: String, underlying: DatabaseError
     ) throws -> LoomError {
-        let row = try Row.fetchOne(db, sql: sql.duplicateQuery(entity, constraint))
+        let row = try Row.fetchOne(db, sql: query)
         let key = row.map { row in
             (0..<constraint.count).map { i in "\(constraint[i]) = \(row[i] as DatabaseValue)" }.joined(separator: ", ")
         } ?? "?"

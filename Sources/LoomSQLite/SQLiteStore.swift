@@ -246,6 +246,9 @@ public final class SQLiteStore: PersistentStore, SQLiteReader {
         if db.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || db.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
             // "UNIQUE constraint failed: Book.isbn, Book.title"
             let detail = db.message?.components(separatedBy: "failed: ").last ?? ""
+            if let across = sql.hierarchyViolation(inTable: detail.components(separatedBy: ".").first, entity: entity, key: key, store: identifier, underlying: db, storeCode: storeCode) {
+                return across
+            }
             let entityName = entity?.name ?? detail.components(separatedBy: ".").first ?? "?"
             // Columns back to property names: `Z_author` is the relationship `author`.
             let described = entity ?? schema.entity(named: entityName)

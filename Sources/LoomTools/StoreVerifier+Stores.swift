@@ -26,6 +26,9 @@ extension StoreVerifier {
                 steps.append(("\(entity.name) unique \(constraint.joined(separator: ","))", { try $0.checkUniqueness(entity, constraint) }))
             }
         }
+        for constraint in schema.hierarchyConstraints {
+            steps.append(("\(constraint.owner.name) unique \(constraint.attributes.joined(separator: ",")) across its sub-entities", { try $0.checkUniqueness(across: constraint) }))
+        }
         steps.append(("history", { try $0.checkHistory() }))
         do {
             run.keyMarks = try store.maintenanceState().nextKeys
@@ -205,6 +208,32 @@ private struct SPIVerificationRun {
     }
 
     /// No two objects share the values of a uniqueness constraint (NULLs never clash).
+    /// A constraint declared on a parent: no value shared by objects of two of its members
+    /// (within one member, ``checkUniqueness(_:_:)`` finds them).
+    mutating func checkUniqueness(across constraint: HierarchyConstraint) throws {
+        var byValues: [[StoredValue]: [(entity: String, key: Int64)]] = [:]
+        for member in constraint.members {
+            let slots = constraint.attributes.compactMap { member.storedValueIndex(named: $0) }
+            guard slots.count == constraint.attributes.count else { continue }
+            try StoreRowPages.forEach(of: member, in: store) { rows in
+                for row in rows {
+                    let values = slots.map { row.values[$0] }
+                    if values.contains(.null) { continue }
+                    byValues[values, default: []].append((member.name, row.key))
+                }
+            }
+        }
+        let list = constraint.attributes.joined(separator: ", ")
+        var found: [VerificationFinding] = []
+        for objects in byValues.values where Set(objects.map(\.entity)).count > 1 {
+            let sorted = objects.sorted { ($0.entity, $0.key) < ($1.entity, $1.key) }
+            found.append(VerificationFinding(
+                kind: .uniquenessViolation, entity: sorted[0].entity, property: constraint.attributes.joined(separator: ","), object: uri(sorted[0].entity, sorted[0].key),
+                message: "\(sorted.prefix(6).map { "\($0.entity) \($0.key)" }.joined(separator: " and ")) have the same \(list), which must be unique across \(constraint.owner.name)'s sub-entities."))
+        }
+        add(found.sorted { $0.message < $1.message })
+    }
+
     mutating func checkUniqueness(_ entity: EntityDescription, _ constraint: [String]) throws {
         let slots = constraint.compactMap { entity.storedValueIndex(named: $0) }
         guard slots.count == constraint.count else { return }

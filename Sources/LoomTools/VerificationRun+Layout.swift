@@ -32,6 +32,48 @@ extension VerificationRun {
             let keys = [JoinTable.sourceColumn, JoinTable.targetColumn].map { (name: $0, type: "INTEGER", notNull: true) }
             try checkTable(table.name, entity: table.sourceEntityName, expected: keys, db)
         }
+        for constraint in schema.hierarchyConstraints { try checkHierarchyConstraint(constraint, db) }
+    }
+
+    /// A constraint declared on a parent needs its table with a unique index, the triggers of
+    /// every member table that fill it, and no value shared by two rows of its members.
+    private mutating func checkHierarchyConstraint(_ constraint: HierarchyConstraint, _ db: Database) throws {
+        let owner = constraint.owner.name, list = constraint.attributes.joined(separator: ", ")
+        var missing: [String] = []
+        if try db.tableExists(constraint.name) {
+            let unique = try String.fetchAll(db, sql: "SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1", arguments: [constraint.name])
+            if unique.isEmpty { missing.append("its table's unique index") }
+        } else {
+            missing.append("its table \(constraint.name)")
+        }
+        let triggers = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
+        for member in constraint.members {
+            let names = ["insert", "update", "delete"].map { "\(constraint.triggerName(for: member))_\($0)" }
+            if !names.allSatisfy(triggers.contains) { missing.append("the triggers of \(member.name)") }
+        }
+        if !missing.isEmpty {
+            findings.append(VerificationFinding(
+                kind: .missingUniqueIndex, entity: owner, property: constraint.attributes.joined(separator: ","),
+                message: "\(owner)'s uniqueness of \(list) across its sub-entities lacks \(missing.joined(separator: ", ")): the store no longer refuses duplicates between them."))
+        }
+        // The members' rows themselves, whatever the table holds.
+        var byValues: [[DatabaseValue]: [(entity: String, key: Int64)]] = [:]
+        for member in constraint.members {
+            let names = constraint.attributes.map { name in member.storedValueIndex(named: name).map(member.columnName(at:)) ?? name }
+            guard has(member.name, names) else { continue }
+            let selected = names.map(Self.quote)
+            let rows = try Row.fetchAll(db, sql: "SELECT \"Z_PK\", \(selected.joined(separator: ", ")) FROM \(SQLGenerator.quote(member.name)) WHERE \(selected.map { "\($0) IS NOT NULL" }.joined(separator: " AND "))")
+            for row in rows {
+                let key: Int64 = try row.decode(atIndex: 0)
+                byValues[(1...constraint.attributes.count).map { row[$0] as DatabaseValue }, default: []].append((member.name, key))
+            }
+        }
+        for objects in byValues.values where objects.count > 1 {
+            let sorted = objects.sorted { ($0.entity, $0.key) < ($1.entity, $1.key) }
+            findings.append(VerificationFinding(
+                kind: .uniquenessViolation, entity: sorted[0].entity, property: constraint.attributes.joined(separator: ","),
+                message: "\(sorted.map { "\($0.entity) \($0.key)" }.joined(separator: " and ")) have the same \(list), which must be unique across \(owner)'s sub-entities."))
+        }
     }
 
     /// The columns ``SQLGenerator/createTable(_:named:)`` gives an entity's table.

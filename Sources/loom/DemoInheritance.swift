@@ -6,9 +6,12 @@ import LoomPostgreSQL
 #endif
 
 /// The inheritance part's model: the packages as a catalog whose entries are of several kinds.
-/// `CatalogEntry` is abstract (no object of its own); a development library is a library.
+/// `CatalogEntry` is abstract (no object of its own); a development library is a library. Its
+/// uniqueness constraint holds across every kind of entry.
 @Model(abstract: true) class CatalogEntry {
+    #Unique<CatalogEntry>([\.name, \.architecture])
     var name: String = ""
+    var architecture: String = ""
     var sizeKiB: Int = 0
 }
 
@@ -71,9 +74,30 @@ extension DemoCommand {
                 entry = program
             }
             entry.name = package.name
+            entry.architecture = package.architecture ?? ""
             entry.sizeKiB = package.installedSizeKiB ?? 0
         }
         try view.save()
+
+        // The constraint declared on the abstract parent: a program named as a saved library of
+        // the same architecture is refused by the store, though they are in different tables.
+        var refusal = "no library to copy"
+        if let library = try view.fetch(FetchRequest<LibraryEntry>(sortBy: [SortDescriptor(\.name)])).first {
+            let copy = ProgramEntry(context: view)
+            copy.name = library.name
+            copy.architecture = library.architecture
+            do {
+                try view.save()
+                throw LoomError(.storeFailure, "The inheritance demo's program named \(library.name) was saved beside the library of that name: the uniqueness constraint of CatalogEntry did not hold across its sub-entities.")
+            } catch let error as LoomError where error.code == .uniquenessViolation {
+                let existing = error.conflicts.first.flatMap { conflict -> String? in
+                    if case .uniqueness(_, let existing) = conflict.kind { return existing.entityName }
+                    return nil
+                } ?? "?"
+                refusal = "a ProgramEntry named \(library.name) (\(library.architecture)) is refused: \(error.code), it conflicts with the saved \(existing)"
+                view.delete(copy)
+            }
+        }
 
         // A fetch of the abstract parent: every entry, each of its own class, in one order.
         var largest = FetchRequest<CatalogEntry>(sortBy: [SortDescriptor(\.sizeKiB, order: .reverse), SortDescriptor(\.name)])
@@ -104,6 +128,7 @@ extension DemoCommand {
         print("\nInheritance: \(packages.count) packages saved as catalog entries of three classes under an abstract CatalogEntry (\(plainLibraries) libraries, \(development) development libraries, \(programs) programs) in \(place)")
         print("  a fetch of CatalogEntry counts \(all) entries; the largest: \(top.joined(separator: ", "))")
         print("  `$0 is LibraryEntry` keeps \(libraries) (libraries and development libraries); `($0 as? ProgramEntry)?.priority == \"important\"` keeps \(important)")
+        print("  #Unique<CatalogEntry>([\\.name, \\.architecture]) holds across the sub-entities' tables: \(refusal)")
         print("  one values fetch of CatalogEntry: \(counted) entries, \(kib) KiB in all, \(Int(mean.rounded())) KiB on average; a batched fetch of it reads \(batched.count) in batches of \(batched.batchSize)")
         if let most {
             print("  `($0 as? ProgramEntry)?.maintainer?.name == \"\(most.name)\"` keeps \(maintained) entries, as many as that maintainer's programs (\(maintainedDirectly))")

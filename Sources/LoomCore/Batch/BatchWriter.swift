@@ -220,6 +220,8 @@ final class BatchWriter {
             return found
         }
         var existing: [[StoredValue]: StoreRow] = [:]
+        var elsewhere: [[StoredValue]: (entity: EntityDescription, key: Int64)] = [:]
+        var endsElsewhere: [Int: EntityDescription] = [:]   // index in ends
         let wanted = rows.compactMap { uniqueValues($0.values) }
         if !wanted.isEmpty {
             // By the constraint's first attribute (one IN list, whatever the constraint's width);
@@ -227,6 +229,16 @@ final class BatchWriter {
             let predicate = PredicateNode.isIn(.attribute(constraint[0]), Array(Set(wanted.map { $0[0] })))
             for row in try store.fetch(StoreQuery(entity: entity, predicate: predicate)) {
                 existing[constraint.map { row.values[$0] }] = row
+            }
+            // A constraint declared on a parent holds across its sub-entities: their objects
+            // match too, though a row of this entity cannot update them.
+            let names = constraint.map { entity.attributes[$0].name }
+            for member in store.schema.hierarchyConstraint(of: entity, names)?.members ?? [] where member !== entity {
+                let slots = names.compactMap { member.attributeIndex(named: $0) }
+                guard slots.count == names.count else { continue }
+                for row in try store.fetch(StoreQuery(entity: member, predicate: .isIn(.attribute(slots[0]), Array(Set(wanted.map { $0[0] }))))) {
+                    elsewhere[slots.map { row.values[$0] }] = (member, row.key)
+                }
             }
         }
 
@@ -254,6 +266,24 @@ final class BatchWriter {
                     result.rows.count(changed: changed)
                 }
                 ends.append(-Int64(index) - 1)
+                continue
+            }
+            if let unique, let other = elsewhere[unique] {
+                switch uniquing {
+                case .fail:
+                    throw duplicate(entity, row: row, constraint, existing: other.key, of: other.entity)
+                case .ignore:
+                    endsElsewhere[ends.count] = other.entity
+                    ends.append(other.key)
+                    result.unchanged += 1
+                    result.rows.unchanged += 1
+                case .update:
+                    let names = constraint.map { entity.attributes[$0].name }
+                    throw LoomError(
+                        .uniquenessViolation,
+                        "\(rowNaming.name(row, of: entity.name)) matches \(other.entity.name)/\(other.key) by its unique \(names.joined(separator: ", ")), which holds across the hierarchy; a row of \(entity.name) cannot update an object of another entity. Use uniquing .ignore, or leave the row out.",
+                        entity: entity.name, attributes: names, objectID: id(other.entity, other.key))
+                }
                 continue
             }
             if let unique, let saved = existing[unique] {
@@ -326,7 +356,7 @@ final class BatchWriter {
             }
         }
         try checkRelated(related, of: entity, owners: &set.relationshipOwners, chunk: &chunk)
-        if listsIDs { for end in ends { result.objectIDs.append(id(entity, end >= 0 ? end : newKeys[Int(-end - 1)])) } }
+        if listsIDs { for (i, end) in ends.enumerated() { result.objectIDs.append(id(endsElsewhere[i] ?? entity, end >= 0 ? end : newKeys[Int(-end - 1)])) } }
         do {
             try commit(set, chunk, rows: eventRows)
         } catch {
@@ -353,12 +383,13 @@ final class BatchWriter {
         }
     }
 
-    private func duplicate(_ entity: EntityDescription, row: Int, _ constraint: [Int], existing: Int64? = nil) -> LoomError {
+    private func duplicate(_ entity: EntityDescription, row: Int, _ constraint: [Int], existing: Int64? = nil, of owner: EntityDescription? = nil) -> LoomError {
         // The values are not in the message (they may be personal data); the row and the object are.
         let names = constraint.map { entity.attributes[$0].name }
-        let other = existing.map { "\(entity.name)/\($0) has" } ?? "an earlier row of the request has"
+        let existingEntity = owner ?? entity
+        let other = existing.map { "\(existingEntity.name)/\($0) has" } ?? "an earlier row of the request has"
         return LoomError(.uniquenessViolation, "\(rowNaming.name(row, of: entity.name)) matches an object by its unique \(names.joined(separator: ", ")): \(other) the same; use uniquing .update or .ignore, or leave the row out.",
-                         entity: entity.name, attributes: names, objectID: existing.map { id(entity, $0) })
+                         entity: entity.name, attributes: names, objectID: existing.map { id(existingEntity, $0) })
     }
 
     // MARK: Delete

@@ -54,6 +54,8 @@
         case rebuild(EntityDescription, sources: [ColumnSource], from: String)
     }
 
+    /// The schema the store saved, which the migration starts from.
+    public var saved: Schema?
     /// The changes, table by table, in the order to apply them.
     public var tables: [TableChange] = []
     /// Join tables (many-to-many relationships) to create, to fill from a saved one (a renamed
@@ -92,6 +94,7 @@
             throw LoomError(.schemaMismatch, "The schema saved in the store cannot be read back (\(error.message)); it cannot be migrated.", path: path, underlying: error)
         }
         var migration = SchemaMigration()
+        migration.saved = old
         func refuse(_ reason: String) -> LoomError {
             let differences = saved.differences(from: model.record)
             return LoomError(

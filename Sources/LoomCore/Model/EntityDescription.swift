@@ -227,6 +227,15 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         entityName == name || descendantNames.withLock { $0.contains(entityName) }
     }
 
+    /// The entity that declares `constraint`, one of ``uniquenessConstraints``: the highest of
+    /// this entity and its ancestors that has it (a sub-entity inherits its parent's). A
+    /// constraint declared on an entity with sub-entities holds across all of them.
+    public func declaringEntity(ofConstraint constraint: [String]) -> EntityDescription {
+        var owner = self
+        while let parent = owner.superentity, parent.uniquenessConstraints.contains(constraint) { owner = parent }
+        return owner
+    }
+
     /// The entity at the top of this entity's hierarchy (itself when it has no superentity).
     public var rootEntity: EntityDescription {
         var entity = self

@@ -18,6 +18,8 @@ public struct Schema: Sendable {
     @_spi(LoomStore) public let joinTables: [JoinTable]
     /// Each entity's direct sub-entities, by name, in the order of ``entities``.
     let subentitiesByName: [String: [EntityDescription]]
+    /// The uniqueness constraints that hold across a hierarchy, in the order of ``entities``.
+    @_spi(LoomStore) public let hierarchyConstraints: [HierarchyConstraint]
 
     /// Builds a schema from entity descriptions; throws ``LoomError/Code/invalidModel`` with
     /// every problem found: duplicate or reserved names, constraints on unknown properties,
@@ -41,6 +43,13 @@ public struct Schema: Sendable {
         self.resolved = resolved
         self.joinTables = joinTables
         self.subentitiesByName = subentities
+        self.hierarchyConstraints = entities.flatMap { entity in
+            guard subentities[entity.name] != nil else { return [HierarchyConstraint]() }
+            let members = Schema.concreteEntities(of: entity, subentities: subentities)
+            return entity.uniquenessConstraints.filter { entity.declaringEntity(ofConstraint: $0) === entity }.map {
+                HierarchyConstraint(owner: entity, attributes: $0, members: members)
+            }
+        }
     }
 
     /// Checks each entity's superentity, and returns each entity's direct sub-entities.
@@ -51,9 +60,8 @@ public struct Schema: Sendable {
     /// without sub-entities (flat entities, and the leaves of a hierarchy) has one table at each
     /// end, as in a flat model. One declared on an entity with sub-entities (which they would
     /// inherit) or leading to one would have to say which table its key is in: those are refused
-    /// for now rather than left to miss the objects of a sub-entity; so are uniqueness
-    /// constraints of an entity with sub-entities, which a table's unique index would enforce
-    /// within each table only.
+    /// for now rather than left to miss the objects of a sub-entity. A uniqueness constraint of
+    /// an entity with sub-entities holds across their tables (``HierarchyConstraint``).
     private static func hierarchyProblems(
         _ entities: [EntityDescription], byName: [String: EntityDescription], problems: inout [String]
     ) -> [String: [EntityDescription]] {
@@ -68,13 +76,6 @@ public struct Schema: Sendable {
                 problems.append("\(entity.name) inherits from another \(parent.name) than this model's (its properties differ)")
             }
             subentities[parent.name, default: []].append(entity)
-        }
-        // A table's unique index sees its own rows only: a constraint of an entity with
-        // sub-entities would hold within each table, not across the hierarchy as Core Data's does.
-        for entity in entities where !entity.uniquenessConstraints.isEmpty {
-            guard let children = subentities[entity.name] else { continue }
-            let constraints = entity.uniquenessConstraints.map { "(\($0.joined(separator: ", ")))" }.joined(separator: ", ")
-            problems.append("\(entity.name): its uniqueness constraint \(constraints) would have to hold across its sub-entities (\(children.map(\.name).joined(separator: ", "))), which Loom cannot enforce yet (it stores each entity of a hierarchy in its own table); declare it on entities without sub-entities instead")
         }
         for entity in entities {
             for r in entity.relationships {
@@ -112,15 +113,27 @@ public struct Schema: Sendable {
     /// abstract, and, when `includingSubentities`, every entity that inherits from it, directly
     /// or not (parents before their sub-entities).
     public func concreteEntities(of entity: EntityDescription, includingSubentities: Bool = true) -> [EntityDescription] {
+        guard includingSubentities else { return entity.isAbstract ? [] : [entity] }
+        return Schema.concreteEntities(of: entity, subentities: subentitiesByName)
+    }
+
+    private static func concreteEntities(of entity: EntityDescription, subentities: [String: [EntityDescription]]) -> [EntityDescription] {
         var out: [EntityDescription] = entity.isAbstract ? [] : [entity]
-        guard includingSubentities else { return out }
-        var pending = subentities(of: entity)
+        var pending = subentities[entity.name] ?? []
         while !pending.isEmpty {
             let next = pending.removeFirst()
             if !next.isAbstract { out.append(next) }
-            pending += subentities(of: next)
+            pending += subentities[next.name] ?? []
         }
         return out
+    }
+
+    /// The constraint across a hierarchy that `constraint` of `entity` is part of, if any:
+    /// `nil` when it is declared on an entity without sub-entities (a table's unique index holds it).
+    @_spi(LoomStore) public func hierarchyConstraint(of entity: EntityDescription, _ constraint: [String]) -> HierarchyConstraint? {
+        let owner = entity.declaringEntity(ofConstraint: constraint)
+        guard subentitiesByName[owner.name] != nil else { return nil }
+        return hierarchyConstraints.first { $0.owner === owner && $0.attributes == constraint }
     }
 
     /// Builds a schema from `@Model` classes.
@@ -193,6 +206,47 @@ public struct Schema: Sendable {
         var entities: [EntityDescription] = []
         for entity in record.entities { entities.append(try build(entity, depth: 0)) }
         try self.init(entities)
+    }
+}
+
+/// A uniqueness constraint declared on an entity with sub-entities: it holds across the tables
+/// of all of them, as Core Data's does across a hierarchy's one table. Each entity of a
+/// hierarchy has a table of its own, whose unique index sees its rows only; a SQL store keeps
+/// the constraint's values of every member's rows in one more table with a unique index
+/// (``name``), filled by triggers on the members' tables, so the database itself refuses a
+/// duplicate, whichever tables the two rows are in and however many writers there are.
+@_spi(LoomStore) public struct HierarchyConstraint: Sendable {
+    /// The entity that declares it.
+    public let owner: EntityDescription
+    /// Its attributes (or to-one relationships), by name.
+    public let attributes: [String]
+    /// The entities whose objects it covers: the owner unless abstract, and every entity that
+    /// inherits from it that is not abstract.
+    public let members: [EntityDescription]
+
+    /// The name of the table that holds it in a SQL store.
+    public var name: String { Self.fitting("loom_hierarchy_\(owner.name)_\(attributes.joined(separator: "_"))") }
+    /// The names of its table's unique index and of its index by key.
+    public var uniqueIndexName: String { Self.fitting("loom_hierarchy_\(owner.name)_\(attributes.joined(separator: "_"))_unique") }
+    public var keyIndexName: String { Self.fitting("loom_hierarchy_\(owner.name)_\(attributes.joined(separator: "_"))_key") }
+
+    /// The name of the trigger (a SQLite store's, with a suffix per event) or of the function
+    /// and trigger (a PostgreSQL store's) that fill the table from `member`'s.
+    public func triggerName(for member: EntityDescription) -> String {
+        Self.fitting("loom_hierarchy_\(owner.name)_\(attributes.joined(separator: "_"))_\(member.name)")
+    }
+
+    /// `text` when it fits PostgreSQL's identifiers (63 bytes; longer ones are cut, and two
+    /// names cut alike would be one object); else its start and a hash of all of it, which keep
+    /// the names of two constraints or members apart.
+    static func fitting(_ text: String) -> String {
+        guard text.utf8.count > 63 else { return text }
+        var hash: UInt64 = 0xcbf29ce484222325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100000001b3 }
+        var start = ""
+        for character in text where start.utf8.count + character.utf8.count <= 46 { start.append(character) }
+        let hex = String(hash, radix: 16)
+        return start + "_" + String(repeating: "0", count: 16 - hex.count) + hex
     }
 }
 

@@ -16,16 +16,20 @@ extension SaveOperation {
                 if b.isDeleted { continue }
                 guard let existing = found.persisted else { continue }
                 // A saved row this context is deleting in the same save is no conflict.
-                if context.pending.deleted[RowCacheKey(entity: key.entity, key: existing.key)] != nil { continue }
-                conflicts.append((try conflict(.uniqueness(constraint: constraint, existing: context.objectID(b.entity, existing.key)), b, persisted: existing), existing))
+                if context.pending.deleted[RowCacheKey(entity: ObjectIdentifier(found.persistedEntity), key: existing.key)] != nil { continue }
+                let existingID = context.objectID(found.persistedEntity, existing.key)
+                conflicts.append((try conflict(.uniqueness(constraint: constraint, existing: existingID), b, persisted: existing, persistedEntity: found.persistedEntity), existing))
             }
         }
         return conflicts
     }
 
-    private func conflict(_ kind: MergeConflict.Kind, _ b: ObjectBacking, persisted: StoreRow?) throws(LoomError) -> MergeConflict {
-        func snapshot(_ values: [StoredValue]) -> [String: StoredValue] {
-            Dictionary(uniqueKeysWithValues: zip((0..<b.entity.storedValueCount).map(b.entity.storedValueName(at:)), values))
+    /// `persistedEntity`: the entity of `persisted`, when it is another of the hierarchy (a
+    /// constraint declared on a parent).
+    private func conflict(_ kind: MergeConflict.Kind, _ b: ObjectBacking, persisted: StoreRow?, persistedEntity: EntityDescription? = nil) throws(LoomError) -> MergeConflict {
+        func snapshot(_ values: [StoredValue], of entity: EntityDescription? = nil) -> [String: StoredValue] {
+            let entity = entity ?? b.entity
+            return Dictionary(uniqueKeysWithValues: zip((0..<entity.storedValueCount).map(entity.storedValueName(at:)), values))
         }
         // The coordinator's snapshot of the row: from its cache, else (as it would be filled) the
         // store's current row, which a version conflict already carries.
@@ -37,10 +41,10 @@ extension SaveOperation {
         }
         return MergeConflict(
             kind: kind, objectID: context.objectID(of: b),
-            originalSnapshot: b.committed.map(snapshot),
+            originalSnapshot: b.committed.map { snapshot($0) },
             objectSnapshot: snapshot(b.values),
             cachedSnapshot: cached.map { snapshot($0.values) },
-            persistedSnapshot: persisted.map { snapshot($0.values) })
+            persistedSnapshot: persisted.map { snapshot($0.values, of: persistedEntity) })
     }
 
     /// Resolves conflicts by the merge policy, changing this context's objects so that a retry
@@ -114,6 +118,7 @@ extension SaveOperation {
 
     private func resolveUniqueness(_ b: ObjectBacking, existing: AnyObjectID, _ resolution: MergeConflict.Resolution) throws(LoomError) {
         let key = RowCacheKey(entity: ObjectIdentifier(b.entity), key: b.key)
+        try checkAcrossHierarchy(b, existing: existing, resolution)
         switch resolution {
         case .storeTrump, .rollback, .fail:
             if b.isInserted {
@@ -147,7 +152,11 @@ extension SaveOperation {
                 context.pending.updated[key] = nil
             }
             // An inserted duplicate's relationships were merged above; only its attributes remain.
-            for (i, v) in source where i < b.entity.attributes.count || !wasInserted { target.setStoredValue(v, at: i) }
+            for (i, v) in source where i < b.entity.attributes.count || !wasInserted {
+                // By name: the saved object may be of a sub-entity (a constraint across a hierarchy).
+                guard let slot = target.entity === b.entity ? i : target.entity.storedValueIndex(named: b.entity.storedValueName(at: i)) else { continue }
+                target.setStoredValue(v, at: slot)
+            }
             withExtendedLifetime(targetObject) {}
         case .overwrite:
             // This object wins and the saved one goes; its to-many relationships join this one.
@@ -158,10 +167,37 @@ extension SaveOperation {
         }
     }
 
+    /// Refuses a resolution that would lose what an object holds when the saved object it
+    /// conflicts with is of another entity of the hierarchy (a constraint declared on a parent):
+    /// an object cannot change its entity, so store-trump can move the duplicate's
+    /// relationships, and object-trump its values, only onto an object whose entity has them.
+    /// Overwrite (the saved object goes, as any deleted object does) always can.
+    private func checkAcrossHierarchy(_ b: ObjectBacking, existing: AnyObjectID, _ resolution: MergeConflict.Resolution) throws(LoomError) {
+        guard existing.entityName != b.entity.name, b.isInserted || resolution == .objectTrump,
+              let other = coordinator.schema.entity(named: existing.entityName) else { return }
+        let lost: [String]
+        switch resolution {
+        case .storeTrump:
+            lost = coordinator.schema.relationships(of: b.entity).filter { r in
+                !other.isKind(of: r.source) && !context.graph.relatedKeys(of: b, r).isEmpty
+            }.map(\.description.name)
+        case .objectTrump:
+            lost = other.isKind(of: b.entity) ? [] : b.entity.properties.map(\.name).filter { other.storedValueIndex(named: $0) == nil && other.relationshipIndex(named: $0) == nil }
+        default:
+            return
+        }
+        guard !lost.isEmpty else { return }
+        throw LoomError(
+            .uniquenessViolation,
+            "\(b.objectIDDescription) has the same values as saved \(existing) for a uniqueness constraint that holds across their hierarchy, but the merge policy cannot resolve it: \(existing.entityName) has no \(lost.joined(separator: ", ")) to take \(b.objectIDDescription)'s onto, and an object cannot change its entity. Resolve it with the overwrite policy (the saved object is deleted), or change or delete one of them.",
+            entity: b.entity.name, attributes: lost, objectID: context.objectID(of: b))
+    }
+
     /// Moves the objects `source`'s to-many relationships hold (and, when asked, its to-ones)
-    /// to `target`, keeping every inverse in step.
+    /// to `target`, keeping every inverse in step; a relationship `target`'s entity does not
+    /// have (another entity of the hierarchy) stays with `source`.
     private func mergeRelationships(from source: ObjectBacking, into target: ObjectBacking, includingToOne: Bool) {
-        for r in coordinator.schema.relationships(of: source.entity) {
+        for r in coordinator.schema.relationships(of: source.entity) where target.entity.isKind(of: r.source) {
             // A self-reference of the duplicate becomes one of the object it merges into.
             func mapped(_ other: Int64) -> Int64 { r.destination === source.entity && other == source.key ? target.key : other }
             if r.description.kind == .toOne {

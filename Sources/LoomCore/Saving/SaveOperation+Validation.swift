@@ -78,7 +78,9 @@ extension SaveOperation {
     /// SQL is sent. NULLs never conflict, as in SQL.
     /// Checks the uniqueness constraints among the inserted and updated objects (the store checks
     /// them against saved rows). Only objects of entities with constraints are gathered: most
-    /// saves have none to check, and a save of one object cannot break one by itself.
+    /// saves have none to check, and a save of one object cannot break one by itself. A
+    /// constraint declared on an entity with sub-entities holds across them: objects of any of
+    /// them are compared together.
     private func validateUniqueness() throws(LoomError) {
         guard coordinator.schema.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return }
         var byEntity: [ObjectIdentifier: [ObjectBacking]] = [:]
@@ -88,22 +90,31 @@ extension SaveOperation {
         }
         for object in context.pending.inserted.values { gather(object._loomBacking) }
         for (key, object) in context.pending.updated where context.pending.deleted[key] == nil { gather(object._loomBacking) }
-        for backings in byEntity.values where backings.count > 1 {
+        // Each constraint with the objects it covers: per declaring entity, so that the objects
+        // of a parent's sub-entities meet.
+        struct Covered { let owner: EntityDescription; let constraint: [String]; var backings: [ObjectBacking] }
+        var covered: [String: Covered] = [:]
+        for backings in byEntity.values {
             let entity = backings[0].entity
             for constraint in entity.uniquenessConstraints {
-                let indexes = constraint.compactMap { entity.storedValueIndex(named: $0) }
-                var seen: [[StoredValue]: ObjectBacking] = [:]
-                for backing in backings {
-                    let values = indexes.map { backing.values[$0] }
-                    if values.contains(where: \.isNull) { continue }
-                    if let other = seen[values] {
-                        throw LoomError(
-                            .uniquenessViolation,
-                            "\(entity.name) \(other.objectIDDescription) and \(backing.objectIDDescription) have the same \(constraint.joined(separator: ", ")), which must be unique; change one of them or delete it.",
-                            entity: entity.name, attributes: constraint, objectID: context.objectID(of: backing))
-                    }
-                    seen[values] = backing
+                let owner = entity.declaringEntity(ofConstraint: constraint)
+                covered["\(owner.name)\u{0}\(constraint.joined(separator: "\u{0}"))", default: Covered(owner: owner, constraint: constraint, backings: [])].backings += backings
+            }
+        }
+        for group in covered.values where group.backings.count > 1 {
+            let constraint = group.constraint
+            var seen: [[StoredValue]: ObjectBacking] = [:]
+            for backing in group.backings {
+                let values = constraint.map { name in backing.entity.storedValueIndex(named: name).map { backing.values[$0] } ?? .null }
+                if values.contains(where: \.isNull) { continue }
+                if let other = seen[values] {
+                    let across = other.entity === backing.entity ? "" : " (\(group.owner.name)'s constraint holds across its sub-entities)"
+                    throw LoomError(
+                        .uniquenessViolation,
+                        "\(group.owner.name) \(other.objectIDDescription) and \(backing.objectIDDescription) have the same \(constraint.joined(separator: ", ")), which must be unique\(across); change one of them or delete it.",
+                        entity: backing.entity.name, attributes: constraint, objectID: context.objectID(of: backing))
                 }
+                seen[values] = backing
             }
         }
     }

@@ -214,6 +214,10 @@ public final class InMemoryStore: PersistentStore {
         for entity in schema.entities where touched.contains(ObjectIdentifier(entity)) {
             try checkUniqueness(entity, tables[ObjectIdentifier(entity)] ?? [:])
         }
+        // A constraint declared on a parent holds across its sub-entities' tables.
+        for constraint in schema.hierarchyConstraints where constraint.members.contains(where: { touched.contains(ObjectIdentifier($0)) }) {
+            try checkUniqueness(constraint, tables)
+        }
         state.tables = tables
         state.links = links
     }
@@ -233,6 +237,21 @@ public final class InMemoryStore: PersistentStore {
                 if !seen.insert(values).inserted {
                     throw LoomError(.uniquenessViolation, "Another \(entity.name) already has the same \(constraint.joined(separator: ", ")), which must be unique.", entity: entity.name, attributes: constraint,
                                     objectID: AnyObjectID(storeIdentifier: identifier, entityName: entity.name, primaryKey: row.key))
+                }
+            }
+        }
+    }
+
+    private func checkUniqueness(_ constraint: HierarchyConstraint, _ tables: [ObjectIdentifier: [Int64: StoreRow]]) throws(LoomError) {
+        var seen: Set<[StoredValue]> = []
+        for member in constraint.members {
+            let indexes = constraint.attributes.compactMap { member.storedValueIndex(named: $0) }
+            for row in (tables[ObjectIdentifier(member)] ?? [:]).values {
+                let values = indexes.map { row.values[$0] }
+                if values.contains(where: \.isNull) { continue }
+                if !seen.insert(values).inserted {
+                    throw LoomError(.uniquenessViolation, "Another \(constraint.owner.name) already has the same \(constraint.attributes.joined(separator: ", ")), which must be unique across \(constraint.owner.name)'s sub-entities.", entity: member.name, attributes: constraint.attributes,
+                                    objectID: AnyObjectID(storeIdentifier: identifier, entityName: member.name, primaryKey: row.key))
                 }
             }
         }

@@ -41,12 +41,20 @@ extension StoreChangeSet {
                 let indexes = constraint.compactMap { entity.storedValueIndex(named: $0) }
                 let values = indexes.map { candidate.values[$0] }
                 if values.contains(where: \.isNull) { continue }
-                var predicate = PredicateNode.compare(.notEqual, .primaryKey, .constant(.integer(candidate.key)))
-                for (i, v) in zip(indexes, values) { predicate = .and(predicate, .compare(.equal, .attribute(i), .constant(v))) }
-                let gone = deleted[ObjectIdentifier(entity)] ?? []
-                let rows = try store.fetch(StoreQuery(entity: entity, predicate: predicate, fetchLimit: gone.count + 1))
-                guard let existing = rows.first(where: { !gone.contains($0.key) }) else { continue }
-                found.append(StoreConflict(kind: .uniqueness(constraint: constraint), entity: entity, key: candidate.key, persisted: existing))
+                // A constraint declared on a parent holds across its sub-entities' tables.
+                let members = store.schema.hierarchyConstraint(of: entity, constraint)?.members ?? [entity]
+                for member in members {
+                    var predicate = PredicateNode.compare(.notEqual, .primaryKey, .constant(.integer(member === entity ? candidate.key : 0)))
+                    for (name, v) in zip(constraint, values) {
+                        guard let i = member.storedValueIndex(named: name) else { continue }
+                        predicate = .and(predicate, .compare(.equal, .attribute(i), .constant(v)))
+                    }
+                    let gone = deleted[ObjectIdentifier(member)] ?? []
+                    let rows = try store.fetch(StoreQuery(entity: member, predicate: predicate, fetchLimit: gone.count + 1))
+                    guard let existing = rows.first(where: { !gone.contains($0.key) }) else { continue }
+                    found.append(StoreConflict(kind: .uniqueness(constraint: constraint), entity: entity, key: candidate.key, persisted: existing, persistedEntity: member))
+                    break
+                }
             }
         }
         return found

@@ -13,15 +13,19 @@
     public var key: Int64
     /// The row as stored: the changed row, or (for uniqueness) the other row; `nil` when deleted.
     public var persisted: StoreRow?
+    /// The entity of ``persisted``: ``entity``, or for a uniqueness constraint that holds across
+    /// a hierarchy, the entity of the other row, which may be another of the hierarchy.
+    public var persistedEntity: EntityDescription
 
-    public init(kind: Kind, entity: EntityDescription, key: Int64, persisted: StoreRow?) {
+    public init(kind: Kind, entity: EntityDescription, key: Int64, persisted: StoreRow?, persistedEntity: EntityDescription? = nil) {
         self.kind = kind
         self.entity = entity
         self.key = key
         self.persisted = persisted
+        self.persistedEntity = persistedEntity ?? entity
     }
 
     public static func == (a: StoreConflict, b: StoreConflict) -> Bool {
-        a.kind == b.kind && a.entity === b.entity && a.key == b.key && a.persisted == b.persisted
+        a.kind == b.kind && a.entity === b.entity && a.key == b.key && a.persisted == b.persisted && a.persistedEntity === b.persistedEntity
     }
 }

@@ -83,6 +83,55 @@ enum PiecesV2 {
     static var models: [any PersistentModel.Type] { [Piece.self, Pawn.self, Rook.self] }
 }
 
+/// The pieces' parent with a unique square: two pieces cannot stand on one square.
+enum PiecesV3 {
+    @Model(abstract: true) class Piece {
+        @Attribute(.unique) var square: String = ""
+    }
+
+    @Model final class Pawn: Piece {}
+
+    @Model final class Rook: Piece {}
+
+    static var models: [any PersistentModel.Type] { [Piece.self, Pawn.self, Rook.self] }
+}
+
+/// A flat entity with a unique email, made the parent of staff, whose table then changes.
+enum MembersV1 {
+    @Model final class Member {
+        @Attribute(.unique) var email: String = ""
+    }
+
+    static var models: [any PersistentModel.Type] { [Member.self] }
+}
+
+enum MembersV2 {
+    @Model class Member {
+        @Attribute(.unique) var email: String = ""
+    }
+
+    @Model final class Staff: Member {
+        var desk: String = ""
+    }
+
+    static var models: [any PersistentModel.Type] { [Member.self, Staff.self] }
+}
+
+enum MembersV3 {
+    @Model class Member {
+        @Attribute(.unique) var email: String = ""
+    }
+
+    @Model final class Staff: Member {
+        @Attribute(originalName: "desk") var office: String = ""
+        var floor: Int? = 1
+    }
+
+    @Model final class Visitor: Member {}
+
+    static var models: [any PersistentModel.Type] { [Member.self, Staff.self, Visitor.self] }
+}
+
 /// Inferred migrations that change a hierarchy, on the stores that outlive their instance, on
 /// data: a flat entity made a parent of new sub-entities, an attribute moved up to the parent,
 /// a sub-entity added. Each keeps every saved value, fetches of the parent cover the new
@@ -226,5 +275,83 @@ struct InheritanceMigrationTests {
         #expect(second.summary.contains("add Shape.color"))
         #expect(second.summary.contains("add Square.color"))
         #expect(!second.summary.contains { $0.contains("remove") }, "\(second.summary)")
+    }
+
+    @Test("A parent's uniqueness constraint holds across sub-entities added by migrations, and after their tables change", arguments: StoreKind.persistentCases)
+    func uniquenessAcrossMigratedHierarchy(kind: StoreKind) async throws {
+        let place = try Place(kind)
+        let v1 = try place.open(MembersV1.models)
+        try await v1.performBackgroundTask { context in
+            MembersV1.Member(context: context).email = "a@x"
+            try context.save()
+        }
+        try await v1.close()
+        let v2 = try place.open(MembersV2.models)
+        try await v2.performBackgroundTask { context in
+            let staff = MembersV2.Staff(context: context)
+            staff.email = "a@x"                         // the saved member's
+            let error = #expect(throws: LoomError.self) { try context.save() }
+            #expect(error?.code == .uniquenessViolation)
+            staff.email = "b@x"
+            try context.save()
+        }
+        try await v2.close()
+        // V3 renames and adds a staff column and adds visitors: the constraint still holds
+        // across the three tables.
+        let v3 = try place.open(MembersV3.models)
+        try await v3.performBackgroundTask { context in
+            for (make, email) in [({ MembersV3.Visitor(context: context) as MembersV3.Member }, "a@x"), ({ MembersV3.Visitor(context: context) }, "b@x"), ({ MembersV3.Member(context: context) }, "b@x")] as [(() -> MembersV3.Member, String)] {
+                let duplicate = make()
+                duplicate.email = email
+                let error = #expect(throws: LoomError.self) { try context.save() }
+                #expect(error?.code == .uniquenessViolation, "\(type(of: duplicate)) \(email)")
+                context.delete(duplicate)
+            }
+            let staff = try #require(try context.fetch(FetchRequest<MembersV3.Staff>()).first)
+            #expect(staff.email == "b@x")
+            staff.email = "c@x"                         // frees b@x
+            MembersV3.Visitor(context: context).email = "b@x"
+            try context.save()
+            #expect(try context.fetch(FetchRequest<MembersV3.Member>(sortBy: [SortDescriptor(\.email)])).map { "\(type(of: $0)) \($0.email)" }
+                    == ["Member a@x", "Visitor b@x", "Staff c@x"])
+        }
+        try await v3.close()
+    }
+
+    @Test("A migration that makes a parent's attribute unique fails on duplicates in two sub-entities, naming them; the store is unchanged", arguments: StoreKind.persistentCases)
+    func uniquenessMigrationRefusesDuplicatesAcrossTables(kind: StoreKind) async throws {
+        let place = try Place(kind)
+        let v2 = try place.open(PiecesV2.models)
+        try await v2.performBackgroundTask { context in
+            PiecesV2.Pawn(context: context).square = "a2"
+            PiecesV2.Rook(context: context).square = "a2"
+            PiecesV2.Rook(context: context).square = "h1"
+            try context.save()
+        }
+        try await v2.close()
+        let refused = #expect(throws: LoomError.self) { try place.open(PiecesV3.models) }
+        #expect(refused?.code == .migrationFailed)
+        #expect(refused?.message.contains("square") == true, "\(refused?.message ?? "")")
+        #expect(refused?.message.contains("a2") == true, "\(refused?.message ?? "")")
+        // Unchanged: the old model opens it, with every piece.
+        let again = try place.open(PiecesV2.models)
+        let squares = try await again.performBackgroundTask { context in
+            try context.fetch(FetchRequest<PiecesV2.Piece>()).map { "\(type(of: $0)) \($0.square)" }.sorted()
+        }
+        #expect(squares == ["Pawn a2", "Rook a2", "Rook h1"])
+        // Once the duplicate moves, the migration runs, and the constraint holds.
+        try await again.performBackgroundTask { context in
+            let rook = try #require(try context.fetch(FetchRequest<PiecesV2.Rook>(predicate: #Predicate { $0.square == "a2" })).first)
+            rook.square = "a1"
+            try context.save()
+        }
+        try await again.close()
+        let v3 = try place.open(PiecesV3.models)
+        try await v3.performBackgroundTask { context in
+            PiecesV3.Rook(context: context).square = "a2"
+            let error = #expect(throws: LoomError.self) { try context.save() }
+            #expect(error?.code == .uniquenessViolation)
+        }
+        try await v3.close()
     }
 }

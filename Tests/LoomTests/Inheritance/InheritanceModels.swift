@@ -90,11 +90,56 @@ func seedTrips(_ context: ManagedObjectContext) throws {
     try context.save()
 }
 
-/// A parent with a unique attribute, which a model with the sub-entity refuses.
+/// A parent with a unique attribute, which holds across its sub-entities; a guest has badges
+/// (a relationship the others lack).
 @Model class Account {
     @Attribute(.unique) var email: String = ""
+    var nickname: String = ""
 }
 
 @Model final class Admin: Account {
     var level: Int = 0
+}
+
+@Model final class Guest: Account {
+    var sponsor: String?
+    @Relationship(deleteRule: .cascade, inverse: \Badge.guest) var badges: [Badge] = []
+}
+
+@Model final class Badge {
+    var code: String = ""
+    var guest: Guest?
+}
+
+/// A compound constraint on the middle of three levels: a seat's row and number are unique
+/// among box seats and royal box seats (a plain seat is not covered); the row is optional.
+@Model class Seat {
+    var row: String?
+    var number: Int = 0
+}
+
+@Model class BoxSeat: Seat {
+    #Unique<BoxSeat>([\.row, \.number])
+    var box: String = ""
+}
+
+@Model final class RoyalBoxSeat: BoxSeat {
+    var crest: String = ""
+}
+
+var accountModels: [any PersistentModel.Type] { [Account.self, Admin.self, Guest.self, Badge.self] }
+var seatModels: [any PersistentModel.Type] { [Seat.self, BoxSeat.self, RoyalBoxSeat.self] }
+
+/// Sub-entities whose names make the names of their triggers longer than PostgreSQL's 63 bytes,
+/// alike up to there.
+@Model class Registration {
+    @Attribute(.unique) var code: String = ""
+}
+
+@Model final class RegistrationOfAKindThatHasAVeryLongNameNumberOne: Registration {}
+
+@Model final class RegistrationOfAKindThatHasAVeryLongNameNumberTwo: Registration {}
+
+var registrationModels: [any PersistentModel.Type] {
+    [Registration.self, RegistrationOfAKindThatHasAVeryLongNameNumberOne.self, RegistrationOfAKindThatHasAVeryLongNameNumberTwo.self]
 }

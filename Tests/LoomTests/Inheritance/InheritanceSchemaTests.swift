@@ -178,44 +178,42 @@ struct InheritanceSchemaTests {
         #expect(throws: Never.self) { try Schema([flatCar, driver]) }
     }
 
-    @Test("A uniqueness constraint of an entity with sub-entities is refused: it would hold per table only")
-    func parentUniquenessRefused() throws {
+    @Test("A uniqueness constraint of an entity with sub-entities holds across them; one of a leaf is its table's own")
+    func parentUniquenessAcrossSubentities() throws {
         let uniqueAttribute = EntityDescription(name: "Account", modelType: nil, attributes: [
             AttributeDescription(name: "email", valueType: String.self, isUnique: true),
         ])
         let admin = EntityDescription(name: "Admin", modelType: nil, attributes: [], superentity: uniqueAttribute)
-        let attributeError = #expect(throws: LoomError.self) { try Schema([uniqueAttribute, admin]) }
-        #expect(attributeError?.code == .invalidModel)
-        #expect(attributeError?.message.contains("Account: its uniqueness constraint (email) would have to hold across its sub-entities (Admin)") == true)
+        let described = try Schema([uniqueAttribute, admin])
+        #expect(described.hierarchyConstraints.map { "\($0.owner.name)\($0.attributes): \($0.members.map(\.name))" } == ["Account[\"email\"]: [\"Account\", \"Admin\"]"])
+        #expect(described.hierarchyConstraint(of: admin, ["email"])?.owner === uniqueAttribute)
 
-        // The same through @Model: `@Attribute(.unique)` on a class that has a @Model subclass.
-        let modelError = #expect(throws: LoomError.self) { try StoreKind.inMemory.makeContainer(models: [Account.self, Admin.self]) }
-        #expect(modelError?.code == .invalidModel)
-        #expect(modelError?.message.contains("Account: its uniqueness constraint (email) would have to hold across its sub-entities (Admin)") == true)
+        // The same through @Model: `@Attribute(.unique)` on a class that has @Model subclasses.
+        let schema = try Schema(accountModels)
         #expect(Admin.entity.uniquenessConstraints == [["email"]])
-        #expect(throws: Never.self) { try Schema(Account.self) }
+        #expect(Admin.entity.declaringEntity(ofConstraint: ["email"]) === Account.entity)
+        #expect(schema.hierarchyConstraints.map { $0.members.map(\.name) } == [["Account", "Admin", "Guest"]])
+        #expect(schema.hierarchyConstraint(of: Badge.entity, ["code"]) == nil)
+        // Alone, the parent is flat: its table's unique index holds it.
+        #expect(try Schema(Account.self).hierarchyConstraints.isEmpty)
 
-        // A compound constraint on a middle entity of three levels.
+        // A compound constraint on a middle entity of three levels covers it and its
+        // sub-entities, not its parent.
+        let seats = try Schema(seatModels)
+        #expect(seats.hierarchyConstraints.map { "\($0.owner.name)\($0.attributes): \($0.members.map(\.name))" } == ["BoxSeat[\"row\", \"number\"]: [\"BoxSeat\", \"RoyalBoxSeat\"]"])
+        #expect(RoyalBoxSeat.entity.declaringEntity(ofConstraint: ["row", "number"]) === BoxSeat.entity)
+        #expect(Seat.entity.uniquenessConstraints.isEmpty)
+
+        // On an entity without sub-entities the constraint is its table's own.
         let root = EntityDescription(name: "Root", modelType: nil, attributes: [AttributeDescription(name: "a", valueType: Int.self)])
-        let middle = EntityDescription(name: "Middle", modelType: nil, attributes: [AttributeDescription(name: "b", valueType: Int.self)],
-                                       uniquenessConstraints: [["a", "b"]], superentity: root)
-        let leaf = EntityDescription(name: "Leaf", modelType: nil, attributes: [], superentity: middle)
-        let compoundError = #expect(throws: LoomError.self) { try Schema([root, middle, leaf]) }
-        #expect(compoundError?.message.contains("Middle: its uniqueness constraint (a, b) would have to hold across its sub-entities (Leaf)") == true)
-        #expect(compoundError?.message.contains("Root:") == false)
-
-        // On an entity without sub-entities the constraint is its table's own, and accepted.
         let ownLeaf = EntityDescription(name: "Leaf", modelType: nil, attributes: [AttributeDescription(name: "c", valueType: Int.self, isUnique: true)],
                                         uniquenessConstraints: [["a", "c"]], superentity: root)
-        let schema = try Schema([root, ownLeaf])
-        #expect(schema.entity(named: "Leaf")?.uniquenessConstraints == [["c"], ["a", "c"]])
-        // A saved record is checked the same way.
-        var record = try Schema([uniqueAttribute]).record
-        var child = record.entities[0]
-        child.name = "Admin"
-        child.superentity = "Account"
-        record.entities.append(child)
-        let recordError = #expect(throws: LoomError.self) { try Schema(record: record) }
-        #expect(recordError?.message.contains("Account: its uniqueness constraint (email)") == true)
+        let leafSchema = try Schema([root, ownLeaf])
+        #expect(leafSchema.entity(named: "Leaf")?.uniquenessConstraints == [["c"], ["a", "c"]])
+        #expect(leafSchema.hierarchyConstraints.isEmpty)
+        // A saved record comes back with the constraint across the hierarchy.
+        let reread = try Schema(record: schema.record)
+        #expect(reread.hierarchyConstraints.map { $0.members.map(\.name) } == [["Account", "Admin", "Guest"]])
+        #expect(reread.versionHash == schema.versionHash)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Loom
 import Testing
 
@@ -97,5 +98,35 @@ struct InheritanceToolTests {
         }
         #expect(graph == ["F1 [\"crime\", \"drama\"]", "F2 [\"drama\"]", "M1", "P1 Ann [1, 2, 3] F1", "P2 Ann [] -", "P3 Bob [1] -"])
         try await reopened.close()
+    }
+
+    @Test("loom verify checks a uniqueness constraint across a hierarchy; dump and load keep it")
+    func uniquenessAcrossTheHierarchyThroughTheTools() async throws {
+        let url = TemporaryDirectory.make().appending(path: "accounts.loom")
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(accountModels)))
+        try await container.performBackgroundTask { try InheritanceUniquenessTests.seed($0) }
+        try await container.close()
+        let copy = try await verifiedCopy(of: url, objects: 3)
+
+        // The loaded copy holds the constraint across its tables.
+        let reopened = PersistentContainer(store: try SQLiteStore(url: copy, schema: try Schema(accountModels)))
+        let error = try await reopened.performBackgroundTask { context -> LoomError? in
+            Admin(context: context).email = "c@x"
+            return #expect(throws: LoomError.self) { try context.save() }
+        }
+        #expect(error?.code == .uniquenessViolation)
+        try await reopened.close()
+
+        // Damaged outside Loom: an admin's trigger dropped, and an admin with the guest's value.
+        let queue = try DatabaseQueue(path: url.path)
+        try await queue.write { db in
+            try db.execute(sql: "DROP TRIGGER \"loom_hierarchy_Account_email_Admin_insert\"")
+            try db.execute(sql: "INSERT INTO \"Admin\" (\"Z_PK\", \"Z_OPT\", \"email\", \"nickname\", \"level\") VALUES (99, 1, 'c@x', '', 0)")
+        }
+        try queue.close()
+        let verify = try await LoomExecutable.run(["verify", url.path])
+        #expect(verify.status != 0)
+        #expect(verify.standardOutput.contains("lacks the triggers of Admin"), "\(verify.standardOutput)")
+        #expect(verify.standardOutput.contains("Admin 99 and Guest 3 have the same email, which must be unique across Account's sub-entities"), "\(verify.standardOutput)")
     }
 }

@@ -113,6 +113,42 @@ func invoices() throws -> [String] {
 }
 // END README INHERITANCE RELATIONSHIPS
 
+// BEGIN README INHERITANCE UNIQUENESS
+@Model class Person {                                     // unique across Person and its sub-entities
+    @Attribute(.unique) var email: String = ""
+}
+
+@Model final class Employee: Person {
+    var team: String = ""
+}
+
+@Model final class Contractor: Person {
+    var agency: String = ""
+}
+
+@MainActor
+func signUp() throws -> [String] {
+    let container = try PersistentContainer(name: "People", for: Person.self, Employee.self, Contractor.self, location: .inMemory)
+    let context = container.viewContext
+    let ann = Employee(context: context)
+    ann.email = "ann@example.com"
+    try context.save()
+    let again = Contractor(context: context)                  // another entity, the same email
+    again.email = "ann@example.com"
+    do {
+        try context.save()
+    } catch {                                                 // a LoomError: save() throws no other
+        guard error.code == .uniquenessViolation else { throw error }
+        context.delete(again)                                 // the store is unchanged
+    }
+    // Merge policies resolve it where they lose nothing: .overwrite replaces the saved employee.
+    context.mergePolicy = .overwrite
+    Contractor(context: context).email = "ann@example.com"
+    try context.save()
+    return try context.fetch(FetchRequest<Person>()).map { "\(type(of: $0)) \($0.email)" }   // ["Contractor ann@example.com"]
+}
+// END README INHERITANCE UNIQUENESS
+
 @Suite("README inheritance")
 struct ReadmeInheritanceTests {
     @Test("The inheritance example runs as the README says")
@@ -131,6 +167,11 @@ struct ReadmeInheritanceTests {
         instant.bank = "Globex Bank"
         try context.save()
         return container
+    }
+
+    @Test("The uniqueness example refuses the contractor, then overwrites the employee")
+    @MainActor func uniquenessRuns() throws {
+        #expect(try signUp() == ["Contractor ann@example.com"])
     }
 
     @Test("The relationships example finds the invoice through the parent's fetch")

@@ -44,7 +44,14 @@ final class OwnedPostgresCluster: @unchecked Sendable {
         // server has turned off, or for a role that needs a password.
         let port = URLComponents(string: url)?.port ?? 5432
         let socket = "postgres://postgres@localhost:\(port)/postgres?host=\(folder)"
-        let psql = try Self.execute(Self.bin + "/psql", ["-X", "-A", "-t", "-q", "-c", text, socket], what: "psql")
+        return try Self.sql(text, at: socket)
+    }
+
+    /// Runs `text` with `psql` on a connection of its own to `url` (the shared test server's,
+    /// say) and returns its rows, one line each.
+    @discardableResult
+    static func sql(_ text: String, at url: String) throws -> [String] {
+        let psql = try execute(bin + "/psql", ["-X", "-A", "-t", "-q", "-c", text, url], what: "psql")
         return psql.split(separator: "\n").map(String.init)
     }
 

@@ -27,6 +27,8 @@ struct SQLDialectTests {
         func stringTest(_ op: PredicateNode.StringOperator, _ a: String, _ b: String) -> String { "loom.\(op)(\(a), \(b))" }
         func lowercase(_ a: String) -> String { "lower(\(a))" }
         func length(_ a: String) -> String { "char_length(\(a))" }
+        func hierarchyConstraintTriggers(_ t: HierarchyConstraintTriggers) -> [String] { ["CREATE TRIGGER \(t.name) ON \(t.table)"] }
+        func droppingHierarchyConstraintTriggers(_ t: HierarchyConstraintTriggers) -> [String] { ["DROP TRIGGER \(t.name)"] }
     }
 
     let schema: Schema
