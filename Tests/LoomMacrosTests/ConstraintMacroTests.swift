@@ -46,6 +46,41 @@ import Testing
             macros: Self.entityOnly)
     }
 
+    /// A sub-entity's constraint may name what it inherits, which its body does not show: the
+    /// names are kept, without a diagnostic, for its entity description to check against the
+    /// inherited properties when the schema is built.
+    @Test func subentityConstraintMayNameInheritedProperties() {
+        assertLoomExpansion(
+            #"""
+            @Model class BoxSeat: Seat {
+                var box: String
+                #Unique<BoxSeat>([\.row, \.number])
+                #Index<BoxSeat>([\.box, \.row])
+            }
+            """#,
+            expandedSource: #"""
+                class BoxSeat: Seat {
+                    var box: String
+
+                    private static let _loomEntityDescription: EntityDescription = EntityDescription(
+                        name: "BoxSeat",
+                        modelType: BoxSeat.self,
+                        properties: [
+                            .property(name: "box", valueType: String.self),
+                        ],
+                        uniquenessConstraints: [["row", "number"]],
+                        indexes: [["box", "row"]],
+                        superentity: _loomSuperentity()
+                    )
+                }
+                """#,
+            macros: [
+                "Model": MacroSpec(type: ModelSubentityDescriptionOnly.self, conformances: []),
+                "Unique": loomMacros["Unique"]!,
+                "Index": loomMacros["Index"]!,
+            ])
+    }
+
     @Test func constraintOnAPropertyThatIsNotPersistentIsAnError() {
         assertLoomExpansion(
             #"""

@@ -89,3 +89,24 @@ enum ModelEntityOnly: MemberMacro {
         }
     }
 }
+
+/// `@Model`'s member role on a subclass of a model class (the specs using it pass no
+/// conformance), keeping only the entity description it builds.
+enum ModelSubentityDescriptionOnly: MemberMacro {
+    static var formatMode: FormatMode { ModelMacro.formatMode }
+
+    static func expansion(
+        of node: AttributeSyntax,
+        providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        let members = try ModelMacro.expansion(
+            of: node, providingMembersOf: declaration, conformingTo: protocols, in: context)
+        return members.filter { member in
+            member.as(VariableDeclSyntax.self)?.bindings.contains {
+                $0.pattern.trimmedDescription == "_loomEntityDescription"
+            } == true
+        }
+    }
+}

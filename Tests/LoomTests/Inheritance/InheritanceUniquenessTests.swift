@@ -234,6 +234,47 @@ struct InheritanceUniquenessTests {
         }
     }
 
+    @Test("Two containers on one store save one value as objects of two sub-entities at once: exactly one wins each time", arguments: StoreKind.persistentCases)
+    func concurrentWritersAcrossTables(kind: StoreKind) async throws {
+        let schema = try Schema(accountModels)
+        let (first, second): (PersistentContainer, PersistentContainer)
+        switch kind {
+        case .postgres:
+            let configuration = try PostgresServer.configuration()
+            first = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: schema))
+            second = PersistentContainer(store: try PostgreSQLStore(configuration: configuration, schema: schema))
+        default:
+            let url = TemporaryDirectory.make().appending(path: "accounts.loom")
+            first = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+            second = PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
+        }
+        let rounds = 12
+        for round in 0..<rounds {
+            let email = "r\(round)@x"
+            async let admin: LoomError? = first.performBackgroundTask { context in
+                Admin(context: context).email = email
+                do { try context.save() } catch { return error as? LoomError ?? LoomError(.storeFailure, "\(error)") }
+                return nil
+            }
+            async let guest: LoomError? = second.performBackgroundTask { context in
+                Guest(context: context).email = email
+                do { try context.save() } catch { return error as? LoomError ?? LoomError(.storeFailure, "\(error)") }
+                return nil
+            }
+            let outcomes = try await [admin, guest]
+            let refused = outcomes.compactMap { $0 }
+            #expect(refused.count == 1, "round \(round): \(refused.map(\.message))")
+            #expect(refused.allSatisfy { $0.code == .uniquenessViolation }, "round \(round): \(refused.map(\.message))")
+        }
+        let saved = try await first.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Account>()).map(\.email)
+        }
+        #expect(saved.count == rounds)
+        #expect(Set(saved).count == rounds)
+        try await first.close()
+        try await second.close()
+    }
+
     @Test("On PostgreSQL, the server refuses a duplicate written outside Loom; loom verify finds one let in", .enabled(if: PostgresServer.isEnabled, PostgresServer.skipReason))
     func postgresEnforcesAndVerifies() async throws {
         let configuration = try PostgresServer.configuration()
