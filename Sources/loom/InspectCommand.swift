@@ -22,7 +22,9 @@ struct InspectCommand: ParsableCommand {
             versioned), "migrationStep" (absent unless a migration is in progress), "entities": \
             [{"name", "count", "attributes": [{"name", "type", "optional", "unique"}], \
             "relationships": [{"name", "kind" (toOne, toMany or orderedToMany), "destination", \
-            "inverse", "deleteRule", "optional"}], "uniqueTogether": [[attribute names]]}]}.
+            "inverse", "deleteRule", "optional"}], "uniqueTogether": [[attribute names]], and for \
+            an entity in a hierarchy "superentity", "abstract", "subentities" and \
+            "uniqueAcrossHierarchy": [{"declaredOn", "attributes"}]}]}.
             """)
 
     @Argument(help: "The store file, or a PostgreSQL URL (postgres://user@host:port/db?schema=name).")
@@ -45,7 +47,11 @@ struct InspectCommand: ParsableCommand {
             var superentity: String?
             var abstract: Bool?
             var subentities: [String]?
+            /// The uniqueness constraints declared on an entity with sub-entities that cover
+            /// this one (they hold across all of them).
+            var uniqueAcrossHierarchy: [Across]?
         }
+        struct Across: Encodable { var declaredOn: String, attributes: [String] }
         var store: String
         var versionHash: String
         var modelVersion: String?
@@ -81,7 +87,8 @@ struct InspectCommand: ParsableCommand {
                 },
                 uniqueTogether: entity.uniquenessConstraints.filter { $0.count > 1 },
                 superentity: entity.superentity?.name, abstract: entity.isAbstract ? true : nil,
-                subentities: schema.subentities(of: entity).isEmpty ? nil : schema.subentities(of: entity).map(\.name)))
+                subentities: schema.subentities(of: entity).isEmpty ? nil : schema.subentities(of: entity).map(\.name),
+                uniqueAcrossHierarchy: Self.across(entity, schema)))
         }
         if json {
             let encoder = JSONEncoder()
@@ -90,6 +97,12 @@ struct InspectCommand: ParsableCommand {
         } else {
             print(Self.text(report))
         }
+    }
+
+    /// The hierarchy constraints that cover `entity`; `nil` for none.
+    private static func across(_ entity: EntityDescription, _ schema: Schema) -> [Report.Across]? {
+        let covering = schema.hierarchyConstraints.filter { $0.owner === entity || $0.members.contains { $0 === entity } }
+        return covering.isEmpty ? nil : covering.map { Report.Across(declaredOn: $0.owner.name, attributes: $0.attributes) }
     }
 
     /// The report as text.
@@ -116,6 +129,9 @@ struct InspectCommand: ParsableCommand {
                 lines.append("  \(r.name): \(type), inverse \(r.destination).\(r.inverse), delete rule \(r.deleteRule)")
             }
             for constraint in entity.uniqueTogether { lines.append("  unique together: \(constraint.joined(separator: ", "))") }
+            for across in entity.uniqueAcrossHierarchy ?? [] {
+                lines.append("  unique across \(across.declaredOn) and its sub-entities: \(across.attributes.joined(separator: ", "))")
+            }
         }
         return lines.joined(separator: "\n")
     }

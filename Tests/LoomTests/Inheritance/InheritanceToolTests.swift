@@ -108,6 +108,17 @@ struct InheritanceToolTests {
         try await container.close()
         let copy = try await verifiedCopy(of: url, objects: 3)
 
+        // loom inspect says which constraint holds across the hierarchy, on each entity it covers.
+        let text = try await LoomExecutable.run(["inspect", url.path])
+        #expect(text.standardOutput.contains("Admin: 1 objects\n  (inherits from Account)\n  email: string unique\n  nickname: string\n  level: integer64\n  unique across Account and its sub-entities: email"), "\(text.standardOutput)")
+        #expect(!text.standardOutput.contains("Badge: 0 objects\n  code: string\n  unique across"))
+        let json = try await LoomExecutable.run(["inspect", "--json", url.path])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let guest = try #require((report["entities"] as? [[String: Any]])?.first { $0["name"] as? String == "Guest" })
+        let across = try #require(guest["uniqueAcrossHierarchy"] as? [[String: Any]])
+        #expect(across.first?["declaredOn"] as? String == "Account")
+        #expect(across.first?["attributes"] as? [String] == ["email"])
+
         // The loaded copy holds the constraint across its tables.
         let reopened = PersistentContainer(store: try SQLiteStore(url: copy, schema: try Schema(accountModels)))
         let error = try await reopened.performBackgroundTask { context -> LoomError? in
