@@ -104,8 +104,11 @@ extension SaveOperation {
         for group in covered.values where group.backings.count > 1 {
             let constraint = group.constraint
             var seen: [[StoredValue]: ObjectBacking] = [:]
+            // The constraint's slots, per entity (the same attribute may sit in another slot of a sub-entity).
+            var slots: (entity: EntityDescription, indexes: [Int?])?
             for backing in group.backings {
-                let values = constraint.map { name in backing.entity.storedValueIndex(named: name).map { backing.values[$0] } ?? .null }
+                if slots?.entity !== backing.entity { slots = (backing.entity, constraint.map { backing.entity.storedValueIndex(named: $0) }) }
+                let values = slots!.indexes.map { index in index.map { backing.values[$0] } ?? .null }
                 if values.contains(where: \.isNull) { continue }
                 if let other = seen[values] {
                     let across = other.entity === backing.entity ? "" : " (\(group.owner.name)'s constraint holds across its sub-entities)"
