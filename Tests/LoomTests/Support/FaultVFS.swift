@@ -15,12 +15,16 @@ enum FaultVFS {
         /// `SQLITE_FULL` on a write, truncation or shared-memory mapping, and on every such call
         /// after it until the disk is repaired: a disk that stays full.
         case diskFull
+        /// The call's own `SQLITE_IOERR_*` code, and on every counted call after it (reads,
+        /// syncs, locks and shared memory too) until the disk is repaired: a disk that stopped
+        /// answering, where even a rollback's reads fail.
+        case failingDisk
 
         var description: String { rawValue }
-        var cKind: LoomFaultKind { self == .ioError ? LOOM_FAULT_IO_ERROR : LOOM_FAULT_DISK_FULL }
-        var persistent: Bool { self == .diskFull }
+        var cKind: LoomFaultKind { self == .diskFull ? LOOM_FAULT_DISK_FULL : LOOM_FAULT_IO_ERROR }
+        var persistent: Bool { self != .ioError }
         /// SQLite's primary result code for this kind of fault.
-        var primaryCode: Int32 { self == .ioError ? 10 : 13 }   // SQLITE_IOERR, SQLITE_FULL
+        var primaryCode: Int32 { self == .diskFull ? 13 : 10 }   // SQLITE_FULL, SQLITE_IOERR
     }
 
     /// Makes the fault VFS the process's default (once).

@@ -8,7 +8,8 @@ import Testing
 
 /// SQLite's "I/O error" and "disk full" loops on Loom's operations: each operation is run once
 /// to count the I/O calls it makes on its store's files, then again once per call, that call
-/// failed (``FaultVFS``). Every run must end in one of two ways: the operation succeeds and the
+/// failed (``FaultVFS``): once, or (a full disk, a failing disk) with every call after it until
+/// the disk is repaired. Every run must end in one of two ways: the operation succeeds and the
 /// store holds its whole result, or it throws a `LoomError` carrying SQLite's code and the store
 /// holds nothing of it (a migration may have committed whole steps, which the next open
 /// resumes). Either way the container stays usable (the operation run again once the disk is
