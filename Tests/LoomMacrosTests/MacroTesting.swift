@@ -80,13 +80,7 @@ enum ModelEntityOnly: MemberMacro {
         conformingTo protocols: [TypeSyntax],
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        let members = try ModelMacro.expansion(
-            of: node, providingMembersOf: declaration, conformingTo: protocols, in: context)
-        return members.filter { member in
-            member.as(VariableDeclSyntax.self)?.bindings.contains {
-                $0.pattern.trimmedDescription == "entity"
-            } == true
-        }
+        try modelMembers(named: "entity", of: node, declaration, protocols, context)
     }
 }
 
@@ -101,12 +95,17 @@ enum ModelSubentityDescriptionOnly: MemberMacro {
         conformingTo protocols: [TypeSyntax],
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        let members = try ModelMacro.expansion(
-            of: node, providingMembersOf: declaration, conformingTo: protocols, in: context)
-        return members.filter { member in
-            member.as(VariableDeclSyntax.self)?.bindings.contains {
-                $0.pattern.trimmedDescription == "_loomEntityDescription"
-            } == true
-        }
+        try modelMembers(named: "_loomEntityDescription", of: node, declaration, protocols, context)
+    }
+}
+
+/// The stored properties named `name` among the members `@Model` adds.
+private func modelMembers(
+    named name: String, of node: AttributeSyntax, _ declaration: some DeclGroupSyntax, _ protocols: [TypeSyntax],
+    _ context: some MacroExpansionContext
+) throws -> [DeclSyntax] {
+    let members = try ModelMacro.expansion(of: node, providingMembersOf: declaration, conformingTo: protocols, in: context)
+    return members.filter { member in
+        member.as(VariableDeclSyntax.self)?.bindings.contains { $0.pattern.trimmedDescription == name } == true
     }
 }
