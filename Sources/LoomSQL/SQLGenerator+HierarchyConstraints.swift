@@ -70,9 +70,8 @@ extension SQLGenerator {
             underlying: underlying, storeCode: storeCode)
     }
 
-    /// For each member table of a hierarchy constraint, the constraints' tables: a change of it
-    /// changes them too (through its triggers).
-    package var hierarchyConstraintTables: [String: [String]] {
+    /// See ``hierarchyConstraintTables``.
+    static func hierarchyConstraintTables(of schema: Schema) -> [String: [String]] {
         var out: [String: [String]] = [:]
         for constraint in schema.hierarchyConstraints {
             for member in constraint.members { out[member.name, default: []].append(constraint.name) }

@@ -13,6 +13,10 @@ package struct SQLGenerator: Sendable {
     private(set) var texts: [ObjectIdentifier: EntityTexts]
     /// The texts of queries by shape (see ``QueryTexts``), shared by the generator's copies.
     let queryTexts = QueryTexts()
+    /// For each member table of a hierarchy constraint, the constraints' tables: a change of it
+    /// changes them too, through its triggers (see `SQLGenerator+HierarchyConstraints.swift`).
+    /// Built once: a PostgreSQL save reads it.
+    package let hierarchyConstraintTables: [String: [String]]
 
     /// One entity's fixed statements. A class: a lookup by key reads one text of it, and
     /// copying a struct of eight texts out of the dictionary retained and released all of them
@@ -55,6 +59,7 @@ package struct SQLGenerator: Sendable {
     package init(schema: Schema, dialect: any SQLDialect) {
         self.schema = schema
         self.dialect = dialect
+        self.hierarchyConstraintTables = Self.hierarchyConstraintTables(of: schema)
         var texts: [ObjectIdentifier: EntityTexts] = [:]
         for entity in schema.entities {
             texts[ObjectIdentifier(entity)] = Self.makeTexts(entity, dialect)
