@@ -45,7 +45,7 @@ extension SQLGenerator {
                 statements.append(.execute("INSERT INTO \(Self.quote(constraint.name)) (\"Z_ENT\", \"Z_PK\", \(columns.joined(separator: ", "))) SELECT \(Self.literal(member.name)), \"Z_PK\", \(values.joined(separator: ", ")) FROM \(Self.quote(member.name))", []))
             }
             statements.append(.uniqueIndex(entity: constraint.owner, constraint: constraint.attributes, sql: hierarchyConstraintIndex(constraint),
-                                           duplicates: "SELECT \(columns.joined(separator: ", ")), COUNT(*) FROM \(Self.quote(constraint.name)) GROUP BY \(columns.joined(separator: ", ")) HAVING COUNT(*) > 1 LIMIT 1"))
+                                           duplicates: "SELECT \(columns.joined(separator: ", ")), COUNT(*) FROM \(Self.quote(constraint.name)) WHERE \(columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")) GROUP BY \(columns.joined(separator: ", ")) HAVING COUNT(*) > 1 LIMIT 1"))
             statements.append(.execute(keyIndex(constraint), []))
             for member in constraint.members {
                 statements += dialect.hierarchyConstraintTriggers(triggerPlan(constraint, member)).map { .execute($0, []) }
