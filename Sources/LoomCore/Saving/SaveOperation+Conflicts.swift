@@ -182,7 +182,9 @@ extension SaveOperation {
                 !other.isKind(of: r.source) && !context.graph.relatedKeys(of: b, r).isEmpty
             }.map(\.description.name)
         case .objectTrump:
-            lost = other.isKind(of: b.entity) ? [] : b.entity.properties.map(\.name).filter { other.storedValueIndex(named: $0) == nil && other.relationshipIndex(named: $0) == nil }
+            // What moves onto the saved object: all of an inserted object, an updated one's changes.
+            let moving = b.isInserted ? b.entity.properties.map(\.name) : b.changedSlots().map { b.entity.storedValueName(at: $0.0) }
+            lost = other.isKind(of: b.entity) ? [] : moving.filter { other.storedValueIndex(named: $0) == nil && other.relationshipIndex(named: $0) == nil }
         default:
             return
         }

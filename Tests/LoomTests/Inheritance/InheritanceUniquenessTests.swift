@@ -183,6 +183,20 @@ struct InheritanceUniquenessTests {
             #expect(refused?.code == .uniquenessViolation)
             #expect(refused?.message.contains("an object cannot change its entity") == true, "\(refused?.message ?? "")")
 
+            // An updated object's changes move onto a saved object of another entity when it has
+            // them all (here the plain account, which has an email and a nickname).
+            context.rollback()
+            let boss = try #require(try context.fetch(FetchRequest<Admin>()).first)
+            let plain = try #require(try context.fetch(FetchRequest<Account>(predicate: #Predicate { $0.email == "a@x" })).first)
+            boss.email = "a@x"
+            boss.nickname = "chief"
+            try context.save()
+            #expect(boss.email == "b@x")                    // the admin keeps its saved values
+            #expect(plain.nickname == "chief")              // the account took the change
+            let again = Admin(context: context)
+            again.email = "c@x"
+            again.level = 7
+
             // Overwrite: this object wins, the saved guest (another entity) is deleted.
             context.mergePolicy = .overwrite
             try context.save()
