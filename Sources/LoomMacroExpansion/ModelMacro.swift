@@ -352,12 +352,25 @@ extension ModelDeclaration {
                 }
                 """]
         case .openRoot, .subentity:
+            // On the class itself (not a subclass), its own properties' literal key paths: a
+            // relationship leading to this class (`\.animal?.name`) is written on its type,
+            // and a path built through the generic helper would differ from it.
             let override = hierarchy == .subentity ? "override " : ""
             let inherited = hierarchy == .subentity ? " ?? super._loomKeyPath(for: name, optionalChained: optionalChained)" : ""
             return [
                 """
                 \(raw: accessPrefix)\(raw: override)class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
-                    _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)\(raw: inherited)
+                    if Self.self == \(raw: typeName.text).self {
+                        return _loomKeyPath(ownPropertyNamed: name, optionalChained: optionalChained)\(raw: inherited)
+                    }
+                    return _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)\(raw: inherited)
+                }
+                """,
+                """
+                private static func _loomKeyPath(ownPropertyNamed name: String, optionalChained: Bool) -> AnyKeyPath? {
+                    switch name {
+                \(raw: cases(typeName.text))    default: nil
+                    }
                 }
                 """,
                 """

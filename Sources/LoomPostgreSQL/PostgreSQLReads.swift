@@ -74,6 +74,9 @@ enum PostgreSQLReads {
     }
 
     static func related(_ relationship: ResolvedRelationship, keys: [Int64], _ sql: SQLGenerator, _ connection: PGConnection) throws -> [RelatedRow] {
+        if relationship.leadsToSubentities {
+            return try relationship.concreteDestinations(in: sql.schema).flatMap { try related($0, keys: keys, sql, connection) }.sorted(by: RelatedRow.storeOrder)
+        }
         if case .foreignKey = relationship.storage {
             throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
         }

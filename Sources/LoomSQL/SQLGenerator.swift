@@ -307,13 +307,23 @@ package struct SQLGenerator: Sendable {
 
     /// The rows a to-many relationship leads to for a JSON array of owner keys, each with its
     /// owner's key first.
+    /// A relationship narrowed to one of its destination's sub-entities
+    /// (``ResolvedRelationship/narrowed(to:)``) reads that entity's table.
     package func selectRelated(_ relationship: ResolvedRelationship) -> String {
-        texts(relationship.source).selectRelated[relationship.index] ?? makeSelectRelated(relationship, oneOwner: false)
+        if isNarrowed(relationship) { return makeSelectRelated(relationship, oneOwner: false) }
+        return texts(relationship.source).selectRelated[relationship.index] ?? makeSelectRelated(relationship, oneOwner: false)
     }
 
     /// ``selectRelated(_:)`` for one owner, whose key is bound as an integer.
     package func selectRelatedToOwner(_ relationship: ResolvedRelationship) -> String {
-        texts(relationship.source).selectRelatedToOwner[relationship.index] ?? makeSelectRelated(relationship, oneOwner: true)
+        if isNarrowed(relationship) { return makeSelectRelated(relationship, oneOwner: true) }
+        return texts(relationship.source).selectRelatedToOwner[relationship.index] ?? makeSelectRelated(relationship, oneOwner: true)
+    }
+
+    /// Whether `relationship` leads to another entity than the schema's relationship does: a
+    /// sub-entity of its destination, whose texts are not the cached ones.
+    private func isNarrowed(_ relationship: ResolvedRelationship) -> Bool {
+        schema.relationship(relationship.index, of: relationship.source).destination !== relationship.destination
     }
 
     private func makeSelectRelated(_ relationship: ResolvedRelationship, oneOwner: Bool) -> String {
@@ -335,7 +345,7 @@ package struct SQLGenerator: Sendable {
     /// The `FROM … WHERE …` that finds the objects of to-many `r` of the row aliased `owner`,
     /// aliased `alias`: through the destinations' foreign key, or through the join table.
     func relatedSource(_ r: ResolvedRelationship, owner: String, alias: String, _ builder: inout Builder) -> (from: String, link: String) {
-        let destination = Self.quote(r.destination.name)
+        let destination = destinationTable(r)
         switch r.storage {
         case .inverseForeignKey(let slot):
             return ("\(destination) AS \(alias)", "\(alias).\(column(r.destination, slot)) = \(owner).\"Z_PK\"")
@@ -346,6 +356,27 @@ package struct SQLGenerator: Sendable {
         case .foreignKey(let slot):
             return ("\(destination) AS \(alias)", "\(alias).\"Z_PK\" = \(owner).\(column(r.source, slot))")
         }
+    }
+
+    /// The relationship a reference names, as `entity` has it: a sub-entity of the
+    /// reference's entity has the relationships it inherits in the same positions, with
+    /// foreign keys at slots of its own.
+    func relationship(_ reference: RelationshipReference, of entity: EntityDescription) -> ResolvedRelationship? {
+        guard let r = schema.relationship(reference) else { return nil }
+        if r.source === entity || !entity.isKind(of: r.source) { return r }
+        return schema.relationship(r.index, of: entity)
+    }
+
+    /// The table a relationship's destinations are read from: the destination's, or, when
+    /// it has sub-entities, every one of their tables as one (`UNION ALL` of the destination's
+    /// columns: a sub-entity's table has them under the same names).
+    func destinationTable(_ r: ResolvedRelationship) -> String {
+        guard r.leadsToSubentities else { return Self.quote(r.destination.name) }
+        let names = ["Z_PK", "Z_OPT"] + (0..<r.destination.storedValueCount).map(r.destination.columnName(at:))
+        let list = names.map(Self.quote).joined(separator: ", ")
+        let parts = schema.concreteEntities(of: r.destination).map { "SELECT \(list) FROM \(Self.quote($0.name))" }
+        guard !parts.isEmpty else { return "(SELECT \(list) FROM \(Self.quote(r.destination.name)) WHERE \(dialect.never))" }
+        return "(" + parts.joined(separator: " UNION ALL ") + ")"
     }
 
     /// SQL for a predicate node evaluated on the row aliased `alias` of `entity`, as a value
@@ -375,25 +406,25 @@ package struct SQLGenerator: Sendable {
         case .primaryKey:
             return ("\(alias).\"Z_PK\"", false)
         case .toOne(let reference, let inner):
-            guard let r = schema.relationship(reference), case .foreignKey(let slot) = r.storage else { return ("NULL", false) }
+            guard let r = relationship(reference, of: entity), case .foreignKey(let slot) = r.storage else { return ("NULL", false) }
             let other = builder.alias()
             let (value, isCondition) = typedExpression(inner, r.destination, other, &builder)
-            return ("(SELECT \(value) FROM \(Self.quote(r.destination.name)) AS \(other) WHERE \(other).\"Z_PK\" = \(alias).\(column(entity, slot)))", isCondition)
+            return ("(SELECT \(value) FROM \(destinationTable(r)) AS \(other) WHERE \(other).\"Z_PK\" = \(alias).\(column(entity, slot)))", isCondition)
         case .anyRelated(let reference, let inner):
-            guard let r = schema.relationship(reference) else { return ("0", false) }
+            guard let r = relationship(reference, of: entity) else { return ("0", false) }
             let other = builder.alias()
             let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
             let condition = condition(inner, r.destination, other, &builder)
             return ("EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (\(condition)))", true)
         case .allRelated(let reference, let inner):
-            guard let r = schema.relationship(reference) else { return ("1", false) }
+            guard let r = relationship(reference, of: entity) else { return ("1", false) }
             let other = builder.alias()
             let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
             let condition = condition(inner, r.destination, other, &builder)
             // A member fails the test unless it is true: false and NULL both fail, as in memory.
             return ("NOT EXISTS (SELECT 1 FROM \(from) WHERE \(link) AND (CASE WHEN (\(condition)) THEN \(dialect.never) ELSE \(dialect.condition("1")) END))", true)
         case .relatedCount(let reference):
-            guard let r = schema.relationship(reference) else { return ("0", false) }
+            guard let r = relationship(reference, of: entity) else { return ("0", false) }
             let other = builder.alias()
             let (from, link) = relatedSource(r, owner: alias, alias: other, &builder)
             return ("(SELECT COUNT(*) FROM \(from) WHERE \(link))", false)

@@ -79,6 +79,11 @@ extension SQLiteReader {
 
     func sqlFetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
         if keys.isEmpty { return [] }
+        if relationship.leadsToSubentities {
+            var related: [RelatedRow] = []
+            for narrowed in relationship.concreteDestinations(in: store.schema) { related += try sqlFetchRelated(narrowed, keys: keys) }
+            return related.sorted(by: RelatedRow.storeOrder)
+        }
         if case .foreignKey = relationship.storage {
             throw LoomError(.storeFailure, "\(relationship.reference) is a to-one relationship, read from its foreign key.")
         }

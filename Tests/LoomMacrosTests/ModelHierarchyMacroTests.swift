@@ -164,7 +164,17 @@ import Testing
                     }
 
                     class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
-                        _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)
+                        if Self.self == Vehicle.self {
+                            return _loomKeyPath(ownPropertyNamed: name, optionalChained: optionalChained)
+                        }
+                        return _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)
+                    }
+
+                    private static func _loomKeyPath(ownPropertyNamed name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "wheels": optionalChained ? \Vehicle?.?.wheels : \Vehicle.wheels
+                        default: nil
+                        }
                     }
 
                     private static func _loomKeyPath<Root: Vehicle>(in root: Root.Type, for name: String, optionalChained: Bool) -> AnyKeyPath? {

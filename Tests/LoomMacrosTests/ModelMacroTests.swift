@@ -291,7 +291,17 @@ import Testing
                     }
 
                     public class func _loomKeyPath(for name: String, optionalChained: Bool) -> AnyKeyPath? {
-                        _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)
+                        if Self.self == Author.self {
+                            return _loomKeyPath(ownPropertyNamed: name, optionalChained: optionalChained)
+                        }
+                        return _loomKeyPath(in: Self.self, for: name, optionalChained: optionalChained)
+                    }
+
+                    private static func _loomKeyPath(ownPropertyNamed name: String, optionalChained: Bool) -> AnyKeyPath? {
+                        switch name {
+                        case "name": optionalChained ? \Author?.?.name : \Author.name
+                        default: nil
+                        }
                     }
 
                     private static func _loomKeyPath<Root: Author>(in root: Root.Type, for name: String, optionalChained: Bool) -> AnyKeyPath? {

@@ -22,6 +22,9 @@ public final class PersistentStoreCoordinator: Sendable {
     let keyAllocator: KeyAllocator
     /// Whether each hierarchy's saved objects have keys of their own.
     let keySpaceCheck = KeySpaceCheck()
+    /// The entity of each key of a hierarchy that a relationship led to (see
+    /// ``ManagedObjectContext/destinationEntity(of:key:)``).
+    let keyEntities = KeyEntities()
     /// Puts saves in commit order on their way to other contexts.
     private let sequencer: SaveSequencer
     /// The write transaction this coordinator runs now (``write(_:_:)``), if any: the saves it

@@ -50,22 +50,33 @@ final class ContextGraph: PredicateGraph {
         return made
     }
 
-    /// Loads the destination rows of a to-one for many keys at once (one query).
+    /// Loads the destination rows of a to-one for many keys at once (one query per table).
     func warmDestinations(_ r: ResolvedRelationship, of sources: [Row]) {
-        guard case .foreignKey(let slot) = r.storage else { return }
+        guard case .foreignKey = r.storage else { return }
         var keys: [Int64] = []
         var seen: Set<Int64> = []
+        let candidates = r.leadsToSubentities ? context.coordinator.schema.concreteEntities(of: r.destination) : [r.destination]
         for source in sources {
+            // A sub-entity's row: its own slot for the relationship it inherits.
+            let slot = source.entity === r.source ? r.storage.foreignKeySlot : source.entity.relationshipSlots[r.index]
             guard case .integer(let key) = source.values[slot], seen.insert(key).inserted else { continue }
-            let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: key)
-            if rows[k] == nil, context.identityMap.object(for: k) == nil { keys.append(key) }
+            let known = candidates.contains { entity in
+                let k = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
+                return rows[k] != nil || context.identityMap.object(for: k) != nil
+            }
+            if !known { keys.append(key) }
         }
         guard !keys.isEmpty else { return }
         do {
-            let found = try context.rowSource.baseRows(of: r.destination, keys: keys)
-            for row in found { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: row.key)] = Row(entity: r.destination, key: row.key, values: row.values, version: row.version) }
-            let present = Set(found.map(\.key))
-            for key in keys where !present.contains(key) { rows[RowCacheKey(entity: ObjectIdentifier(r.destination), key: key)] = .some(nil) }
+            for entity in candidates where !keys.isEmpty {
+                let found = try context.rowSource.baseRows(of: entity, keys: keys)
+                for row in found { rows[RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)] = Row(entity: entity, key: row.key, values: row.values, version: row.version) }
+                if r.leadsToSubentities { context.coordinator.keyEntities.note(entity, keys: found.map(\.key)) }
+                let present = Set(found.map(\.key))
+                keys.removeAll { present.contains($0) }
+            }
+            let gone = context.fallbackEntity(of: r.destination)
+            for key in keys { rows[RowCacheKey(entity: ObjectIdentifier(gone), key: key)] = .some(nil) }
         } catch {
             failure = failure ?? error
         }
@@ -78,9 +89,10 @@ final class ContextGraph: PredicateGraph {
         do {
             var byOwner: [Int64: [Row]] = [:]
             for pair in try context.currentRelated(r, keys: missing) {
-                let k = RowCacheKey(entity: ObjectIdentifier(r.destination), key: pair.row.key)
+                let entity = context.destinationEntity(of: r, key: pair.row.key)
+                let k = RowCacheKey(entity: ObjectIdentifier(entity), key: pair.row.key)
                 if let backing = context.identityMap.backing(for: k), backing.isDeleted { continue }
-                byOwner[pair.owner, default: []].append(Row(entity: r.destination, key: pair.row.key, values: pair.row.values, version: pair.row.version))
+                byOwner[pair.owner, default: []].append(Row(entity: entity, key: pair.row.key, values: pair.row.values, version: pair.row.version))
             }
             for owner in missing { related[r.reference, default: [:]][owner] = byOwner[owner] ?? [] }
         } catch {
@@ -89,16 +101,24 @@ final class ContextGraph: PredicateGraph {
     }
 
     func destination(of row: Row, _ relationship: RelationshipReference) -> Row? {
-        guard let r = context.coordinator.schema.relationship(relationship), case .foreignKey(let slot) = r.storage,
+        guard let r = resolve(relationship, of: row), case .foreignKey(let slot) = r.storage,
               case .integer(let key) = row.values[slot] else { return nil }
-        return self.row(r.destination, key)
+        return self.row(context.destinationEntity(of: r, key: key), key)
+    }
+
+    /// The relationship a reference names, as `row`'s entity has it: a sub-entity's row
+    /// reached through a relationship to its parent has the relationships it inherits in the
+    /// same positions, their foreign keys at slots of its own.
+    private func resolve(_ relationship: RelationshipReference, of row: Row) -> ResolvedRelationship? {
+        guard let r = context.coordinator.schema.relationship(relationship) else { return nil }
+        return row.entity === r.source ? r : context.coordinator.schema.relationship(r.index, of: row.entity)
     }
 
     func destinations(of row: Row, _ relationship: RelationshipReference) -> [Row] {
-        guard let r = context.coordinator.schema.relationship(relationship) else { return [] }
+        guard let r = resolve(relationship, of: row) else { return [] }
         if case .foreignKey = r.storage { return destination(of: row, relationship).map { [$0] } ?? [] }
-        if related[relationship]?[row.key] == nil { warmMembers(r, of: [row.key]) }
-        return related[relationship]?[row.key] ?? []
+        if related[r.reference]?[row.key] == nil { warmMembers(r, of: [row.key]) }
+        return related[r.reference]?[row.key] ?? []
     }
 }
 

@@ -61,7 +61,7 @@ extension ObjectGraph {
                         for other in relatedKeys(of: backing, r) { detachInverse(r, backing, other) }
                     case .cascade:
                         for other in relatedKeys(of: backing, r) {
-                            let target = context.object(of: r.destination, key: other)
+                            let target = context.object(for: r, key: other)
                             let b = target._loomBacking
                             if b.isDeleted || b.isInaccessible { continue }
                             context.delete(target)
@@ -86,8 +86,8 @@ extension ObjectGraph {
             context.observation.relationshipChanges.entries[key] = nil
             context.coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
             context.pending.links = context.pending.links.filter { link, _ in
-                !((link.table.sourceEntityName == backing.entity.name && link.source == backing.key)
-                    || (link.table.targetEntityName == backing.entity.name && link.target == backing.key))
+                !((backing.entity.isOrInherits(fromEntityNamed: link.table.sourceEntityName) && link.source == backing.key)
+                    || (backing.entity.isOrInherits(fromEntityNamed: link.table.targetEntityName) && link.target == backing.key))
             }
             backing.invalidate(reason: "it was deleted before it was ever saved")
         }
@@ -112,11 +112,13 @@ extension ObjectGraph {
                 var byOwner: [Int64: [Int64]] = [:]
                 for pair in pairs { byOwner[pair.owner, default: []].append(pair.row.key) }
                 for owner in unloaded { owner.toMany[r.index] = memberList(of: owner, r, byOwner[owner.key] ?? []) }
-                let rows = pairs.map(\.row).filter { context.registeredBacking(of: r.destination, key: $0.key) == nil }
-                if context.parent == nil && context.readsLatestData {
-                    context.coordinator.cache(rows, of: r.destination, readAt: generation)
-                } else {
-                    for row in rows { _ = context.materialize(row, of: r.destination, as: .loaded) }
+                for (entity, rows) in context.rowsByEntity(pairs.map(\.row), of: r) {
+                    let rows = rows.filter { context.registeredBacking(of: entity, key: $0.key) == nil }
+                    if context.parent == nil && context.readsLatestData {
+                        context.coordinator.cache(rows, of: entity, readAt: generation)
+                    } else {
+                        for row in rows { _ = context.materialize(row, of: entity, as: .loaded) }
+                    }
                 }
             }
         }
@@ -128,8 +130,8 @@ extension ObjectGraph {
         case .foreignKey:
             inverseLost(r, owner: other, member: backing.key)
         case .inverseForeignKey:
-            let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
-            context.withObject(r.destination, other) { clearReference($0, at: inverse.storage.foreignKeySlot, to: backing.key) }
+            let (entity, inverse) = destination(of: r, other)
+            context.withObject(entity, other) { clearReference($0, at: inverse.storage.foreignKeySlot, to: backing.key) }
             lose(backing.entity, backing.key, r.index, member: other)
         case .joinTable:
             unrelate(r, backing, other)
@@ -141,7 +143,7 @@ extension ObjectGraph {
     func deniedRelationship(of backing: ObjectBacking) -> (relationship: String, count: Int)? {
         for r in context.coordinator.schema.relationships(of: backing.entity) where r.description.deleteRule == .deny {
             let remaining = relatedKeys(of: backing, r).filter { key in
-                guard let other = context.registeredBacking(of: r.destination, key: key) else { return true }
+                guard let other = context.registeredDestination(of: r, key: key) else { return true }
                 return !other.isDeleted
             }
             if !remaining.isEmpty { return (r.description.name, remaining.count) }

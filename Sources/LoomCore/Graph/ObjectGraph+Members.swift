@@ -8,7 +8,7 @@ extension ObjectGraph {
             return context.destinationObject(of: backing, relationship: j).map { [$0] } ?? []
         }
         let list = members(of: backing, r)
-        if list.rows.isEmpty { return list.keys.map { context.object(of: r.destination, key: $0) } }
+        if list.rows.isEmpty { return context.objects(for: r, keys: list.keys) }
         // Members not registered become faults holding the row their query read.
         let form = context.faultMaterialization(readAt: list.rowsReadAt)
         return list.keys.map { key in
@@ -46,7 +46,12 @@ extension ObjectGraph {
             return memberList(of: backing, r, [])
         }
         var list = memberList(of: backing, r, pairs.map(\.row.key))
-        if holdsRows {
+        if r.leadsToSubentities {
+            // Rows of several entities: each to its objects' place (a list keeps one entity's).
+            for (entity, rows) in context.rowsByEntity(pairs.map(\.row), of: r) {
+                cacheMemberRows(savedRows(rows, of: entity), of: entity, readAt: generation)
+            }
+        } else if holdsRows {
             list.keep(savedRows(pairs.map(\.row), of: r.destination), readAt: generation)
         } else {
             cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation)

@@ -29,7 +29,7 @@ struct ObjectGraph {
             guard b.context === context else {
                 fatalError("\(backing.entity.name).\(r.description.name) was given \(English.a(b.entity.name)) from another context (or one no longer in a context); relate objects of the same context, fetching them there by ID.")
             }
-            guard b.entity === r.destination else {
+            guard b.entity === r.destination || (r.leadsToSubentities && b.entity.isKind(of: r.destination)) else {
                 fatalError("\(backing.entity.name).\(r.description.name) leads to \(r.destination.name), not to \(b.entity.name).")
             }
             if b.isDeleted {
@@ -79,8 +79,8 @@ struct ObjectGraph {
             context.notifyObservers(ofSlot: slot, of: backing)
             inverseGained(r, owner: other, member: backing.key)
         case .inverseForeignKey:
-            let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
-            context.withObject(r.destination, other) { relate(inverse, $0, backing.key) }
+            let (entity, inverse) = destination(of: r, other)
+            context.withObject(entity, other) { relate(inverse, $0, backing.key) }
         case .joinTable(let table, let ownColumn, _):
             if backing.toMany[r.index]?.contains(other) == true { return }
             let link = LinkKey(table, ownColumn: ownColumn, own: backing.key, other: other)
@@ -101,8 +101,8 @@ struct ObjectGraph {
             }
             inverseLost(r, owner: other, member: backing.key)
         case .inverseForeignKey:
-            let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
-            context.withObject(r.destination, other) { b in
+            let (entity, inverse) = destination(of: r, other)
+            context.withObject(entity, other) { b in
                 if b.state == .fault { context.fulfillFault(b) }
                 guard !b.isInaccessible else { return }
                 if b.values[inverse.storage.foreignKeySlot] == .integer(backing.key) { unrelate(inverse, b, backing.key) }
@@ -113,6 +113,13 @@ struct ObjectGraph {
         }
     }
 
+    /// The entity of the object with key `other` that `r` leads to, and the inverse as that
+    /// entity has it (the same position; a sub-entity's foreign key has a slot of its own).
+    func destination(of r: ResolvedRelationship, _ other: Int64) -> (EntityDescription, ResolvedRelationship) {
+        let entity = context.destinationEntity(of: r, key: other)
+        return (entity, context.coordinator.schema.relationship(r.inverseIndex, of: entity))
+    }
+
     /// Adds (or removes) the join row `link` of relationship `r` between `ownerKey` and `other`,
     /// with the loaded lists of both sides; recorded for undo.
     func setLink(_ r: ResolvedRelationship, _ link: LinkKey, owner: EntityDescription, ownerKey: Int64, other: Int64, present: Bool, writingOrder: Bool = true) {
@@ -121,7 +128,7 @@ struct ObjectGraph {
         }
         recordLink(link, added: present)
         adjustMembers(owner, ownerKey, r.index, member: other, present: present, writingOrder: writingOrder)
-        adjustMembers(r.destination, other, r.inverseIndex, member: ownerKey, present: present, writingOrder: writingOrder)
+        adjustMembers(context.destinationEntity(of: r, key: other), other, r.inverseIndex, member: ownerKey, present: present, writingOrder: writingOrder)
     }
 
     /// Adds or removes a member of a to-many relationship's loaded list (see ``gain`` and
@@ -132,23 +139,24 @@ struct ObjectGraph {
 
     /// The destination `owner` of to-one `r` now has `member` in its inverse.
     private func inverseGained(_ r: ResolvedRelationship, owner: Int64, member: Int64) {
-        let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
+        let (entity, inverse) = destination(of: r, owner)
         switch inverse.storage {
         case .foreignKey(let slot):
             // One-to-one: the owner's previous partner loses it.
-            context.withObject(r.destination, owner) { o in
+            context.withObject(entity, owner) { o in
                 if o.state == .fault { context.fulfillFault(o) }
                 guard !o.isInaccessible, !o.isDeleted else { return }
                 let current = o.values[slot]
                 if current == .integer(member) { return }
                 if case .integer(let previous) = current {
-                    context.withObject(r.source, previous) { clearReference($0, at: r.storage.foreignKeySlot, to: owner) }
+                    let (partner, own) = destination(of: inverse, previous)
+                    context.withObject(partner, previous) { clearReference($0, at: own.storage.foreignKeySlot, to: owner) }
                 }
                 o.setStoredValue(.integer(member), at: slot)
                 context.notifyObservers(ofSlot: slot, of: o)
             }
         default:
-            gain(r.destination, owner, r.inverseIndex, member: member)
+            gain(entity, owner, r.inverseIndex, member: member)
         }
     }
 
@@ -164,12 +172,12 @@ struct ObjectGraph {
 
     /// The destination `owner` of to-one `r` no longer has `member` in its inverse.
     func inverseLost(_ r: ResolvedRelationship, owner: Int64, member: Int64) {
-        let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: r.destination)
+        let (entity, inverse) = destination(of: r, owner)
         switch inverse.storage {
         case .foreignKey(let slot):
-            context.withObject(r.destination, owner) { clearReference($0, at: slot, to: member) }
+            context.withObject(entity, owner) { clearReference($0, at: slot, to: member) }
         default:
-            lose(r.destination, owner, r.inverseIndex, member: member)
+            lose(entity, owner, r.inverseIndex, member: member)
         }
     }
 
@@ -249,7 +257,7 @@ struct ObjectGraph {
             let new: StoredValue? = backing.values.indices.contains(slot) ? backing.values[slot] : nil
             guard dropAll || old != new else { continue }
             for case let value? in [old, new] {
-                if case .integer(let key) = value, let o = context.registeredBacking(of: r.destination, key: key) {
+                if case .integer(let key) = value, let o = context.registeredDestination(of: r, key: key) {
                     o.toMany[r.inverseIndex] = nil
                 }
             }

@@ -19,7 +19,9 @@ struct PendingChangeEvaluator {
         for path in query.relationshipPaths {
             for reference in path {
                 guard let r = schema.relationship(reference) else { continue }
-                if context.pending.changedEntities.contains(ObjectIdentifier(r.destination)) { return true }
+                for destination in r.concreteDestinations(in: schema) where context.pending.changedEntities.contains(ObjectIdentifier(destination.destination)) {
+                    return true
+                }
             }
         }
         return false
@@ -34,8 +36,9 @@ struct PendingChangeEvaluator {
         for k in context.pending.deleted.keys where k.entity == id { keys.insert(k.key) }
         for k in context.pending.relationships.entries.keys where k.entity == id { keys.insert(k.key) }
         for link in context.pending.links.keys {
-            if link.table.sourceEntityName == entity.name { keys.insert(link.source) }
-            if link.table.targetEntityName == entity.name { keys.insert(link.target) }
+            // A sub-entity's links are in the table of the entity that declares the relationship.
+            if entity.isOrInherits(fromEntityNamed: link.table.sourceEntityName) { keys.insert(link.source) }
+            if entity.isOrInherits(fromEntityNamed: link.table.targetEntityName) { keys.insert(link.target) }
         }
         return keys
     }
@@ -52,6 +55,17 @@ struct PendingChangeEvaluator {
             var frontier: Set<Int64> = []
             for level in stride(from: hops.count - 1, through: 0, by: -1) {
                 let r = hops[level]
+                if r.leadsToSubentities {
+                    // Each destination entity's keys through its own table and slots.
+                    var previous: Set<Int64> = []
+                    let entities = context.destinationEntities(of: r.destination, keys: frontier)
+                    for narrowed in r.concreteDestinations(in: schema) {
+                        let keys = frontier.filter { entities[$0] === narrowed.destination }.union(changedKeys(of: narrowed.destination))
+                        previous.formUnion(try predecessors(of: keys, via: narrowed))
+                    }
+                    frontier = previous
+                    continue
+                }
                 frontier.formUnion(changedKeys(of: r.destination))
                 frontier = try predecessors(of: frontier, via: r)
             }
@@ -151,6 +165,16 @@ struct PendingChangeEvaluator {
     /// The destinations of a to-many relationship for each of `keys`, as this context sees
     /// them: its source's answer corrected by this context's unsaved changes.
     func currentRelated(_ r: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [(owner: Int64, row: StoreRow)] {
+        if r.leadsToSubentities {
+            // Each entity's table in turn; the coordinator remembers whose each key is.
+            var pairs: [(owner: Int64, row: StoreRow)] = []
+            for narrowed in r.concreteDestinations(in: context.coordinator.schema) {
+                let found = try currentRelated(narrowed, keys: keys)
+                context.coordinator.keyEntities.note(narrowed.destination, keys: found.map(\.row.key))
+                pairs += found
+            }
+            return pairs
+        }
         let sourceID = ObjectIdentifier(r.source)
         // Objects inserted here have nothing related in the store or the parent.
         let saved = context.pending.inserted.isEmpty && context.pending.insertedDeleted.isEmpty ? keys : keys.filter {

@@ -227,6 +227,24 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         entityName == name || descendantNames.withLock { $0.contains(entityName) }
     }
 
+    /// Whether this entity is the one named `entityName` or inherits from it, directly or not.
+    func isOrInherits(fromEntityNamed entityName: String) -> Bool {
+        var entity: EntityDescription? = self
+        while let current = entity {
+            if current.name == entityName { return true }
+            entity = current.superentity
+        }
+        return false
+    }
+
+    /// The entity that declares relationship `index`: the highest of this entity and its
+    /// ancestors that has it (inherited relationships come first, in the same positions).
+    func declaringEntity(ofRelationship index: Int) -> EntityDescription {
+        var owner = self
+        while let parent = owner.superentity, index < parent.relationships.count { owner = parent }
+        return owner
+    }
+
     /// The entity that declares `constraint`, one of ``uniquenessConstraints``: the highest of
     /// this entity and its ancestors that has it (a sub-entity inherits its parent's). A
     /// constraint declared on an entity with sub-entities holds across all of them.

@@ -162,6 +162,35 @@ public struct RelationshipDescription: Sendable {
     public let inverseIndex: Int
     /// How the store records it.
     public let storage: RelationshipStorage
+    /// Whether the destination has sub-entities whose objects the relationship may hold too:
+    /// their rows are in their own tables (see ``concreteDestinations(in:)``).
+    public let leadsToSubentities: Bool
+
+    public init(source: EntityDescription, index: Int, destination: EntityDescription, inverseIndex: Int,
+                storage: RelationshipStorage, leadsToSubentities: Bool = false) {
+        self.source = source
+        self.index = index
+        self.destination = destination
+        self.inverseIndex = inverseIndex
+        self.storage = storage
+        self.leadsToSubentities = leadsToSubentities
+    }
+
+    /// This relationship as it reaches the objects of `entity` alone, one of the destination's
+    /// concrete entities (itself or a sub-entity): the rows of `entity`'s table. The inverse keeps
+    /// its position; a foreign key on the destination's side is at `entity`'s slot for it.
+    public func narrowed(to entity: EntityDescription) -> ResolvedRelationship {
+        var storage = storage
+        if case .inverseForeignKey = storage { storage = .inverseForeignKey(slot: entity.relationshipSlots[inverseIndex]) }
+        return ResolvedRelationship(source: source, index: index, destination: entity, inverseIndex: inverseIndex, storage: storage)
+    }
+
+    /// The relationship narrowed to each entity whose objects it may hold (see
+    /// ``narrowed(to:)``): itself alone when the destination has no sub-entities.
+    public func concreteDestinations(in schema: Schema) -> [ResolvedRelationship] {
+        guard leadsToSubentities else { return [self] }
+        return schema.concreteEntities(of: destination).map(narrowed(to:))
+    }
 
     /// The relationship's description.
     public var description: RelationshipDescription { source.relationships[index] }

@@ -29,7 +29,8 @@ extension Schema {
     /// Resolves every relationship: destination, inverse and storage. Appends a sentence to
     /// `problems` for each relationship that cannot be resolved.
     static func resolveRelationships(
-        _ entities: [EntityDescription], byName: [String: EntityDescription], problems: inout [String]
+        _ entities: [EntityDescription], byName: [String: EntityDescription], subentities: [String: [EntityDescription]],
+        problems: inout [String]
     ) -> ([ObjectIdentifier: [ResolvedRelationship]], [JoinTable]) {
         var resolved: [ObjectIdentifier: [ResolvedRelationship]] = [:]
         var joinTables: [String: JoinTable] = [:]
@@ -55,16 +56,20 @@ extension Schema {
                 case (_, .toOne):
                     storage = .inverseForeignKey(slot: destination.relationshipSlots[k])
                 default:
-                    let mine = "\(entity.name).\(r.name)", theirs = "\(destination.name).\(inverse.name)"
+                    // Named after the entities that declare the two sides: a sub-entity's
+                    // inherited many-to-many shares its parent's table.
+                    let own = entity.declaringEntity(ofRelationship: j), other = destination.declaringEntity(ofRelationship: k)
+                    let mine = "\(own.name).\(r.name)", theirs = "\(other.name).\(inverse.name)"
                     let owns = mine <= theirs
-                    let tableName = owns ? "Z_\(entity.name)_\(r.name)" : "Z_\(destination.name)_\(inverse.name)"
-                    let table = JoinTable(name: tableName, sourceEntityName: owns ? entity.name : destination.name,
-                                          targetEntityName: owns ? destination.name : entity.name)
+                    let tableName = owns ? "Z_\(own.name)_\(r.name)" : "Z_\(other.name)_\(inverse.name)"
+                    let table = JoinTable(name: tableName, sourceEntityName: owns ? own.name : other.name,
+                                          targetEntityName: owns ? other.name : own.name)
                     joinTables[tableName] = table
                     storage = .joinTable(table, ownColumn: owns ? JoinTable.sourceColumn : JoinTable.targetColumn,
                                          otherColumn: owns ? JoinTable.targetColumn : JoinTable.sourceColumn)
                 }
-                list.append(ResolvedRelationship(source: entity, index: j, destination: destination, inverseIndex: k, storage: storage))
+                list.append(ResolvedRelationship(source: entity, index: j, destination: destination, inverseIndex: k, storage: storage,
+                                                 leadsToSubentities: subentities[destination.name] != nil))
             }
             resolved[ObjectIdentifier(entity)] = list
         }
@@ -88,7 +93,8 @@ extension Schema {
                 return nil
             }
             let inverse = destination.relationships[found]
-            guard inverse.destinationEntityName == entity.name else {
+            // A relationship a sub-entity inherits has its parent's inverse, which leads to the parent.
+            guard entity.isOrInherits(fromEntityNamed: inverse.destinationEntityName) else {
                 problems.append("\(place) names \(destination.name).\(inverseName) as its inverse, but that leads to \(inverse.destinationEntityName), not back to \(entity.name)")
                 return nil
             }
@@ -100,7 +106,7 @@ extension Schema {
         } else {
             let candidates = destination.relationships.indices.filter { i in
                 let other = destination.relationships[i]
-                return other.inverseName == r.name && other.destinationEntityName == entity.name && !(destination === entity && i == j)
+                return other.inverseName == r.name && entity.isOrInherits(fromEntityNamed: other.destinationEntityName) && !(destination === entity && i == j)
             }
             guard candidates.count == 1 else {
                 if candidates.isEmpty {

@@ -34,7 +34,7 @@ public struct Schema: Sendable {
             problems += entity.validationProblems()
         }
         let subentities = Schema.hierarchyProblems(entities, byName: byName, problems: &problems)
-        let (resolved, joinTables) = Schema.resolveRelationships(entities, byName: byName, problems: &problems)
+        let (resolved, joinTables) = Schema.resolveRelationships(entities, byName: byName, subentities: subentities, problems: &problems)
         if !problems.isEmpty {
             throw LoomError(.invalidModel, "The model is invalid: " + problems.joined(separator: "; "))
         }
@@ -56,12 +56,11 @@ public struct Schema: Sendable {
     ///
     /// Each entity of a hierarchy is stored in a table of its own holding the inherited
     /// columns too, and a fetch of a parent entity asks each table (see ``concreteEntities(of:includingSubentities:)``).
-    /// A relationship's foreign key names a key, not a table. A relationship between entities
-    /// without sub-entities (flat entities, and the leaves of a hierarchy) has one table at each
-    /// end, as in a flat model. One declared on an entity with sub-entities (which they would
-    /// inherit) or leading to one would have to say which table its key is in: those are refused
-    /// for now rather than left to miss the objects of a sub-entity. A uniqueness constraint of
-    /// an entity with sub-entities holds across their tables (``HierarchyConstraint``).
+    /// A relationship's foreign key holds a key, not a table: a hierarchy has one key space
+    /// (no two of its objects share a key), so a key leading to an entity with sub-entities
+    /// names one object, whose entity the context finds by key (``ManagedObjectContext``'s
+    /// `concreteEntity(of:key:)`). A uniqueness constraint of an entity with sub-entities
+    /// holds across their tables (``HierarchyConstraint``).
     private static func hierarchyProblems(
         _ entities: [EntityDescription], byName: [String: EntityDescription], problems: inout [String]
     ) -> [String: [EntityDescription]] {
@@ -76,16 +75,6 @@ public struct Schema: Sendable {
                 problems.append("\(entity.name) inherits from another \(parent.name) than this model's (its properties differ)")
             }
             subentities[parent.name, default: []].append(entity)
-        }
-        for entity in entities {
-            for r in entity.relationships {
-                let destination = r.destinationEntityName
-                if let children = subentities[entity.name] {
-                    problems.append("\(entity.name).\(r.name): a relationship of an entity with sub-entities (\(children.map(\.name).joined(separator: ", ")), which would inherit it) is not supported yet (Loom stores each entity of a hierarchy in its own table, and a foreign key does not say which); declare it on each sub-entity that has no sub-entities of its own")
-                } else if let children = subentities[destination] {
-                    problems.append("\(entity.name).\(r.name): a relationship to an entity with sub-entities (\(destination): \(children.map(\.name).joined(separator: ", "))) is not supported yet (Loom stores each entity of a hierarchy in its own table, and a foreign key does not say which); relate it to entities without sub-entities, or keep an ID (ObjectID<\(destination)>) as an attribute")
-                }
-            }
         }
         return subentities
     }

@@ -197,8 +197,7 @@ public final class DynamicObject: BackedObject {
             }
             switch newValue ?? .null {
             case .integer(let key):
-                let destination = context.coordinator.schema.relationship(j, of: entity).destination
-                _loomBacking.setRelated(j, to: [context.object(of: destination, key: key)], owner: self)
+                _loomBacking.setRelated(j, to: [context.object(for: context.coordinator.schema.relationship(j, of: entity), key: key)], owner: self)
             case .null:
                 _loomBacking.setRelated(j, to: [], owner: self)
             default:

@@ -85,7 +85,7 @@ public final class InMemoryStore: PersistentStore {
     }
 
     @_spi(LoomStore) public func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
-        try Self.fetchRelated(relationship, keys: keys, in: try snapshot())
+        try Self.fetchRelated(relationship, keys: keys, in: try snapshot(), schema: schema)
     }
 
     /// A copy of the committed data (copy-on-write: nothing is copied until the store changes).
@@ -117,7 +117,7 @@ public final class InMemoryStore: PersistentStore {
         func count(_ query: StoreQuery) throws(LoomError) -> Int { try fetch(query).count }
         func rows(of entity: EntityDescription, keys: [Int64]) throws(LoomError) -> [StoreRow] { InMemoryStore.rows(of: entity, keys: keys, in: try current()) }
         func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64]) throws(LoomError) -> [RelatedRow] {
-            try InMemoryStore.fetchRelated(relationship, keys: keys, in: try current())
+            try InMemoryStore.fetchRelated(relationship, keys: keys, in: try current(), schema: schema)
         }
     }
 
@@ -140,7 +140,12 @@ public final class InMemoryStore: PersistentStore {
         return keys.compactMap { table[$0] }
     }
 
-    static func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64], in snapshot: State) throws(LoomError) -> [RelatedRow] {
+    static func fetchRelated(_ relationship: ResolvedRelationship, keys: [Int64], in snapshot: State, schema: Schema) throws(LoomError) -> [RelatedRow] {
+        if relationship.leadsToSubentities {
+            var related: [RelatedRow] = []
+            for narrowed in relationship.concreteDestinations(in: schema) { related += try fetchRelated(narrowed, keys: keys, in: snapshot, schema: schema) }
+            return related.sorted(by: RelatedRow.storeOrder)
+        }
         let wanted = Set(keys)
         let destination = snapshot.tables[ObjectIdentifier(relationship.destination)] ?? [:]
         var related: [RelatedRow] = []
@@ -157,7 +162,7 @@ public final class InMemoryStore: PersistentStore {
                 if wanted.contains(owner), let row = destination[other] { related.append(RelatedRow(owner: owner, row: row)) }
             }
         }
-        return related.sorted { ($0.owner, $0.row.key) < ($1.owner, $1.row.key) }
+        return related.sorted(by: RelatedRow.storeOrder)
     }
 
     @discardableResult

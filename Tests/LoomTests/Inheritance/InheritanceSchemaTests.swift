@@ -124,58 +124,60 @@ struct InheritanceSchemaTests {
         #expect(error?.message.contains("Child.name is declared twice") == true)
     }
 
-    @Test("Relationships in a hierarchy are refused for now, with the reason")
-    func relationshipsInHierarchyRefused() {
+    @Test("A relationship declared on a parent is its sub-entities' too, with the parent's inverse and a foreign key at each entity's own slot")
+    func relationshipOfAParent() throws {
         let owner = EntityDescription(name: "Owner", modelType: nil, attributes: [], relationships: [
             RelationshipDescription(name: "pets", destination: "Pet", kind: .toMany, inverse: "owner"),
         ])
         let pet = EntityDescription(name: "Pet", modelType: nil, attributes: [], relationships: [
             RelationshipDescription(name: "owner", destination: "Owner", kind: .toOne, inverse: "pets"),
         ])
-        let dog = EntityDescription(name: "Dog", modelType: nil, attributes: [], superentity: pet)
-        let error = #expect(throws: LoomError.self) { try Schema([owner, pet, dog]) }
-        #expect(error?.code == .invalidModel)
-        #expect(error?.message.contains("not supported yet") == true)
+        let dog = EntityDescription(name: "Dog", modelType: nil, attributes: [AttributeDescription(name: "breed", valueType: String.self)], superentity: pet)
+        let schema = try Schema([owner, pet, dog])
+        let pets = try #require(schema.relationship(RelationshipReference(entityName: "Owner", name: "pets")))
+        #expect(pets.leadsToSubentities)
+        #expect(pets.concreteDestinations(in: schema).map(\.destination.name) == ["Pet", "Dog"])
+        // The dog's foreign key comes after its own attribute: the narrowed relationship reads it there.
+        #expect(pets.concreteDestinations(in: schema).map(\.storage) == [.inverseForeignKey(slot: 0), .inverseForeignKey(slot: 1)])
+        let dogOwner = schema.relationship(0, of: dog)
+        #expect(dogOwner.storage == .foreignKey(slot: 1))
+        #expect(dogOwner.inverse.name == "pets")
+        #expect(!dogOwner.leadsToSubentities)
+        // An inverse must still lead back to the entity or one of its parents.
+        let stranger = EntityDescription(name: "Stranger", modelType: nil, attributes: [], relationships: [
+            RelationshipDescription(name: "owner", destination: "Owner", kind: .toOne, inverse: "pets"),
+        ])
+        let error = #expect(throws: LoomError.self) { try Schema([owner, pet, dog, stranger]) }
+        #expect(error?.message.contains("Stranger.owner names Owner.pets as its inverse, but that leads to Pet, not back to Stranger") == true, "\(error?.message ?? "")")
     }
 
-    @Test("A relationship to or of an entity with sub-entities is refused, naming it; between leaves it is valid")
-    func relationshipToAHierarchyRefused() {
-        func vehicles(garage: Bool) -> (EntityDescription, EntityDescription) {
+    @Test("A many-to-many declared on a parent has one join table, named after the parent, for every sub-entity")
+    func manyToManyOfAParent() throws {
+        func vehicles() -> (EntityDescription, EntityDescription, EntityDescription) {
             let vehicle = EntityDescription(name: "Vehicle", modelType: nil, attributes: [AttributeDescription(name: "wheels", valueType: Int.self)],
-                                            relationships: garage ? [RelationshipDescription(name: "garage", destination: "Garage", kind: .toOne, inverse: "vehicles")] : [],
+                                            relationships: [RelationshipDescription(name: "garages", destination: "Garage", kind: .toMany, inverse: "vehicles")],
                                             isAbstract: true)
-            return (vehicle, EntityDescription(name: "Car", modelType: nil, attributes: [], superentity: vehicle))
+            let car = EntityDescription(name: "Car", modelType: nil, attributes: [], superentity: vehicle)
+            return (vehicle, car, EntityDescription(name: "Bus", modelType: nil, attributes: [], superentity: vehicle))
         }
-        // A to-many whose destination is the abstract parent, with its inverse on the parent.
-        let (vehicle, car) = vehicles(garage: true)
+        let (vehicle, car, bus) = vehicles()
         let garage = EntityDescription(name: "Garage", modelType: nil, attributes: [], relationships: [
-            RelationshipDescription(name: "vehicles", destination: "Vehicle", kind: .toMany, inverse: "garage"),
+            RelationshipDescription(name: "vehicles", destination: "Vehicle", kind: .toMany, inverse: nil),
         ])
-        let parentError = #expect(throws: LoomError.self) { try Schema([vehicle, car, garage]) }
-        #expect(parentError?.code == .invalidModel)
-        #expect(parentError?.message.contains("Garage.vehicles: a relationship to an entity with sub-entities (Vehicle: Car) is not supported yet") == true)
-        #expect(parentError?.message.contains("Vehicle.garage: a relationship of an entity with sub-entities (Car, which would inherit it) is not supported yet") == true)
-        #expect(parentError?.message.contains("has no inverse") == false, "\(parentError?.message ?? "")")
-        // A to-one whose destination is a leaf of a hierarchy, declared on the leaf: one table
-        // at each end, as in a flat model.
-        let (plainVehicle, _) = vehicles(garage: false)
-        let carWithDriver = EntityDescription(name: "Car", modelType: nil, attributes: [], relationships: [
-            RelationshipDescription(name: "driver", destination: "Driver", kind: .toOne, inverse: "car"),
-        ], superentity: plainVehicle)
-        let driver = EntityDescription(name: "Driver", modelType: nil, attributes: [], relationships: [
-            RelationshipDescription(name: "car", destination: "Car", kind: .toOne, inverse: "driver"),
-        ])
-        #expect(throws: Never.self) { try Schema([plainVehicle, carWithDriver, driver]) }
-        // Below the leaf, a sub-entity makes it a parent: refused again, at both ends.
-        let sportsCar = EntityDescription(name: "SportsCar", modelType: nil, attributes: [], superentity: carWithDriver)
-        let leafError = #expect(throws: LoomError.self) { try Schema([plainVehicle, carWithDriver, sportsCar, driver]) }
-        #expect(leafError?.message.contains("Driver.car: a relationship to an entity with sub-entities (Car: SportsCar)") == true)
-        #expect(leafError?.message.contains("Car.driver: a relationship of an entity with sub-entities (SportsCar, which would inherit it)") == true)
-        // The same entities without the hierarchy are a valid model.
-        let flatCar = EntityDescription(name: "Car", modelType: nil, attributes: [AttributeDescription(name: "wheels", valueType: Int.self)], relationships: [
-            RelationshipDescription(name: "driver", destination: "Driver", kind: .toOne, inverse: "car"),
-        ])
-        #expect(throws: Never.self) { try Schema([flatCar, driver]) }
+        let schema = try Schema([vehicle, car, bus, garage])
+        #expect(schema.joinTables.map(\.name) == ["Z_Garage_vehicles"])
+        for entity in [vehicle, car, bus] {
+            guard case .joinTable(let table, let own, _) = schema.relationship(0, of: entity).storage else {
+                Issue.record("\(entity.name).garages is not a join table")
+                continue
+            }
+            #expect(table.name == "Z_Garage_vehicles")
+            #expect(table.targetEntityName == "Vehicle")
+            #expect(own == JoinTable.targetColumn)
+        }
+        // The abstract parent has no table of rows: the relationship reaches its two sub-entities.
+        let vehicles = schema.relationship(0, of: garage)
+        #expect(vehicles.concreteDestinations(in: schema).map(\.destination.name) == ["Car", "Bus"])
     }
 
     @Test("A uniqueness constraint of an entity with sub-entities holds across them; one of a leaf is its table's own")

@@ -1,0 +1,24 @@
+/// Which entity of a hierarchy each key belongs to, as far as this coordinator has seen.
+///
+/// A relationship leading to an entity with sub-entities holds a key, and the object it names
+/// is the entity's or one of its sub-entities', in that entity's table. A hierarchy has one key
+/// space, a key is never handed out twice, and an object never changes entity: an entry never
+/// goes stale, whichever context, transaction or process saved (or dropped) the object.
+///
+/// Shared by every context of the coordinator; `Sendable`, under its own lock.
+final class KeyEntities: Sendable {
+    private let byRoot = Locked<[ObjectIdentifier: [Int64: EntityDescription]]>([:])
+
+    /// The entity of the object with `key` in `root`'s hierarchy, when known.
+    func entity(in root: EntityDescription, key: Int64) -> EntityDescription? {
+        byRoot.withLock { $0[ObjectIdentifier(root)]?[key] }
+    }
+
+    /// Notes that the objects with `keys` are `entity`'s.
+    func note(_ entity: EntityDescription, keys: some Sequence<Int64>) {
+        let root = ObjectIdentifier(entity.rootEntity)
+        byRoot.withLock { known in
+            for key in keys { known[root, default: [:]][key] = entity }
+        }
+    }
+}

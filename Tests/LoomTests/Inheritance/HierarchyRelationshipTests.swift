@@ -1,0 +1,207 @@
+import Foundation
+import Loom
+@_spi(LoomTesting) @_spi(LoomStore) @testable import LoomCore
+import Testing
+
+/// Relationships declared on an entity with sub-entities, and relationships leading to one, on
+/// every store: their objects of every sub-entity, inverses, delete rules, predicates, sorts,
+/// unsaved changes, child contexts and merges.
+@Suite("Inheritance: relationships of a parent and to a parent", .timeLimit(.minutes(5)))
+struct HierarchyRelationshipTests {
+    /// `name:ClassName` of each object, sorted.
+    static func kinds(_ objects: some Sequence<Animal>) -> [String] {
+        objects.map { "\($0.name):\(type(of: $0))" }.sorted()
+    }
+
+    @Test("Relationships to a parent hold objects of its sub-entities, each of its own class, both ways", arguments: StoreKind.allCases)
+    func readBack(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            let keepers = try context.fetch(FetchRequest<Keeper>(sortBy: [SortDescriptor(\.name)]))
+            #expect(keepers.map(\.name) == ["Ann", "Bob"])
+            #expect(Self.kinds(keepers[0].animals) == ["Max:GuideDog", "Rex:Dog", "Tom:Cat"])
+            #expect(Self.kinds(keepers[1].animals) == ["Lou:Animal"])
+            let rex = try #require(keepers[0].animals.first { $0.name == "Rex" } as? Dog)
+            #expect(rex.keeper === keepers[0])
+            #expect(rex.breed == "collie")
+            #expect(rex.visits.map(\.reason) == ["vaccine", "check-up"])
+            #expect(rex.visits.allSatisfy { $0.animal === rex })
+            #expect(rex.toys.map(\.name).sorted() == ["ball", "rope"])
+            #expect(Self.kinds(rex.offspring) == ["Max:GuideDog"])
+            #expect(rex.walks.map(\.minutes) == [30])
+            let max = try #require(rex.offspring.first as? GuideDog)
+            #expect(max.mother === rex)
+            #expect(max.handler == "Eve")
+            // From the flat side, a to-one to the parent gives the sub-entity's object.
+            let visits = try context.fetch(FetchRequest<Visit>(sortBy: [SortDescriptor(\.reason)]))
+            #expect(visits.map { "\($0.reason):\($0.animal.map { "\(type(of: $0))" } ?? "-")" } == ["check-up:Dog", "teeth:Cat", "vaccine:Dog"])
+            #expect(visits[0].animal === rex)
+            let toys = try context.fetch(FetchRequest<Toy>(sortBy: [SortDescriptor(\.name)]))
+            #expect(Self.kinds(toys[0].animals) == ["Rex:Dog", "Tom:Cat"])
+            #expect(Self.kinds(toys[1].animals) == ["Max:GuideDog", "Rex:Dog"])
+            let lou = try #require(keepers[1].animals.first)
+            #expect(lou.mother.map { "\($0.name):\(type(of: $0))" } == "Tom:Cat")
+        }
+        // Faults made from a fresh context: a relationship's fault is of the right class before
+        // it fires.
+        try container.newBackgroundContext().performAndWait { context in
+            let visit = try #require(try context.fetch(FetchRequest<Visit>(predicate: #Predicate { $0.reason == "teeth" })).first)
+            let cat = try #require(visit.animal as? Cat)
+            #expect(cat.lives == 7)
+            #expect(cat.keeper?.name == "Ann")
+        }
+    }
+
+    @Test("Changing a relationship to a parent keeps both sides in step, unsaved and saved", arguments: StoreKind.allCases)
+    func changesKeepInversesInStep(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            let keepers = try context.fetch(FetchRequest<Keeper>(sortBy: [SortDescriptor(\.name)]))
+            let (ann, bob) = (keepers[0], keepers[1])
+            let tom = try #require(ann.animals.first { $0.name == "Tom" } as? Cat)
+            let max = try #require(ann.animals.first { $0.name == "Max" })
+            // From the sub-entity's side: both keepers' lists follow.
+            tom.keeper = bob
+            #expect(Self.kinds(ann.animals) == ["Max:GuideDog", "Rex:Dog"])
+            #expect(Self.kinds(bob.animals) == ["Lou:Animal", "Tom:Cat"])
+            // From the flat side.
+            bob.animals.insert(max)
+            #expect(max.keeper === bob)
+            #expect(Self.kinds(ann.animals) == ["Rex:Dog"])
+            // A new object of a sub-entity, related before the save.
+            let fido = Dog(name: "Fido", breed: "pug")
+            context.insert(fido)
+            let visit = Visit(reason: "new")
+            context.insert(visit)
+            visit.animal = fido
+            fido.mother = tom
+            #expect(fido.visits.map(\.reason) == ["new"])
+            #expect(Self.kinds(tom.offspring) == ["Fido:Dog", "Lou:Animal"])
+            // A many-to-many from the parent's side of a sub-entity.
+            let ball = try #require(try context.fetch(FetchRequest<Toy>(predicate: #Predicate { $0.name == "ball" })).first)
+            fido.toys.insert(ball)
+            #expect(Self.kinds(ball.animals) == ["Fido:Dog", "Rex:Dog", "Tom:Cat"])
+            try context.save()
+        }
+        try container.newBackgroundContext().performAndWait { context in
+            let keepers = try context.fetch(FetchRequest<Keeper>(sortBy: [SortDescriptor(\.name)]))
+            #expect(Self.kinds(keepers[0].animals) == ["Rex:Dog"])
+            #expect(Self.kinds(keepers[1].animals) == ["Lou:Animal", "Max:GuideDog", "Tom:Cat"])
+            let fido = try #require(try context.fetch(FetchRequest<Dog>(predicate: #Predicate { $0.name == "Fido" })).first)
+            #expect(fido.visits.map(\.reason) == ["new"])
+            #expect(fido.mother.map { "\($0.name):\(type(of: $0))" } == "Tom:Cat")
+            #expect(fido.toys.map(\.name) == ["ball"])
+            let ball = try #require(try context.fetch(FetchRequest<Toy>(predicate: #Predicate { $0.name == "ball" })).first)
+            #expect(Self.kinds(ball.animals) == ["Fido:Dog", "Rex:Dog", "Tom:Cat"])
+        }
+    }
+
+    @Test("Delete rules reach objects of every sub-entity: cascade, nullify and deny", arguments: StoreKind.allCases)
+    func deleteRules(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            // Deny: Rex still has a walk.
+            let ann = try #require(try context.fetch(FetchRequest<Keeper>(predicate: #Predicate { $0.name == "Ann" })).first)
+            context.delete(ann)
+            let denied = #expect(throws: LoomError.self) { try context.save() }
+            #expect(denied?.code == .deleteDenied)
+            context.rollback()
+            for walk in try context.fetch(FetchRequest<Walk>()) { context.delete(walk) }
+            context.delete(ann)
+            try context.save()
+        }
+        try container.newBackgroundContext().performAndWait { context in
+            // Ann's cat, dog and guide dog went with her, and their visits with them.
+            #expect(Self.kinds(try context.fetch(FetchRequest<Animal>())) == ["Lou:Animal"])
+            #expect(try context.fetch(FetchRequest<Visit>()).isEmpty)
+            // Nullify: the toys lost them; Lou lost its mother.
+            #expect(try context.fetch(FetchRequest<Toy>()).allSatisfy { $0.animals.isEmpty })
+            let lou = try #require(try context.fetch(FetchRequest<Animal>()).first)
+            #expect(lou.mother == nil)
+            #expect(lou.keeper?.name == "Bob")
+        }
+    }
+
+    @Test("Predicates and sorts follow relationships to a parent, in the store and over unsaved changes", arguments: StoreKind.allCases)
+    func predicatesAndSorts(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            func check() throws {
+                let rexVisits = try context.fetch(FetchRequest<Visit>(predicate: #Predicate { $0.animal?.name == "Rex" }, sortBy: [SortDescriptor(\.reason)]))
+                #expect(rexVisits.map(\.reason) == ["check-up", "vaccine"])
+                let byAnimal = try context.fetch(FetchRequest<Visit>(sortBy: [SortDescriptor(\.animal?.name), SortDescriptor(\.reason)]))
+                #expect(byAnimal.map { "\($0.animal?.name ?? "-")/\($0.reason)" } == ["Rex/check-up", "Rex/vaccine", "Tom/teeth"])
+                let withCat = try context.fetch(FetchRequest<Keeper>(predicate: #Predicate { keeper in keeper.animals.contains { $0.name == "Tom" } }))
+                #expect(withCat.map(\.name) == ["Ann"])
+                #expect(try context.count(for: FetchRequest<Keeper>(predicate: #Predicate { $0.animals.count >= 3 })) == 1)
+                let mothers = try context.fetch(FetchRequest<Animal>(predicate: #Predicate { $0.mother?.name == "Rex" }))
+                #expect(Self.kinds(mothers) == ["Max:GuideDog"])
+                let rexToys = try context.fetch(FetchRequest<Toy>(predicate: #Predicate { toy in toy.animals.contains { $0.name == "Rex" } }, sortBy: [SortDescriptor(\.name)]))
+                #expect(rexToys.map(\.name) == ["ball", "rope"])
+            }
+            try check()
+            // Unsaved: a renamed dog, and a visit moved to it; then the same answers after the
+            // save.
+            let rex = try #require(try context.fetch(FetchRequest<Dog>(predicate: #Predicate { $0.name == "Rex" })).first)
+            let tom = try #require(try context.fetch(FetchRequest<Cat>()).first)
+            rex.name = "Rox"
+            let teeth = try #require(tom.visits.first)
+            teeth.animal = rex
+            let rexVisits = try context.fetch(FetchRequest<Visit>(predicate: #Predicate { $0.animal?.name == "Rox" }, sortBy: [SortDescriptor(\.reason)]))
+            #expect(rexVisits.map(\.reason) == ["check-up", "teeth", "vaccine"])
+            let tomVisits = try context.fetch(FetchRequest<Visit>(predicate: #Predicate { $0.animal?.name == "Tom" }))
+            #expect(tomVisits.isEmpty)
+            let withRox = try context.fetch(FetchRequest<Keeper>(predicate: #Predicate { keeper in keeper.animals.contains { $0.name == "Rox" } }))
+            #expect(withRox.map(\.name) == ["Ann"])
+            try context.save()
+            let saved = try context.fetch(FetchRequest<Visit>(predicate: #Predicate { $0.animal?.name == "Rox" }))
+            #expect(saved.count == 3)
+        }
+    }
+
+    @Test("A child context's relationships to a parent reach its parent context, and a save's merge reaches other contexts", arguments: StoreKind.allCases)
+    func childContextsAndMerges(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        let observer = container.newBackgroundContext()
+        let bobAnimals = try observer.performAndWait { context in
+            let bob = try #require(try context.fetch(FetchRequest<Keeper>(predicate: #Predicate { $0.name == "Bob" })).first)
+            return Self.kinds(bob.animals)
+        }
+        #expect(bobAnimals == ["Lou:Animal"])
+        let parent = container.newBackgroundContext()
+        try parent.performAndWait { parent in
+            let child = parent.newChildContext()
+            try child.performAndWait { child in
+                let bob = try #require(try child.fetch(FetchRequest<Keeper>(predicate: #Predicate { $0.name == "Bob" })).first)
+                let puppy = GuideDog(name: "Bo", breed: "lab", handler: "Sam")
+                child.insert(puppy)
+                puppy.keeper = bob
+                let rex = try #require(try child.fetch(FetchRequest<Dog>(predicate: #Predicate { $0.name == "Rex" })).first)
+                puppy.mother = rex
+                try child.save()
+            }
+            // The parent sees the child's object through both relationships, unsaved.
+            let bob = try #require(try parent.fetch(FetchRequest<Keeper>(predicate: #Predicate { $0.name == "Bob" })).first)
+            #expect(Self.kinds(bob.animals) == ["Bo:GuideDog", "Lou:Animal"])
+            let rex = try #require(try parent.fetch(FetchRequest<Dog>(predicate: #Predicate { $0.name == "Rex" })).first)
+            #expect(Self.kinds(rex.offspring) == ["Bo:GuideDog", "Max:GuideDog"])
+            // A second child sees the first's object, and the inherited relationship's key.
+            let second = parent.newChildContext()
+            try second.performAndWait { child in
+                let bo = try #require(try child.fetch(FetchRequest<GuideDog>(predicate: #Predicate { $0.name == "Bo" })).first)
+                #expect(bo.keeper?.name == "Bob")
+                #expect(bo.mother.map { "\($0.name):\(type(of: $0))" } == "Rex:Dog")
+            }
+            try parent.save()
+        }
+        try observer.performAndWait { context in
+            let bob = try #require(try context.fetch(FetchRequest<Keeper>(predicate: #Predicate { $0.name == "Bob" })).first)
+            #expect(Self.kinds(bob.animals) == ["Bo:GuideDog", "Lou:Animal"])
+        }
+    }
+}
