@@ -24,7 +24,7 @@ extension SQLGenerator {
     /// One `(owner, target)` whose stored reference names no row of the destination, for the
     /// side of `r` that stores it; `nil` for a side that stores nothing.
     package func firstDanglingReference(_ r: ResolvedRelationship) -> String? {
-        let destination = Self.quote(r.destination.name)
+        let destination = destinationTable(r)
         switch r.storage {
         case .foreignKey(let slot):
             let fk = Self.quote(r.source.columnName(at: slot))

@@ -310,21 +310,16 @@ package struct SQLGenerator: Sendable {
     /// A relationship narrowed to one of its destination's sub-entities
     /// (``ResolvedRelationship/narrowed(to:)``) reads that entity's table.
     package func selectRelated(_ relationship: ResolvedRelationship) -> String {
-        if isNarrowed(relationship) { return makeSelectRelated(relationship, oneOwner: false) }
+        if relationship.isNarrowed { return makeSelectRelated(relationship, oneOwner: false) }
         return texts(relationship.source).selectRelated[relationship.index] ?? makeSelectRelated(relationship, oneOwner: false)
     }
 
     /// ``selectRelated(_:)`` for one owner, whose key is bound as an integer.
     package func selectRelatedToOwner(_ relationship: ResolvedRelationship) -> String {
-        if isNarrowed(relationship) { return makeSelectRelated(relationship, oneOwner: true) }
+        if relationship.isNarrowed { return makeSelectRelated(relationship, oneOwner: true) }
         return texts(relationship.source).selectRelatedToOwner[relationship.index] ?? makeSelectRelated(relationship, oneOwner: true)
     }
 
-    /// Whether `relationship` leads to another entity than the schema's relationship does: a
-    /// sub-entity of its destination, whose texts are not the cached ones.
-    private func isNarrowed(_ relationship: ResolvedRelationship) -> Bool {
-        schema.relationship(relationship.index, of: relationship.source).destination !== relationship.destination
-    }
 
     private func makeSelectRelated(_ relationship: ResolvedRelationship, oneOwner: Bool) -> String {
         let destination = Self.quote(relationship.destination.name)
@@ -370,7 +365,7 @@ package struct SQLGenerator: Sendable {
     /// The table a relationship's destinations are read from: the destination's, or, when
     /// it has sub-entities, every one of their tables as one (`UNION ALL` of the destination's
     /// columns: a sub-entity's table has them under the same names).
-    func destinationTable(_ r: ResolvedRelationship) -> String {
+    package func destinationTable(_ r: ResolvedRelationship) -> String {
         guard r.leadsToSubentities else { return Self.quote(r.destination.name) }
         let names = ["Z_PK", "Z_OPT"] + (0..<r.destination.storedValueCount).map(r.destination.columnName(at:))
         let list = names.map(Self.quote).joined(separator: ", ")

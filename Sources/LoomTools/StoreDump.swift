@@ -125,7 +125,7 @@ struct StoreDumper {
         // The to-many relationships' members, read alongside the rows in owner order.
         var members: [Int: MemberCursor] = [:]
         for r in relationships {
-            if let sql = Self.membersQuery(r) { members[r.index] = try MemberCursor(db: db, sql: sql) }
+            if let sql = Self.membersQuery(r, in: schema) { members[r.index] = try MemberCursor(db: db, sql: sql) }
         }
         let columns = (["Z_PK", "Z_OPT"] + (0..<entity.storedValueCount).map(entity.columnName(at:))).map(SQLGenerator.quote)
         let sql = "SELECT \(columns.joined(separator: ", ")) FROM \(SQLGenerator.quote(entity.name)) ORDER BY \"Z_PK\""
@@ -211,13 +211,16 @@ struct StoreDumper {
 
     /// The `(owner, member)` pairs of a to-many relationship, by owner then member key; `nil` for
     /// a to-one.
-    static func membersQuery(_ r: ResolvedRelationship) -> String? {
+    static func membersQuery(_ r: ResolvedRelationship, in schema: Schema) -> String? {
         switch r.storage {
         case .foreignKey:
             return nil
         case .inverseForeignKey(let slot):
             let fk = SQLGenerator.quote(r.destination.columnName(at: slot))
-            return "SELECT \(fk), \"Z_PK\" FROM \(SQLGenerator.quote(r.destination.name)) WHERE \(fk) IS NOT NULL ORDER BY \(fk), \"Z_PK\""
+            // A destination with sub-entities: the foreign key, under one name, in each table.
+            let tables = r.concreteDestinations(in: schema).map { "SELECT \(fk), \"Z_PK\" FROM \(SQLGenerator.quote($0.destination.name))" }
+            let from = tables.count == 1 && !r.leadsToSubentities ? SQLGenerator.quote(r.destination.name) : "(\(tables.isEmpty ? "SELECT NULL AS \(fk), NULL AS \"Z_PK\"" : tables.joined(separator: " UNION ALL ")))"
+            return "SELECT \(fk), \"Z_PK\" FROM \(from) AS d WHERE \(fk) IS NOT NULL ORDER BY \(fk), \"Z_PK\""
         case .joinTable(let table, let own, let other):
             let (own, other) = (SQLGenerator.quote(own), SQLGenerator.quote(other))
             return "SELECT \(own), \(other) FROM \(SQLGenerator.quote(table.name)) ORDER BY \(own), \(other)"

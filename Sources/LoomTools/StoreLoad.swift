@@ -291,6 +291,10 @@ final class StoreLoader {
     /// The key of an object URI of `entity` in the dumped store, or an error naming what is wrong.
     private func key(of uri: String, entity: EntityDescription, field: String, _ bad: (String, String) -> LoomToolError) throws -> Int64 {
         if let key = prefixes[entity.name]!.key(of: uri) { return key }
+        // An object of a sub-entity, named by its own entity (a hierarchy's keys are its own).
+        for member in schema.concreteEntities(of: entity) where member !== entity {
+            if let key = prefixes[member.name]?.key(of: uri) { return key }
+        }
         guard let url = URL(string: uri), let id = try? AnyObjectID(uriRepresentation: url) else {
             throw bad(field, "\(uri) is not a Loom object URI (loom://<store>/<Entity>/<key>).")
         }

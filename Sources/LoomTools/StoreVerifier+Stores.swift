@@ -137,7 +137,18 @@ private struct SPIVerificationRun {
         try StoreRowPages.forEach(of: r.source, in: store) { owners in
             // The page's targets, read by key.
             let wanted = owners.compactMap { owner -> Int64? in if case .integer(let target) = owner.values[slot] { target } else { nil } }
-            let targets = Dictionary(try store.rows(of: r.destination, keys: Array(Set(wanted))).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+            // A destination with sub-entities: each one's table in turn (the inverse's slot
+            // may differ by entity: read where each row's entity keeps it).
+            var targets: [Int64: StoreRow] = [:]
+            var targetEntities: [Int64: EntityDescription] = [:]
+            var remaining = Array(Set(wanted))
+            for narrowed in r.concreteDestinations(in: store.schema) where !remaining.isEmpty {
+                for row in try store.rows(of: narrowed.destination, keys: remaining) where targets[row.key] == nil {
+                    targets[row.key] = row
+                    targetEntities[row.key] = narrowed.destination
+                }
+                remaining.removeAll { targets[$0] != nil }
+            }
             for owner in owners {
                 let key = owner.key
                 guard case .integer(let target) = owner.values[slot] else { continue }
@@ -146,8 +157,9 @@ private struct SPIVerificationRun {
                                                      message: "\(source) \(key)'s \(name) points at \(destination) \(target), which does not exist."))
                     continue
                 }
-                if let inverseSlot, row.values[inverseSlot] != .integer(key) {
-                    let back = if case .integer(let k) = row.values[inverseSlot] { "\(source) \(k)" } else { "nil" }
+                let slot = targetEntities[target].map { entity in entity === r.destination ? inverseSlot : inverseSlot.flatMap { _ in entity.storedValueIndex(ofRelationship: r.inverseIndex) } } ?? inverseSlot
+                if let slot, row.values[slot] != .integer(key) {
+                    let back = if case .integer(let k) = row.values[slot] { "\(source) \(k)" } else { "nil" }
                     found.append(VerificationFinding(kind: .inverseMismatch, entity: source, property: name, object: uri(source, key),
                                                      message: "\(source) \(key)'s \(name) is \(destination) \(target), whose \(inverse) is \(back), not \(source) \(key)."))
                 }

@@ -36,14 +36,16 @@ extension VerificationRun {
         let source = r.source.name, destination = r.destination.name, name = r.description.name
         let fk = Self.quote(r.source.columnName(at: slot))
         var inverseColumn: String?
+        var destinationColumns = ["Z_PK"]
         if case .foreignKey(let inverseSlot) = schema.relationship(r.inverseIndex, of: r.destination).storage, has(r.destination, slots: [inverseSlot]) {
             inverseColumn = Self.quote(r.destination.columnName(at: inverseSlot))
+            destinationColumns.append(r.destination.columnName(at: inverseSlot))
         }
         let back = inverseColumn.map { "d.\($0)" } ?? "NULL"
         let mismatch = inverseColumn.map { " OR d.\($0) IS NOT s.Z_PK" } ?? ""
         let query = """
             SELECT s.Z_PK, s.\(fk), d.Z_PK IS NULL, \(back) FROM \(Self.quote(source)) AS s \
-            LEFT JOIN \(Self.quote(destination)) AS d ON d.Z_PK = s.\(fk) \
+            LEFT JOIN \(hierarchyTable(r.destination, destinationColumns)) AS d ON d.Z_PK = s.\(fk) \
             WHERE s.\(fk) IS NOT NULL AND (d.Z_PK IS NULL\(mismatch))
             """
         let inverse = r.inverse.name
@@ -68,7 +70,7 @@ extension VerificationRun {
         let source = r.source.name, target = r.destination.name, name = r.description.name
         let query = """
             SELECT j.Z_SOURCE, j.Z_TARGET, s.Z_PK IS NULL, t.Z_PK IS NULL FROM \(Self.quote(table.name)) AS j \
-            LEFT JOIN \(Self.quote(source)) AS s ON s.Z_PK = j.Z_SOURCE LEFT JOIN \(Self.quote(target)) AS t ON t.Z_PK = j.Z_TARGET \
+            LEFT JOIN \(hierarchyTable(r.source, ["Z_PK"])) AS s ON s.Z_PK = j.Z_SOURCE LEFT JOIN \(hierarchyTable(r.destination, ["Z_PK"])) AS t ON t.Z_PK = j.Z_TARGET \
             WHERE s.Z_PK IS NULL OR t.Z_PK IS NULL
             """
         let found = try select(db, query) { row in

@@ -56,8 +56,9 @@ struct VerificationRun {
                 case .inverseForeignKey:
                     if r.description.kind == .orderedToMany { steps.append(("\(entity.name).\(r.description.name) order", { try $0.checkOrder(r, $1) })) }
                 case .joinTable(let table, let own, _):
-                    // Each join table once, from its source side.
-                    if own == JoinTable.sourceColumn { steps.append((table.name, { try $0.checkJoinTable(r, $1) })) }
+                    // Each join table once, from its source side (the entity that declares it,
+                    // not the sub-entities that inherit it).
+                    if own == JoinTable.sourceColumn, table.sourceEntityName == entity.name { steps.append((table.name, { try $0.checkJoinTable(r, $1) })) }
                     if r.description.kind == .orderedToMany { steps.append(("\(entity.name).\(r.description.name) order", { try $0.checkOrder(r, $1) })) }
                 }
             }
@@ -112,6 +113,17 @@ struct VerificationRun {
     func has(_ table: String, _ columns: [String]) -> Bool {
         guard let existing = self.columns[table] else { return false }
         return columns.allSatisfy(existing.contains)
+    }
+
+    /// The rows of `entity` and of its sub-entities as one table of `columns` (a
+    /// relationship's keys name objects of any of them): the entity's own table when it has
+    /// no sub-entities.
+    func hierarchyTable(_ entity: EntityDescription, _ columns: [String]) -> String {
+        let members = schema.concreteEntities(of: entity)
+        if members.count == 1, members[0] === entity { return Self.quote(entity.name) }
+        let list = columns.map(Self.quote).joined(separator: ", ")
+        let parts = members.filter { has($0.name, columns) }.map { "SELECT \(list) FROM \(Self.quote($0.name))" }
+        return parts.isEmpty ? "(SELECT \(list) FROM \(Self.quote(entity.name)) WHERE 0)" : "(" + parts.joined(separator: " UNION ALL ") + ")"
     }
 
     /// Whether `entity`'s table exists with its key, version and the columns of `slots`.

@@ -121,10 +121,17 @@ final class BatchWriter {
             guard case .foreignKey(let relationship) = entity.storedValue(at: change.slot), let j = entity.relationshipIndex(named: relationship.name) else { continue }
             if case .integer(let key) = change.new { wanted[j, default: []].append(key) }
         }
+        // The entity of each key found: the destination's, or one of its sub-entities'.
+        var entities: [Int: [Int64: EntityDescription]] = [:]
         for (j, keys) in wanted {
             let r = schema.relationship(j, of: entity)
-            let found = Set(try store.rows(of: r.destination, keys: Array(Set(keys))).map(\.key))
-            guard let missing = keys.first(where: { !found.contains($0) }) else { continue }
+            var remaining = Array(Set(keys))
+            for narrowed in r.concreteDestinations(in: schema) where !remaining.isEmpty {
+                let found = try store.rows(of: narrowed.destination, keys: remaining).map(\.key)
+                for key in found { entities[j, default: [:]][key] = narrowed.destination }
+                remaining.removeAll { entities[j]?[$0] != nil }
+            }
+            guard let missing = keys.first(where: { entities[j]?[$0] == nil }) else { continue }
             let row = changes.first { $0.slot == entity.storedValueIndex(ofRelationship: j) && $0.new == .integer(missing) }?.row
             let place = row.map { rowNaming.name($0, of: entity.name) } ?? "A batch update of \(entity.name)"
             throw LoomError(.objectNotFound, "\(place) relates \(r.description.name) to \(r.destination.name)/\(missing), which does not exist.",
@@ -135,12 +142,24 @@ final class BatchWriter {
             let r = schema.relationship(j, of: entity)
             for value in [change.old, change.new] {
                 guard case .integer(let other) = value else { continue }
-                owners.append((r.destination, other, [r.inverse.name]))
-                let id = id(r.destination, other)
+                let destination = r.leadsToSubentities ? try entityOfKey(other, in: r, known: entities[j]) : r.destination
+                owners.append((destination, other, [r.inverse.name]))
+                let id = id(destination, other)
                 chunk.updated.insert(id)
                 chunk.changedProperties[id, default: []].insert(r.inverse.name)
             }
         }
+    }
+
+    /// The entity of the object with `key` among the destinations of `r`, which has
+    /// sub-entities: `known` (keys just checked), or the table that holds it; the destination
+    /// itself when none does (an object deleted meanwhile).
+    private func entityOfKey(_ key: Int64, in r: ResolvedRelationship, known: [Int64: EntityDescription]?) throws(LoomError) -> EntityDescription {
+        if let found = known?[key] { return found }
+        for narrowed in r.concreteDestinations(in: coordinator.schema) where try !store.rows(of: narrowed.destination, keys: [key]).isEmpty {
+            return narrowed.destination
+        }
+        return r.destination
     }
 
     /// Refuses relating through a to-one whose inverse a batch request cannot keep in step: a
@@ -421,7 +440,7 @@ final class BatchWriter {
             doomed[ObjectIdentifier(e)] = entry
             entry.rows.reserveCapacity(entry.rows.count + rows.count)
             for row in rows { entry.rows[row.key] = row }
-            for r in schema.relationships(of: e) where r.description.deleteRule == .cascade {
+            for r in schema.relationships(of: e).flatMap({ $0.concreteDestinations(in: schema) }) where r.description.deleteRule == .cascade {
                 let destination = doomed[ObjectIdentifier(r.destination)]
                 let isNew = { (key: Int64) in destination?.rows[key] == nil }
                 if case .foreignKey = r.storage {
@@ -454,7 +473,7 @@ final class BatchWriter {
         // Each entity's rows by key, in key order: for the rules, then for the deletes.
         let doomedInOrder = doomed.values.sorted { $0.entity.name < $1.entity.name }.map { ($0.entity, $0.rows.values.sorted { $0.key < $1.key }) }
         for (e, rows) in doomedInOrder {
-            for r in schema.relationships(of: e) {
+            for r in schema.relationships(of: e).flatMap({ $0.concreteDestinations(in: schema) }) {
                 let rule = r.description.deleteRule
                 let inverse = schema.relationship(r.inverseIndex, of: r.destination)
                 let all: [(owner: Int64, other: Int64)]
@@ -545,10 +564,14 @@ final class BatchWriter {
     private func relatedKeys(_ r: ResolvedRelationship, _ rows: [StoreRow]) throws(LoomError) -> [(owner: Int64, other: Int64)] {
         switch r.storage {
         case .foreignKey(let slot):
-            return rows.compactMap { row in
+            let pairs: [(owner: Int64, other: Int64)] = rows.compactMap { row in
                 if case .integer(let other) = row.values[slot] { return (row.key, other) }
                 return nil
             }
+            guard r.isNarrowed, !pairs.isEmpty else { return pairs }
+            // Followed once per entity of the destination's hierarchy: the keys in its table.
+            let present = Set(try store.rows(of: r.destination, keys: Array(Set(pairs.map(\.other)))).map(\.key))
+            return pairs.filter { present.contains($0.other) }
         default:
             guard !rows.isEmpty else { return [] }
             return try store.fetchRelated(r, keys: rows.map(\.key)).map { ($0.owner, $0.row.key) }
@@ -611,10 +634,14 @@ struct KeyPathTargets {
 struct RelationshipKey: Hashable {
     let entity: ObjectIdentifier
     let index: Int
+    /// The destination: a relationship to an entity with sub-entities is followed once per
+    /// entity (``ResolvedRelationship/narrowed(to:)``).
+    let destination: ObjectIdentifier
 
     init(_ r: ResolvedRelationship) {
         entity = ObjectIdentifier(r.source)
         index = r.index
+        destination = ObjectIdentifier(r.destination)
     }
 }
 

@@ -30,7 +30,9 @@ struct AggregateFetch {
         for path in query.valueRelationshipPaths {
             for reference in path {
                 guard let r = context.coordinator.schema.relationship(reference) else { continue }
-                if context.pending.changedEntities.contains(ObjectIdentifier(r.destination)) { return true }
+                for destination in r.concreteDestinations(in: context.coordinator.schema) where context.pending.changedEntities.contains(ObjectIdentifier(destination.destination)) {
+                    return true
+                }
             }
         }
         return false

@@ -12,16 +12,26 @@ extension ObjectMaterializer {
                     let backing = object._loomBacking
                     if backing.state == .fault { context.fulfillFault(backing) }   // from the cache the fetch filled
                     guard case .integer(let key) = backing.values[slot], seen.insert(key).inserted else { continue }
-                    if context.registeredBacking(of: r.destination, key: key)?.state == .loaded { continue }
+                    if context.registeredDestination(of: r, key: key)?.state == .loaded { continue }
                     keys.append(key)
                 }
                 guard !keys.isEmpty else { continue }
                 let generation = context.coordinator.currentGeneration
-                let rows = try context.rowSource.baseRows(of: r.destination, keys: keys)
-                if context.parent == nil && context.readsLatestData {
-                    context.coordinator.cache(rows, of: r.destination, readAt: generation)
-                } else {
-                    for row in rows { _ = materialize(row, of: r.destination, as: .loaded) }
+                // A destination with sub-entities: each entity's table in turn, for the keys
+                // not found yet.
+                for narrowed in r.concreteDestinations(in: context.coordinator.schema) where !keys.isEmpty {
+                    let destination = narrowed.destination
+                    let rows = try context.rowSource.baseRows(of: destination, keys: keys)
+                    if r.leadsToSubentities {
+                        context.coordinator.keyEntities.note(destination, keys: rows.map(\.key))
+                        let found = Set(rows.map(\.key))
+                        keys.removeAll { found.contains($0) }
+                    }
+                    if context.parent == nil && context.readsLatestData {
+                        context.coordinator.cache(rows, of: destination, readAt: generation)
+                    } else {
+                        for row in rows { _ = materialize(row, of: destination, as: .loaded) }
+                    }
                 }
             default:
                 let owners = objects.map(\._loomBacking).filter { $0.toMany[j] == nil && !$0.isDeleted }
@@ -42,14 +52,21 @@ extension ObjectMaterializer {
                     byOwner[owner, default: []].append(contentsOf: pairs[start..<end].lazy.map(\.row))
                     start = end
                 }
+                // Members of several entities go each to its objects' place (a list keeps one
+                // entity's rows).
+                let keepsRows = holdsRows && !r.leadsToSubentities
                 for owner in owners {
                     let rows = byOwner[owner.key] ?? []
                     var list = graph.memberList(of: owner, r, rows.map(\.key))
                     // Each owner keeps its members' rows, as a to-many fault does.
-                    if holdsRows { list.keep(graph.savedRows(rows, of: r.destination), readAt: generation) }
+                    if keepsRows { list.keep(graph.savedRows(rows, of: r.destination), readAt: generation) }
                     owner.toMany[j] = list
                 }
-                if !holdsRows { graph.cacheMemberRows(pairs.map(\.row), of: r.destination, readAt: generation) }
+                if !keepsRows {
+                    for (destination, rows) in context.rowsByEntity(pairs.map(\.row), of: r) {
+                        graph.cacheMemberRows(r.leadsToSubentities ? graph.savedRows(rows, of: destination) : rows, of: destination, readAt: generation)
+                    }
+                }
             }
         }
     }

@@ -165,15 +165,19 @@ public struct RelationshipDescription: Sendable {
     /// Whether the destination has sub-entities whose objects the relationship may hold too:
     /// their rows are in their own tables (see ``concreteDestinations(in:)``).
     public let leadsToSubentities: Bool
+    /// Whether this is a relationship to an entity with sub-entities narrowed to the objects
+    /// of one of them (``narrowed(to:)``): its destination is that entity.
+    public let isNarrowed: Bool
 
     public init(source: EntityDescription, index: Int, destination: EntityDescription, inverseIndex: Int,
-                storage: RelationshipStorage, leadsToSubentities: Bool = false) {
+                storage: RelationshipStorage, leadsToSubentities: Bool = false, isNarrowed: Bool = false) {
         self.source = source
         self.index = index
         self.destination = destination
         self.inverseIndex = inverseIndex
         self.storage = storage
         self.leadsToSubentities = leadsToSubentities
+        self.isNarrowed = isNarrowed
     }
 
     /// This relationship as it reaches the objects of `entity` alone, one of the destination's
@@ -182,7 +186,7 @@ public struct RelationshipDescription: Sendable {
     public func narrowed(to entity: EntityDescription) -> ResolvedRelationship {
         var storage = storage
         if case .inverseForeignKey = storage { storage = .inverseForeignKey(slot: entity.relationshipSlots[inverseIndex]) }
-        return ResolvedRelationship(source: source, index: index, destination: entity, inverseIndex: inverseIndex, storage: storage)
+        return ResolvedRelationship(source: source, index: index, destination: entity, inverseIndex: inverseIndex, storage: storage, isNarrowed: true)
     }
 
     /// The relationship narrowed to each entity whose objects it may hold (see

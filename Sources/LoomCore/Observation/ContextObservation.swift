@@ -196,7 +196,8 @@ struct PropertyObservers {
             let r = context.coordinator.schema.relationship(entity.slotRelationships[slot - entity.attributes.count], of: entity)
             guard case .foreignKey = r.storage else { continue }
             for case .integer(let owner) in [before[slot], after[slot]] {
-                notifyObservers(ofRelationship: r.inverseIndex, of: r.destination, key: owner)
+                // Only registered objects have observers: no lookup of an unregistered key's entity.
+                notifyObservers(ofRelationship: r.inverseIndex, of: context.registeredDestination(of: r, key: owner)?.entity ?? r.destination, key: owner)
             }
         }
     }

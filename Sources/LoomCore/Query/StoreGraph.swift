@@ -32,9 +32,19 @@ final class StoreGraph: PredicateGraph {
     func value(_ index: Int, of row: Row) -> StoredValue { row.row.values[index] }
 
     func destination(of row: Row, _ relationship: RelationshipReference) -> Row? {
-        guard let r = store.schema.relationship(relationship), case .foreignKey(let slot) = r.storage,
+        guard let r = resolve(relationship, of: row.entity), case .foreignKey(let slot) = r.storage,
               case .integer(let key) = row.row.values[slot] else { return nil }
-        return loaded[ObjectIdentifier(r.destination)]?[key].map { Row(entity: r.destination, row: $0) }
+        for narrowed in r.concreteDestinations(in: store.schema) {
+            if let found = loaded[ObjectIdentifier(narrowed.destination)]?[key] { return Row(entity: narrowed.destination, row: found) }
+        }
+        return nil
+    }
+
+    /// The relationship a reference names, as `entity` has it (a sub-entity inherits its
+    /// parent's in the same positions, with foreign keys at slots of its own).
+    private func resolve(_ reference: RelationshipReference, of entity: EntityDescription) -> ResolvedRelationship? {
+        guard let r = store.schema.relationship(reference) else { return nil }
+        return r.source === entity || !entity.isKind(of: r.source) ? r : store.schema.relationship(r.index, of: entity)
     }
 
     /// Aggregate value nodes follow to-one relationships only.
@@ -48,13 +58,20 @@ final class StoreGraph: PredicateGraph {
         for path in node.relationshipPaths {
             var level = rows
             for reference in path {
-                guard let r = store.schema.relationship(reference), case .foreignKey(let slot) = r.storage else { break }
-                let id = ObjectIdentifier(r.destination)
+                guard let declared = store.schema.relationship(reference), case .foreignKey = declared.storage else { break }
+                let destinations = declared.concreteDestinations(in: store.schema).map(\.destination)
                 var keys: Set<Int64> = []
                 for row in level {
-                    if case .integer(let key) = row.row.values[slot], loaded[id]?[key] == nil { keys.insert(key) }
+                    guard let r = resolve(reference, of: row.entity), case .integer(let key) = row.row.values[r.storage.foreignKeySlot] else { continue }
+                    if !destinations.contains(where: { loaded[ObjectIdentifier($0)]?[key] != nil }) { keys.insert(key) }
                 }
-                for found in try store.rows(of: r.destination, keys: keys.sorted()) { loaded[id, default: [:]][found.key] = found }
+                for destination in destinations where !keys.isEmpty {
+                    let id = ObjectIdentifier(destination)
+                    for found in try store.rows(of: destination, keys: keys.sorted()) {
+                        loaded[id, default: [:]][found.key] = found
+                        keys.remove(found.key)
+                    }
+                }
                 level = level.compactMap { destination(of: $0, reference) }
             }
         }

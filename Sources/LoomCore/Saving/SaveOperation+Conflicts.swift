@@ -201,7 +201,7 @@ extension SaveOperation {
     private func mergeRelationships(from source: ObjectBacking, into target: ObjectBacking, includingToOne: Bool) {
         for r in coordinator.schema.relationships(of: source.entity) where target.entity.isKind(of: r.source) {
             // A self-reference of the duplicate becomes one of the object it merges into.
-            func mapped(_ other: Int64) -> Int64 { r.destination === source.entity && other == source.key ? target.key : other }
+            func mapped(_ other: Int64) -> Int64 { source.entity.isKind(of: r.destination) && other == source.key ? target.key : other }
             if r.description.kind == .toOne {
                 guard includingToOne, case .foreignKey(let slot) = r.storage, case .integer(let other) = source.values[slot] else { continue }
                 context.relate(r, target, mapped(other))

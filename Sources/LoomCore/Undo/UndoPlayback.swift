@@ -81,8 +81,8 @@ struct UndoPlayback {
                 // The inverse lists of the object it led to and of the one it leads to again
                 // (a one-to-one's other side is a foreign key recorded on its own).
                 if r.destination.relationships[r.inverseIndex].isToMany {
-                    if case .integer(let key) = current { adjust(r.destination, key, r.inverseIndex, member: b.key, present: false, touching: &touched) }
-                    if case .integer(let key) = old { adjust(r.destination, key, r.inverseIndex, member: b.key, present: true, touching: &touched) }
+                    if case .integer(let key) = current { adjust(context.destinationEntity(of: r, key: key), key, r.inverseIndex, member: b.key, present: false, touching: &touched) }
+                    if case .integer(let key) = old { adjust(context.destinationEntity(of: r, key: key), key, r.inverseIndex, member: b.key, present: true, touching: &touched) }
                 }
             case .orderedToMany:
                 let reference = ListReference(entity: ObjectIdentifier(b.entity), key: b.key, relationship: j)
@@ -107,7 +107,7 @@ struct UndoPlayback {
         let now: Bool
         if let list = context.registeredBacking(of: entity, key: owner)?.toMany[j] {
             now = list.contains(other)
-        } else if let list = context.registeredBacking(of: r.destination, key: other)?.toMany[r.inverseIndex] {
+        } else if let list = context.registeredDestination(of: r, key: other)?.toMany[r.inverseIndex] {
             now = list.contains(owner)
         } else if let noted = context.pending.links[link] {
             now = noted
@@ -116,7 +116,7 @@ struct UndoPlayback {
         }
         guard now != present else { return }
         context.graph.setLink(r, link, owner: entity, ownerKey: owner, other: other, present: present, writingOrder: false)
-        for (e, key, k) in [(entity, owner, j), (r.destination, other, r.inverseIndex)] where e.relationships[k].kind == .orderedToMany {
+        for (e, key, k) in [(entity, owner, j), (context.destinationEntity(of: r, key: other), other, r.inverseIndex)] where e.relationships[k].kind == .orderedToMany {
             touched[ListReference(entity: ObjectIdentifier(e), key: key, relationship: k)] = e
         }
     }

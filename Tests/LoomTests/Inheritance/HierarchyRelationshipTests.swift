@@ -204,4 +204,90 @@ struct HierarchyRelationshipTests {
             #expect(Self.kinds(bob.animals) == ["Bo:GuideDog", "Lou:Animal"])
         }
     }
+
+    @Test("Batch requests follow relationships to a parent: relating to a sub-entity's object, and deleting with every rule", arguments: StoreKind.allCases)
+    func batchRequests(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            let tom = try #require(try context.fetch(FetchRequest<Cat>()).first)
+            let tomID = try #require(ObjectID<Animal>(tom.objectID.erased))
+            // A batch insert of a sub-entity relating its new objects to the cat through the
+            // parent's relationship, by the cat's ID as an Animal; a missing key is refused.
+            _ = try context.execute(BatchInsertRequest<GuideDog>(rows: [[.set(\.name, to: "Kit"), .relate(\.mother, to: tomID)]]))
+            try context.refreshAllObjects()
+            #expect(Self.kinds(tom.offspring) == ["Kit:GuideDog", "Lou:Animal"])
+            let gone = try #require(ObjectID<Animal>(AnyObjectID(storeIdentifier: tomID.erased.storeIdentifier, entityName: "Animal", primaryKey: 999_999)))
+            let missing = #expect(throws: LoomError.self) { try context.execute(BatchInsertRequest<Cat>(rows: [[.set(\.name, to: "Nobody"), .relate(\.mother, to: gone)]])) }
+            #expect(missing?.code == .objectNotFound)
+            #expect(try context.count(for: FetchRequest<Animal>()) == 5)
+            // Deny: Rex's walk holds Ann back, and nothing is deleted.
+            let denied = #expect(throws: LoomError.self) { try context.execute(BatchDeleteRequest<Keeper>(predicate: #Predicate { $0.name == "Ann" })) }
+            #expect(denied?.code == .deleteDenied)
+            #expect(try context.count(for: FetchRequest<Animal>()) == 5)
+            _ = try context.execute(BatchDeleteRequest<Walk>())
+            let result = try context.execute(BatchDeleteRequest<Keeper>(predicate: #Predicate { $0.name == "Ann" }))
+            // Ann, her cat, dog and guide dog, and their three visits.
+            #expect(result.deletedCount == 7)
+            #expect(Set(result.deleted.map(\.entityName)) == ["Keeper", "Cat", "Dog", "GuideDog", "Visit"])
+        }
+        try container.newBackgroundContext().performAndWait { context in
+            // Kit had no keeper; Lou and Kit lost their mother, nullified.
+            let animals = try context.fetch(FetchRequest<Animal>())
+            #expect(Self.kinds(animals) == ["Kit:GuideDog", "Lou:Animal"])
+            #expect(animals.allSatisfy { $0.mother == nil })
+            #expect(try context.count(for: FetchRequest<Visit>()) == 0)
+            #expect(try context.fetch(FetchRequest<Toy>()).allSatisfy { $0.animals.isEmpty })
+        }
+    }
+
+    @Test("Prefetching relationships to a parent loads objects of every sub-entity with the fetch", arguments: StoreKind.allCases)
+    func prefetching(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            var visits = FetchRequest<Visit>(sortBy: [SortDescriptor(\.reason)])
+            visits.relationshipKeyPathsForPrefetching = [\.animal]
+            #expect(try context.fetch(visits).map { "\($0.reason):\($0.animal.map { "\(type(of: $0))" } ?? "-")" } == ["check-up:Dog", "teeth:Cat", "vaccine:Dog"])
+            var keepers = FetchRequest<Keeper>(sortBy: [SortDescriptor(\.name)])
+            keepers.relationshipKeyPathsForPrefetching = [\.animals]
+            #expect(try context.fetch(keepers).map { Self.kinds($0.animals) } == [["Max:GuideDog", "Rex:Dog", "Tom:Cat"], ["Lou:Animal"]])
+            var animals = FetchRequest<Animal>(sortBy: [SortDescriptor(\.name)])
+            animals.relationshipKeyPathsForPrefetching = [\.mother, \.offspring, \.toys]
+            let all = try context.fetch(animals)
+            #expect(all.map { $0.mother?.name ?? "-" } == ["Tom", "Rex", "-", "-"])
+            #expect(all.map(\.offspring.count) == [0, 0, 1, 1])
+            #expect(all.map(\.toys.count) == [0, 1, 2, 1])
+        }
+    }
+
+    @Test("A live query through a relationship to a parent follows changes to objects of its sub-entities", arguments: StoreKind.allCases)
+    func liveQuery(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        let context = container.newBackgroundContext()
+        let live = try context.performAndWait { context in
+            context.automaticallyMergesChanges = true
+            return try context.liveQuery(FetchRequest<Visit>(predicate: #Predicate { $0.animal?.name == "Rex" }, sortBy: [SortDescriptor(\.reason)]))
+        }
+        func reasons(_ context: ManagedObjectContext) throws -> [String]? {
+            try live.channel.poll().map { try $0.items.map { try context.object(with: $0).reason } }
+        }
+        let tomID = try context.performAndWait { context in
+            #expect(try reasons(context) == ["check-up", "vaccine"])
+            let tom = try #require(try context.fetch(FetchRequest<Cat>()).first)
+            tom.name = "Rex"                                 // the sub-entity's object changes
+            context.processPendingChanges()
+            #expect(try reasons(context) == ["check-up", "teeth", "vaccine"])
+            try context.save()
+            return tom.objectID
+        }
+        // Another context renames the cat: merged here, its visit leaves.
+        try container.newBackgroundContext().performAndWait { other in
+            try other.existingObject(with: tomID).name = "Tom"
+            try other.save()
+        }
+        let merged = try context.performAndWait { try reasons($0) }
+        #expect(merged == ["check-up", "vaccine"])
+    }
 }

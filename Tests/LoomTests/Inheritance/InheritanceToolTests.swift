@@ -100,6 +100,37 @@ struct InheritanceToolTests {
         try await reopened.close()
     }
 
+    @Test("loom verify, dump and load keep relationships declared on a parent and leading to one; verify finds a dangling key")
+    func parentRelationshipsThroughTheTools() async throws {
+        let url = TemporaryDirectory.make().appending(path: "animals.loom")
+        let container = PersistentContainer(store: try SQLiteStore(url: url, schema: try Schema(animalModels)))
+        try await container.performBackgroundTask { try seedAnimals($0) }
+        try await container.close()
+        let copy = try await verifiedCopy(of: url, objects: 12)
+
+        let reopened = PersistentContainer(store: try SQLiteStore(url: copy, schema: try Schema(animalModels)))
+        let graph = try await reopened.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Animal>(sortBy: [SortDescriptor(\.name)])).map { animal in
+                "\(animal.name):\(type(of: animal)) \(animal.keeper?.name ?? "-") \(animal.visits.map(\.reason)) \(animal.toys.map(\.name).sorted()) \(animal.mother?.name ?? "-") \(animal.offspring.map(\.name).sorted())"
+            }
+        }
+        #expect(graph == [
+            "Lou:Animal Bob [] [] Tom []", "Max:GuideDog Ann [] [\"rope\"] Rex []",
+            "Rex:Dog Ann [\"vaccine\", \"check-up\"] [\"ball\", \"rope\"] - [\"Max\"]", "Tom:Cat Ann [\"teeth\"] [\"ball\"] - [\"Lou\"]",
+        ])
+        try await reopened.close()
+
+        // A visit whose animal is gone from every table of the hierarchy is a dangling key; one
+        // whose animal is a cat is not.
+        try await DatabaseQueue(path: copy.path).write { db in
+            try db.execute(sql: "UPDATE \"Visit\" SET \"Z_animal\" = 999999 WHERE \"reason\" = 'vaccine'")
+        }
+        let verify = try await LoomExecutable.run(["verify", copy.path])
+        #expect(verify.status != 0)
+        #expect(verify.standardOutput.contains("Visit") && verify.standardOutput.contains("999999"), "\(verify.standardOutput)")
+        #expect(!verify.standardOutput.contains("teeth"), "\(verify.standardOutput)")
+    }
+
     @Test("loom verify checks a uniqueness constraint across a hierarchy; dump and load keep it")
     func uniquenessAcrossTheHierarchyThroughTheTools() async throws {
         let url = TemporaryDirectory.make().appending(path: "accounts.loom")

@@ -532,9 +532,12 @@ extension PredicateNode {
         func follow(_ reference: RelationshipReference, _ inner: PredicateNode?) {
             reads[entity.name, default: []].insert(reference.name)
             guard let r = schema.relationship(reference) else { return }
-            related.insert(r.destination.name)
-            reads[r.destination.name, default: []].insert(r.inverse.name)
-            inner?.collectReads(of: r.destination, in: schema, into: &reads, related: &related)
+            // A destination with sub-entities: a change to an object of any of them counts.
+            for destination in [r.destination] + schema.concreteEntities(of: r.destination).filter({ $0 !== r.destination }) where r.leadsToSubentities || destination === r.destination {
+                related.insert(destination.name)
+                reads[destination.name, default: []].insert(r.inverse.name)
+                inner?.collectReads(of: destination, in: schema, into: &reads, related: &related)
+            }
         }
         switch self {
         case .attribute(let i):
