@@ -13,6 +13,7 @@ import LoomPostgreSQL
     var name: String = ""
     var architecture: String = ""
     var sizeKiB: Int = 0
+    var shelf: CatalogShelf?                              // declared on the parent, inherited by every kind
 }
 
 @Model class LibraryEntry: CatalogEntry {
@@ -34,6 +35,13 @@ import LoomPostgreSQL
     @Relationship(inverse: \ProgramEntry.maintainer) var programs: Set<ProgramEntry> = []
 }
 
+/// Where entries are shelved, by the first letter of their name: a flat entity whose to-many
+/// leads to the abstract parent, so it holds entries of every kind.
+@Model final class CatalogShelf {
+    var letter: String = ""
+    @Relationship(inverse: \CatalogEntry.shelf) var entries: Set<CatalogEntry> = []
+}
+
 extension DemoCommand {
     /// Saves some packages as a small hierarchy in a store of its own next to the demo's (a
     /// temporary file, or a schema of the same PostgreSQL database), then fetches the abstract
@@ -43,7 +51,7 @@ extension DemoCommand {
     static func showInheritance(of packages: [DebianPackage], beside location: Location) async throws {
         let place = try scratch(beside: location, named: "catalog")
         defer { destroy(place) }
-        let models: [any PersistentModel.Type] = [CatalogEntry.self, LibraryEntry.self, DevelopmentLibraryEntry.self, ProgramEntry.self, CatalogMaintainer.self]
+        let models: [any PersistentModel.Type] = [CatalogEntry.self, LibraryEntry.self, DevelopmentLibraryEntry.self, ProgramEntry.self, CatalogMaintainer.self, CatalogShelf.self]
         let schema = try Schema(models)
         let container = switch place {
         case .file(let url): PersistentContainer(store: try SQLiteStore(url: url, schema: schema))
@@ -53,6 +61,7 @@ extension DemoCommand {
         }
         let view = container.viewContext
         var maintainers: [String: CatalogMaintainer] = [:]
+        var shelves: [String: CatalogShelf] = [:]
         for package in packages {
             let section = package.section ?? ""
             let entry: CatalogEntry
@@ -76,6 +85,11 @@ extension DemoCommand {
             entry.name = package.name
             entry.architecture = package.architecture ?? ""
             entry.sizeKiB = package.installedSizeKiB ?? 0
+            let letter = String(package.name.prefix(1))
+            let shelf = shelves[letter] ?? CatalogShelf(context: view)
+            shelf.letter = letter
+            shelves[letter] = shelf
+            entry.shelf = shelf
         }
         try view.save()
 
@@ -124,6 +138,13 @@ extension DemoCommand {
         let maintainerName = most?.name ?? ""
         let maintained = try view.count(for: FetchRequest<CatalogEntry>(predicate: #Predicate { ($0 as? ProgramEntry)?.maintainer?.name == maintainerName }))
         let maintainedDirectly = most?.programs.count ?? 0
+        // The parent's own relationship: a shelf's entries are of every kind, and a predicate
+        // through the to-one to the shelf finds as many.
+        let fullest = try view.fetch(FetchRequest<CatalogShelf>(sortBy: [SortDescriptor(\.letter)])).max { $0.entries.count < $1.entries.count }
+        let fullestLetter = fullest?.letter ?? ""
+        let shelved = fullest?.entries.count ?? 0
+        let shelvedKinds = Set((fullest?.entries ?? []).map { String(describing: type(of: $0)) }).sorted()
+        let onShelf = try view.count(for: FetchRequest<CatalogEntry>(predicate: #Predicate { $0.shelf?.letter == fullestLetter }))
         try await container.close()
         print("\nInheritance: \(packages.count) packages saved as catalog entries of three classes under an abstract CatalogEntry (\(plainLibraries) libraries, \(development) development libraries, \(programs) programs) in \(place)")
         print("  a fetch of CatalogEntry counts \(all) entries; the largest: \(top.joined(separator: ", "))")
@@ -133,8 +154,9 @@ extension DemoCommand {
         if let most {
             print("  `($0 as? ProgramEntry)?.maintainer?.name == \"\(most.name)\"` keeps \(maintained) entries, as many as that maintainer's programs (\(maintainedDirectly))")
         }
-        if maintained != maintainedDirectly || counted != all || batched.count != all || batchedKiB != kib || all != packages.count || all != plainLibraries + development + programs || libraries != plainLibraries + development {
-            throw LoomError(.storeFailure, "The inheritance demo's counts disagree: \(all) entries, \(plainLibraries) + \(development) + \(programs) by class, \(libraries) libraries, \(maintained) of \(maintainedDirectly) maintained programs.")
+        print("  a relationship declared on the abstract parent: shelf \"\(fullestLetter)\" holds \(shelved) entries of \(shelvedKinds.count) classes (\(shelvedKinds.joined(separator: ", "))); `$0.shelf?.letter == \"\(fullestLetter)\"` keeps \(onShelf)")
+        if onShelf != shelved || maintained != maintainedDirectly || counted != all || batched.count != all || batchedKiB != kib || all != packages.count || all != plainLibraries + development + programs || libraries != plainLibraries + development {
+            throw LoomError(.storeFailure, "The inheritance demo's counts disagree: \(all) entries, \(plainLibraries) + \(development) + \(programs) by class, \(libraries) libraries, \(maintained) of \(maintainedDirectly) maintained programs, \(onShelf) of \(shelved) shelved entries.")
         }
     }
 }

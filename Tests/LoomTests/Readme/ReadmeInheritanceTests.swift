@@ -113,6 +113,48 @@ func invoices() throws -> [String] {
 }
 // END README INHERITANCE RELATIONSHIPS
 
+// BEGIN README INHERITANCE PARENT RELATIONSHIPS
+@Model class Vessel {                                     // a parent entity with a relationship
+    var name: String = ""
+    var harbour: Harbour?                                 // Ferry and Barge inherit it
+
+    init(name: String) { self.name = name }
+}
+
+@Model final class Ferry: Vessel {
+    var seats: Int = 0
+}
+
+@Model final class Barge: Vessel {
+    var tons: Int = 0
+}
+
+@Model final class Harbour {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Vessel.harbour) var vessels: Set<Vessel> = []   // leads to the parent
+
+    init(name: String) { self.name = name }
+}
+
+@MainActor
+func harbourVessels() throws -> [String] {
+    let container = try PersistentContainer(name: "Harbours", for: Vessel.self, Ferry.self, Barge.self, Harbour.self, location: .inMemory)
+    let context = container.viewContext
+    let dover = Harbour(name: "Dover")
+    context.insert(dover)
+    let ferry = Ferry(context: context)
+    ferry.name = "Pride"
+    ferry.harbour = dover                                 // the inherited to-one
+    let barge = Barge(context: context)
+    barge.name = "Ox"
+    dover.vessels.insert(barge)                           // the to-many: any sub-entity's object
+    try context.save()
+    // A predicate and a sort through the relationship; each object comes back of its own class.
+    let docked = try context.fetch(FetchRequest<Vessel>(predicate: #Predicate { $0.harbour?.name == "Dover" }, sortBy: [SortDescriptor(\.name)]))
+    return docked.map { "\($0.name) \(type(of: $0))" } + [dover.vessels.map(\.name).sorted().joined(separator: ", ")]   // ["Ox Barge", "Pride Ferry", "Ox, Pride"]
+}
+// END README INHERITANCE PARENT RELATIONSHIPS
+
 // BEGIN README INHERITANCE UNIQUENESS
 @Model class Person {                                     // unique across Person and its sub-entities
     @Attribute(.unique) var email: String = ""
@@ -177,6 +219,11 @@ struct ReadmeInheritanceTests {
     @Test("The relationships example finds the invoice through the parent's fetch")
     @MainActor func relationshipsRun() throws {
         #expect(try invoices() == ["INV-1 [40]"])
+    }
+
+    @Test("The parent-relationship example finds both vessels through the relationship, each of its own class")
+    @MainActor func parentRelationshipsRun() throws {
+        #expect(try harbourVessels() == ["Ox Barge", "Pride Ferry", "Ox, Pride"])
     }
 
     @Test("The type-filtering example counts as the article says")
