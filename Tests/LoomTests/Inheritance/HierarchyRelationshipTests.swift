@@ -290,4 +290,61 @@ struct HierarchyRelationshipTests {
         let merged = try context.performAndWait { try reasons($0) }
         #expect(merged == ["check-up", "vaccine"])
     }
+
+    @Test("Undo and redo of relationship changes to a parent restore both sides, each object of its own class", arguments: StoreKind.allCases)
+    func undoAndRedo(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            let keepers = try context.fetch(FetchRequest<Keeper>(sortBy: [SortDescriptor(\.name)]))
+            let (ann, bob) = (keepers[0], keepers[1])
+            let toys = try context.fetch(FetchRequest<Toy>(sortBy: [SortDescriptor(\.name)]))
+            context.undoManager = UndoStack()
+            let max = try #require(ann.animals.first { $0.name == "Max" })
+            max.keeper = bob                                 // a sub-entity's inherited to-one
+            toys[0].animals.insert(max)                      // a many-to-many to the parent
+            context.processPendingChanges()
+            #expect(Self.kinds(bob.animals) == ["Lou:Animal", "Max:GuideDog"])
+            context.undo()
+            #expect(max.keeper === ann)
+            #expect(Self.kinds(ann.animals) == ["Max:GuideDog", "Rex:Dog", "Tom:Cat"])
+            #expect(Self.kinds(bob.animals) == ["Lou:Animal"])
+            #expect(Self.kinds(toys[0].animals) == ["Rex:Dog", "Tom:Cat"])
+            #expect(!context.hasChanges)
+            context.redo()
+            #expect(Self.kinds(bob.animals) == ["Lou:Animal", "Max:GuideDog"])
+            #expect(Self.kinds(toys[0].animals) == ["Max:GuideDog", "Rex:Dog", "Tom:Cat"])
+            try context.save()
+        }
+        try container.newBackgroundContext().performAndWait { context in
+            let bob = try #require(try context.fetch(FetchRequest<Keeper>(predicate: #Predicate { $0.name == "Bob" })).first)
+            #expect(Self.kinds(bob.animals) == ["Lou:Animal", "Max:GuideDog"])
+        }
+    }
+
+    @Test("A key's entity is found among registered objects, then by key in each table; a key found nowhere gets the destination itself", arguments: StoreKind.allCases)
+    func keyResolution(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        let keys = try container.newBackgroundContext().performAndWait { context in
+            try context.fetch(FetchRequest<Animal>(sortBy: [SortDescriptor(\.name)])).map(\.objectID.erased.primaryKey)   // Lou, Max, Rex, Tom
+        }
+        try container.newBackgroundContext().performAndWait { context in
+            let schema = context.coordinator.schema
+            let animal = try #require(schema.relationship(RelationshipReference(entityName: "Visit", name: "animal")))
+            let dog = try #require(schema.relationship(RelationshipReference(entityName: "Walk", name: "dog")))
+            #expect(animal.leadsToSubentities && dog.leadsToSubentities)
+            // Nothing registered here: read from the tables, all at once.
+            let found = context.destinationEntities(of: animal.destination, keys: keys + [999_999])
+            #expect(keys.map { found[$0]?.name ?? "-" } == ["Animal", "GuideDog", "Dog", "Cat"])
+            #expect(found[999_999] == nil)
+            #expect(context.destinationEntity(of: animal, key: 999_999).name == "Animal")
+            // Through Walk.dog, only dogs: the cat's key is not one of its destinations.
+            #expect(context.destinationEntities(of: dog.destination, keys: keys)[keys[3]] == nil)
+            #expect(context.destinationEntity(of: dog, key: keys[1]).name == "GuideDog")
+            // A key of no object, followed: a fault of the destination that finds no row.
+            let ghost = context.object(for: animal, key: 999_999)
+            #expect(type(of: ghost) == Animal.self)
+        }
+    }
 }

@@ -97,6 +97,57 @@ enum PiecesV3 {
 }
 
 /// A flat entity with a unique email, made the parent of staff, whose table then changes.
+/// A flat entity with relationships (to a flat entity, many-to-many, and to itself) that
+/// becomes a parent: its relationships become the sub-entities' too, and the other sides lead
+/// to a parent.
+enum KennelsV1 {
+    @Model final class Hound {
+        var name: String = ""
+        var kennel: Kennel?
+        @Relationship(inverse: \Bone.hounds) var bones: Set<Bone> = []
+        var leader: Hound?
+        @Relationship(inverse: \Hound.leader) var pack: Set<Hound> = []
+    }
+
+    @Model final class Kennel {
+        var name: String = ""
+        @Relationship(deleteRule: .cascade, inverse: \Hound.kennel) var hounds: Set<Hound> = []
+    }
+
+    @Model final class Bone {
+        var size: Int = 0
+        var hounds: Set<Hound> = []
+    }
+
+    static var models: [any PersistentModel.Type] { [Hound.self, Kennel.self, Bone.self] }
+}
+
+enum KennelsV2 {
+    @Model class Hound {
+        var name: String = ""
+        var kennel: Kennel?
+        @Relationship(inverse: \Bone.hounds) var bones: Set<Bone> = []
+        var leader: Hound?
+        @Relationship(inverse: \Hound.leader) var pack: Set<Hound> = []
+    }
+
+    @Model final class Beagle: Hound {
+        var voice: Int = 0
+    }
+
+    @Model final class Kennel {
+        var name: String = ""
+        @Relationship(deleteRule: .cascade, inverse: \Hound.kennel) var hounds: Set<Hound> = []
+    }
+
+    @Model final class Bone {
+        var size: Int = 0
+        var hounds: Set<Hound> = []
+    }
+
+    static var models: [any PersistentModel.Type] { [Hound.self, Beagle.self, Kennel.self, Bone.self] }
+}
+
 enum MembersV1 {
     @Model final class Member {
         @Attribute(.unique) var email: String = ""
@@ -233,6 +284,56 @@ struct InheritanceMigrationTests {
         let reopened = try place.open(ShapesV3.models)
         let count = try await reopened.performBackgroundTask { try $0.count(for: FetchRequest<ShapesV3.Shape>(predicate: #Predicate { $0.sides >= 3 })) }
         #expect(count == 4)
+        try await reopened.close()
+    }
+
+    @Test("A flat entity with relationships becomes a parent: its saved links stay, and its new sub-entity's objects join them", arguments: StoreKind.persistentCases)
+    func flatEntityWithRelationshipsBecomesAParent(kind: StoreKind) async throws {
+        let place = try Place(kind)
+        let v1 = try place.open(KennelsV1.models)
+        try await v1.performBackgroundTask { context in
+            let kennel = KennelsV1.Kennel(context: context)
+            kennel.name = "North"
+            let bone = KennelsV1.Bone(context: context)
+            bone.size = 3
+            let rex = KennelsV1.Hound(context: context)
+            rex.name = "Rex"
+            rex.kennel = kennel
+            rex.bones = [bone]
+            let fay = KennelsV1.Hound(context: context)
+            fay.name = "Fay"
+            fay.leader = rex
+            fay.kennel = kennel
+            try context.save()
+        }
+        try await v1.close()
+
+        let v2 = try place.open(KennelsV2.models)
+        try await v2.performBackgroundTask { context in
+            let kennel = try #require(try context.fetch(FetchRequest<KennelsV2.Kennel>()).first)
+            #expect(kennel.hounds.map(\.name).sorted() == ["Fay", "Rex"])
+            let rex = try #require(kennel.hounds.first { $0.name == "Rex" })
+            #expect(rex.pack.map(\.name) == ["Fay"])
+            #expect(rex.bones.map(\.size) == [3])
+            // A new sub-entity's object, through every saved relationship.
+            let bea = KennelsV2.Beagle(context: context)
+            bea.name = "Bea"
+            bea.voice = 5
+            bea.kennel = kennel
+            bea.leader = rex
+            bea.bones = rex.bones
+            try context.save()
+        }
+        try await v2.close()
+        let reopened = try place.open(KennelsV2.models)
+        let seen = try await reopened.performBackgroundTask { context in
+            let kennel = try #require(try context.fetch(FetchRequest<KennelsV2.Kennel>()).first)
+            let bone = try #require(try context.fetch(FetchRequest<KennelsV2.Bone>()).first)
+            let rex = try #require(kennel.hounds.first { $0.name == "Rex" })
+            let names = { (hounds: Set<KennelsV2.Hound>) in hounds.map { "\($0.name):\(type(of: $0))" }.sorted() }
+            return [names(kennel.hounds), names(rex.pack), names(bone.hounds)]
+        }
+        #expect(seen == [["Bea:Beagle", "Fay:Hound", "Rex:Hound"], ["Bea:Beagle", "Fay:Hound"], ["Bea:Beagle", "Rex:Hound"]])
         try await reopened.close()
     }
 
