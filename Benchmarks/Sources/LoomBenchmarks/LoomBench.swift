@@ -173,7 +173,7 @@ struct BenchmarkFailure: Error, CustomStringConvertible {
 /// Every workload, in report order.
 enum Catalog {
     static let ids = [
-        "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16", "W17", "W18",
+        "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16", "W17", "W18", "W19",
         "PG-W1", "PG-W2", "PG-W3", "PG-W5", "PG-W9", "PG-W14",
     ]
 
@@ -183,7 +183,7 @@ enum Catalog {
         [
             InsertAndSave(), FetchAll(), RangeQueries(), ToManyFaulting(), ChangeAndSave(), MergeLatency(),
             MainActorResponsiveness(), ConcurrentReaders(), SingleObjectSaves(), OpenAndFirstFetch(), ConcurrencyCosts(),
-            Migration(), TransformMigration(), RemoteChangeLatency(), LiveQueries(), BatchRequests(), HierarchyFetches(), HierarchyUniqueness(),
+            Migration(), TransformMigration(), RemoteChangeLatency(), LiveQueries(), BatchRequests(), HierarchyFetches(), HierarchyUniqueness(), HierarchyToMany(),
             PostgreSQLInsertAndSave(postgresURL: postgresURL), PostgreSQLFetchAll(postgresURL: postgresURL),
             PostgreSQLRangeQueries(postgresURL: postgresURL), PostgreSQLChangeAndSave(postgresURL: postgresURL),
             PostgreSQLSingleObjectSaves(postgresURL: postgresURL), RemoteChangeLatency(postgresURL: postgresURL, onPostgreSQL: true),

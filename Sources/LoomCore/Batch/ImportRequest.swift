@@ -126,8 +126,12 @@ extension BatchExecution {
                 let wanted = Array(Set(keys.compactMap { $0 }))
                 var found: [StoredValue: Int64] = [:]
                 if !wanted.isEmpty {
-                    for row in try context.coordinator.store.fetch(StoreQuery(entity: destination, predicate: .isIn(.attribute(keyIndex), wanted))) {
-                        found[row.values[keyIndex]] = row.key
+                    // A destination with sub-entities: its objects are in their tables too (the
+                    // attribute, inherited, in the same position).
+                    for entity in schema.concreteEntities(of: destination) {
+                        for row in try context.coordinator.store.fetch(StoreQuery(entity: entity, predicate: .isIn(.attribute(keyIndex), wanted))) {
+                            found[row.values[keyIndex]] = row.key
+                        }
                     }
                 }
                 for (i, key) in keys.enumerated() {

@@ -73,13 +73,12 @@ extension ManagedObjectContext {
     func destinationEntities(of entity: EntityDescription, keys: some Sequence<Int64>) -> [Int64: EntityDescription] {
         let candidates = coordinator.schema.concreteEntities(of: entity)
         let root = entity.rootEntity
-        var found: [Int64: EntityDescription] = [:]
+        // The coordinator's map first (one lock for all the keys), then registered objects.
+        var found = coordinator.keyEntities.entities(in: root, keys: keys).filter { $0.value.isKind(of: entity) }
         var missing: [Int64] = []
         for key in keys where found[key] == nil {
             if let registered = candidates.first(where: { identityMap.backing(for: RowCacheKey(entity: ObjectIdentifier($0), key: key)) != nil }) {
                 found[key] = registered
-            } else if let known = coordinator.keyEntities.entity(in: root, key: key), known.isKind(of: entity) {
-                found[key] = known
             } else {
                 missing.append(key)
             }
@@ -105,8 +104,10 @@ extension ManagedObjectContext {
     func rowsByEntity(_ rows: [StoreRow], of r: ResolvedRelationship) -> [(EntityDescription, [StoreRow])] {
         guard r.leadsToSubentities else { return rows.isEmpty ? [] : [(r.destination, rows)] }
         var groups: [(EntityDescription, [StoreRow])] = []
+        let entities = destinationEntities(of: r.destination, keys: rows.map(\.key))
+        let fallback = fallbackEntity(of: r.destination)
         for row in rows {
-            let entity = destinationEntity(of: r, key: row.key)
+            let entity = entities[row.key] ?? fallback
             if let i = groups.firstIndex(where: { $0.0 === entity }) { groups[i].1.append(row) } else { groups.append((entity, [row])) }
         }
         return groups

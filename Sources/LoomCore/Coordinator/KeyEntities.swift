@@ -14,6 +14,16 @@ final class KeyEntities: Sendable {
         byRoot.withLock { $0[ObjectIdentifier(root)]?[key] }
     }
 
+    /// The entities of `keys` in `root`'s hierarchy, where known, in one lock.
+    func entities(in root: EntityDescription, keys: some Sequence<Int64>) -> [Int64: EntityDescription] {
+        byRoot.withLock { known in
+            guard let entities = known[ObjectIdentifier(root)] else { return [:] }
+            var found: [Int64: EntityDescription] = [:]
+            for key in keys { if let entity = entities[key] { found[key] = entity } }
+            return found
+        }
+    }
+
     /// Notes that the objects with `keys` are `entity`'s.
     func note(_ entity: EntityDescription, keys: some Sequence<Int64>) {
         let root = ObjectIdentifier(entity.rootEntity)

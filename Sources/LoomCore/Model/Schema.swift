@@ -18,6 +18,8 @@ public struct Schema: Sendable {
     @_spi(LoomStore) public let joinTables: [JoinTable]
     /// Each entity's direct sub-entities, by name, in the order of ``entities``.
     let subentitiesByName: [String: [EntityDescription]]
+    /// ``concreteEntities(of:includingSubentities:)`` of each entity with sub-entities, made once.
+    let concreteByEntity: [ObjectIdentifier: [EntityDescription]]
     /// The uniqueness constraints that hold across a hierarchy, in the order of ``entities``.
     @_spi(LoomStore) public let hierarchyConstraints: [HierarchyConstraint]
 
@@ -43,6 +45,9 @@ public struct Schema: Sendable {
         self.resolved = resolved
         self.joinTables = joinTables
         self.subentitiesByName = subentities
+        self.concreteByEntity = Dictionary(uniqueKeysWithValues: entities.filter { subentities[$0.name] != nil }.map {
+            (ObjectIdentifier($0), Schema.concreteEntities(of: $0, subentities: subentities))
+        })
         self.hierarchyConstraints = entities.flatMap { entity in
             guard subentities[entity.name] != nil else { return [HierarchyConstraint]() }
             let members = Schema.concreteEntities(of: entity, subentities: subentities)
@@ -103,6 +108,7 @@ public struct Schema: Sendable {
     /// or not (parents before their sub-entities).
     public func concreteEntities(of entity: EntityDescription, includingSubentities: Bool = true) -> [EntityDescription] {
         guard includingSubentities else { return entity.isAbstract ? [] : [entity] }
+        if let known = concreteByEntity[ObjectIdentifier(entity)] { return known }
         return Schema.concreteEntities(of: entity, subentities: subentitiesByName)
     }
 

@@ -347,4 +347,24 @@ struct HierarchyRelationshipTests {
             #expect(type(of: ghost) == Animal.self)
         }
     }
+
+    @Test("An import links to objects of a parent's sub-entities by an attribute the parent declares", arguments: StoreKind.allCases)
+    func importLinksAcrossTheHierarchy(kind: StoreKind) throws {
+        let container = try kind.makeAnimalContainer()
+        try container.newBackgroundContext().performAndWait { try seedAnimals($0) }
+        try container.newBackgroundContext().performAndWait { context in
+            // Max is a guide dog, in its own table; Rex a dog. Walk.dog leads to Dog.
+            // Sources "name minutes", unique by minutes.
+            let sources = ["Max 11", "Rex 12", "Max 13"]
+            _ = try context.execute(ImportRequest<Walk, String>(sources, uniquingBy: [\Walk.minutes]) { [.set(\.minutes, to: Int($0.split(separator: " ")[1])!)] }
+                .linking(\.dog, to: \Dog.name, by: { String($0.split(separator: " ")[0]) }))
+            let walks = try context.fetch(FetchRequest<Walk>(predicate: #Predicate { $0.minutes > 10 && $0.minutes < 20 }))
+            #expect(walks.map { "\($0.dog?.name ?? "-"):\($0.dog.map { "\(type(of: $0))" } ?? "-")" }.sorted() == ["Max:GuideDog", "Max:GuideDog", "Rex:Dog"])
+            // The cat is not a dog: linking to it by name finds no Dog.
+            let refused = #expect(throws: LoomError.self) {
+                try context.execute(ImportRequest<Walk, String>(["Tom"], uniquingBy: [\Walk.minutes]) { _ in [.set(\.minutes, to: 1)] }.linking(\.dog, to: \Dog.name, by: { $0 }))
+            }
+            #expect(refused?.code == .objectNotFound)
+        }
+    }
 }
