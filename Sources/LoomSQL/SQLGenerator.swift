@@ -13,20 +13,7 @@ package struct SQLGenerator: Sendable {
     private(set) var texts: [ObjectIdentifier: EntityTexts]
     /// The related-rows texts of relationships narrowed to one entity of their destination's
     /// hierarchy (``ResolvedRelationship/narrowed(to:)``): for many owners, and for one.
-    private(set) var narrowedRelated: [NarrowedRelationship: (many: String, one: String)] = [:]
-
-    /// A relationship narrowed to one of its destination's entities.
-    struct NarrowedRelationship: Hashable {
-        let source: ObjectIdentifier
-        let index: Int
-        let destination: ObjectIdentifier
-
-        init(_ r: ResolvedRelationship) {
-            source = ObjectIdentifier(r.source)
-            index = r.index
-            destination = ObjectIdentifier(r.destination)
-        }
-    }
+    private(set) var narrowedRelated: [ResolvedRelationship.Identity: (many: String, one: String)] = [:]
     /// The texts of queries by shape (see ``QueryTexts``), shared by the generator's copies.
     let queryTexts = QueryTexts()
     /// For each member table of a hierarchy constraint, the constraints' tables: a change of it
@@ -89,7 +76,7 @@ package struct SQLGenerator: Sendable {
                 (many[j], one[j]) = (makeSelectRelated(r, oneOwner: false), makeSelectRelated(r, oneOwner: true))
                 guard r.leadsToSubentities else { continue }
                 for narrowed in r.concreteDestinations(in: schema) {
-                    narrowedRelated[NarrowedRelationship(narrowed)] = (makeSelectRelated(narrowed, oneOwner: false), makeSelectRelated(narrowed, oneOwner: true))
+                    narrowedRelated[narrowed.identity] = (makeSelectRelated(narrowed, oneOwner: false), makeSelectRelated(narrowed, oneOwner: true))
                 }
             }
             if many.isEmpty { continue }
@@ -330,13 +317,13 @@ package struct SQLGenerator: Sendable {
     /// A relationship narrowed to one of its destination's sub-entities
     /// (``ResolvedRelationship/narrowed(to:)``) reads that entity's table.
     package func selectRelated(_ relationship: ResolvedRelationship) -> String {
-        if relationship.isNarrowed { return narrowedRelated[NarrowedRelationship(relationship)]?.many ?? makeSelectRelated(relationship, oneOwner: false) }
+        if relationship.isNarrowed { return narrowedRelated[relationship.identity]?.many ?? makeSelectRelated(relationship, oneOwner: false) }
         return texts(relationship.source).selectRelated[relationship.index] ?? makeSelectRelated(relationship, oneOwner: false)
     }
 
     /// ``selectRelated(_:)`` for one owner, whose key is bound as an integer.
     package func selectRelatedToOwner(_ relationship: ResolvedRelationship) -> String {
-        if relationship.isNarrowed { return narrowedRelated[NarrowedRelationship(relationship)]?.one ?? makeSelectRelated(relationship, oneOwner: true) }
+        if relationship.isNarrowed { return narrowedRelated[relationship.identity]?.one ?? makeSelectRelated(relationship, oneOwner: true) }
         return texts(relationship.source).selectRelatedToOwner[relationship.index] ?? makeSelectRelated(relationship, oneOwner: true)
     }
 

@@ -428,7 +428,7 @@ final class BatchWriter {
         // Each wave holds rows (read once: a cascade through a to-many reads the destinations'
         // rows with the relationship) or keys still to read. What a cascade found is kept for
         // the rules below.
-        var known: [RelationshipKey: [(owner: Int64, other: Int64)]] = [:]
+        var known: [ResolvedRelationship.Identity: [(owner: Int64, other: Int64)]] = [:]
         var wave: [(EntityDescription, rows: [StoreRow]?, keys: [Int64])] = [(entity, nil, keys)]
         while let (e, given, keys) = wave.popLast() {
             var rows: [StoreRow]
@@ -445,12 +445,12 @@ final class BatchWriter {
                 let isNew = { (key: Int64) in destination?.rows[key] == nil }
                 if case .foreignKey = r.storage {
                     let related = try relatedKeys(r, rows)
-                    known[RelationshipKey(r), default: []].append(contentsOf: related)
+                    known[r.identity, default: []].append(contentsOf: related)
                     let next = Array(Set(related.map(\.other))).filter(isNew)
                     if !next.isEmpty { wave.append((r.destination, nil, next)) }
                 } else {
                     let related = try store.fetchRelated(r, keys: rows.map(\.key))
-                    known[RelationshipKey(r), default: []].append(contentsOf: related.map { ($0.owner, $0.row.key) })
+                    known[r.identity, default: []].append(contentsOf: related.map { ($0.owner, $0.row.key) })
                     var seen = Set<Int64>(minimumCapacity: related.count)
                     let next = related.map(\.row).filter { isNew($0.key) && seen.insert($0.key).inserted }
                     if !next.isEmpty { wave.append((r.destination, next, [])) }
@@ -477,7 +477,7 @@ final class BatchWriter {
                 let rule = r.description.deleteRule
                 let inverse = schema.relationship(r.inverseIndex, of: r.destination)
                 let all: [(owner: Int64, other: Int64)]
-                if let found = known[RelationshipKey(r)] { all = found } else { all = try relatedKeys(r, rows) }
+                if let found = known[r.identity] { all = found } else { all = try relatedKeys(r, rows) }
                 let related = all.filter { !isDoomed(r.destination, $0.other) }
                 if rule == .deny, let first = related.first {
                     let count = related.filter { $0.owner == first.owner }.count
@@ -627,21 +627,6 @@ struct KeyPathTargets {
         }
         if entries.count < 64 { entries.append((keyPath, target)) }
         return target
-    }
-}
-
-/// One relationship of one entity, as a dictionary key.
-struct RelationshipKey: Hashable {
-    let entity: ObjectIdentifier
-    let index: Int
-    /// The destination: a relationship to an entity with sub-entities is followed once per
-    /// entity (``ResolvedRelationship/narrowed(to:)``).
-    let destination: ObjectIdentifier
-
-    init(_ r: ResolvedRelationship) {
-        entity = ObjectIdentifier(r.source)
-        index = r.index
-        destination = ObjectIdentifier(r.destination)
     }
 }
 

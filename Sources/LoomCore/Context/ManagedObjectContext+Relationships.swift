@@ -57,9 +57,10 @@ extension ManagedObjectContext {
     /// one whose table holds the key.
     ///
     /// A key names one object of a hierarchy (one key space per hierarchy). Found, in this
-    /// order, among this context's registered objects (its inserted ones too), in the
-    /// coordinator's ``KeyEntities``, and by asking this context's source for the key in
-    /// each table, which the coordinator then remembers. A key found nowhere (a deleted
+    /// order, in the coordinator's ``KeyEntities``, among this context's registered objects
+    /// (its inserted ones too), and by asking this context's source for the key in each
+    /// table, which the coordinator then remembers (a root context's source also caches the
+    /// rows it read, so the faults made from them fire without I/O). A key found nowhere (a deleted
     /// object's) is given the destination itself, or its first concrete entity when it is
     /// abstract: its fault then finds no row, as any deleted object's.
     func destinationEntity(of r: ResolvedRelationship, key: Int64) -> EntityDescription {

@@ -169,6 +169,8 @@ public struct RelationshipDescription: Sendable {
     /// of one of them (``narrowed(to:)``): its destination is that entity.
     public let isNarrowed: Bool
 
+    /// A relationship resolved by ``Schema``, or narrowed by ``narrowed(to:)``. Not isolated: a
+    /// value, usable anywhere.
     public init(source: EntityDescription, index: Int, destination: EntityDescription, inverseIndex: Int,
                 storage: RelationshipStorage, leadsToSubentities: Bool = false, isNarrowed: Bool = false) {
         self.source = source
@@ -178,6 +180,20 @@ public struct RelationshipDescription: Sendable {
         self.storage = storage
         self.leadsToSubentities = leadsToSubentities
         self.isNarrowed = isNarrowed
+    }
+
+    /// What tells resolved relationships apart, as a dictionary key: the entity it belongs to,
+    /// its position, and the entity it leads to (a narrowed relationship's is one of its
+    /// destination's sub-entities).
+    public struct Identity: Hashable, Sendable {
+        let source: ObjectIdentifier
+        let index: Int
+        let destination: ObjectIdentifier
+    }
+
+    /// This relationship's ``Identity``.
+    public var identity: Identity {
+        Identity(source: ObjectIdentifier(source), index: index, destination: ObjectIdentifier(destination))
     }
 
     /// This relationship as it reaches the objects of `entity` alone, one of the destination's
