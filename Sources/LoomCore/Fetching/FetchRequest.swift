@@ -84,10 +84,26 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
     ///
     /// Swift cannot take a key path apart, so candidates are built from the models' key-path
     /// tables (`@Model` generates them) and compared with the descriptor's key path.
+    ///
+    /// A path built by appending is never `==` to the literal it spells (appending marks its
+    /// components differently), so a candidate matches by its description instead. That
+    /// description prints each computed component's getter, and an attribute a sub-entity
+    /// inherits has no literal on the sub-entity's type to take it from: `\Walk.dog?.name`
+    /// (with `name` declared on `Animal`) uses a getter made for `Dog`, the candidate one made
+    /// for any `Root: Animal`. Such a candidate matches when it has the same type, the same
+    /// hash (made of the components' property identities, which agree) and the same
+    /// description once the getters' addresses are left out.
     static func sortTarget(_ keyPath: AnyKeyPath, _ entity: EntityDescription, _ schema: Schema) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
         if let name = Model.loomPropertyName(for: keyPath), let index = entity.attributeIndex(named: name) { return ([], index) }
         let wanted = String(describing: keyPath)
-        func matches(_ candidate: AnyKeyPath) -> Bool { candidate == keyPath || String(describing: candidate) == wanted }
+        let wantedHash = keyPath.hashValue
+        let wantedShape = withoutAddresses(wanted)
+        func matches(_ candidate: AnyKeyPath) -> Bool {
+            if candidate == keyPath { return true }
+            let description = String(describing: candidate)
+            if description == wanted { return true }
+            return type(of: candidate) == type(of: keyPath) && candidate.hashValue == wantedHash && withoutAddresses(description) == wantedShape
+        }
         func search(_ prefix: AnyKeyPath?, optional: Bool, _ owner: EntityDescription, _ path: [ResolvedRelationship]) -> (path: [ResolvedRelationship], attributeIndex: Int)? {
             guard let model = owner.modelType else { return nil }
             func extend(_ name: String) -> AnyKeyPath? {
@@ -110,6 +126,17 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         return search(nil, optional: false, entity, [])
     }
 
+    /// `description` without its hexadecimal addresses (`0x…`).
+    private static func withoutAddresses(_ description: String) -> String {
+        var result = ""
+        var rest = Substring(description)
+        while let start = rest.range(of: "0x") {
+            result += rest[..<start.lowerBound]
+            rest = rest[start.upperBound...].drop { $0.isHexDigit }
+        }
+        return result + rest
+    }
+
     /// The relationships to prefetch, by index in `entity`.
     func prefetchedRelationships(in entity: EntityDescription) throws(LoomError) -> [Int] {
         var indexes: [Int] = []
@@ -120,16 +147,6 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
             if !indexes.contains(j) { indexes.append(j) }
         }
         return indexes
-    }
-
-    /// What a failed sort's message adds when `entity` has a to-one to a sub-entity: the key
-    /// path of an attribute the sub-entity inherits, reached through a relationship, differs
-    /// (in equality and in its description) from the one `@Model` builds for it through the
-    /// parent's generic helper, so it cannot be recognised yet.
-    static func inheritedThroughLeafNote(_ entity: EntityDescription, _ schema: Schema) -> String {
-        let leaves = schema.relationships(of: entity).filter { $0.description.kind == .toOne }.map(\.destination).filter { $0.superentity != nil }
-        guard let leaf = leaves.first else { return "" }
-        return " Through a to-one to a sub-entity (\(leaf.name)), an attribute it inherits from its parent is not recognised yet: sort by the sub-entity's own attributes or relationships, or fetch the sub-entity and sort it."
     }
 
     /// Translates this request into a store query for `entity` of `schema`.
@@ -144,7 +161,7 @@ public struct FetchRequest<Model: PersistentModel>: Sendable {
         for descriptor in sortBy {
             guard let keyPath = descriptor.keyPath,
                   let (path, index) = Self.sortTarget(keyPath, entity, schema) else {
-                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).\(Self.inheritedThroughLeafNote(entity, schema))", entity: entity.name)
+                throw LoomError(.unsupportedSort, "A sort descriptor on \(entity.name) does not name a stored attribute; sort by a key path to one of \(entity.attributes.map(\.name).joined(separator: ", ")), or to an attribute of an object reached through to-one relationships (\\.author?.name).", entity: entity.name)
             }
             let owner = path.last?.destination ?? entity
             let name = owner.attributes[index].name

@@ -160,6 +160,23 @@ struct HierarchyRelationshipTests {
             try context.save()
             let saved = try context.fetch(FetchRequest<Visit>(predicate: #Predicate { $0.animal?.name == "Rox" }))
             #expect(saved.count == 3)
+            // A sort through a to-one to Dog (whose sub-entity GuideDog has its own table) by
+            // `name`, which Dog inherits from Animal: no dog first, in the store and over an
+            // unsaved rename.
+            let max = try #require(try context.fetch(FetchRequest<GuideDog>()).first)
+            let toMax = Walk(minutes: 45), alone = Walk(minutes: 5)
+            context.insert(toMax)
+            context.insert(alone)
+            toMax.dog = max
+            try context.save()
+            let byDog = FetchRequest<Walk>(sortBy: [SortDescriptor(\.dog?.name), SortDescriptor(\.minutes)])
+            #expect(try context.fetch(byDog).map(\.minutes) == [5, 45, 30])   // -, Max, Rox
+            rex.name = "Abe"
+            #expect(try context.fetch(byDog).map(\.minutes) == [5, 30, 45])
+            try context.save()
+            #expect(try context.fetch(byDog).map(\.minutes) == [5, 30, 45])
+            let live = try context.liveQuery(byDog, sectionedBy: \.dog?.name)
+            #expect(try live.channel.poll()?.sections.map(\.key) == [nil, "Abe", "Max"])
         }
     }
 
