@@ -33,7 +33,8 @@ public struct StoreContractFailure: Error, CustomStringConvertible {
 /// ```
 ///
 /// Its schema is built in code: `Book` (unique `isbn`, `title`, `pages`, an optional to-one
-/// `shelf`, a many-to-many `tags`), `Shelf` (`name`, to-many `books`) and `Tag` (`name`).
+/// `shelf`, a many-to-many `tags`), `Shelf` (`name`, to-many `books`) and `Tag` (`name`);
+/// ``hierarchies()`` uses a hierarchy of its own.
 public struct StoreContract: Sendable {
     public let subject: any StoreContractSubject
     public let schema: Schema
@@ -196,6 +197,133 @@ public struct StoreContract: Sendable {
         try store.apply(delete)
         let remaining = try store.fetchRelated(tagBooks, keys: [t2]).map(\.row.key)
         try check(remaining == Array(books.dropFirst()), "a deleted object is no longer a related row: \(remaining)")
+    }
+
+    /// A hierarchy (`Item` with sub-entities `Gadget` and `Widget`, a table each): its entities
+    /// share one key space; a relationship to the parent, read narrowed to one concrete entity
+    /// (as contexts read it), gives that table's rows whole, and read whole gives every table's,
+    /// in owner then key order, by foreign key and through the parent's join table; a uniqueness
+    /// constraint declared on the parent holds across the tables (a refusal names the other
+    /// row and its entity, and leaves the store unchanged), counting the change set's result, so
+    /// a value freed by a delete may be taken in the same change set; a deleted sub-entity's
+    /// object leaves its relationships.
+    public func hierarchies() throws {
+        let schema = try Self.hierarchySchema()
+        let (item, gadget, widget) = (try Self.entity("Item", in: schema), try Self.entity("Gadget", in: schema), try Self.entity("Widget", in: schema))
+        let (bin, label) = (try Self.entity("Bin", in: schema), try Self.entity("Label", in: schema))
+        let store = try subject.makeStore(schema: schema)
+        defer { try? store.close() }
+        var reserved: [Int64] = []
+        for _ in 0..<3 {
+            for entity in [item, gadget, widget] { reserved += try store.allocateKeys(for: entity, count: 2) }
+        }
+        try check(Set(reserved).count == reserved.count, "the entities of a hierarchy share one key space: \(reserved)")
+
+        func values(_ entity: EntityDescription, _ named: [String: StoredValue]) -> [StoredValue] {
+            var values = [StoredValue](repeating: .null, count: entity.storedValueCount)
+            for (name, value) in named { if let slot = entity.storedValueIndex(named: name) { values[slot] = value } }
+            return values
+        }
+        let b1 = try store.allocateKeys(for: bin, count: 1).lowerBound, b2 = try store.allocateKeys(for: bin, count: 1).lowerBound
+        let l1 = try store.allocateKeys(for: label, count: 1).lowerBound
+        let i1 = try store.allocateKeys(for: item, count: 1).lowerBound, g1 = try store.allocateKeys(for: gadget, count: 1).lowerBound
+        let g2 = try store.allocateKeys(for: gadget, count: 1).lowerBound, w1 = try store.allocateKeys(for: widget, count: 1).lowerBound
+        var setUp = StoreChangeSet()
+        setUp.inserts.append(.init(entity: bin, key: b1, values: named(bin, "b1")))
+        setUp.inserts.append(.init(entity: bin, key: b2, values: named(bin, "b2")))
+        setUp.inserts.append(.init(entity: label, key: l1, values: named(label, "l1")))
+        setUp.inserts.append(.init(entity: widget, key: w1, values: values(widget, ["code": .text("W1"), "name": .text("w"), "size": .integer(3), "bin": .integer(b1)])))
+        setUp.inserts.append(.init(entity: gadget, key: g2, values: values(gadget, ["code": .text("G2"), "name": .text("g"), "volts": .integer(12), "bin": .integer(b1)])))
+        setUp.inserts.append(.init(entity: gadget, key: g1, values: values(gadget, ["code": .text("G1"), "name": .text("g"), "volts": .integer(5), "bin": .integer(b2)])))
+        setUp.inserts.append(.init(entity: item, key: i1, values: values(item, ["code": .text("I1"), "name": .text("i"), "bin": .integer(b1)])))
+        guard let joinTable = schema.joinTables(involving: item).first?.table else { throw StoreContractFailure(description: "Item.labels has no join table") }
+        for key in [w1, g1, i1] {
+            setUp.linkInserts.append(.init(table: joinTable, source: joinTable.sourceEntityName == "Label" ? l1 : key, target: joinTable.sourceEntityName == "Label" ? key : l1))
+        }
+        try store.apply(setUp)
+
+        // Narrowed to each concrete entity: that table's rows, whole.
+        let binItems = try Self.relationship("items", of: bin, in: schema), labelItems = try Self.relationship("items", of: label, in: schema)
+        try check(binItems.leadsToSubentities && labelItems.leadsToSubentities, "Bin.items and Label.items lead to a parent with sub-entities")
+        let expectedByEntity: [String: [[Int64]]] = ["Item": [[b1, i1]], "Gadget": [[b1, g2], [b2, g1]], "Widget": [[b1, w1]]]
+        for narrowed in binItems.concreteDestinations(in: schema) {
+            let rows = try store.fetchRelated(narrowed, keys: [b2, b1])
+            let name = narrowed.destination.name
+            try check(rows.map { [$0.owner, $0.row.key] } == expectedByEntity[name], "Bin.items narrowed to \(name): \(rows.map { [$0.owner, $0.row.key] }), expected \(expectedByEntity[name] ?? [])")
+            try check(rows.allSatisfy { $0.row.values.count == narrowed.destination.storedValueCount }, "Bin.items narrowed to \(name) reads whole rows of \(name): \(rows)")
+        }
+        let voltsSlot = try requireSlot("volts", of: gadget)
+        let gadgets = try store.fetchRelated(binItems.narrowed(to: gadget), keys: [b1, b2]).map(\.row.values[voltsSlot])
+        try check(gadgets == [.integer(12), .integer(5)], "a sub-entity's own attribute comes with its rows: \(gadgets)")
+        let whole = try store.fetchRelated(binItems, keys: [b1, b2]).map { [$0.owner, $0.row.key] }
+        let expectedWhole = [[b1, i1], [b1, g2], [b1, w1]].sorted { $0[1] < $1[1] } + [[b2, g1]]
+        try check(whole == expectedWhole, "Bin.items read whole: every table's rows in owner then key order, \(whole), expected \(expectedWhole)")
+        let labelled = try store.fetchRelated(labelItems, keys: [l1]).map(\.row.key)
+        try check(labelled == [i1, g1, w1].sorted(), "Label.items through the parent's join table, whole: \(labelled)")
+        let labelledGadgets = try store.fetchRelated(labelItems.narrowed(to: gadget), keys: [l1]).map(\.row.key)
+        try check(labelledGadgets == [g1], "Label.items narrowed to Gadget: \(labelledGadgets)")
+
+        // Uniqueness across the tables.
+        func counts() throws -> [Int] { try [item, gadget, widget].map { try store.count(StoreQuery(entity: $0)) } }
+        let before = try counts()
+        let taken = try store.allocateKeys(for: widget, count: 1).lowerBound
+        var duplicate = StoreChangeSet()
+        duplicate.inserts.append(.init(entity: widget, key: taken, values: values(widget, ["code": .text("G1"), "name": .text("dup"), "size": .integer(1)])))
+        let refused = try refusal { try store.apply(duplicate) }
+        try check(refused.code == .uniquenessViolation, "a code taken in another table of the hierarchy is a uniquenessViolation, not \(refused.code)")
+        let conflict = refused.storeConflicts.first
+        try check(refused.storeConflicts.count == 1 && conflict?.key == taken && conflict?.entity === widget, "the conflict names the new Widget: \(refused.storeConflicts)")
+        try check(conflict?.persisted?.key == g1 && conflict?.persistedEntity === gadget, "the conflict carries the Gadget it collides with: \(refused.storeConflicts)")
+        try check(try counts() == before, "a refused change set leaves every table unchanged")
+        let (newItem, newGadget) = (try store.allocateKeys(for: item, count: 1).lowerBound, try store.allocateKeys(for: gadget, count: 1).lowerBound)
+        var twins = StoreChangeSet()
+        twins.inserts.append(.init(entity: item, key: newItem, values: values(item, ["code": .text("X"), "name": .text("x")])))
+        twins.inserts.append(.init(entity: gadget, key: newGadget, values: values(gadget, ["code": .text("X"), "name": .text("x"), "volts": .integer(1)])))
+        try check(try refusal { try store.apply(twins) }.code == .uniquenessViolation, "two new objects of two tables with one code are refused")
+        try check(try counts() == before, "the refused pair leaves nothing behind")
+        var update = StoreChangeSet()
+        update.updates.append(.init(entity: widget, key: w1, expectedVersion: 1, changes: [(try requireSlot("code", of: widget), .text("I1"))]))
+        let updated = try refusal { try store.apply(update) }
+        try check(updated.code == .uniquenessViolation && updated.storeConflicts.first?.persisted?.key == i1 && updated.storeConflicts.first?.persistedEntity === item,
+                  "an update to the parent's code is refused, naming it: \(updated.code) \(updated.storeConflicts)")
+        var freed = StoreChangeSet()
+        freed.deletes.append(.init(entity: gadget, key: g1, expectedVersion: 1))
+        freed.inserts.append(.init(entity: widget, key: taken, values: values(widget, ["code": .text("G1"), "name": .text("moved"), "size": .integer(1), "bin": .integer(b2)])))
+        try store.apply(freed)
+        let b2Items = try store.fetchRelated(binItems, keys: [b2]).map(\.row.key)
+        try check(b2Items == [taken], "a code freed by a delete is taken by another table's object in the same change set: \(b2Items)")
+
+        // A deleted sub-entity's object leaves its relationships.
+        var delete = StoreChangeSet()
+        delete.deletes.append(.init(entity: widget, key: w1, expectedVersion: 1))
+        try store.apply(delete)
+        let b1Items = try store.fetchRelated(binItems, keys: [b1]).map(\.row.key)
+        let l1Items = try store.fetchRelated(labelItems, keys: [l1]).map(\.row.key)
+        try check(b1Items == [i1, g2].sorted() && l1Items == [i1], "a deleted Widget is no longer related: \(b1Items), \(l1Items)")
+    }
+
+    /// The hierarchy ``hierarchies()`` checks: `Item` (`code`, unique across the hierarchy;
+    /// `name`; a to-one `bin`; a many-to-many `labels`), its sub-entities `Gadget` (`volts`) and
+    /// `Widget` (`size`), and `Bin` and `Label`, whose to-manys lead to `Item`.
+    static func hierarchySchema() throws -> Schema {
+        let item = EntityDescription(name: "Item", modelType: nil, attributes: [
+            AttributeDescription(name: "code", type: .string, isOptional: false, isUnique: true),
+            AttributeDescription(name: "name", type: .string, isOptional: false),
+        ], relationships: [
+            RelationshipDescription(name: "bin", destination: "Bin", kind: .toOne, inverse: "items"),
+            RelationshipDescription(name: "labels", destination: "Label", kind: .toMany, inverse: "items"),
+        ])
+        return try Schema([
+            item,
+            EntityDescription(name: "Gadget", modelType: nil, attributes: [AttributeDescription(name: "volts", type: .integer64, isOptional: false)], superentity: item),
+            EntityDescription(name: "Widget", modelType: nil, attributes: [AttributeDescription(name: "size", type: .integer64, isOptional: false)], superentity: item),
+            EntityDescription(name: "Bin", modelType: nil, attributes: [AttributeDescription(name: "name", type: .string, isOptional: false)], relationships: [
+                RelationshipDescription(name: "items", destination: "Item", kind: .toMany, inverse: "bin"),
+            ]),
+            EntityDescription(name: "Label", modelType: nil, attributes: [AttributeDescription(name: "name", type: .string, isOptional: false)], relationships: [
+                RelationshipDescription(name: "items", destination: "Item", kind: .toMany, inverse: "labels"),
+            ]),
+        ])
     }
 
     /// After `close()`, every call throws `closed`; nothing traps.
@@ -435,6 +563,10 @@ public struct StoreContract: Sendable {
     }
 
     func relationship(_ name: String, of entity: EntityDescription) throws -> ResolvedRelationship {
+        try Self.relationship(name, of: entity, in: schema)
+    }
+
+    static func relationship(_ name: String, of entity: EntityDescription, in schema: Schema) throws -> ResolvedRelationship {
         guard let index = entity.relationshipIndex(named: name) else {
             throw StoreContractFailure(description: "the contract schema has no \(entity.name).\(name)")
         }

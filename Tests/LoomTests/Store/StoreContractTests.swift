@@ -45,6 +45,9 @@ struct StoreContractTests {
     @Test("To-many rows come in owner then key order, by foreign key and through a join table; a deleted object leaves them", arguments: StoreKind.allCases)
     func relatedRows(kind: StoreKind) throws { try contract(kind).relatedRows() }
 
+    @Test("A hierarchy: one key space, relationships to the parent narrowed and whole, uniqueness across its tables", arguments: StoreKind.allCases)
+    func hierarchies(kind: StoreKind) throws { try contract(kind).hierarchies() }
+
     @Test("After close, every call throws closed", arguments: StoreKind.allCases)
     func callsAfterClose(kind: StoreKind) throws { try contract(kind).callsAfterClose() }
 

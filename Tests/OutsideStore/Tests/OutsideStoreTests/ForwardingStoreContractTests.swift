@@ -22,6 +22,7 @@ import Testing
     @Test func writeScope() throws { try contract.writeScope() }
     @Test func writeScopeRollsBack() throws { try contract.writeScopeRollsBack() }
     @Test func relatedRows() throws { try contract.relatedRows() }
+    @Test func hierarchies() throws { try contract.hierarchies() }
     @Test func callsAfterClose() throws { try contract.callsAfterClose() }
     // In memory, there is nothing to decode: whole rows come back.
     @Test func fetchSkippingKnownValues() throws { try contract.fetchSkippingKnownValues(skips: false) }
