@@ -365,6 +365,21 @@ struct HierarchyRelationshipTests {
         }
     }
 
+    @Test("The coordinator's map of keys to entities is bounded: a hierarchy whose entries reach the capacity starts over")
+    func keyEntitiesAreBounded() throws {
+        let schema = try Schema(animalModels)
+        let (animal, dog, cat) = (try schema.requireEntity(named: "Animal"), try schema.requireEntity(named: "Dog"), try schema.requireEntity(named: "Cat"))
+        let map = KeyEntities(capacity: 4)
+        map.note(dog, keys: 1...3)
+        map.note(cat, keys: [4])
+        #expect(map.count(in: animal) == 4)
+        #expect(map.entities(in: animal, keys: 1...4).mapValues(\.name) == [1: "Dog", 2: "Dog", 3: "Dog", 4: "Cat"])
+        map.note(cat, keys: [5, 6])
+        #expect(map.count(in: animal) == 2)
+        #expect(map.entity(in: animal, key: 1) == nil)
+        #expect(map.entity(in: animal, key: 6)?.name == "Cat")
+    }
+
     @Test("An import links to objects of a parent's sub-entities by an attribute the parent declares", arguments: StoreKind.allCases)
     func importLinksAcrossTheHierarchy(kind: StoreKind) throws {
         let container = try kind.makeAnimalContainer()
