@@ -69,22 +69,48 @@ final class PGConnection: @unchecked Sendable {
 
     /// Waits on the calling thread for `future`, at most `timeout`; past it, runs `giveUp` and
     /// throws ``PGConnectionLost``.
-    private static func wait<T: Sendable>(for future: EventLoopFuture<T>, timeout: Duration, waiting what: String, giveUp: () -> Void) throws -> T {
+    ///
+    /// With `isClosed`, the wait also ends soon after the connection closes with no answer:
+    /// postgres-nio writes a statement to its channel with no promise, and one that reaches the
+    /// event loop after the channel closed (the server shut down or ended the session just as
+    /// it was sent) is dropped without its future ever completing. Waiting for it would hold
+    /// the caller (and, for the writer, every save of the process) for the whole timeout; so
+    /// the wait looks at the connection every ``closedCheckInterval`` and, once it is closed,
+    /// gives postgres-nio ``closedGrace`` to fail the statement itself before throwing
+    /// ``PGConnectionClosed``. (A callback on the connection's close future would do it without
+    /// waking, but one per statement would pile up on a connection that lives for days.)
+    private static func wait<T: Sendable>(
+        for future: EventLoopFuture<T>, timeout: Duration, waiting what: String, isClosed: (() -> Bool)? = nil, giveUp: () -> Void
+    ) throws -> T {
         let outcome = Outcome<T>()
         future.whenComplete { outcome.finish($0) }
-        guard let result = outcome.wait(timeout: timeout) else {
-            giveUp()
-            throw PGConnectionLost(reason: "the server did not answer within \(timeout) (waiting \(what))")
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            let left = deadline - clock.now
+            guard left > .zero else { break }
+            if let result = outcome.wait(timeout: isClosed == nil ? left : min(left, closedCheckInterval)) { return try result.get() }
+            if let isClosed, isClosed() {
+                if let result = outcome.wait(timeout: closedGrace) { return try result.get() }
+                throw PGConnectionClosed(reason: "the connection closed before the server answered (waiting \(what))")
+            }
         }
-        return try result.get()
+        giveUp()
+        throw PGConnectionLost(reason: "the server did not answer within \(timeout) (waiting \(what))")
     }
 
+    /// How often a wait for a statement's answer looks whether the connection closed.
+    static let closedCheckInterval: Duration = .milliseconds(200)
+    /// How long a wait gives postgres-nio, once the connection is closed, to answer or fail the
+    /// statement itself.
+    static let closedGrace: Duration = .milliseconds(100)
+
     /// Waits for a statement's answer; a server silent for longer than the timeout closes the
-    /// connection.
+    /// connection, and a connection closed with the statement unanswered ends the wait.
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        let connection = self.connection
         do {
-            return try Self.wait(for: future, timeout: timeout, waiting: "for a statement's answer") {
-                let connection = self.connection
+            return try Self.wait(for: future, timeout: timeout, waiting: "for a statement's answer", isClosed: { connection.isClosed }) {
                 connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
             }
         } catch {
@@ -97,7 +123,7 @@ final class PGConnection: @unchecked Sendable {
     /// silent past the timeout) rather than that a statement was refused: the connection is
     /// not used again, and a statement not sent on it can be sent on another.
     static func isLost(_ error: any Error) -> Bool {
-        if error is PGConnectionLost { return true }
+        if error is PGConnectionLost || error is PGConnectionClosed { return true }
         // What postgres-nio's prepared queries report (``runPrepared(_:_:)``).
         switch error as? PostgresError {
         case .connectionClosed?: return true
@@ -295,6 +321,14 @@ struct PGStatementNotRun: Error {
 
 /// A connection the server stopped answering: it was silent past the response timeout.
 struct PGConnectionLost: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { reason }
+}
+
+/// A connection that closed (the server shut down, or ended the session) with a statement
+/// unanswered, and postgres-nio had not failed it: unlike ``PGConnectionLost``, the wait was
+/// short, so a statement not yet run may be sent again on another connection.
+struct PGConnectionClosed: Error, CustomStringConvertible {
     let reason: String
     var description: String { reason }
 }

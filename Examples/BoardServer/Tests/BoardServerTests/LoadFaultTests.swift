@@ -49,13 +49,7 @@ struct LoadFaultTests {
     func databaseRestartMidLoad() async throws {
         let cluster = try PostgreSQLCluster()
         defer { cluster.remove() }
-        // Known Loom issue (issue 42 point 5): after a PostgreSQL restart under load, a server can
-        // stop answering for up to about 30 s, so the run's final read-back through it, or its
-        // live stream, can fail as well as the recovery checks below. Every check still runs
-        // and is reported; none fails the suite until the stall is fixed.
-        await withKnownIssue("After a PostgreSQL restart under load, a server can stall for ~30 s", isIntermittent: true) {
-            try await restartScenario(cluster)
-        }
+        try await restartScenario(cluster)
     }
 
     private func restartScenario(_ cluster: PostgreSQLCluster) async throws {
@@ -82,22 +76,16 @@ struct LoadFaultTests {
             #expect(report.invariantsHold, "\(report.text)")
             let timeline = report.timeline
             #expect(timeline.prefix(tenths(haltedAt) - 1).allSatisfy { $0.failed == 0 }, "failures before the database went down")
-            // Known Loom issue (reported with issue 42 point 5): now and then, under load, both
-            // servers stop answering after the database is back, for up to about 30 s (requests
-            // time out, reads too), or still answer 503 when the run ends; the check above waits
-            // for them to serve again. `scripts/load --faults --duration 12` shows it with 16 workers.
-            withKnownIssue("After a PostgreSQL restart under load, the servers can stall or answer 503 for ~30 s", isIntermittent: true) {
-                for (kind, count) in report.errors {
-                    #expect(kind.hasSuffix(": 503"), "\(kind) ×\(count)\n\(report.text)")
-                }
-                // Served again within 5 s of the database's return, and without failures since.
-                let back = timeline.indices.dropFirst(tenths(resumedAt)).first { timeline[$0].ok > 0 && timeline[$0...].allSatisfy { $0.failed == 0 } }
-                let recovered = try #require(back, "the servers never served without failures again: \(timeline.suffix(30))")
-                #expect(recovered - tenths(resumedAt) < 50, "served again \(recovered - tenths(resumedAt)) tenths of a second after the database was back")
-                let afterRecovery = Array(timeline.dropFirst(recovered))
-                #expect(longestSilence(afterRecovery) < 20, "a stall of \(longestSilence(afterRecovery)) tenths of a second after the recovery")
-                #expect(report.seconds < 6 + 10, "the 6 s run took \(report.seconds) s")
+            for (kind, count) in report.errors {
+                #expect(kind.hasSuffix(": 503"), "\(kind) ×\(count)\n\(report.text)")
             }
+            // Served again within 5 s of the database's return, and without failures since.
+            let back = timeline.indices.dropFirst(tenths(resumedAt)).first { timeline[$0].ok > 0 && timeline[$0...].allSatisfy { $0.failed == 0 } }
+            let recovered = try #require(back, "the servers never served without failures again: \(timeline.suffix(30))")
+            #expect(recovered - tenths(resumedAt) < 50, "served again \(recovered - tenths(resumedAt)) tenths of a second after the database was back")
+            let afterRecovery = Array(timeline.dropFirst(recovered))
+            #expect(longestSilence(afterRecovery) < 20, "a stall of \(longestSilence(afterRecovery)) tenths of a second after the recovery")
+            #expect(report.seconds < 6 + 10, "the 6 s run took \(report.seconds) s")
 
             // The stream's changes lead to the board as it is now. A stream whose live query
             // failed to read while the database was down ends with an `error` event; the client

@@ -526,7 +526,8 @@ struct PostgreSQLConnectionFaultTests {
         try await container.save { context in context.insert(Book(isbn: "1", title: "Locked")) }
         let context = container.newBackgroundContext()
         #expect(try context.performAndWait { try $0.count(for: FetchRequest<Book>()) } == 1)
-        let sessions = try admin.sessions(applicationName: "loom-statement-timeout")
+        // Once the listener, which connects on its own thread, has its session too.
+        let sessions = try await settledSessions(admin, "loom-statement-timeout")
         let table = try #require(try admin.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' AND table_name NOT LIKE 'loom%'").first)
         _ = try admin.query("BEGIN")
         _ = try admin.query("LOCK TABLE public.\"\(table)\" IN ACCESS EXCLUSIVE MODE")
@@ -573,6 +574,18 @@ struct PostgreSQLConnectionFaultTests {
     }
 
     /// Waits until the server has a session named `name` (a container's listener is listening).
+    /// How many sessions carry `name` once the count has held for 300 ms (at most 10 s).
+    func settledSessions(_ admin: BackendTerminator, _ name: String) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(10)
+        var count = try admin.sessions(applicationName: name), since = ContinuousClock.now
+        while ContinuousClock.now - since < .milliseconds(300), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            let now = try admin.sessions(applicationName: name)
+            if now != count { (count, since) = (now, ContinuousClock.now) }
+        }
+        return count
+    }
+
     func waitForSessions(_ admin: BackendTerminator, _ name: String) async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while try admin.sessions(applicationName: name) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
