@@ -447,12 +447,21 @@ package struct SQLGenerator: Sendable {
             case .greaterOrEqual: ">="
             }
             return ("(\(a) \(symbol) \(b))", true)
-        case .and(let l, let r):
-            let a = test(l), b = test(r)
-            return ("(\(a) AND \(b))", true)
-        case .or(let l, let r):
-            let a = test(l), b = test(r)
-            return ("(\(a) OR \(b))", true)
+        case .and, .or:
+            // A chain of one operator, as one list: `a OR b OR c`, not `((a OR b) OR c)`. A
+            // chain of a thousand conditions (what `loom query` accepts) would otherwise recurse
+            // a thousand levels deep, which overflowed the stack under ThreadSanitizer.
+            let isAnd = if case .and = node { true } else { false }
+            var operands: [PredicateNode] = []
+            var pending = [node]
+            while let next = pending.popLast() {
+                switch next {
+                case .and(let l, let r) where isAnd: pending += [r, l]
+                case .or(let l, let r) where !isAnd: pending += [r, l]
+                default: operands.append(next)
+                }
+            }
+            return ("(" + operands.map(test).joined(separator: isAnd ? " AND " : " OR ") + ")", true)
         case .not(let n):
             return ("(NOT \(test(n)))", true)
         case .coalesce(let l, let r):
