@@ -87,8 +87,8 @@ public final class PostgreSQLStore: PersistentStore {
         /// connection makes the call throw `LoomError/Code/storeFailure` (a commit whose answer
         /// never came: `LoomError/Code/commitOutcomeUnknown`) and is closed; the next call opens
         /// another, so the store works again by itself once the server is back. A connection the
-        /// server closes (it stopped, restarted or ended the session) fails at once, without
-        /// waiting this long. A statement that runs longer than this (a very large fetch or
+        /// server closes (it stopped, restarted or ended the session) fails at once, or within a
+        /// third of a second for a statement sent just as it closed, without waiting this long. A statement that runs longer than this (a very large fetch or
         /// batch) needs a longer timeout.
         public var responseTimeout: Duration = .seconds(30)
         /// How long opening a connection may take (10 seconds by default, as postgres-nio's
