@@ -262,6 +262,13 @@ struct PostgreSQLConnectionFaultTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]) {
             try await PostgreSQLConnectionFaultTests.listenerTrapScenario()
         }
+        Self.report(result)
+    }
+
+    /// Prints a scenario's child process's figures (its "postgres faults" lines) and records
+    /// what it found wrong when it did not exit 0 (`#expect(processExitsWith:)` has recorded
+    /// the exit status itself).
+    static func report(_ result: ExitTest.Result?) {
         guard let result else { return }
         let output = String(decoding: result.standardOutputContent, as: UTF8.self)
         print(output.split(separator: "\n").filter { $0.hasPrefix("postgres faults") }.joined(separator: "\n"))

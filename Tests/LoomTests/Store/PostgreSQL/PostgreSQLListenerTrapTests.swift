@@ -16,12 +16,7 @@ extension PostgreSQLConnectionFaultTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]) {
             try PostgreSQLConnectionFaultTests.addListenerOnLosingConnectionScenario()
         }
-        guard let result else { return }
-        let output = String(decoding: result.standardOutputContent, as: UTF8.self)
-        print(output.split(separator: "\n").filter { $0.hasPrefix("postgres faults") }.joined(separator: "\n"))
-        if case .exitCode(0) = result.exitStatus {} else {
-            Issue.record("the child process: \(output) \(String(decoding: result.standardErrorContent, as: UTF8.self))")
-        }
+        Self.report(result)
     }
 
     /// Run in a child process by ``addListenerOnLosingConnection()``: prints its figures, and
