@@ -215,3 +215,77 @@ if let fuzzerRuntime = ProcessInfo.processInfo.environment["LOOM_FUZZ"], !fuzzer
             swiftSettings: strictSettings + [.unsafeFlags(["-sanitize=fuzzer,address"])],
             linkerSettings: [.unsafeFlags(["-sanitize=address", "-Xlinker", fuzzerRuntime, "-lstdc++"])]))
 }
+
+// `LOOM_WITH_EXAMPLE=1` adds the example server's targets (Examples/BoardServer, its sources
+// as they are) to this package, for `./scripts/test` only: built here, they reuse the Loom,
+// NIO, PostgreSQL and TLS modules this build already compiled, where the example's own package
+// (its own build folder) compiles them all again, six minutes of CI. Off, the package is
+// unchanged and depends on no web framework; the example's own package stays what a user builds,
+// and `scripts/check-example-manifest` keeps its targets and these the same.
+if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
+    let example = "Examples/BoardServer"
+    package.dependencies += [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    ]
+    let exampleSettings: [SwiftSetting] = [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ]
+    package.targets += [
+        .target(
+            name: "BoardAPI",
+            dependencies: [
+                "Loom", "LoomPostgreSQL",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "\(example)/Sources/BoardAPI",
+            swiftSettings: exampleSettings),
+        .executableTarget(
+            name: "board-server",
+            dependencies: [
+                "BoardAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "\(example)/Sources/board-server",
+            swiftSettings: exampleSettings),
+        .target(
+            name: "BoardLoad",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "\(example)/Sources/BoardLoad",
+            swiftSettings: exampleSettings),
+        .executableTarget(
+            name: "board-load",
+            dependencies: [
+                "BoardLoad",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "\(example)/Sources/board-load",
+            swiftSettings: exampleSettings),
+        .executableTarget(
+            name: "board-server-raw",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "\(example)/Sources/board-server-raw",
+            swiftSettings: exampleSettings),
+        .testTarget(
+            name: "BoardServerTests",
+            dependencies: ["board-server", "board-server-raw", "BoardAPI", "BoardLoad"],
+            path: "\(example)/Tests/BoardServerTests",
+            exclude: ["Support/browse.py"],
+            swiftSettings: exampleSettings),
+    ]
+}
