@@ -3,11 +3,15 @@ import PackageDescription
 import CompilerPluginSupport
 import Foundation
 
-// `LOOM_OPTIMIZED_TESTS=1` compiles Loom's own modules and tests with `-O` in whatever
+// `LOOM_OPTIMIZED_TESTS=1` compiles Loom's runtime modules and its tests with `-O` in whatever
 // configuration is built, dependencies untouched: `./scripts/test` rebuilds only those in its debug
 // build to run the lifetime-sensitive suites optimized (objects die as early as `-O` lets them)
-// without a second, release build of every dependency.
+// without a second, release build of every dependency. The macros, the tool, the benchmark and
+// the soak keep their flags (what depends on a module rebuilt is compiled again, unoptimized):
+// optimizing the macros' swift-syntax code and their tests cost that build time and gave those
+// suites nothing.
 let optimizedTests = ProcessInfo.processInfo.environment["LOOM_OPTIMIZED_TESTS"] == "1"
+let optimizedTargets: Set<String> = ["LoomCore", "LoomSQL", "LoomSQLite", "LoomPostgreSQL", "LoomStoreTesting", "Loom", "LoomTools", "LoomTests"]
 
 /// postgres-nio and what its API takes (the event loop group, the logger): the PostgreSQL store,
 /// and the benchmark's and tests' own connections.
@@ -28,7 +32,7 @@ let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
-] + (optimizedTests ? [.unsafeFlags(["-O"])] : [])
+]
 
 let package = Package(
     name: "Loom",
@@ -173,6 +177,12 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+if optimizedTests {
+    for target in package.targets where optimizedTargets.contains(target.name) {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-O"])]
+    }
+}
 
 if macroTests {
     package.targets.append(
