@@ -8,9 +8,12 @@ import PostgresNIO
 /// same store, in commit order, each once: a thread of its own with a connection of its own
 /// that `LISTEN`s on the store's channel. A notification wakes it; it then reads the
 /// history after the last number it handed on, so a notification lost with a dropped
-/// connection loses nothing. A notification of this instance's own next commit
-/// (``HistoryNotice``) needs no read: it only moves the last number on, so that a server's
-/// own saves cost its listener nothing. After a lost connection the thread connects again
+/// connection loses nothing. A notification of this instance's own commit (``HistoryNotice``)
+/// needs no read and does not even wake the thread: it waits for the next wake-up or poll, and
+/// then only moves the last number on, so that a server's own saves cost its listener nothing
+/// (not even a thread woken after each save, on the cores the saving threads and the database
+/// share). While a commit of this instance's has an unknown outcome, its notifications wake
+/// the thread as any other. After a lost connection the thread connects again
 /// (waits doubling from the configuration's
 /// ``PostgreSQLStore/Configuration/ListenerReconnection/initialDelay`` up to its
 /// ``PostgreSQLStore/Configuration/ListenerReconnection/maximumDelay``), listens again and
@@ -46,12 +49,20 @@ final class PostgreSQLListener: @unchecked Sendable {
     private let unacknowledged: UnacknowledgedCommits
     /// The payloads of the notifications received and not looked at yet.
     private let notices = Notices()
+    /// How many notifications of this instance's own commits may wait without waking the thread.
+    static let ownNoticesWithoutWakeUp = 64
 
     /// Notification payloads in the order they came (commit order): the handler adds them on
     /// the event loop, the thread takes them.
     private final class Notices: Sendable {
         private let payloads = Mutex<[String]>([])
-        func append(_ payload: String) { payloads.withLock { $0.append(payload) } }
+        /// Adds a payload; returns how many wait now.
+        func append(_ payload: String) -> Int {
+            payloads.withLock { payloads in
+                payloads.append(payload)
+                return payloads.count
+            }
+        }
         func take() -> [String] {
             payloads.withLock { payloads in
                 defer { payloads.removeAll() }
@@ -81,6 +92,12 @@ final class PostgreSQLListener: @unchecked Sendable {
     }
 
     private var isStopped: Bool { lock.withLock { stopped } }
+
+    /// Wakes the thread to look at the notifications received (and read the history unless
+    /// they are all this instance's own commits).
+    func wakeUp() {
+        wake.signal()
+    }
 
     /// Stops the thread and waits for it to end (it hands nothing on after this returns). The
     /// thread closes its connection itself: closing it from here while a query is in flight
@@ -117,9 +134,15 @@ final class PostgreSQLListener: @unchecked Sendable {
                     let opened = try PGConnection.open(configuration)
                     connection = opened
                     configuration.listenerConnected?()
-                    let wake = self.wake, notices = self.notices
+                    let wake = self.wake, notices = self.notices, origin = self.origin, unacknowledged = self.unacknowledged
                     guard try opened.addListener(channel: channel, handler: { payload in
-                        notices.append(payload)
+                        let waiting = notices.append(payload)
+                        // This instance's own commits need no read (``skipOwnCommits(_:)``): they
+                        // wait for the next wake-up or poll instead of waking the thread, on the
+                        // cores the saving threads and the server share, after every save; a few
+                        // dozen at most, whatever the poll interval.
+                        if waiting < Self.ownNoticesWithoutWakeUp, let notice = HistoryNotice(payload: payload),
+                           notice.origin == origin, unacknowledged.isEmpty { return }
                         wake.signal()
                     }) else {
                         throw PGConnectionLost(reason: "the connection was lost before the listener could listen")
@@ -153,11 +176,13 @@ final class PostgreSQLListener: @unchecked Sendable {
             if let connection, mustRead { try? readHistory(connection) }
             if connection?.isClosed == true { continue }
             let woken = wake.wait(timeout: .now() + policy.pollInterval.timeInterval) == .success
-            // Read at every poll; after a notification only when one is not this instance's
+            // Read at every poll (after moving over this instance's own commits, so that the
+            // read is short); after a wake-up only when a notification is not this instance's
             // own next commit. A wake-up with no notice left was a notification the last
             // wake-up took already (or ``stop()``).
             let received = notices.take()
-            mustRead = woken ? !received.isEmpty && !skipOwnCommits(received) : true
+            let skipped = !received.isEmpty && skipOwnCommits(received)
+            mustRead = woken ? !received.isEmpty && !skipped : true
         }
         connection?.close()
     }

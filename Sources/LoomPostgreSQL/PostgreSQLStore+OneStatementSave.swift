@@ -189,7 +189,7 @@ extension PostgreSQLStore {
             throw translate(notRun.underlying, entity: nil, key: nil)
         } catch {
             if PGConnection.isLost(error) {
-                unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
+                commitOutcomeUnknown()
                 throw LoomError(
                     .commitOutcomeUnknown,
                     "The connection to the PostgreSQL store at \(configuration.description) was lost after a save was sent (\(Self.describe(error))): it may have been committed or not. Fetch what it changed to find out before saving again.",

@@ -583,6 +583,14 @@ public final class PostgreSQLStore: PersistentStore {
         }
     }
 
+    /// Records that the open transaction's `COMMIT` (or one-statement save) ended with its
+    /// outcome unknown, and wakes the listener: a notification of that commit may have come
+    /// already, and the listener lets its own instance's notifications wait for the next wake-up.
+    func commitOutcomeUnknown() {
+        unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
+        listener.withLock { $0?.wakeUp() }
+    }
+
     /// A new writer in place of a lost one (the write scope held).
     func reopenWriter() throws(LoomError) {
         var opened: PGConnection
@@ -604,7 +612,7 @@ public final class PostgreSQLStore: PersistentStore {
             try connection.query("COMMIT")
         } catch {
             guard sentOnOpenConnection, PGConnection.isLost(error) else { throw translate(error, entity: nil) }
-            unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
+            commitOutcomeUnknown()
             throw LoomError(
                 .commitOutcomeUnknown,
                 "The connection to the PostgreSQL store at \(configuration.description) was lost after COMMIT was sent (\(Self.describe(error))): the save may have been committed or not. Fetch what it changed to find out before saving again.",
