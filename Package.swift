@@ -229,9 +229,9 @@ if let fuzzerRuntime = ProcessInfo.processInfo.environment["LOOM_FUZZ"], !fuzzer
 // `LOOM_WITH_EXAMPLE=1` adds the example server's targets (Examples/BoardServer, its sources
 // as they are) to this package, for `./scripts/test` only: built here, they reuse the Loom,
 // NIO, PostgreSQL and TLS modules this build already compiled, where the example's own package
-// (its own build folder) compiles them all again, six minutes of CI. Off, the package is
-// unchanged and depends on no web framework; the example's own package stays what a user builds,
-// and `scripts/check-example-manifest` keeps its targets and these the same.
+// (its own build folder) compiles them all again. Off, the package is unchanged and depends on
+// no web framework; the example's own package stays what a user builds, and
+// `scripts/check-example-manifest` keeps its targets and these the same.
 if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
     let example = "Examples/BoardServer"
     package.dependencies += [
