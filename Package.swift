@@ -239,10 +239,7 @@ if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ]
-    let exampleSettings: [SwiftSetting] = [
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("InternalImportsByDefault"),
-    ]
+    // The example's own settings are Loom's (scripts/check-example-manifest compares them).
     package.targets += [
         .target(
             name: "BoardAPI",
@@ -254,7 +251,7 @@ if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "\(example)/Sources/BoardAPI",
-            swiftSettings: exampleSettings),
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "board-server",
             dependencies: [
@@ -263,7 +260,7 @@ if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "\(example)/Sources/board-server",
-            swiftSettings: exampleSettings),
+            swiftSettings: strictSettings),
         .target(
             name: "BoardLoad",
             dependencies: [
@@ -272,7 +269,7 @@ if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "\(example)/Sources/BoardLoad",
-            swiftSettings: exampleSettings),
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "board-load",
             dependencies: [
@@ -280,7 +277,7 @@ if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "\(example)/Sources/board-load",
-            swiftSettings: exampleSettings),
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "board-server-raw",
             dependencies: [
@@ -290,12 +287,12 @@ if ProcessInfo.processInfo.environment["LOOM_WITH_EXAMPLE"] == "1" {
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "\(example)/Sources/board-server-raw",
-            swiftSettings: exampleSettings),
+            swiftSettings: strictSettings),
         .testTarget(
             name: "BoardServerTests",
             dependencies: ["board-server", "board-server-raw", "BoardAPI", "BoardLoad"],
             path: "\(example)/Tests/BoardServerTests",
             exclude: ["Support/browse.py"],
-            swiftSettings: exampleSettings),
+            swiftSettings: strictSettings),
     ]
 }
