@@ -135,8 +135,9 @@ public final class PostgreSQLStore: PersistentStore {
         @_spi(LoomTesting) public var listenerConnected: (@Sendable () -> Void)?
         /// Called on the listener's thread each time it reads the history: tests count reads.
         @_spi(LoomTesting) public var listenerReadHistory: (@Sendable () -> Void)?
-        /// Called on the listener's thread each time notifications of the instance's own commits
-        /// spared it a read of the history: tests count them.
+        /// Called on the listener's thread each time it moved over notifications of the
+        /// instance's own commits without reading the history for them (at a poll it still reads
+        /// what came after them): tests count them.
         @_spi(LoomTesting) public var listenerSkippedRead: (@Sendable () -> Void)?
         /// SQL logging as the store found it when it opened (``LoomLogging``), for every
         /// connection it opens later; `nil` before (a connection then reads the current setting).
@@ -586,9 +587,10 @@ public final class PostgreSQLStore: PersistentStore {
     /// Records that the open transaction's `COMMIT` (or one-statement save) ended with its
     /// outcome unknown, and wakes the listener: a notification of that commit may have come
     /// already, and the listener lets its own instance's notifications wait for the next wake-up.
+    /// The listener is woken outside the mutex, which ``close()`` holds while the listener stops.
     func commitOutcomeUnknown() {
         unacknowledgedCommits.outcomeUnknown(commit: writeScope.receiptOfOpenTransaction.sequence)
-        listener.withLock { $0?.wakeUp() }
+        listener.withLock { $0 }?.wakeUp()
     }
 
     /// A new writer in place of a lost one (the write scope held).
