@@ -42,13 +42,15 @@ struct SaveOperation {
             return
         }
 
-        let before = context.pending.snapshot()
+        // Taken before the first conflict is resolved: until then nothing changes the objects
+        // or the pending changes, so a save that never conflicts records no object's state.
+        var before: PendingChanges.Snapshot?
         var saved: (changes: StoreChangeSet, receipt: CommitReceipt)?
         var resolved = false
         do throws(LoomError) {
-            saved = try applyResolvingConflicts(&resolved)
+            saved = try applyResolvingConflicts(&resolved, before: &before)
         } catch {
-            before.restore(into: context)
+            before?.restore(into: context)
             if resolved { context.forgetLoadedRelationships() }
             throw error
         }
@@ -77,21 +79,23 @@ struct SaveOperation {
 
     /// Writes the context's changes, resolving what the store refuses by the merge policy and
     /// trying again. Returns what was applied and its receipt; `nil` when nothing was left to
-    /// write. `resolved` tells whether conflicts were resolved (objects may have changed).
+    /// write. `resolved` tells whether conflicts were resolved (objects may have changed);
+    /// `before` is the context's state as it was, taken before the first resolution.
     ///
     /// Optimistic first: resolution (a custom resolver is the user's code) runs with no lock
     /// held, and the next try finds out whether the store changed again meanwhile. If other
     /// saves keep winning that race, the last tries run inside the store's write transaction,
     /// where nothing else can commit between resolving and writing, so a busy store cannot
     /// starve a save.
-    private func applyResolvingConflicts(_ resolved: inout Bool) throws(LoomError) -> (changes: StoreChangeSet, receipt: CommitReceipt)? {
-        func attempt(_ resolved: inout Bool) throws(LoomError) -> (StoreChangeSet, CommitReceipt)?? {
+    private func applyResolvingConflicts(_ resolved: inout Bool, before: inout PendingChanges.Snapshot?) throws(LoomError) -> (changes: StoreChangeSet, receipt: CommitReceipt)? {
+        func attempt(_ resolved: inout Bool, _ before: inout PendingChanges.Snapshot?) throws(LoomError) -> (StoreChangeSet, CommitReceipt)?? {
             let changes = makeChangeSet()
             if changes.isEmpty { return .some(nil) }
             do throws(LoomError) {
                 return (changes, try coordinator.save(changes))
             } catch where error.code == .versionConflict || error.code == .uniquenessViolation {
                 resolved = true
+                if before == nil { before = context.pending.snapshot() }
                 let conflicts = try mergeConflicts(for: error)
                 guard !conflicts.isEmpty else { throw error }
                 try resolve(conflicts, failing: error)
@@ -99,14 +103,14 @@ struct SaveOperation {
             }
         }
         for _ in 0..<Self.optimisticAttempts {
-            if let outcome = try attempt(&resolved) { return outcome }
+            if let outcome = try attempt(&resolved, &before) { return outcome }
         }
         var resolvedInside = false
         let outcome: (value: StoreChangeSet?, receipt: CommitReceipt)
         do {
             outcome = try coordinator.write(.save) { () throws(LoomError) -> StoreChangeSet? in
                 for _ in 0..<2 {
-                    if let outcome = try attempt(&resolvedInside) { return outcome?.0 }
+                    if let outcome = try attempt(&resolvedInside, &before) { return outcome?.0 }
                 }
                 throw LoomError(.versionConflict, "The save still conflicted after its conflicts were resolved inside the store's write transaction; the merge policy's resolution does not converge.")
             }
