@@ -281,6 +281,7 @@ public final class ManagedObjectContext {
         backing.storeIdentity = coordinator.identity
         backing.state = .loaded
         backing.isInserted = true
+        startEmptyLists(of: backing)
         let registryKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         enroll(object, backing, at: registryKey)
         pending.inserted[registryKey] = object
@@ -294,6 +295,19 @@ public final class ManagedObjectContext {
         for (j, related) in detached.sorted(by: { $0.key < $1.key }) {
             for other in related where other._loomBacking.state == .detached { try insertObject(other, reportingKeyFailure: reportingKeyFailure) }
             setRelationship(j, of: backing, to: related)
+        }
+    }
+
+    /// Gives an object just inserted (its key new, so nothing anywhere refers to it yet) an
+    /// empty, loaded list for each of its to-many relationships. A loaded list follows every
+    /// later change, as for any object; unloaded, the first read would search this context's
+    /// unsaved changes for members, a scan of every pending object per new owner, which made an
+    /// import of parents and their children quadratic.
+    private func startEmptyLists(of backing: ObjectBacking) {
+        let entity = backing.entity
+        for (j, relationship) in entity.relationships.enumerated() where relationship.kind != .toOne {
+            let r = coordinator.schema.relationship(j, of: entity)
+            backing.toMany[r.index] = graph.memberList(of: backing, r, [])
         }
     }
 

@@ -270,4 +270,87 @@ struct RelationshipTests {
         #expect(novel.tags == [tag])
         #expect(!context.hasChanges)
     }
+
+    @Test("A new object's to-many lists are exact from its insertion, and reading them asks no store", arguments: StoreKind.allCases)
+    func newOwnersLists(kind: StoreKind) throws {
+        let log = StatementLog()
+        let container = try kind.makeGraphContainer(trace: log.hook)
+        let context = container.viewContext
+        // Saved objects first: a new owner's lists must not lose members that come from them.
+        let saved = Novel(title: "Saved")
+        context.insert(saved)
+        try context.save()
+        let before = log.selects.count
+
+        let ann = Author(name: "Ann"), bob = Author(name: "Bob")
+        context.insert(ann); context.insert(bob)
+        #expect(ann.novels.isEmpty && ann.students.isEmpty)
+        // Members set from their side (the foreign key) before the owner's list was read.
+        let a = Novel(title: "A"), b = Novel(title: "B")
+        context.insert(a); context.insert(b)
+        a.author = bob
+        b.author = bob
+        saved.author = bob
+        #expect(bob.novels == [a, b, saved])
+        // Moved, cleared and deleted members leave the list.
+        b.author = ann
+        #expect(bob.novels == [a, saved] && ann.novels == [b])
+        saved.author = nil
+        context.delete(a)
+        #expect(bob.novels.isEmpty)
+        // Self-reference, many-to-many and an ordered to-many, all on new objects.
+        let student = Author(name: "Cid")
+        context.insert(student)
+        student.mentor = ann
+        #expect(ann.students == [student])
+        let tag = Tag(name: "t")
+        context.insert(tag)
+        b.tags.insert(tag)
+        #expect(tag.novels == [b])
+        let one = Chapter(title: "1"), two = Chapter(title: "2")
+        context.insert(two); context.insert(one)
+        one.novel = b
+        two.novel = b
+        #expect(b.chapters.map(\.title) == ["1", "2"])
+        if kind != .inMemory { #expect(log.selects.count == before) }
+
+        try context.save()
+        let fresh = container.newBackgroundContext()
+        let view = try fresh.performAndWait { context in
+            try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)])).map {
+                "\($0.name):\($0.novels.map(\.title).sorted()):\($0.students.map(\.name))"
+            }
+        }
+        #expect(view == ["Ann:[\"B\"]:[\"Cid\"]", "Bob:[]:[]", "Cid:[]:[]"])
+        #expect(try fresh.performAndWait { try $0.fetch(FetchRequest<Novel>(predicate: #Predicate { $0.title == "B" })).first?.chapters.map(\.title) } == ["1", "2"])
+    }
+
+    @Test("Undoing and redoing a new owner's insertion and its members keeps its lists exact")
+    func newOwnersListsUndo() throws {
+        let container = try StoreKind.inMemory.makeGraphContainer()
+        let context = container.viewContext
+        let stack = UndoStack()
+        context.undoManager = stack
+        let ann = Author(name: "Ann")
+        let novel = Novel(title: "N")
+        context.undoGroup("Insert") {
+            context.insert(ann)
+            context.insert(novel)
+        }
+        context.undoGroup("Relate") { novel.author = ann }
+        #expect(ann.novels == [novel])
+        context.undo()
+        #expect(ann.novels.isEmpty && novel.author == nil)
+        context.redo()
+        #expect(ann.novels == [novel] && novel.author === ann)
+        context.undo()
+        context.undo()
+        #expect(!context.hasChanges)
+        context.redo()
+        context.redo()
+        #expect(ann.novels == [novel] && novel.author === ann)
+        try context.save()
+        let fresh = container.newBackgroundContext()
+        #expect(try fresh.performAndWait { try $0.fetch(FetchRequest<Author>()).map { $0.novels.map(\.title) } } == [["N"]])
+    }
 }
