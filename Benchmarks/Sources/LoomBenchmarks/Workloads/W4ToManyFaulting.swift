@@ -17,6 +17,11 @@ import Loom
 ///
 /// The folders and documents live in their own store, built once per contender kind (the C
 /// API builds the one raw SQLite and GRDB share, Loom its own) and only read by the rounds.
+///
+/// - "graph insert + save" builds that data set again in a new file each round, raw SQLite and
+///   Loom only: one transaction of prepared INSERTs, and for Loom each folder inserted into a
+///   context with its new documents assigned to `folder.documents`, then one save. It is how
+///   an import of parents and children is written.
 final class ToManyFaulting: SynchronousWorkload {
     let id = "W4"
     var title = "To-many relationship faulting"
@@ -24,7 +29,9 @@ final class ToManyFaulting: SynchronousWorkload {
     let metrics = [
         Metric(key: "perParent", label: "per-parent faults", target: .ratioToRaw(3)),
         Metric(key: "prefetched", label: "prefetched", target: .ratioToRaw(2)),
+        Metric(key: "graphInsert", label: "graph insert + save", target: .ratioToRaw(3)),
     ]
+    private var data: [FolderData] = []
     var sqlPath = ""
     private var loomPath = ""
     private var bench: Bench!
@@ -35,40 +42,67 @@ final class ToManyFaulting: SynchronousWorkload {
     func prepare(_ bench: Bench) throws {
         self.bench = bench
         title = "To-many faulting: \(Format.count(Self.folders)) folders × \(Self.documentsPerFolder) documents, every attribute read"
-        let data = FolderData.make(folders: Self.folders, documentsPerFolder: Self.documentsPerFolder)
+        data = FolderData.make(folders: Self.folders, documentsPerFolder: Self.documentsPerFolder)
         sqlPath = bench.newDatabasePath("W4-sql")
         do {
             let db = try RawDatabase(path: sqlPath)
             for statement in FolderSQL.schema { try db.execute(statement) }
-            try db.execute("BEGIN IMMEDIATE")
-            let folder = try db.prepare(FolderSQL.insertFolder)
-            let document = try db.prepare(FolderSQL.insertDocument)
-            for f in data {
-                folder.bind(f.id, at: 1)
-                folder.bind(f.name, at: 2)
-                try folder.run()
-                for d in f.documents {
-                    document.bind(d.id, at: 1)
-                    document.bind(f.id, at: 2)
-                    document.bind(d.title, at: 3)
-                    document.bind(d.size, at: 4)
-                    document.bind(d.score, at: 5)
-                    try document.run()
-                }
-            }
-            try db.execute("COMMIT")
+            try Self.rawInsert(data, into: db)
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
         loomPath = bench.newDatabasePath("W4-loom")
         let container = try PersistentContainer.folders(at: loomPath)
-        let context = container.viewContext
+        try Self.loomInsert(data, into: container.viewContext)
+        try container.closeAndWait()
+    }
+
+    /// The data set in one transaction of prepared INSERTs.
+    static func rawInsert(_ data: [FolderData], into db: RawDatabase) throws {
+        try db.execute("BEGIN IMMEDIATE")
+        let folder = try db.prepare(FolderSQL.insertFolder)
+        let document = try db.prepare(FolderSQL.insertDocument)
+        for f in data {
+            folder.bind(f.id, at: 1)
+            folder.bind(f.name, at: 2)
+            try folder.run()
+            for d in f.documents {
+                document.bind(d.id, at: 1)
+                document.bind(f.id, at: 2)
+                document.bind(d.title, at: 3)
+                document.bind(d.size, at: 4)
+                document.bind(d.score, at: 5)
+                try document.run()
+            }
+        }
+        try db.execute("COMMIT")
+    }
+
+    /// The data set as a user's import writes it: each folder inserted with its new documents
+    /// as `folder.documents`, then one save.
+    static func loomInsert(_ data: [FolderData], into context: ManagedObjectContext) throws {
         for f in data {
             let folder = Folder(name: f.name)
             context.insert(folder)
             folder.documents = Set(f.documents.map { Document(title: $0.title, size: $0.size, score: $0.score) })
         }
         try context.save()
-        try container.closeAndWait()
+    }
+
+    /// "graph insert + save" for raw SQLite and Loom, in a new file.
+    private func graphInsert(_ contender: Contender) throws -> Double {
+        let path = bench.newDatabasePath("W4-insert-\(contender.rawValue)")
+        defer { bench.remove(path) }
+        switch contender {
+        case .raw:
+            let db = try RawDatabase(path: path)
+            for statement in FolderSQL.schema { try db.execute(statement) }
+            return try timed { try Self.rawInsert(data, into: db) }.1
+        default:
+            let container = try PersistentContainer.folders(at: path)
+            let time = try timed { try Self.loomInsert(data, into: container.viewContext) }.1
+            try container.closeAndWait()
+            return time
+        }
     }
 
     func measure(_ contender: Contender, _ round: Round) throws -> [String: Double] {
@@ -109,7 +143,7 @@ final class ToManyFaulting: SynchronousWorkload {
             }
             meter?.end()
             blackHole((a, b))
-            return ["perParent": perParent, "prefetched": prefetched]
+            return ["perParent": perParent, "prefetched": prefetched, "graphInsert": try graphInsert(.raw)]
         case .grdb, .grdbRecord:
             let pool = try BenchSettings.openPool(sqlPath)
             _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM document") }
@@ -190,7 +224,7 @@ final class ToManyFaulting: SynchronousWorkload {
             meter?.end()
             blackHole((a, b))
             try container.closeAndWait()
-            return ["perParent": perParent, "prefetched": prefetched]
+            return ["perParent": perParent, "prefetched": prefetched, "graphInsert": try graphInsert(.loom)]
         }
     }
 
