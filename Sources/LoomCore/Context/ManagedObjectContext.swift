@@ -303,6 +303,11 @@ public final class ManagedObjectContext {
     /// later change, as for any object; unloaded, the first read would search this context's
     /// unsaved changes for members, a scan of every pending object per new owner, which made an
     /// import of parents and their children quadratic.
+    ///
+    /// The price: an object with to-many relationships gets its lists' storage at insertion,
+    /// related later or not. Deferring it would need every path that adds a member to an
+    /// unloaded list (the inverse's foreign key, join rows, undo, a child's save) to know that
+    /// the owner's list started empty; see `Benchmarks/README.md` for what each choice costs.
     private func startEmptyLists(of backing: ObjectBacking) {
         let entity = backing.entity
         for (j, relationship) in entity.relationships.enumerated() where relationship.kind != .toOne {
