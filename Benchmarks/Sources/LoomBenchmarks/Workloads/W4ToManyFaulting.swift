@@ -97,11 +97,13 @@ final class ToManyFaulting: SynchronousWorkload {
             let db = try RawDatabase(path: path)
             for statement in FolderSQL.schema { try db.execute(statement) }
             return try timed { try Self.rawInsert(data, into: db) }.1
-        default:
+        case .loom:
             let container = try PersistentContainer.folders(at: path)
             let time = try timed { try Self.loomInsert(data, into: container.viewContext) }.1
             try container.closeAndWait()
             return time
+        default:
+            throw BenchError("W4's graph insert has no \(contender.rawValue) contender")
         }
     }
 
