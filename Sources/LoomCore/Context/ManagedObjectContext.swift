@@ -281,7 +281,11 @@ public final class ManagedObjectContext {
         backing.storeIdentity = coordinator.identity
         backing.state = .loaded
         backing.isInserted = true
-        startEmptyLists(of: backing)
+        // Nothing refers to a new key yet: its lists start loaded and empty, and follow every
+        // later change, as a saved object's loaded lists do. Unloaded, each list's first read
+        // would search this context's unsaved changes for members, a scan of every pending
+        // object per new owner, which made an import of parents and their children quadratic.
+        backing.startEmptyLists()
         let registryKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         enroll(object, backing, at: registryKey)
         pending.inserted[registryKey] = object
@@ -289,30 +293,12 @@ public final class ManagedObjectContext {
         noteEventChange(backing, inserted: true)
         if let stack = undoStack, stack.isRecording { stack.recordAppearance(object) }
         // Relationships set before the insertion, and the new objects they lead to.
-        guard backing.extras != nil else { return }
+        guard backing.extras != nil, !backing.detachedRelated.isEmpty else { return }
         let detached = backing.detachedRelated
         backing.detachedRelated = [:]
         for (j, related) in detached.sorted(by: { $0.key < $1.key }) {
             for other in related where other._loomBacking.state == .detached { try insertObject(other, reportingKeyFailure: reportingKeyFailure) }
             setRelationship(j, of: backing, to: related)
-        }
-    }
-
-    /// Gives an object just inserted (its key new, so nothing anywhere refers to it yet) an
-    /// empty, loaded list for each of its to-many relationships. A loaded list follows every
-    /// later change, as for any object; unloaded, the first read would search this context's
-    /// unsaved changes for members, a scan of every pending object per new owner, which made an
-    /// import of parents and their children quadratic.
-    ///
-    /// The price: an object with to-many relationships gets its lists' storage at insertion,
-    /// related later or not. Deferring it would need every path that adds a member to an
-    /// unloaded list (the inverse's foreign key, join rows, undo, a child's save) to know that
-    /// the owner's list started empty; see `Benchmarks/README.md` for what each choice costs.
-    private func startEmptyLists(of backing: ObjectBacking) {
-        let entity = backing.entity
-        for (j, relationship) in entity.relationships.enumerated() where relationship.kind != .toOne {
-            let r = coordinator.schema.relationship(j, of: entity)
-            backing.toMany[r.index] = graph.memberList(of: backing, r, [])
         }
     }
 

@@ -57,6 +57,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let indexByName: [String: Int]
     let slotByName: [String: Int]
     let relationshipIndexByName: [String: Int]
+    /// An empty, loaded list for each to-many relationship, by relationship index: what a new
+    /// object's lists start as (see `ObjectBacking.startEmptyLists()`), shared by all of them.
+    let emptyToManyLists: [Int: MemberList]
     /// For each property in declaration order: its attribute index, or `-1 - relationship index`.
     @usableFromInline
     let propertyTable: [Int]
@@ -193,6 +196,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         }
         self.slotByName = slotByName
         self.relationshipIndexByName = relationshipIndexByName
+        var emptyLists: [Int: MemberList] = [:]
+        for (j, r) in relationships.enumerated() where r.kind != .toOne { emptyLists[j] = MemberList() }
+        self.emptyToManyLists = emptyLists
 
         var unique = attributes.filter(\.isUnique).map { [$0.name] } + relationships.filter(\.isUnique).map { [$0.name] }
         for constraint in uniquenessConstraints where !unique.contains(constraint) {

@@ -126,19 +126,27 @@ public final class _ObjectBacking {
         set { flag(.hasOwnerSlot, newValue) }
     }
 
+    /// The extras of every new object whose to-many lists are all loaded and empty, and that
+    /// has nothing else out of line (see ``startEmptyLists()``): shared and never written, so
+    /// that an object inserted and never related costs no allocation for its lists.
+    /// ``makeExtras()`` gives an object its own before any write.
+    nonisolated(unsafe) private static let emptyListsExtras = Extras()
+
     /// Why the object is invalid, for the trap message.
     var invalidationReason: String? {
         get { extras?.invalidationReason }
         set {
             if newValue == nil && extras == nil { return }
-            if extras == nil { extras = Extras() }
-            extras?.invalidationReason = newValue
+            makeExtras().invalidationReason = newValue
         }
     }
     /// The loaded to-many relationships, by relationship index: the destinations' keys. Out of
     /// line (in ``Extras``): most objects never load one.
     var toMany: [Int: MemberList] {
-        get { extras?.toMany ?? [:] }
+        get {
+            guard let extras else { return [:] }
+            return extras === Self.emptyListsExtras ? entity.emptyToManyLists : extras.toMany
+        }
         set {
             if newValue.isEmpty && extras == nil { return }
             makeExtras().toMany = newValue
@@ -149,9 +157,26 @@ public final class _ObjectBacking {
         }
     }
 
+    /// Gives a new object (its key new, so nothing anywhere refers to it yet) an empty, loaded
+    /// list for each of its to-many relationships: the shared ``emptyListsExtras`` until one
+    /// changes, so that an object never related allocates nothing for them.
+    func startEmptyLists() {
+        let lists = entity.emptyToManyLists
+        if lists.isEmpty { return }
+        if extras == nil {
+            extras = Self.emptyListsExtras
+        } else {
+            let own = makeExtras()
+            for (j, list) in lists { own.toMany[j] = list }
+        }
+    }
+
+    /// The object's own extras, made on first need (or in place of the shared
+    /// ``emptyListsExtras``, keeping its lists).
     private func makeExtras() -> Extras {
-        if let extras { return extras }
+        if let extras, extras !== Self.emptyListsExtras { return extras }
         let made = Extras()
+        if extras != nil { made.toMany = entity.emptyToManyLists }
         extras = made
         return made
     }
@@ -159,9 +184,8 @@ public final class _ObjectBacking {
     var detachedRelated: [Int: [any BackedObject]] {
         get { extras?.detachedRelated ?? [:] }
         set {
-            if newValue.isEmpty && extras == nil { return }
-            if extras == nil { extras = Extras() }
-            extras?.detachedRelated = newValue
+            if newValue.isEmpty && (extras == nil || extras?.detachedRelated.isEmpty == true) { return }
+            makeExtras().detachedRelated = newValue
         }
     }
 

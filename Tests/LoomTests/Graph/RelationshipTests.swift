@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LoomTesting) import LoomCore
 import Loom
 import Testing
 
@@ -323,6 +324,49 @@ struct RelationshipTests {
         }
         #expect(view == ["Ann:[\"B\"]:[\"Cid\"]", "Bob:[]:[]", "Cid:[]:[]"])
         #expect(try fresh.performAndWait { try $0.fetch(FetchRequest<Novel>(predicate: #Predicate { $0.title == "B" })).first?.chapters.map(\.title) } == ["1", "2"])
+    }
+
+    @Test("New owners never related share nothing: relating, merging into or deleting one leaves the others' lists empty", arguments: StoreKind.allCases)
+    func newOwnersShareNothing(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        let context = container.viewContext
+        let authors = (0..<4).map { Author(name: "A\($0)") }
+        for author in authors { context.insert(author) }
+        let novel = Novel(title: "N")
+        context.insert(novel)
+        novel.author = authors[0]
+        #expect(authors[0].novels == [novel])
+        #expect(authors.dropFirst().allSatisfy { $0.novels.isEmpty && $0.students.isEmpty })
+        try context.save()
+
+        // Another context relates one of the saved owners never related here, and deletes another.
+        let (related, gone) = (authors[1].objectID, authors[2].objectID)
+        try container.newBackgroundContext().performAndWait { other in
+            let added = Novel(title: "M")
+            other.insert(added)
+            added.author = try other.existingObject(with: related)
+            other.delete(try other.existingObject(with: gone))
+            try other.save()
+        }
+        context.mergePendingSaves()
+        #expect(authors[1].novels.map(\.title) == ["M"])
+        #expect(authors[2].isDeleted)
+        #expect(authors[0].novels == [novel] && authors[3].novels.isEmpty && authors[3].students.isEmpty)
+
+        // A new owner after all that starts empty too; relating it touches no other list.
+        let late = Author(name: "Late")
+        context.insert(late)
+        #expect(late.novels.isEmpty && late.students.isEmpty)
+        late.students.insert(authors[3])
+        #expect(authors[3].mentor === late)
+        #expect(authors[0].students.isEmpty && authors[1].students.isEmpty && authors[3].students.isEmpty)
+        try context.save()
+        let view = try container.newBackgroundContext().performAndWait { context in
+            try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)])).map {
+                "\($0.name):\($0.novels.map(\.title).sorted()):\($0.students.map(\.name))"
+            }
+        }
+        #expect(view == ["A0:[\"N\"]:[]", "A1:[\"M\"]:[]", "A3:[]:[]", "Late:[]:[\"A3\"]"])
     }
 
     @Test("Undoing and redoing a new owner's insertion and its members keeps its lists exact")
