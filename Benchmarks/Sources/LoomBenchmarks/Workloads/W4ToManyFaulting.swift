@@ -22,6 +22,8 @@ import Loom
 ///   Loom only: one transaction of prepared INSERTs, and for Loom each folder inserted into a
 ///   context with its new documents assigned to `folder.documents`, then one save. It is how
 ///   an import of parents and children is written.
+/// - "parents alone: insert + save" is the same without the documents, ten times the folders
+///   (10,000): what the lists of objects never related cost.
 final class ToManyFaulting: SynchronousWorkload {
     let id = "W4"
     var title = "To-many relationship faulting"
@@ -30,8 +32,11 @@ final class ToManyFaulting: SynchronousWorkload {
         Metric(key: "perParent", label: "per-parent faults", target: .ratioToRaw(3)),
         Metric(key: "prefetched", label: "prefetched", target: .ratioToRaw(2)),
         Metric(key: "graphInsert", label: "graph insert + save", target: .ratioToRaw(3)),
+        Metric(key: "parentsInsert", label: "parents alone: insert + save", target: .ratioToRaw(3)),
     ]
     private var data: [FolderData] = []
+    /// The parents-alone data set: the folders ten times over, without documents.
+    private var parents: [FolderData] = []
     var sqlPath = ""
     private var loomPath = ""
     private var bench: Bench!
@@ -43,6 +48,9 @@ final class ToManyFaulting: SynchronousWorkload {
         self.bench = bench
         title = "To-many faulting: \(Format.count(Self.folders)) folders × \(Self.documentsPerFolder) documents, every attribute read"
         data = FolderData.make(folders: Self.folders, documentsPerFolder: Self.documentsPerFolder)
+        parents = (0..<10).flatMap { copy in
+            data.map { FolderData(id: Int64(copy * Self.folders) + $0.id, name: $0.name, documents: []) }
+        }
         sqlPath = bench.newDatabasePath("W4-sql")
         do {
             let db = try RawDatabase(path: sqlPath)
@@ -83,13 +91,16 @@ final class ToManyFaulting: SynchronousWorkload {
         for f in data {
             let folder = Folder(name: f.name)
             context.insert(folder)
+            if f.documents.isEmpty { continue }
             folder.documents = Set(f.documents.map { Document(title: $0.title, size: $0.size, score: $0.score) })
         }
         try context.save()
     }
 
-    /// "graph insert + save" for raw SQLite and Loom, in a new file.
-    private func graphInsert(_ contender: Contender) throws -> Double {
+    /// "graph insert + save" (or, given the parents alone, "parents alone: insert + save") for
+    /// raw SQLite and Loom, in a new file.
+    private func graphInsert(_ contender: Contender, parentsAlone: Bool = false) throws -> Double {
+        let data = parentsAlone ? parents : data
         let path = bench.newDatabasePath("W4-insert-\(contender.rawValue)")
         defer { bench.remove(path) }
         switch contender {
@@ -145,7 +156,8 @@ final class ToManyFaulting: SynchronousWorkload {
             }
             meter?.end()
             blackHole((a, b))
-            return ["perParent": perParent, "prefetched": prefetched, "graphInsert": try graphInsert(.raw)]
+            return ["perParent": perParent, "prefetched": prefetched, "graphInsert": try graphInsert(.raw),
+                    "parentsInsert": try graphInsert(.raw, parentsAlone: true)]
         case .grdb, .grdbRecord:
             let pool = try BenchSettings.openPool(sqlPath)
             _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM document") }
@@ -226,7 +238,8 @@ final class ToManyFaulting: SynchronousWorkload {
             meter?.end()
             blackHole((a, b))
             try container.closeAndWait()
-            return ["perParent": perParent, "prefetched": prefetched, "graphInsert": try graphInsert(.loom)]
+            return ["perParent": perParent, "prefetched": prefetched, "graphInsert": try graphInsert(.loom),
+                    "parentsInsert": try graphInsert(.loom, parentsAlone: true)]
         }
     }
 
