@@ -6,8 +6,12 @@
 /// It keeps no state of its own: the context makes one for each call (a fetch makes one for
 /// all its rows) and calls it on its own isolation; it is not `Sendable`.
 struct ObjectMaterializer {
-    // Strong: the value lives for one call, and an unowned reference is checked at every use.
-    let context: ManagedObjectContext
+    // Neither strong nor checked: the value lives for one call, made by the context's own methods
+    // or a fetch result that holds the context, so the context outlives it. An unowned reference
+    // is checked at every use; a strong one, a copy released when the call ends, made release
+    // (whole-module) builds warn that each new object's weak reference to its context "will
+    // always be nil".
+    unowned(unsafe) let context: ManagedObjectContext
 
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
