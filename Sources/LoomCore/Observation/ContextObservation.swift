@@ -68,7 +68,9 @@ final class ContextObservation {
 
     /// For the view context: ends the current event at the end of the main actor's turn.
     func scheduleEndOfEvent() {
-        guard let box = mainActorContext, !endOfEventScheduled else { return }
+        // The flag first: every change of every object comes here, and copying the box copies
+        // its weak reference (a side-table retain and release).
+        guard !endOfEventScheduled, let box = mainActorContext else { return }
         endOfEventScheduled = true
         Task { @MainActor in
             guard let context = box.context else { return }
