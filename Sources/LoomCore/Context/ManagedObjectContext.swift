@@ -293,7 +293,7 @@ public final class ManagedObjectContext {
         noteEventChange(backing, inserted: true)
         if let stack = undoStack, stack.isRecording { stack.recordAppearance(object) }
         // Relationships set before the insertion, and the new objects they lead to.
-        guard backing.extras != nil, !backing.detachedRelated.isEmpty else { return }
+        guard !backing.detachedRelated.isEmpty else { return }
         let detached = backing.detachedRelated
         backing.detachedRelated = [:]
         for (j, related) in detached.sorted(by: { $0.key < $1.key }) {

@@ -128,7 +128,8 @@ public final class _ObjectBacking {
 
     /// The extras of every new object whose to-many lists are all loaded and empty, and that
     /// has nothing else out of line (see ``startEmptyLists()``): shared and never written, so
-    /// that an object inserted and never related costs no allocation for its lists.
+    /// that an object inserted and never related costs no allocation for its lists. Being never
+    /// written, it is safe to share between contexts on any thread (only compared by identity).
     /// ``makeExtras()`` gives an object its own before any write.
     nonisolated(unsafe) private static let emptyListsExtras = Extras()
 
@@ -136,7 +137,7 @@ public final class _ObjectBacking {
     var invalidationReason: String? {
         get { extras?.invalidationReason }
         set {
-            if newValue == nil && extras == nil { return }
+            if newValue == nil && invalidationReason == nil { return }
             makeExtras().invalidationReason = newValue
         }
     }
@@ -166,8 +167,7 @@ public final class _ObjectBacking {
         if extras == nil {
             extras = Self.emptyListsExtras
         } else {
-            let own = makeExtras()
-            for (j, list) in lists { own.toMany[j] = list }
+            makeExtras().toMany.merge(lists) { _, empty in empty }
         }
     }
 
@@ -184,7 +184,7 @@ public final class _ObjectBacking {
     var detachedRelated: [Int: [any BackedObject]] {
         get { extras?.detachedRelated ?? [:] }
         set {
-            if newValue.isEmpty && (extras == nil || extras?.detachedRelated.isEmpty == true) { return }
+            if newValue.isEmpty && detachedRelated.isEmpty { return }
             makeExtras().detachedRelated = newValue
         }
     }
