@@ -208,12 +208,15 @@ public final class ManagedObjectContext {
         return identityMap.objects
     }
 
-    func objectDidChange(_ backing: ObjectBacking) {
+    /// Records the first change of a registered object since it was saved or fetched. `owner`
+    /// is the backing's object when the caller has it (a generated setter): every attribute
+    /// change of a loaded object comes here, and the identity map's lookup was a seventh of it.
+    func objectDidChange(_ backing: ObjectBacking, owner: (any BackedObject)? = nil) {
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
-        if let object = identityMap.object(for: key) {
-            pending.updated[key] = object
-            pending.noteChange(of: key.entity)
-        }
+        assert(owner.map { $0._loomBacking === backing } ?? true, "a change recorded for another object's backing")
+        guard let object = owner ?? identityMap.object(for: key) else { return }
+        pending.updated[key] = object
+        pending.noteChange(of: key.entity)
     }
 
     // MARK: Inserting and deleting

@@ -36,13 +36,13 @@ extension _ObjectBacking {
     /// value. Generated setters call this, on the object's context's isolation.
     @inlinable
     public func setValue<T: PersistentValue>(_ value: T, at index: Int, of owner: any BackedObject) {
-        setStoredAttribute(value.storedValue, at: index)
+        setStoredAttribute(value.storedValue, at: index, of: owner)
     }
 
     /// Writes an optional attribute of a ``PersistentValue`` type.
     @inlinable
     public func setValue<T: PersistentValue>(_ value: T?, at index: Int, of owner: any BackedObject) {
-        setStoredAttribute(value?.storedValue ?? .null, at: index)
+        setStoredAttribute(value?.storedValue ?? .null, at: index, of: owner)
     }
 
     /// The stored value of the attribute declared at property position `index`. Inlined into
@@ -64,10 +64,11 @@ extension _ObjectBacking {
         storedValue(at: attributeSlot(forProperty: index))
     }
 
-    /// Sets the stored value of the attribute declared at property position `index`.
+    /// Sets the stored value of the attribute declared at property position `index` of `owner`,
+    /// the object this backing belongs to.
     @usableFromInline
-    func setStoredAttribute(_ stored: StoredValue, at index: Int) {
-        setStoredValue(stored, at: attributeSlot(forProperty: index))
+    func setStoredAttribute(_ stored: StoredValue, at index: Int, of owner: any BackedObject) {
+        setStoredValue(stored, at: attributeSlot(forProperty: index), of: owner)
     }
 
     /// Reads an attribute through its codec (enums, `Codable` values), or traps saying why the
@@ -90,19 +91,24 @@ extension _ObjectBacking {
     /// Writes the attribute declared at property position `index`. Generated accessors call this.
     public func setValue<T>(_ value: T, at index: Int) {
         let attributeIndex = attributeSlot(forProperty: index)
-        let stored: StoredValue
+        setStoredValue(encode(value, at: attributeIndex), at: attributeIndex)
+    }
+
+    /// `value` as attribute `attributeIndex` stores it, through its codec; traps saying why it
+    /// cannot be.
+    private func encode<T>(_ value: T, at attributeIndex: Int) -> StoredValue {
         do {
-            stored = try entity.attributes[attributeIndex].codec.encode(value)
+            return try entity.attributes[attributeIndex].codec.encode(value)
         } catch {
             fatalError("\(entity.name).\(entity.attributes[attributeIndex].name) cannot store \(English.a(Swift.type(of: value))): \(error.message)")
         }
-        setStoredValue(stored, at: attributeIndex)
     }
 
     /// Writes the attribute declared at property position `index` of `owner`. Generated setters
     /// call this form, which relationships need (see ``setValue(_:at:of:)-(M?,_,_)``).
     public func setValue<T>(_ value: T, at index: Int, of owner: any BackedObject) {
-        setValue(value, at: index)
+        let attributeIndex = attributeSlot(forProperty: index)
+        setStoredValue(encode(value, at: attributeIndex), at: attributeIndex, of: owner)
     }
 
     private func attributeSlot(forProperty index: Int) -> Int {

@@ -234,7 +234,9 @@ public final class _ObjectBacking {
         return values[index]
     }
 
-    func setStoredValue(_ stored: StoredValue, at index: Int) {
+    /// Sets stored value `index`. `owner`, when the caller has it, is the object this backing
+    /// belongs to: the context then records the change without looking the object up.
+    func setStoredValue(_ stored: StoredValue, at index: Int, of owner: (any BackedObject)? = nil) {
         if state != .loaded {
             if state == .detached {
                 // A new object, set up by its initializer: no context, nothing to track.
@@ -270,7 +272,7 @@ public final class _ObjectBacking {
         values[index] = stored
         if !isInserted && !isUpdated {
             isUpdated = true
-            context.objectDidChange(self)
+            context.objectDidChange(self, owner: owner)
         }
         // An inserted object's later changes are events too (live queries follow them).
         if !changedSinceEvent { context.noteEventChange(self) }

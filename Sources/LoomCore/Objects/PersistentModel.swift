@@ -188,7 +188,7 @@ public final class DynamicObject: BackedObject {
                 fatalError("\(entity.name) has no attribute or to-one relationship named '\(name)'.")
             }
             if i < entity.attributes.count {
-                _loomBacking.setStoredValue(newValue ?? .null, at: i)
+                _loomBacking.setStoredValue(newValue ?? .null, at: i, of: self)
                 return
             }
             let j = entity.relationshipIndex(named: name)!
