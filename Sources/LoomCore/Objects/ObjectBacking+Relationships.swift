@@ -44,7 +44,7 @@ extension _ObjectBacking {
     /// that context first (as SwiftData does); when neither is, the relationship is kept until
     /// `owner` is inserted.
     public func setValue<M: PersistentModel>(_ value: M?, at index: Int, of owner: any BackedObject) {
-        setRelated(relationshipIndex(forProperty: index), to: value.map { [$0] } ?? [], owner: owner)
+        setRelated(relationshipIndex(forProperty: index), to: value.map { [$0 as any BackedObject] } ?? [], owner: owner)
     }
 
     /// Writes a required to-one relationship of `owner`, updating the inverse at once.
@@ -55,13 +55,21 @@ extension _ObjectBacking {
     /// Writes a to-many relationship of `owner`, updating the inverse of every object added or
     /// removed.
     public func setValue<M: PersistentModel>(_ value: Set<M>, at index: Int, of owner: any BackedObject) {
-        setRelated(relationshipIndex(forProperty: index), to: value.sorted { $0._loomBacking.key < $1._loomBacking.key }, owner: owner)
+        setRelated(relationshipIndex(forProperty: index), to: Self.existentials(value).sorted { $0._loomBacking.key < $1._loomBacking.key }, owner: owner)
     }
 
     /// Writes an ordered to-many relationship of `owner`: its objects in this order, each once
     /// (the first occurrence of a repeated object counts).
     public func setValue<M: PersistentModel>(_ value: [M], at index: Int, of owner: any BackedObject) {
-        setRelated(relationshipIndex(forProperty: index), to: value, owner: owner)
+        setRelated(relationshipIndex(forProperty: index), to: Self.existentials(value), owner: owner)
+    }
+
+    /// The objects of a collection of models as `any BackedObject`s, each converted with the
+    /// conformance the generic parameter brings. Passing `[M]` where `[any BackedObject]` is
+    /// expected instead casts the array at run time, element by element, through the runtime's
+    /// conformance lookup.
+    private static func existentials<C: Collection>(_ models: C) -> [any BackedObject] where C.Element: PersistentModel {
+        models.map { $0 as any BackedObject }
     }
 
     /// `object` as an `M`: a type comparison for the usual exact match, a dynamic cast for a
