@@ -209,8 +209,9 @@ public final class ManagedObjectContext {
     }
 
     /// Records the first change of a registered object since it was saved or fetched. `owner`
-    /// is the backing's object when the caller has it (a generated setter): every attribute
-    /// change of a loaded object comes here, and the identity map's lookup was a seventh of it.
+    /// is the backing's object when the caller has it (a generated setter). The first change of
+    /// every loaded object comes here, so the identity map is searched only for callers that
+    /// have nothing but the backing (graph upkeep, merges, a child's save).
     func objectDidChange(_ backing: ObjectBacking, owner: (any BackedObject)? = nil) {
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         assert(owner.map { $0._loomBacking === backing } ?? true, "a change recorded for another object's backing")
