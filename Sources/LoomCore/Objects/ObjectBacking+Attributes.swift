@@ -88,7 +88,10 @@ extension _ObjectBacking {
         fatalError("\(entity.name).\(attribute.name) holds a stored \(stored.kindName) that is not \(English.a(T.self)).")
     }
 
-    /// Writes the attribute declared at property position `index`. Generated accessors call this.
+    /// Writes the attribute declared at property position `index`, through its codec, on the
+    /// object's context's isolation. For accessors written by hand: generated setters call the
+    /// form that also passes the object (`setValue(_:at:of:)`), which lets its context record
+    /// the first change without looking the object up.
     public func setValue<T>(_ value: T, at index: Int) {
         let attributeIndex = attributeSlot(forProperty: index)
         setStoredValue(encode(value, at: attributeIndex), at: attributeIndex)
