@@ -6,12 +6,12 @@
 /// It keeps no state of its own: the context makes one for each call (a fetch makes one for
 /// all its rows) and calls it on its own isolation; it is not `Sendable`.
 struct ObjectMaterializer {
-    // Neither strong nor checked: the value lives for one call, made by the context's own methods
-    // or a fetch result that holds the context, so the context outlives it. An unowned reference
-    // is checked at every use; a strong one, a copy released when the call ends, made release
-    // (whole-module) builds warn that each new object's weak reference to its context "will
-    // always be nil".
-    unowned(unsafe) let context: ManagedObjectContext
+    // Strong: the value lives for one call. An unowned reference is checked at every use, and an
+    // unowned(unsafe) one is copied into a strong reference around each use, on every object a
+    // fetch makes. A whole-module build warns at `ManagedObjectContext.materialize(_:of:as:)`
+    // that a new object's weak reference to the context "will always be nil": it will not, as
+    // the caller holds the context.
+    let context: ManagedObjectContext
 
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
