@@ -14,7 +14,7 @@ extension ManagedObjectContext {
         let query = try request.storeQuery(for: entity, in: coordinator.schema)
         let prefetched = try request.prefetchedRelationships(in: entity)
         let objects = try fetchObjects(query, includesPendingChanges: request.includesPendingChanges, asFaults: request.returnsObjectsAsFaults)
-        if !prefetched.isEmpty { try ObjectMaterializer(context: self).prefetch(prefetched, of: entity, for: objects) }
+        if !prefetched.isEmpty { try ObjectMaterializer.prefetch(prefetched, of: entity, for: objects, in: self) }
         return Self.models(objects)
     }
 
@@ -92,7 +92,7 @@ extension ManagedObjectContext {
     }
 
     func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
-        try ObjectMaterializer(context: self).fetchObjects(query, includesPendingChanges: includesPendingChanges, asFaults: asFaults)
+        try ObjectMaterializer.fetchObjects(query, includesPendingChanges: includesPendingChanges, asFaults: asFaults, in: self)
     }
 
     /// The store's answer corrected by this context's unsaved changes, sorted and windowed
@@ -102,14 +102,14 @@ extension ManagedObjectContext {
     }
 
     /// How rows read by a query that began at `generation` become faults; see
-    /// ``ObjectMaterializer/faultMaterialization(readAt:)``.
+    /// ``ObjectMaterializer/faultMaterialization(readAt:in:)``.
     func faultMaterialization(readAt generation: UInt64) -> Materialization {
-        ObjectMaterializer(context: self).faultMaterialization(readAt: generation)
+        ObjectMaterializer.faultMaterialization(readAt: generation, in: self)
     }
 
-    /// The registered object for a row, or a new one; see ``ObjectMaterializer/materialize(_:of:as:)``.
+    /// The registered object for a row, or a new one; see ``ObjectMaterializer/materialize(_:of:as:in:)``.
     func materialize(_ row: StoreRow, of entity: EntityDescription, as form: Materialization) -> any BackedObject {
-        ObjectMaterializer(context: self).materialize(row, of: entity, as: form)
+        ObjectMaterializer.materialize(row, of: entity, as: form, in: self)
     }
 
     /// Whether fetched faults keep their rows instead of filling from the shared cache: always,

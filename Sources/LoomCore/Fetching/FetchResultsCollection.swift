@@ -130,7 +130,7 @@ final class FetchResultsStorage {
             }
         }
         if !prefetched.isEmpty {
-            do { try ObjectMaterializer(context: context).prefetch(prefetched, of: entities[0], for: objects) } catch { context.recordReadFailure(error) }
+            do { try ObjectMaterializer.prefetch(prefetched, of: entities[0], for: objects, in: context) } catch { context.recordReadFailure(error) }
         }
         batch = objects
         loadedBatch = number

@@ -1,6 +1,6 @@
 extension ObjectMaterializer {
     /// Loads relationships of fetched objects, one query per relationship.
-    func prefetch(_ relationships: [Int], of entity: EntityDescription, for objects: [any BackedObject]) throws(LoomError) {
+    static func prefetch(_ relationships: [Int], of entity: EntityDescription, for objects: [any BackedObject], in context: ManagedObjectContext) throws(LoomError) {
         guard !objects.isEmpty else { return }
         for j in relationships {
             let r = context.coordinator.schema.relationship(j, of: entity)
@@ -30,7 +30,7 @@ extension ObjectMaterializer {
                     if context.parent == nil && context.readsLatestData {
                         context.coordinator.cache(rows, of: destination, readAt: generation)
                     } else {
-                        for row in rows { _ = materialize(row, of: destination, as: .loaded) }
+                        for row in rows { _ = materialize(row, of: destination, as: .loaded, in: context) }
                     }
                 }
             default:

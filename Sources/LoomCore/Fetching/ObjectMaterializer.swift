@@ -3,54 +3,53 @@
 /// cache (``Materialization``). A fetch into a context with registered objects lets the store
 /// skip the rows whose objects keep what they have.
 ///
-/// It keeps no state of its own: the context makes one for each call (a fetch makes one for
-/// all its rows) and calls it on its own isolation; it is not `Sendable`.
-struct ObjectMaterializer {
-    // Strong: the value lives for one call. An unowned reference is checked at every use, and an
-    // unowned(unsafe) one is copied into a strong reference around each use, on every object a
-    // fetch makes. A whole-module build warns at `ManagedObjectContext.materialize(_:of:as:)`
-    // that a new object's weak reference to the context "will always be nil": it will not, as
-    // the caller holds the context.
-    let context: ManagedObjectContext
-
-    func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool) throws(LoomError) -> [any BackedObject] {
+/// It keeps no state of its own: its functions take the context, which calls them on its own
+/// isolation.
+enum ObjectMaterializer {
+    // The context is a parameter, borrowed from the caller for the call: a stored reference
+    // would be retained and released around each use (strong, on every object a fetch makes
+    // through `ManagedObjectContext.materialize(_:of:as:)`; `unowned(unsafe)` is copied into a
+    // strong one around each use), and a whole-module build took a stored strong copy's release
+    // for the context's end, warning that each new object's weak reference to it "will always
+    // be nil".
+    static func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool, in context: ManagedObjectContext) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
         // Read before the query: rows the query returns are at least this recent.
         let generation = context.coordinator.currentGeneration
         // A child's objects are filled at once: its faults would have to ask the parent again.
-        let form: Materialization = asFaults && context.parent == nil ? faultMaterialization(readAt: generation) : .loaded
+        let form: Materialization = asFaults && context.parent == nil ? faultMaterialization(readAt: generation, in: context) : .loaded
         if !includesPendingChanges || !context.hasPendingChanges(affecting: query) {
             let registeredBefore = context.identityMap.count
             if context.parent == nil, !form.fillsFromCache, registeredBefore > 0, entity.storedValueCount > 0 {
-                return try fetchReusingRegistered(query, as: form)
+                return try fetchReusingRegistered(query, as: form, in: context)
             }
             let rows = try context.rowSource.baseFetch(query)
             if form.fillsFromCache && context.readsLatestData { context.coordinator.cache(rows, of: entity, readAt: generation) }
             if registeredBefore == 0 {
                 // Nothing was registered and one query's keys are distinct: no lookups.
                 context.identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
-                return rows.map { materializeNew($0, of: entity, as: form) }
+                return rows.map { materializeNew($0, of: entity, as: form, in: context) }
             }
-            return rows.map { materialize($0, of: entity, as: form) }
+            return rows.map { materialize($0, of: entity, as: form, in: context) }
         }
         let matches = try context.matchingRows(query)
         if form.fillsFromCache && context.readsLatestData { context.coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity, readAt: generation) }
         return matches.map { match in
-            match.object ?? materialize(match.row, of: entity, as: form)
+            match.object ?? materialize(match.row, of: entity, as: form, in: context)
         }
     }
 
     /// A fetch into a context where objects are registered: the store is asked, row by row,
     /// whether the registered object keeps what it has (``keepsValues(_:version:as:)``);
     /// those rows are not decoded, and their objects go straight into the result.
-    private func fetchReusingRegistered(_ query: StoreQuery, as form: Materialization) throws(LoomError) -> [any BackedObject] {
+    private static func fetchReusingRegistered(_ query: StoreQuery, as form: Materialization, in context: ManagedObjectContext) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
         let entityID = ObjectIdentifier(entity)
         // Registered objects that keep what they have, in the order of their rows.
         var kept: [any BackedObject] = []
         let rows = try context.coordinator.fetch(query, pinned: context.pinnedSnapshot()) { key, version in
             guard let entry = context.identityMap[RowCacheKey(entity: entityID, key: key)],
-                Self.keepsValues(entry.backing, version: version, as: form)
+                keepsValues(entry.backing, version: version, as: form)
             else { return false }
             kept.append(entry.object)
             return true
@@ -61,7 +60,7 @@ struct ObjectMaterializer {
         }
         var next = kept.startIndex
         return rows.map { row in
-            guard row.values.isEmpty else { return materialize(row, of: entity, as: form) }
+            guard row.values.isEmpty else { return materialize(row, of: entity, as: form, in: context) }
             defer { next += 1 }
             return kept[next]
         }
@@ -82,13 +81,13 @@ struct ObjectMaterializer {
 
     /// How rows read by a query that began at `generation` become faults: holding their rows
     /// when the context's faults do, else filled from the shared cache.
-    func faultMaterialization(readAt generation: UInt64) -> Materialization {
-        context.faultsHoldFetchedRows ? .heldFault(age: heldRowAge(readAt: generation)) : .cachedFault
+    static func faultMaterialization(readAt generation: UInt64, in context: ManagedObjectContext) -> Materialization {
+        context.faultsHoldFetchedRows ? .heldFault(age: heldRowAge(readAt: generation, in: context)) : .cachedFault
     }
 
     /// The ``ObjectBacking/heldRowAge`` of faults holding rows read by a query that began at
     /// `generation`. The first such query sets the context's oldest (``ManagedObjectContext/fetchedRowsGeneration``).
-    private func heldRowAge(readAt generation: UInt64) -> UInt32 {
+    private static func heldRowAge(readAt generation: UInt64, in context: ManagedObjectContext) -> UInt32 {
         guard let oldest = context.fetchedRowsGeneration, oldest <= generation else {
             // A row older than the oldest (a to-many's members, read before the first fetch)
             // moves the oldest back: the other faults' rows then only count as older than they are.
@@ -102,7 +101,7 @@ struct ObjectMaterializer {
     ///
     /// A fault keeps the fetched row (see ``ManagedObjectContext/faultsHoldFetchedRows``), so that firing it costs
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
-    func materialize(_ row: StoreRow, of entity: EntityDescription, as form: Materialization) -> any BackedObject {
+    static func materialize(_ row: StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> any BackedObject {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
         if let registered = context.identityMap[key] {
             let backing = registered.backing
@@ -115,11 +114,11 @@ struct ObjectMaterializer {
             }
             return registered.object
         }
-        return materializeNew(row, of: entity, as: form)
+        return materializeNew(row, of: entity, as: form, in: context)
     }
 
     /// A new object for a row whose key is known not to be registered.
-    private func materializeNew(_ row: StoreRow, of entity: EntityDescription, as form: Materialization) -> any BackedObject {
+    private static func materializeNew(_ row: StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> any BackedObject {
         let backing = ObjectBacking(entity: entity, key: row.key, context: context)
         switch form {
         case .loaded: backing.load(row)
@@ -131,12 +130,12 @@ struct ObjectMaterializer {
 }
 
 /// How a row read from the store becomes an object. A query or a member list decides it
-/// once, for all its rows (``ObjectMaterializer/faultMaterialization(readAt:)``).
+/// once, for all its rows (``ObjectMaterializer/faultMaterialization(readAt:in:)``).
 enum Materialization {
     /// Loaded with the row's values.
     case loaded
     /// A fault holding the row (see ``ManagedObjectContext/faultsHoldFetchedRows``), of this
-    /// ``ObjectBacking/heldRowAge`` (see ``ObjectMaterializer/heldRowAge(readAt:)``).
+    /// ``ObjectBacking/heldRowAge`` (see ``ObjectMaterializer/heldRowAge(readAt:in:)``).
     case heldFault(age: UInt32)
     /// A fault that fills from the shared row cache when it fires: the context has a
     /// ``ManagedObjectContext/stalenessInterval``, which the cache's row ages answer.
