@@ -46,14 +46,24 @@ final class ReaderConnections: @unchecked Sendable {
             lock.unlock()
             throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the store is closed")
         }
-        if let connection = idle.popLast() {
+        if !idle.isEmpty {
+            // The connection this thread used last, when idle: a connection that moves to
+            // another thread leaves its page cache and statements in the other core's caches,
+            // and taking the last one returned makes readers on two threads swap often.
+            let thread = ThreadID.current
+            let index = idle.lastIndex { $0.lastThread == thread } ?? idle.endIndex - 1
+            idle.swapAt(index, idle.endIndex - 1)
+            let connection = idle.removeLast()
             lock.unlock()
+            connection.lastThread = thread
             return connection
         }
         opened += 1
         lock.unlock()
         do {
-            return try ReaderConnection(path: path, tracer: tracer)
+            let connection = try ReaderConnection(path: path, tracer: tracer)
+            connection.lastThread = ThreadID.current
+            return connection
         } catch {
             lock.lock()
             opened -= 1
@@ -86,6 +96,9 @@ final class ReaderConnection {
     private var statements: [String: OpaquePointer] = [:]
     /// Kept alive while SQLite may call it.
     private let tracer: SQLTracer?
+    /// The thread that last checked this connection out (``ThreadID``), 0 before any; only
+    /// touched by the thread that holds the connection or under the pool's lock.
+    var lastThread: UInt = 0
 
     init(path: String, tracer: SQLTracer?) throws {
         var db: OpaquePointer?
