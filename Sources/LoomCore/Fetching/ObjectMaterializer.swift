@@ -6,12 +6,11 @@
 /// It keeps no state of its own: its functions take the context, which calls them on its own
 /// isolation.
 enum ObjectMaterializer {
-    // The context is a parameter, borrowed from the caller for the call: a stored reference
-    // would be retained and released around each use (strong, on every object a fetch makes
-    // through `ManagedObjectContext.materialize(_:of:as:)`; `unowned(unsafe)` is copied into a
-    // strong one around each use), and a whole-module build took a stored strong copy's release
-    // for the context's end, warning that each new object's weak reference to it "will always
-    // be nil".
+    // The context is a parameter, borrowed from the caller for the call. A stored strong
+    // reference is retained for each materializer made (one per object where members and
+    // batches call `ManagedObjectContext.materialize(_:of:as:)`), an `unowned(unsafe)` one
+    // around each use; and a whole-module build took a stored copy's release for the context's
+    // end, warning that each new object's weak reference to it "will always be nil".
     static func fetchObjects(_ query: StoreQuery, includesPendingChanges: Bool, asFaults: Bool, in context: ManagedObjectContext) throws(LoomError) -> [any BackedObject] {
         let entity = query.entity
         // Read before the query: rows the query returns are at least this recent.
