@@ -10,8 +10,8 @@ import GRDBSQLite
 /// to-many fault), which SQLite runs on one snapshot by itself. GRDB's `DatabasePool` would
 /// wrap each in a dispatch onto the reader's queue and a pool checkout; for the short reads a
 /// fault or an ID lookup makes, that was most of their cost. Here a read takes an idle
-/// connection under a lock, and `maximum` bounds how many exist. Writes stay on GRDB's
-/// writer.
+/// connection under a lock (the one its thread used last, when that one is idle), and
+/// `maximum` bounds how many exist. Writes stay on GRDB's writer.
 final class ReaderConnections: @unchecked Sendable {
     // @unchecked: `idle`, `opened` and `isClosed` are only touched under `lock`; a connection
     // is used by the one thread that took it until it is returned.

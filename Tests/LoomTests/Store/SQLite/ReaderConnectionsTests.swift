@@ -53,7 +53,9 @@ struct ReaderConnectionsTests {
                     let again = try Self.statementUsed(readers)
                     otherUsed.withLock { $0.append(again) }
                 } catch {
+                    // Let this thread's waits end, whichever read failed.
                     failure.withLock { $0 = "\(error)" }
+                    otherInside.signal()
                     otherReturned.signal()
                 }
                 otherDone.signal()
