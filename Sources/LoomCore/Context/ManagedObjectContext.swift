@@ -60,7 +60,8 @@ public final class ManagedObjectContext {
 
     // Relationships (see ManagedObjectContext+Relationships.swift).
     /// The inserted objects in the order the last change set listed them (see `SaveOperation.makeChangeSet`).
-    var changeSetInsertOrder: [ObjectBacking] = []
+    /// Emptied when the save ends, so that it keeps no object alive.
+    var changeSetInsertOrder: [SaveOperation.InsertedObject] = []
     /// The coordinator's change generation before the first fetch whose faults hold their rows
     /// (the oldest such rows are that old), from which each fault's ``ObjectBacking/heldRowAge``
     /// counts; `nil` when no fault holds one.

@@ -1,8 +1,9 @@
 extension SaveOperation {
-    /// A child's save: its changes become unsaved changes of its parent.
-    func saveIntoParent(_ parent: ParentLink) throws(LoomError) {
+    /// A child's save: its changes become unsaved changes of its parent. `inserted` is
+    /// ``insertedInOrder()``.
+    func saveIntoParent(_ parent: ParentLink, inserted: [InsertedObject]) throws(LoomError) {
         var child = ChildChanges()
-        for b in insertedBackingsInOrder() {
+        for (_, b) in inserted {
             child.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
         for (key, object) in context.pending.updated.sorted(by: { $0.key.key < $1.key.key }) where context.pending.deleted[key] == nil {

@@ -1,19 +1,23 @@
 extension SaveOperation {
-    /// The inserted objects' storage, entity by entity in schema order, each entity's by key
-    /// (the order they were inserted in): a store writes each entity's rows with one statement.
-    func insertedBackingsInOrder() -> [ObjectBacking] {
-        // Most saves insert objects of one entity: then there is nothing to group.
-        var backings: [ObjectBacking] = []
-        backings.reserveCapacity(context.pending.inserted.count)
+    /// A new object and its storage, as a save lists them.
+    typealias InsertedObject = (object: any BackedObject, backing: ObjectBacking)
+
+    /// The inserted objects with their storage, entity by entity in schema order, each entity's
+    /// by key (the order they were inserted in): a store writes each entity's rows with one
+    /// statement.
+    func insertedInOrder() -> [InsertedObject] {
+        if let ordered = denseInKeyOrder(context.pending.inserted) { return ordered }
+        var inserted: [InsertedObject] = []
+        inserted.reserveCapacity(context.pending.inserted.count)
         var mixed = false
         for object in context.pending.inserted.values {
             let b = object._loomBacking
-            if let first = backings.first, first.entity !== b.entity { mixed = true }
-            backings.append(b)
+            if let first = inserted.first, first.backing.entity !== b.entity { mixed = true }
+            inserted.append((object, b))
         }
-        guard mixed else { return Self.sortedByKey(backings) }
-        var groups = groupedByEntity(backings) { $0.entity }
-        var ordered: [ObjectBacking] = []
+        guard mixed else { return Self.sortedByKey(inserted) { $0.backing.key } }
+        var groups = groupedByEntity(inserted) { $0.backing.entity }
+        var ordered: [InsertedObject] = []
         ordered.reserveCapacity(context.pending.inserted.count)
         var rank: [ObjectIdentifier: Int] = [:]
         for (i, entity) in coordinator.schema.entities.enumerated() { rank[ObjectIdentifier(entity)] = i }
@@ -22,30 +26,93 @@ extension SaveOperation {
             let ra = rank[ObjectIdentifier(a.entity)] ?? Int.max, rb = rank[ObjectIdentifier(b.entity)] ?? Int.max
             return ra != rb ? ra < rb : a.entity.name < b.entity.name
         }
-        for group in groups { ordered += Self.sortedByKey(group.items) }
+        for group in groups { ordered += Self.sortedByKey(group.items) { $0.backing.key } }
         return ordered
     }
 
-    /// `backings` in key order. Keys handed out together are dense: then each goes straight to
-    /// its place in a table as long as the keys' range (linear), else they are sorted.
-    static func sortedByKey(_ backings: [ObjectBacking]) -> [ObjectBacking] {
-        guard backings.count > 1 else { return backings }
+    /// The common case of ``insertedInOrder()``, in one pass over the objects: new objects whose
+    /// keys were handed out together, so that each entity's keys are dense. Each object goes
+    /// straight to its place in a table as long as its entity's keys' range (read from the
+    /// dictionary's keys: no object touched to find it), and is moved out of it in order.
+    /// `nil` for anything else.
+    func denseInKeyOrder(_ inserted: [RowCacheKey: any BackedObject]) -> [InsertedObject]? {
+        guard inserted.count > 1 else { return nil }
+        struct Group {
+            let entity: ObjectIdentifier
+            var low = Int64.max, high = Int64.min, count = 0
+            /// Where the group's keys start in the table.
+            var base = 0
+        }
+        var groups: [Group] = []
+        var last = -1
+        for key in inserted.keys {
+            if last < 0 || groups[last].entity != key.entity {
+                if let i = groups.firstIndex(where: { $0.entity == key.entity }) {
+                    last = i
+                } else {
+                    groups.append(Group(entity: key.entity))
+                    last = groups.count - 1
+                }
+            }
+            groups[last].low = min(groups[last].low, key.key)
+            groups[last].high = max(groups[last].high, key.key)
+            groups[last].count += 1
+        }
+        // Entities in schema order; every inserted object's entity is in the schema.
+        let entities = coordinator.schema.entities.map(ObjectIdentifier.init)
+        var ranked: [(rank: Int, group: Group)] = []
+        for group in groups {
+            guard let rank = entities.firstIndex(of: group.entity) else { return nil }
+            ranked.append((rank, group))
+        }
+        ranked.sort { $0.rank < $1.rank }
+        var size = 0
+        for i in ranked.indices {
+            let (span, overflow) = ranked[i].group.high.subtractingReportingOverflow(ranked[i].group.low)
+            guard !overflow, span < 4 * Int64(ranked[i].group.count) else { return nil }
+            ranked[i].group.base = size
+            size += Int(span) + 1
+        }
+        groups = ranked.map(\.group)
+        var table = [(any BackedObject)?](repeating: nil, count: size)
+        last = 0
+        // Keys are distinct in a dictionary: no place is taken twice.
+        for (key, object) in inserted {
+            if groups[last].entity != key.entity { last = groups.firstIndex { $0.entity == key.entity }! }
+            table[groups[last].base + Int(key.key - groups[last].low)] = object
+        }
+        var ordered: [InsertedObject] = []
+        ordered.reserveCapacity(inserted.count)
+        for place in table.indices {
+            if let object = table[place].take() { ordered.append((object, object._loomBacking)) }
+        }
+        return ordered
+    }
+
+    /// `items` in the order of their keys (`key`, distinct in a valid list). Keys handed out
+    /// together are dense: then each item's position goes straight to its place in a table as
+    /// long as the keys' range, and the items are copied out once in that order (linear), else
+    /// they are sorted.
+    static func sortedByKey<Item>(_ items: [Item], key: (Item) -> Int64) -> [Item] {
+        guard items.count > 1 else { return items }
         var low = Int64.max, high = Int64.min
-        for b in backings {
-            low = min(low, b.key)
-            high = max(high, b.key)
+        for item in items {
+            let k = key(item)
+            low = min(low, k)
+            high = max(high, k)
         }
         let (span, overflow) = high.subtractingReportingOverflow(low)
-        guard !overflow, span < 4 * Int64(backings.count) else { return backings.sorted { $0.key < $1.key } }
-        var table = [ObjectBacking?](repeating: nil, count: Int(span) + 1)
-        for b in backings {
+        guard !overflow, span < 4 * Int64(items.count) else { return items.sorted { key($0) < key($1) } }
+        var positions = [Int](repeating: -1, count: Int(span) + 1)
+        for (position, item) in items.enumerated() {
+            let slot = Int(key(item) - low)
             // Two objects with one key cannot both be inserted; sort rather than lose one.
-            if table[Int(b.key - low)] != nil { return backings.sorted { $0.key < $1.key } }
-            table[Int(b.key - low)] = b
+            if positions[slot] >= 0 { return items.sorted { key($0) < key($1) } }
+            positions[slot] = position
         }
-        var sorted: [ObjectBacking] = []
-        sorted.reserveCapacity(backings.count)
-        for case let b? in table { sorted.append(b) }
+        var sorted: [Item] = []
+        sorted.reserveCapacity(items.count)
+        for position in positions where position >= 0 { sorted.append(items[position]) }
         return sorted
     }
 
@@ -53,7 +120,7 @@ extension SaveOperation {
     /// saved, for the `didSave` event.
     ///
     /// `saved` is the change set the store applied, whose inserts are the inserted objects'
-    /// values in ``insertedBackingsInOrder()``'s order: they become the committed values as they
+    /// values in ``insertedInOrder()``'s order: they become the committed values as they
     /// are (one array shared, not a copy per object).
     /// With `recording` off (nobody listens), the returned changes stay empty. With `rowsFor`,
     /// it also returns the saved rows of the inserted and updated objects (their values and new
@@ -63,9 +130,9 @@ extension SaveOperation {
         var rows: [AnyObjectID: StoreRow] = [:]
         let savedInserts = saved?.inserts ?? []
         var index = 0
-        let order = context.changeSetInsertOrder.count == context.pending.inserted.count ? context.changeSetInsertOrder : context.pending.inserted.values.map(\._loomBacking)
+        let order = context.changeSetInsertOrder.count == context.pending.inserted.count ? context.changeSetInsertOrder : insertedInOrder()
         context.changeSetInsertOrder = []
-        for b in order {
+        for (_, b) in order {
             b.isInserted = false
             if index < savedInserts.count, savedInserts[index].key == b.key, savedInserts[index].entity === b.entity {
                 b.committed = savedInserts[index].values
@@ -115,6 +182,12 @@ extension SaveOperation {
         }
         context.pending = PendingChanges()
         context.checkIdentityMap()
+        // The new objects that only the pending changes held are freed when the last list of
+        // them goes (`order`, or the save's own), not with the dictionary: in key order, the
+        // order they were made in, so that the teardown walks memory forwards and hands malloc
+        // its chunks in order (in the dictionary's hash order, a save of many new objects spent
+        // a tenth of its time more).
+        withExtendedLifetime(order) {}
         return (changes, rows)
     }
 }

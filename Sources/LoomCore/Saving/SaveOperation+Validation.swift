@@ -3,9 +3,9 @@ extension SaveOperation {
     /// loading of deny rules' relationships. Every required attribute and to-one relationship
     /// has a value of its type, no deleted object still holds objects in a relationship whose
     /// rule is ``DeleteRule/deny``, and no two objects being saved break a uniqueness
-    /// constraint (the store checks saved rows).
-    func validate() throws(LoomError) {
-        for object in context.pending.inserted.values { try validateValues(object._loomBacking) }
+    /// constraint (the store checks saved rows). `inserted` is ``insertedInOrder()``.
+    func validate(_ inserted: [InsertedObject]) throws(LoomError) {
+        for (_, b) in inserted { try validateValues(b) }
         for (key, object) in context.pending.updated where context.pending.deleted[key] == nil { try validateValues(object._loomBacking) }
         let doomed = (Array(context.pending.deleted.values) + Array(context.pending.insertedDeleted.values)).sorted { $0._loomBacking.key < $1._loomBacking.key }
         context.graph.loadToManyRelationships(of: doomed.map(\._loomBacking)) { $0 == .deny }

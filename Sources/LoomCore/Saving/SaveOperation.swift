@@ -35,10 +35,13 @@ struct SaveOperation {
         context.processPendingChanges()
         guard !context.pending.isEmpty else { return }
 
-        try validate()
+        // Listed once, for validation, the change set and the commit, unless a conflict's
+        // resolution changes the pending changes in between.
+        let inserted = insertedInOrder()
+        try validate(inserted)
 
         if let parent = context.parent {
-            try saveIntoParent(parent)
+            try saveIntoParent(parent, inserted: inserted)
             return
         }
 
@@ -48,8 +51,9 @@ struct SaveOperation {
         var saved: (changes: StoreChangeSet, receipt: CommitReceipt)?
         var resolved = false
         do throws(LoomError) {
-            saved = try applyResolvingConflicts(&resolved, before: &before)
+            saved = try applyResolvingConflicts(&resolved, before: &before, inserted: inserted)
         } catch {
+            context.changeSetInsertOrder = []
             before?.restore(into: context)
             if resolved { context.forgetLoadedRelationships() }
             throw error
@@ -81,15 +85,18 @@ struct SaveOperation {
     /// trying again. Returns what was applied and its receipt; `nil` when nothing was left to
     /// write. `resolved` tells whether conflicts were resolved (objects may have changed);
     /// `before` is the context's state as it was, taken before the first resolution.
+    /// `inserted` is ``insertedInOrder()`` as the save began: the first try's change set lists
+    /// it, later ones list the objects again.
     ///
     /// Optimistic first: resolution (a custom resolver is the user's code) runs with no lock
     /// held, and the next try finds out whether the store changed again meanwhile. If other
     /// saves keep winning that race, the last tries run inside the store's write transaction,
     /// where nothing else can commit between resolving and writing, so a busy store cannot
     /// starve a save.
-    private func applyResolvingConflicts(_ resolved: inout Bool, before: inout PendingChanges.Snapshot?) throws(LoomError) -> (changes: StoreChangeSet, receipt: CommitReceipt)? {
+    private func applyResolvingConflicts(_ resolved: inout Bool, before: inout PendingChanges.Snapshot?, inserted: [InsertedObject]) throws(LoomError) -> (changes: StoreChangeSet, receipt: CommitReceipt)? {
+        var listed: [InsertedObject]? = inserted
         func attempt(_ resolved: inout Bool, _ before: inout PendingChanges.Snapshot?) throws(LoomError) -> (StoreChangeSet, CommitReceipt)?? {
-            let changes = makeChangeSet()
+            let changes = makeChangeSet(inserted: listed.take() ?? insertedInOrder())
             if changes.isEmpty { return .some(nil) }
             do throws(LoomError) {
                 return (changes, try coordinator.save(changes))
@@ -124,15 +131,16 @@ struct SaveOperation {
         return (outcome.value ?? StoreChangeSet(), outcome.receipt)
     }
 
-    /// The store change set for the context's current unsaved changes.
-    private func makeChangeSet() -> StoreChangeSet {
+    /// The store change set for the context's current unsaved changes, whose new objects are
+    /// `inserted` (``insertedInOrder()``).
+    private func makeChangeSet(inserted: [InsertedObject]) -> StoreChangeSet {
         let pending = context.pending
         var changes = StoreChangeSet()
         changes.author = context.transactionAuthor
         changes.contextName = context.name
         changes.inserts.reserveCapacity(pending.inserted.count)
-        context.changeSetInsertOrder = insertedBackingsInOrder()
-        for b in context.changeSetInsertOrder {
+        context.changeSetInsertOrder = inserted
+        for (_, b) in inserted {
             changes.inserts.append(.init(entity: b.entity, key: b.key, values: b.values))
         }
         for (key, object) in pending.updated.sorted(by: { $0.key.key < $1.key.key }) where pending.deleted[key] == nil {

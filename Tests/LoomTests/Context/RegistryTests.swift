@@ -18,6 +18,18 @@ final class HandWrittenNote: PersistentModel {
     }
 }
 
+/// Records the order its objects are destroyed in.
+@Model final class FreedInOrder {
+    var n: Int
+    @Transient var label = 0
+    init(n: Int) {
+        self.n = n
+        label = n
+    }
+    deinit { FreedInOrder.freed.withLock { $0.append(label) } }
+    static let freed = Locked<[Int]>([])
+}
+
 /// The identity map: one instance per row while the app holds it, and no entry once the app
 /// lets go (Core Data's registered objects). Entries leave with their objects; nothing is
 /// swept, and no weak reference is involved.
@@ -562,7 +574,59 @@ struct RegistryTests {
                 b.key = key
                 return b
             }
-            #expect(SaveOperation.sortedByKey(backings).map(\.key) == distinct.sorted())
+            #expect(SaveOperation.sortedByKey(backings) { $0.key }.map(\.key) == distinct.sorted())
+        }
+    }
+
+    @Test("New objects nobody else holds are freed by their save in the order they were inserted", arguments: [StoreKind.inMemory, .sqlite])
+    @MainActor func savedObjectsAreFreedInInsertionOrder(kind: StoreKind) throws {
+        let container = try kind.makeContainer(FreedInOrder.self)
+        let context = container.viewContext
+        FreedInOrder.freed.withLock { $0 = [] }
+        for n in 0..<2_000 { context.insert(FreedInOrder(n: n)) }
+        #expect(FreedInOrder.freed.withLock { $0 }.isEmpty)   // the pending changes hold them
+        try context.save()
+        #expect(FreedInOrder.freed.withLock { $0 } == Array(0..<2_000))
+        #expect(context.identityMap.isEmpty)
+    }
+
+    @Test("A save lists its new objects entity by entity in schema order, each by key, whether the keys are dense or not")
+    @MainActor func insertedObjectsAreListedBySchemaAndKey() throws {
+        let container = try StoreKind.inMemory.makeContainer()
+        let context = container.viewContext
+        let schemaOrder = container.coordinator.schema.entities.map(ObjectIdentifier.init)
+        var random = SeededGenerator(seed: 17)
+        func listed(_ keys: [(shelf: Bool, key: Int64)]) -> [(entity: ObjectIdentifier, key: Int64)] {
+            var inserted: [RowCacheKey: any BackedObject] = [:]
+            for (isShelf, key) in keys {
+                let object: any BackedObject = isShelf ? Shelf(room: "R", position: Int(key)) : Book(isbn: "\(key)", title: "T")
+                object._loomBacking.key = key
+                inserted[RowCacheKey(entity: ObjectIdentifier(object._loomBacking.entity), key: key)] = object
+            }
+            context.pending.inserted = inserted
+            defer { context.pending = PendingChanges() }
+            let list = SaveOperation(context, mergingIntoViewContext: false).insertedInOrder()
+            // Each object once, with its own backing.
+            #expect(Set(list.map { ObjectIdentifier($0.object) }) == Set(inserted.values.map { ObjectIdentifier($0) }))
+            #expect(list.allSatisfy { $0.object._loomBacking === $0.backing })
+            return list.map { (ObjectIdentifier($0.backing.entity), $0.backing.key) }
+        }
+        func expected(_ keys: [(shelf: Bool, key: Int64)]) -> [(entity: ObjectIdentifier, key: Int64)] {
+            keys.map { (ObjectIdentifier($0.shelf ? Shelf.entity : Book.entity), $0.key) }
+                .sorted { a, b in
+                    let ra = schemaOrder.firstIndex(of: a.entity)!, rb = schemaOrder.firstIndex(of: b.entity)!
+                    return ra != rb ? ra < rb : a.key < b.key
+                }
+        }
+        let dense = Array(1...300).map { (shelf: $0 % 3 == 0, key: Int64($0)) }.shuffled(using: &random)
+        let denseApart = (Array(1...200).map { (shelf: false, key: Int64($0)) } + Array(1_001...1_050).map { (shelf: true, key: Int64($0)) }).shuffled(using: &random)
+        let sparse = (0..<200).map { i in (shelf: i % 2 == 0, key: Int64(i) * 1_000 + Int64.random(in: 0..<1_000, using: &random)) }
+        let oneEntitySparse = [(shelf: false, key: Int64.max), (shelf: false, key: 1), (shelf: false, key: Int64.min + 1), (shelf: false, key: 0)]
+        let oneSparseOneDense = Array(1...100).map { (shelf: false, key: Int64($0)) } + [(shelf: true, key: Int64(5)), (shelf: true, key: Int64(5_000_000))]
+        for keys in [dense, denseApart, sparse, oneEntitySparse, oneSparseOneDense, [(shelf: true, key: Int64(7))]] {
+            let got = listed(keys), want = expected(keys)
+            #expect(got.map(\.entity) == want.map(\.entity))
+            #expect(got.map(\.key) == want.map(\.key))
         }
     }
 }
