@@ -217,8 +217,7 @@ public final class ManagedObjectContext {
         let key = RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)
         assert(owner.map { $0._loomBacking === backing } ?? true, "a change recorded for another object's backing")
         guard let object = owner ?? identityMap.object(for: key) else { return }
-        pending.updated[key] = object
-        pending.noteChange(of: key.entity)
+        pending.noteUpdate(of: object, at: key)
     }
 
     // MARK: Inserting and deleting
@@ -293,8 +292,7 @@ public final class ManagedObjectContext {
         backing.startEmptyLists()
         let registryKey = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
         enroll(object, backing, at: registryKey)
-        pending.inserted[registryKey] = object
-        pending.noteChange(of: registryKey.entity)
+        pending.noteInsertion(of: object, at: registryKey)
         noteEventChange(backing, inserted: true)
         if let stack = undoStack, stack.isRecording { stack.recordAppearance(object) }
         // Relationships set before the insertion, and the new objects they lead to.

@@ -42,6 +42,21 @@ struct PendingChanges {
         changedEntities.insert(entity)
     }
 
+    /// Lists a new object in ``inserted`` and notes its entity's change: one access to a
+    /// context's pending changes instead of two, each checked for exclusivity at run time,
+    /// on every insert.
+    mutating func noteInsertion(of object: any BackedObject, at key: RowCacheKey) {
+        inserted[key] = object
+        changedEntities.insert(key.entity)
+    }
+
+    /// Lists a saved object's first change in ``updated`` and notes its entity's change, in one
+    /// access (see ``noteInsertion(of:at:)``).
+    mutating func noteUpdate(of object: any BackedObject, at key: RowCacheKey) {
+        updated[key] = object
+        changedEntities.insert(key.entity)
+    }
+
     /// A set of the few entities a context changed: a short list whose last entry a run of
     /// changes to one entity finds first (a dictionary hashed the entity on every
     /// insert).

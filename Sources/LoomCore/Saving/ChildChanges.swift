@@ -37,8 +37,7 @@ extension ChildChanges {
             let object = context.register(backing)
             inserted.append(object)
             let key = RowCacheKey(entity: ObjectIdentifier(insert.entity), key: insert.key)
-            context.pending.inserted[key] = object
-            context.pending.noteChange(of: key.entity)
+            context.pending.noteInsertion(of: object, at: key)
             context.noteEventChange(backing, inserted: true)
         }
         let schema = context.coordinator.schema

@@ -169,8 +169,7 @@ struct UndoPlayback {
             b.holdsFetchedRow = false
             b.changedSinceEvent = false
             context.enroll(object, b, at: key)
-            context.pending.inserted[key] = object
-            context.pending.noteChange(of: key.entity)
+            context.pending.noteInsertion(of: object, at: key)
             context.coordinator.keyAllocator.noteUnsaved(b.entity, key: b.key)
             context.noteEventChange(b, inserted: true)
         } else {
