@@ -82,8 +82,8 @@ extension ObjectGraph {
             let backing = object._loomBacking
             context.pending.insertedDeleted[key] = nil
             context.identityMap.remove(key)
-            context.pending.relationships.entries[key] = nil
-            context.observation.relationshipChanges.entries[key] = nil
+            context.pending.relationships.remove(key)
+            context.observation.relationshipChanges.remove(key)
             context.coordinator.keyAllocator.forgetUnsaved(backing.entity, key: backing.key)
             context.pending.links = context.pending.links.filter { link, _ in
                 !((backing.entity.isOrInherits(fromEntityNamed: link.table.sourceEntityName) && link.source == backing.key)

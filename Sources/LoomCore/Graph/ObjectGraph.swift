@@ -282,14 +282,25 @@ extension LinkKey {
 
 /// To-many relationships whose members changed, by owner, for events and merges.
 struct RelationshipChangeLog {
-    var entries: [RowCacheKey: (entity: EntityDescription, key: Int64, relationships: Set<Int>)] = [:]
+    private(set) var entries: [RowCacheKey: (entity: EntityDescription, key: Int64, relationships: Set<Int>)] = [:]
+    /// The last change noted. Setting a to-many relationship notes its owner's once per member,
+    /// so a run of notes repeats it: found without a lookup in ``entries`` (and in the set of
+    /// the owner's relationships). Cleared when its entry is removed.
+    private var last: (key: RowCacheKey, relationship: Int)?
 
     var isEmpty: Bool { entries.isEmpty }
 
     mutating func note(_ entity: EntityDescription, _ key: Int64, _ relationship: Int) {
         let k = RowCacheKey(entity: ObjectIdentifier(entity), key: key)
-        if entries[k] == nil { entries[k] = (entity, key, []) }
-        entries[k]!.relationships.insert(relationship)
+        if let last, last.key == k, last.relationship == relationship { return }
+        entries[k, default: (entity, key, [])].relationships.insert(relationship)
+        last = (k, relationship)
+    }
+
+    /// Forgets the changes to the relationships of the object at `key`.
+    mutating func remove(_ key: RowCacheKey) {
+        entries[key] = nil
+        if last?.key == key { last = nil }
     }
 }
 

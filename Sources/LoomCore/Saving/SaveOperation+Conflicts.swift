@@ -215,7 +215,7 @@ extension SaveOperation {
     private func drop(_ b: ObjectBacking, key: RowCacheKey) {
         context.pending.inserted[key] = nil
         context.identityMap.remove(key)
-        context.pending.relationships.entries[key] = nil
+        context.pending.relationships.remove(key)
         context.pending.links = context.pending.links.filter { link, _ in
             !((link.table.sourceEntityName == b.entity.name && link.source == b.key) || (link.table.targetEntityName == b.entity.name && link.target == b.key))
         }

@@ -531,6 +531,35 @@ struct RegistryTests {
         #expect(grown.keys == [5, 4])
     }
 
+    @Test("The log of changed to-many relationships: runs of one owner's changes, removals and other owners, against a dictionary of sets")
+    func relationshipChangeLogMatchesADictionary() {
+        var log = RelationshipChangeLog()
+        var model: [Int64: Set<Int>] = [:]
+        var random = SeededGenerator(seed: 23)
+        let entity = Book.entity
+        for step in 0..<5_000 {
+            // Runs of one owner and relationship, as setting a to-many notes them, broken by
+            // removals of the owner just noted, and of others.
+            let key = Int64.random(in: 1...40, using: &random)
+            let relationship = Int.random(in: 0...2, using: &random)
+            let repeats = Int.random(in: 1...4, using: &random)
+            for _ in 0..<repeats {
+                log.note(entity, key, relationship)
+                model[key, default: []].insert(relationship)
+            }
+            if step % 5 == 4 {
+                let removed = Bool.random(using: &random) ? key : Int64.random(in: 1...40, using: &random)
+                log.remove(RowCacheKey(entity: ObjectIdentifier(entity), key: removed))
+                model[removed] = nil
+            }
+            #expect(log.entries.count == model.count)
+        }
+        for (key, relationships) in model {
+            let entry = log.entries[RowCacheKey(entity: ObjectIdentifier(entity), key: key)]
+            #expect(entry?.relationships == relationships && entry?.key == key && entry?.entity === entity)
+        }
+    }
+
     @Test("Unsaved keys: noted and cleared in any order across chunks, against a Set doing the same")
     func unsavedKeysMatchASet() {
         var unsaved = UnsavedKeys()
