@@ -11,6 +11,11 @@ extension ManagedObjectContext {
     /// See ``PropertyObservers/notifyObservers(ofSlot:of:)``.
     func notifyObservers(ofSlot slot: Int, of backing: ObjectBacking) { propertyObservers.notifyObservers(ofSlot: slot, of: backing) }
 
+    /// See ``PropertyObservers/notifyObservers(ofSlot:of:object:)``.
+    func notifyObservers(ofSlot slot: Int, of backing: ObjectBacking, object: any BackedObject) {
+        propertyObservers.notifyObservers(ofSlot: slot, of: backing, object: object)
+    }
+
     /// See ``PropertyObservers/notifyObservers(ofRelationship:of:key:)``.
     func notifyObservers(ofRelationship j: Int, of entity: EntityDescription, key: Int64) {
         propertyObservers.notifyObservers(ofRelationship: j, of: entity, key: key)

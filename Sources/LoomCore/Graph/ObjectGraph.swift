@@ -16,6 +16,7 @@ struct ObjectGraph {
         let r = context.coordinator.schema.relationship(j, of: backing.entity)
         context.forgetDeferredRelationship(j, of: backing)
         var targets: [ObjectBacking] = []
+        var targetObjects: [any BackedObject] = []
         for object in objects {
             let b = object._loomBacking
             if b.state == .detached {
@@ -38,7 +39,10 @@ struct ObjectGraph {
                 if !b.deletePropagated { continue }
                 fatalError("\(backing.entity.name).\(r.description.name) was given \(b.objectIDDescription), which is deleted.")
             }
-            if !targets.contains(where: { $0 === b }) { targets.append(b) }
+            if !targets.contains(where: { $0 === b }) {
+                targets.append(b)
+                targetObjects.append(object)
+            }
         }
         withExtendedLifetime(objects) {
             switch r.description.kind {
@@ -50,9 +54,15 @@ struct ObjectGraph {
                 }
             case .toMany, .orderedToMany:
                 let current = members(of: backing, r)
-                let wanted = Set(targets.map(\.key))
-                for key in current.keys where !wanted.contains(key) { unrelate(r, backing, key) }
-                for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }
+                if !current.keys.isEmpty {
+                    let wanted = Set(targets.map(\.key))
+                    for key in current.keys where !wanted.contains(key) { unrelate(r, backing, key) }
+                }
+                if case .inverseForeignKey = r.storage {
+                    relateMembers(r, of: backing, targets.indices.lazy.filter { !current.contains(targets[$0].key) }.map { (targets[$0], targetObjects[$0]) })
+                } else {
+                    for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }
+                }
                 if r.description.kind == .orderedToMany {
                     var ordered = MemberList(targets.map(\.key))
                     ordered.keep(current.rows, readAt: current.rowsReadAt)
@@ -86,6 +96,34 @@ struct ObjectGraph {
             let link = LinkKey(table, ownColumn: ownColumn, own: backing.key, other: other)
             setLink(r, link, owner: backing.entity, ownerKey: backing.key, other: other, present: true)
         }
+    }
+
+    /// Makes each of `members` a destination of `owner`'s to-many relationship `r`, which their
+    /// foreign keys record: what ``relate(_:_:_:)`` does for each, with the objects at hand
+    /// instead of looked up by key (three registry lookups a member, and two of the schema).
+    /// The members are objects of this context, not deleted, and not in `owner`'s list yet.
+    private func relateMembers(_ r: ResolvedRelationship, of owner: ObjectBacking, _ members: some Sequence<(ObjectBacking, any BackedObject)>) {
+        let schema = context.coordinator.schema
+        let ordered = r.description.kind == .orderedToMany
+        // The members' foreign key, as the destination has it (a sub-entity's has a slot of its own).
+        let slotInDestination = schema.relationship(r.inverseIndex, of: r.destination).storage.foreignKeySlot
+        var gained = false
+        for (member, object) in members {
+            let slot = member.entity === r.destination ? slotInDestination : schema.relationship(r.inverseIndex, of: member.entity).storage.foreignKeySlot
+            if member.state == .fault { context.fulfillFault(member) }
+            let old = member.values[slot]
+            if old == .integer(owner.key) { continue }
+            if case .integer(let previous) = old { unrelate(schema.relationship(r.inverseIndex, of: member.entity), member, previous) }
+            member.setStoredValue(.integer(owner.key), at: slot)
+            context.notifyObservers(ofSlot: slot, of: member, object: object)
+            // The owner's side, as `inverseGained` and `gain` do it for a key.
+            gained = true
+            if let list = owner.toMany[r.index], !list.contains(member.key) {
+                owner.toMany[r.index]!.append(member.key)
+                if ordered { writeOrder(of: owner, r) }
+            }
+        }
+        if gained { noteRelationshipChange(owner.entity, owner.key, r.index) }
     }
 
     /// Removes the object with key `other` from `backing`'s relationship `r`, and `backing` from

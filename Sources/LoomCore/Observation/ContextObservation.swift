@@ -209,6 +209,12 @@ struct PropertyObservers {
         observedObject(of: backing)?._loomPropertyDidChange(at: backing.entity.slotProperties[slot])
     }
 
+    /// ``notifyObservers(ofSlot:of:)`` for a backing whose object is at hand (`object`, the
+    /// object `backing` belongs to): no registry lookup.
+    func notifyObservers(ofSlot slot: Int, of backing: ObjectBacking, object: any BackedObject) {
+        if object._loomMayBeObserved { object._loomPropertyDidChange(at: backing.entity.slotProperties[slot]) }
+    }
+
     /// Tells the observers of relationship `j` of the registered object for `key`, if any, that
     /// it changed.
     func notifyObservers(ofRelationship j: Int, of entity: EntityDescription, key: Int64) {

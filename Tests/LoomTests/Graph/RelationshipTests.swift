@@ -1,6 +1,7 @@
 import Foundation
 @_spi(LoomTesting) import LoomCore
 import Loom
+import Observation
 import Testing
 
 /// Relationships: both sides always in step, in memory at once and in the store after a save.
@@ -61,6 +62,52 @@ struct RelationshipTests {
             try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)])).map { "\($0.title):\($0.author?.name ?? "-")" }
         }
         #expect(view == ["A:-", "B:Bob", "C:Ann"])
+    }
+
+    @Test("Assigning a to-many moves saved members from their owner, tells both sides' observers, and undoes in one step", arguments: StoreKind.allCases)
+    func assigningToManyMovesMembers(kind: StoreKind) throws {
+        let container = try kind.makeGraphContainer()
+        try container.newBackgroundContext().performAndWait { context in
+            let ann = Author(name: "Ann"), bob = Author(name: "Bob")
+            context.insert(ann); context.insert(bob)
+            ann.novels = [Novel(title: "A"), Novel(title: "B"), Novel(title: "C")]
+            context.insert(Novel(title: "E"))   // no author yet
+            try context.save()
+        }
+        let context = container.viewContext
+        let stack = UndoStack()
+        context.undoManager = stack
+        let authors = try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)]))
+        let (ann, bob) = (authors[0], authors[1])
+        #expect(ann.novels.map(\.title).sorted() == ["A", "B", "C"])   // the old owner's list loaded
+        let novels = try context.fetch(FetchRequest<Novel>(sortBy: [SortDescriptor(\.title)]))
+        let (a, b, c, e) = (novels[0], novels[1], novels[2], novels[3])
+        let d = Novel(title: "D")
+        let heard = Locked<Set<String>>([])
+        withObservationTracking { _ = a.author } onChange: { heard.withLock { _ = $0.insert("a.author") } }
+        withObservationTracking { _ = c.author } onChange: { heard.withLock { _ = $0.insert("c.author") } }
+        withObservationTracking { _ = e.author } onChange: { heard.withLock { _ = $0.insert("e.author") } }
+        withObservationTracking { _ = ann.novels } onChange: { heard.withLock { _ = $0.insert("ann.novels") } }
+        withObservationTracking { _ = bob.novels } onChange: { heard.withLock { _ = $0.insert("bob.novels") } }
+
+        context.undoGroup("Move") { bob.novels = [a, b, d, e] }
+        #expect(a.author === bob && b.author === bob && d.author === bob && e.author === bob && c.author === ann)
+        #expect(bob.novels == [a, b, d, e])
+        #expect(ann.novels == [c])
+        #expect(heard.withLock { $0 } == ["a.author", "e.author", "ann.novels", "bob.novels"])
+        context.processPendingChanges()
+
+        context.undo()
+        #expect(a.author === ann && b.author === ann && c.author === ann && e.author == nil)
+        #expect(ann.novels == [a, b, c])
+        #expect(bob.novels.isEmpty)
+        context.redo()
+        #expect(ann.novels == [c] && bob.novels.map(\.title).sorted() == ["A", "B", "D", "E"])
+        try context.save()
+        let view = try container.newBackgroundContext().performAndWait { context in
+            try context.fetch(FetchRequest<Author>(sortBy: [SortDescriptor(\.name)])).map { "\($0.name):\($0.novels.map(\.title).sorted())" }
+        }
+        #expect(view == ["Ann:[\"C\"]", "Bob:[\"A\", \"B\", \"D\", \"E\"]"])
     }
 
     @Test("Many-to-many: both sides in step, saved in a join table", arguments: StoreKind.allCases)
