@@ -21,6 +21,11 @@ extension ManagedObjectContext {
         propertyObservers.notifyObservers(ofRelationship: j, of: entity, key: key)
     }
 
+    /// See ``PropertyObservers/notifyObservers(ofRelationship:of:object:)``.
+    func notifyObservers(ofRelationship j: Int, of backing: ObjectBacking, object: any BackedObject) {
+        propertyObservers.notifyObservers(ofRelationship: j, of: backing, object: object)
+    }
+
     /// See ``PropertyObservers/notifyObservers(of:properties:)``.
     func notifyObservers(of backing: ObjectBacking, properties names: Set<String>?) {
         propertyObservers.notifyObservers(of: backing, properties: names)

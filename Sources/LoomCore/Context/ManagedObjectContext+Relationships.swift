@@ -136,9 +136,10 @@ extension ManagedObjectContext {
     /// The graph of this context's objects: inverses and delete rules.
     var graph: ObjectGraph { ObjectGraph(context: self) }
 
-    /// Sets relationship `j` of a loaded object, keeping every inverse in step.
-    func setRelationship(_ j: Int, of backing: ObjectBacking, to objects: [any BackedObject]) {
-        graph.setRelationship(j, of: backing, to: objects)
+    /// Sets relationship `j` of a loaded object, keeping every inverse in step; `object`, when
+    /// the caller has it, is the object `backing` belongs to.
+    func setRelationship(_ j: Int, of backing: ObjectBacking, object: (any BackedObject)? = nil, to objects: [any BackedObject]) {
+        graph.setRelationship(j, of: backing, object: object, to: objects)
     }
 
     /// Relates the object with key `other` to `backing` through `r`, and its inverse.

@@ -11,8 +11,9 @@ struct ObjectGraph {
     let context: ManagedObjectContext
 
     /// Sets relationship `j` of a loaded object to `objects` (one or none for a to-one), keeping
-    /// every inverse in step.
-    func setRelationship(_ j: Int, of backing: ObjectBacking, to objects: [any BackedObject]) {
+    /// every inverse in step. `object`, when the caller has it, is the object `backing` belongs
+    /// to: its observers are then told without a registry lookup.
+    func setRelationship(_ j: Int, of backing: ObjectBacking, object: (any BackedObject)? = nil, to objects: [any BackedObject]) {
         let r = context.coordinator.schema.relationship(j, of: backing.entity)
         context.forgetDeferredRelationship(j, of: backing)
         var targets: [ObjectBacking] = []
@@ -48,7 +49,7 @@ struct ObjectGraph {
             switch r.description.kind {
             case .toOne:
                 if let target = targets.first {
-                    relate(r, backing, target.key)
+                    relate(r, backing, object: object, to: target, targetObject: targetObjects[0])
                 } else {
                     for old in relatedKeys(of: backing, r) { unrelate(r, backing, old) }
                 }
@@ -59,7 +60,7 @@ struct ObjectGraph {
                     for key in current.keys where !wanted.contains(key) { unrelate(r, backing, key) }
                 }
                 if case .inverseForeignKey = r.storage {
-                    relateMembers(r, of: backing, targets.indices.lazy.filter { !current.contains(targets[$0].key) }.map { (targets[$0], targetObjects[$0]) })
+                    relateMembers(r, of: backing, object: object, targets.indices.lazy.filter { !current.contains(targets[$0].key) }.map { (targets[$0], targetObjects[$0]) })
                 } else {
                     for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }
                 }
@@ -102,9 +103,8 @@ struct ObjectGraph {
     /// foreign keys record: what ``relate(_:_:_:)`` does for each, with the objects at hand
     /// instead of looked up by key (three registry lookups a member, and two of the schema).
     /// The members are objects of this context, not deleted, and not in `owner`'s list yet.
-    private func relateMembers(_ r: ResolvedRelationship, of owner: ObjectBacking, _ members: some Sequence<(ObjectBacking, any BackedObject)>) {
+    private func relateMembers(_ r: ResolvedRelationship, of owner: ObjectBacking, object ownerObject: (any BackedObject)?, _ members: some Sequence<(ObjectBacking, any BackedObject)>) {
         let schema = context.coordinator.schema
-        let ordered = r.description.kind == .orderedToMany
         // The members' foreign key, as the destination has it (a sub-entity's has a slot of its own).
         let slotInDestination = schema.relationship(r.inverseIndex, of: r.destination).storage.foreignKeySlot
         var gained = false
@@ -118,12 +118,34 @@ struct ObjectGraph {
             context.notifyObservers(ofSlot: slot, of: member, object: object)
             // The owner's side, as `inverseGained` and `gain` do it for a key.
             gained = true
-            if let list = owner.toMany[r.index], !list.contains(member.key) {
-                owner.toMany[r.index]!.append(member.key)
-                if ordered { writeOrder(of: owner, r) }
-            }
+            appendMember(member.key, to: owner, r.index)
         }
-        if gained { noteRelationshipChange(owner.entity, owner.key, r.index) }
+        if gained { noteRelationshipChange(of: owner, r.index, object: ownerObject) }
+    }
+
+    /// ``relate(_:_:_:)`` for a to-one whose destination, `target` (of object `targetObject`),
+    /// is at hand: no registry lookup for it, nor for the owner's observers when `object` (the
+    /// object `backing` belongs to) is given.
+    private func relate(_ r: ResolvedRelationship, _ backing: ObjectBacking, object: (any BackedObject)?, to target: ObjectBacking, targetObject: any BackedObject) {
+        guard case .foreignKey(let slot) = r.storage else { return relate(r, backing, target.key) }
+        if backing.state == .fault { context.fulfillFault(backing) }
+        let old = backing.values[slot]
+        if old == .integer(target.key) { return }
+        if case .integer(let previous) = old { unrelate(r, backing, previous) }
+        backing.setStoredValue(.integer(target.key), at: slot)
+        if let object {
+            context.notifyObservers(ofSlot: slot, of: backing, object: object)
+        } else {
+            context.notifyObservers(ofSlot: slot, of: backing)
+        }
+        let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: target.entity)
+        guard case .foreignKey = inverse.storage else {
+            // A to-many: the target's list gains `backing`, as `inverseGained` and `gain` do it.
+            noteRelationshipChange(of: target, r.inverseIndex, object: targetObject)
+            appendMember(backing.key, to: target, r.inverseIndex)
+            return
+        }
+        inverseGained(r, owner: target.key, member: backing.key)
     }
 
     /// Removes the object with key `other` from `backing`'s relationship `r`, and `backing` from
@@ -222,9 +244,16 @@ struct ObjectGraph {
     /// A to-many relationship of an object gained a member: its loaded list follows.
     private func gain(_ entity: EntityDescription, _ owner: Int64, _ j: Int, member: Int64, writingOrder: Bool = true) {
         noteRelationshipChange(entity, owner, j)
-        guard let o = context.registeredBacking(of: entity, key: owner), o.toMany[j] != nil, !o.toMany[j]!.contains(member) else { return }
-        o.toMany[j]!.append(member)
-        if writingOrder, entity.relationships[j].kind == .orderedToMany { writeOrder(of: o, context.coordinator.schema.relationship(j, of: entity)) }
+        guard let o = context.registeredBacking(of: entity, key: owner) else { return }
+        appendMember(member, to: o, j, writingOrder: writingOrder)
+    }
+
+    /// Adds `member` to to-many relationship `j`'s loaded list of `owner`, if it is loaded and
+    /// lacks it, and saves an ordered one's order (unless `writingOrder` is off).
+    private func appendMember(_ member: Int64, to owner: ObjectBacking, _ j: Int, writingOrder: Bool = true) {
+        guard owner.toMany[j] != nil, !owner.toMany[j]!.contains(member) else { return }
+        owner.toMany[j]!.append(member)
+        if writingOrder, owner.entity.relationships[j].kind == .orderedToMany { writeOrder(of: owner, context.coordinator.schema.relationship(j, of: owner.entity)) }
     }
 
     /// A to-many relationship of an object lost a member: its loaded list follows.
@@ -277,6 +306,16 @@ struct ObjectGraph {
         context.observation.relationshipChanges.note(entity, key, j)
         context.scheduleEndOfEventIfNeeded()
         context.notifyObservers(ofRelationship: j, of: entity, key: key)
+    }
+
+    /// ``noteRelationshipChange(_:_:_:)`` for an object at hand: `object`, when given, the
+    /// object `owner` belongs to, whose observers are then told without a registry lookup.
+    func noteRelationshipChange(of owner: ObjectBacking, _ j: Int, object: (any BackedObject)?) {
+        guard let object else { return noteRelationshipChange(owner.entity, owner.key, j) }
+        context.pending.relationships.note(owner.entity, owner.key, j)
+        context.observation.relationshipChanges.note(owner.entity, owner.key, j)
+        context.scheduleEndOfEventIfNeeded()
+        context.notifyObservers(ofRelationship: j, of: owner, object: object)
     }
 
     /// Forgets every loaded to-many list: they are loaded again, from the store and this

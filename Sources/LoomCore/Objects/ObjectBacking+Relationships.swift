@@ -135,6 +135,6 @@ extension _ObjectBacking {
         if isDeleted {
             fatalError("\(entity.name) \(objectIDDescription).\(entity.relationships[j].name) was changed after the object was deleted.")
         }
-        context.setRelationship(j, of: self, to: objects)
+        context.setRelationship(j, of: self, object: owner, to: objects)
     }
 }

@@ -221,6 +221,12 @@ struct PropertyObservers {
         observedObject(of: entity, key: key)?._loomPropertyDidChange(at: entity.relationshipProperties[j])
     }
 
+    /// ``notifyObservers(ofRelationship:of:key:)`` for an object at hand (`object`, the object
+    /// `backing` belongs to): no registry lookup.
+    func notifyObservers(ofRelationship j: Int, of backing: ObjectBacking, object: any BackedObject) {
+        if object._loomMayBeObserved { object._loomPropertyDidChange(at: backing.entity.relationshipProperties[j]) }
+    }
+
     /// Tells the observers of the named properties of an object that they changed (a save
     /// changed them), or of every property when the names are unknown.
     func notifyObservers(of backing: ObjectBacking, properties names: Set<String>?) {

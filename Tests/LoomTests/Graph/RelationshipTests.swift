@@ -162,12 +162,15 @@ struct RelationshipTests {
         extra.novel = novel               // added from the to-one side: goes at the end
         context.insert(extra)
         #expect(novel.chapters.map(\.title) == ["Two", "Three", "Four"])
+        chapters[1].novel = nil
+        chapters[1].novel = novel         // given back: at the end again
+        #expect(novel.chapters.map(\.title) == ["Three", "Four", "Two"])
         try context.save()
         let after = try fresh.performAndWait { context in
             try context.refresh(context.existingObject(with: id), mergeChanges: false)
             return try context.existingObject(with: id).chapters.map(\.title)
         }
-        #expect(after == ["Two", "Three", "Four"])
+        #expect(after == ["Three", "Four", "Two"])
     }
 
     @Test("One-to-one: taking a partner frees the previous one", arguments: StoreKind.allCases)
