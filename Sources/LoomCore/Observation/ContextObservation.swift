@@ -57,8 +57,12 @@ final class ContextObservation {
     /// Records that an object changed in the current event, and for the view context makes
     /// sure the event ends with the main actor's current turn.
     func noteChange(_ backing: ObjectBacking, inserted: Bool = false, deleted: Bool = false) {
-        if inserted { self.inserted.append(backing) }
-        else if deleted { self.deleted.append(backing) }
+        if inserted {
+            // Listed as inserted, its later changes in this event are part of its insertion:
+            // flagged, they do not list it among the changed too.
+            backing.changedSinceEvent = true
+            self.inserted.append(backing)
+        } else if deleted { self.deleted.append(backing) }
         else if !backing.changedSinceEvent {
             backing.changedSinceEvent = true
             changed.append(backing)
@@ -90,9 +94,12 @@ final class ContextObservation {
         // An object inserted in an earlier event and changed in this one is updated (as in
         // Core Data); having no saved values to compare with, all its properties count.
         let insertedNow = recording ? Set(inserted.map { RowCacheKey(entity: ObjectIdentifier($0.entity), key: $0.key) }) : []
-        for backing in changed where backing.context === context {
+        for backing in changed {
+            // Every object listed is this context's own, or was until it left it (deleted
+            // elsewhere): the flag goes down either way. Only the changes reported need the
+            // check, which costs a weak reference's load, so a side-table retain and release.
             backing.changedSinceEvent = false
-            guard recording else { continue }
+            guard recording, backing.context === context else { continue }
             if backing.isInserted {
                 guard !backing.isDeleted, !insertedNow.contains(RowCacheKey(entity: ObjectIdentifier(backing.entity), key: backing.key)) else { continue }
                 let id = context.objectID(of: backing)

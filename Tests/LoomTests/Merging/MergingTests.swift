@@ -29,11 +29,21 @@ struct MergingTests {
             a.pages = 7
             context.delete(b)
             try context.save()
+            // Changed in the event that inserted it, an object is reported inserted only; changed
+            // in a later event, updated, with every property (it has no saved values to compare).
+            let c = Book(isbn: "c", title: "C")
+            context.insert(c)
+            c.pages = 1
+            context.processPendingChanges()
+            c.pages = 2
+            context.processPendingChanges()
             return log
         }
         #expect(log == [
             "change i2 u0 d0 []", "willSave", "didSave i2 u0 d0",
             "change i0 u1 d1 [\"pages\", \"title\"]", "willSave", "didSave i0 u1 d1",
+            "change i1 u0 d0 []",
+            "change i0 u1 d0 [\"genre\", \"isbn\", \"pages\", \"published\", \"rating\", \"title\"]",
         ])
     }
 
