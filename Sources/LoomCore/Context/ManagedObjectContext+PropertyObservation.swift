@@ -22,8 +22,8 @@ extension ManagedObjectContext {
     }
 
     /// See ``PropertyObservers/notifyObservers(ofRelationship:of:object:)``.
-    func notifyObservers(ofRelationship j: Int, of backing: ObjectBacking, object: any BackedObject) {
-        propertyObservers.notifyObservers(ofRelationship: j, of: backing, object: object)
+    func notifyObservers(ofRelationship j: Int, of entity: EntityDescription, object: any BackedObject) {
+        propertyObservers.notifyObservers(ofRelationship: j, of: entity, object: object)
     }
 
     /// See ``PropertyObservers/notifyObservers(of:properties:)``.

@@ -120,7 +120,7 @@ struct ObjectGraph {
             gained = true
             appendMember(member.key, to: owner, r.index)
         }
-        if gained { noteRelationshipChange(of: owner, r.index, object: ownerObject) }
+        if gained { noteRelationshipChange(owner.entity, owner.key, r.index, object: ownerObject) }
     }
 
     /// ``relate(_:_:_:)`` for a to-one whose destination, `target` (of object `targetObject`),
@@ -141,7 +141,7 @@ struct ObjectGraph {
         let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: target.entity)
         guard case .foreignKey = inverse.storage else {
             // A to-many: the target's list gains `backing`, as `inverseGained` and `gain` do it.
-            noteRelationshipChange(of: target, r.inverseIndex, object: targetObject)
+            noteRelationshipChange(target.entity, target.key, r.inverseIndex, object: targetObject)
             appendMember(backing.key, to: target, r.inverseIndex)
             return
         }
@@ -301,21 +301,17 @@ struct ObjectGraph {
 
     /// Notes that to-many relationship `j` of an object gained or lost objects, for the save, the
     /// next event and the relationship's observers.
-    func noteRelationshipChange(_ entity: EntityDescription, _ key: Int64, _ j: Int) {
+    /// `object`, when the caller has it, is the object with that key: its observers are then
+    /// told without a registry lookup.
+    func noteRelationshipChange(_ entity: EntityDescription, _ key: Int64, _ j: Int, object: (any BackedObject)? = nil) {
         context.pending.relationships.note(entity, key, j)
         context.observation.relationshipChanges.note(entity, key, j)
         context.scheduleEndOfEventIfNeeded()
-        context.notifyObservers(ofRelationship: j, of: entity, key: key)
-    }
-
-    /// ``noteRelationshipChange(_:_:_:)`` for an object at hand: `object`, when given, the
-    /// object `owner` belongs to, whose observers are then told without a registry lookup.
-    func noteRelationshipChange(of owner: ObjectBacking, _ j: Int, object: (any BackedObject)?) {
-        guard let object else { return noteRelationshipChange(owner.entity, owner.key, j) }
-        context.pending.relationships.note(owner.entity, owner.key, j)
-        context.observation.relationshipChanges.note(owner.entity, owner.key, j)
-        context.scheduleEndOfEventIfNeeded()
-        context.notifyObservers(ofRelationship: j, of: owner, object: object)
+        if let object {
+            context.notifyObservers(ofRelationship: j, of: entity, object: object)
+        } else {
+            context.notifyObservers(ofRelationship: j, of: entity, key: key)
+        }
     }
 
     /// Forgets every loaded to-many list: they are loaded again, from the store and this

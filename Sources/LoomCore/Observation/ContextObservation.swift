@@ -228,10 +228,10 @@ struct PropertyObservers {
         observedObject(of: entity, key: key)?._loomPropertyDidChange(at: entity.relationshipProperties[j])
     }
 
-    /// ``notifyObservers(ofRelationship:of:key:)`` for an object at hand (`object`, the object
-    /// `backing` belongs to): no registry lookup.
-    func notifyObservers(ofRelationship j: Int, of backing: ObjectBacking, object: any BackedObject) {
-        if object._loomMayBeObserved { object._loomPropertyDidChange(at: backing.entity.relationshipProperties[j]) }
+    /// ``notifyObservers(ofRelationship:of:key:)`` for an object at hand (`object`, an object of
+    /// `entity`): no registry lookup.
+    func notifyObservers(ofRelationship j: Int, of entity: EntityDescription, object: any BackedObject) {
+        if object._loomMayBeObserved { object._loomPropertyDidChange(at: entity.relationshipProperties[j]) }
     }
 
     /// Tells the observers of the named properties of an object that they changed (a save
