@@ -16,8 +16,8 @@ struct ObjectGraph {
     func setRelationship(_ j: Int, of backing: ObjectBacking, object: (any BackedObject)? = nil, to objects: [any BackedObject]) {
         let r = context.coordinator.schema.relationship(j, of: backing.entity)
         context.forgetDeferredRelationship(j, of: backing)
-        var targets: [ObjectBacking] = []
-        var targetObjects: [any BackedObject] = []
+        // Each destination's backing, with its object (for its observers), once.
+        var targets: [(backing: ObjectBacking, object: any BackedObject)] = []
         for object in objects {
             let b = object._loomBacking
             if b.state == .detached {
@@ -40,32 +40,29 @@ struct ObjectGraph {
                 if !b.deletePropagated { continue }
                 fatalError("\(backing.entity.name).\(r.description.name) was given \(b.objectIDDescription), which is deleted.")
             }
-            if !targets.contains(where: { $0 === b }) {
-                targets.append(b)
-                targetObjects.append(object)
-            }
+            if !targets.contains(where: { $0.backing === b }) { targets.append((b, object)) }
         }
         withExtendedLifetime(objects) {
             switch r.description.kind {
             case .toOne:
                 if let target = targets.first {
-                    relate(r, backing, object: object, to: target, targetObject: targetObjects[0])
+                    relate(r, backing, object: object, to: target.backing, targetObject: target.object)
                 } else {
                     for old in relatedKeys(of: backing, r) { unrelate(r, backing, old) }
                 }
             case .toMany, .orderedToMany:
                 let current = members(of: backing, r)
                 if !current.keys.isEmpty {
-                    let wanted = Set(targets.map(\.key))
+                    let wanted = Set(targets.map(\.backing.key))
                     for key in current.keys where !wanted.contains(key) { unrelate(r, backing, key) }
                 }
                 if case .inverseForeignKey = r.storage {
-                    relateMembers(r, of: backing, object: object, targets.indices.lazy.filter { !current.contains(targets[$0].key) }.map { (targets[$0], targetObjects[$0]) })
+                    relateMembers(r, of: backing, object: object, targets.lazy.filter { !current.contains($0.backing.key) })
                 } else {
-                    for target in targets where !current.contains(target.key) { relate(r, backing, target.key) }
+                    for target in targets where !current.contains(target.backing.key) { relate(r, backing, target.backing.key) }
                 }
                 if r.description.kind == .orderedToMany {
-                    var ordered = MemberList(targets.map(\.key))
+                    var ordered = MemberList(targets.map(\.backing.key))
                     ordered.keep(current.rows, readAt: current.rowsReadAt)
                     if backing.toMany[r.index] != ordered {
                         backing.toMany[r.index] = ordered
@@ -82,12 +79,7 @@ struct ObjectGraph {
     func relate(_ r: ResolvedRelationship, _ backing: ObjectBacking, _ other: Int64) {
         switch r.storage {
         case .foreignKey(let slot):
-            if backing.state == .fault { context.fulfillFault(backing) }
-            let old = backing.values[slot]
-            if old == .integer(other) { return }
-            if case .integer(let previous) = old { unrelate(r, backing, previous) }
-            backing.setStoredValue(.integer(other), at: slot)
-            context.notifyObservers(ofSlot: slot, of: backing)
+            guard pointForeignKey(r, at: slot, of: backing, object: nil, to: other) else { return }
             inverseGained(r, owner: other, member: backing.key)
         case .inverseForeignKey:
             let (entity, inverse) = destination(of: r, other)
@@ -103,19 +95,14 @@ struct ObjectGraph {
     /// foreign keys record: what ``relate(_:_:_:)`` does for each, with the objects at hand
     /// instead of looked up by key (three registry lookups a member, and two of the schema).
     /// The members are objects of this context, not deleted, and not in `owner`'s list yet.
-    private func relateMembers(_ r: ResolvedRelationship, of owner: ObjectBacking, object ownerObject: (any BackedObject)?, _ members: some Sequence<(ObjectBacking, any BackedObject)>) {
+    private func relateMembers(_ r: ResolvedRelationship, of owner: ObjectBacking, object ownerObject: (any BackedObject)?, _ members: some Sequence<(backing: ObjectBacking, object: any BackedObject)>) {
         let schema = context.coordinator.schema
         // The members' foreign key, as the destination has it (a sub-entity's has a slot of its own).
         let slotInDestination = schema.relationship(r.inverseIndex, of: r.destination).storage.foreignKeySlot
         var gained = false
         for (member, object) in members {
             let slot = member.entity === r.destination ? slotInDestination : schema.relationship(r.inverseIndex, of: member.entity).storage.foreignKeySlot
-            if member.state == .fault { context.fulfillFault(member) }
-            let old = member.values[slot]
-            if old == .integer(owner.key) { continue }
-            if case .integer(let previous) = old { unrelate(schema.relationship(r.inverseIndex, of: member.entity), member, previous) }
-            member.setStoredValue(.integer(owner.key), at: slot)
-            context.notifyObservers(ofSlot: slot, of: member, object: object)
+            guard pointForeignKey(schema.relationship(r.inverseIndex, of: member.entity), at: slot, of: member, object: object, to: owner.key) else { continue }
             // The owner's side, as `inverseGained` and `gain` do it for a key.
             gained = true
             appendMember(member.key, to: owner, r.index)
@@ -128,16 +115,7 @@ struct ObjectGraph {
     /// object `backing` belongs to) is given.
     private func relate(_ r: ResolvedRelationship, _ backing: ObjectBacking, object: (any BackedObject)?, to target: ObjectBacking, targetObject: any BackedObject) {
         guard case .foreignKey(let slot) = r.storage else { return relate(r, backing, target.key) }
-        if backing.state == .fault { context.fulfillFault(backing) }
-        let old = backing.values[slot]
-        if old == .integer(target.key) { return }
-        if case .integer(let previous) = old { unrelate(r, backing, previous) }
-        backing.setStoredValue(.integer(target.key), at: slot)
-        if let object {
-            context.notifyObservers(ofSlot: slot, of: backing, object: object)
-        } else {
-            context.notifyObservers(ofSlot: slot, of: backing)
-        }
+        guard pointForeignKey(r, at: slot, of: backing, object: object, to: target.key) else { return }
         let inverse = context.coordinator.schema.relationship(r.inverseIndex, of: target.entity)
         guard case .foreignKey = inverse.storage else {
             // A to-many: the target's list gains `backing`, as `inverseGained` and `gain` do it.
@@ -146,6 +124,25 @@ struct ObjectGraph {
             return
         }
         inverseGained(r, owner: target.key, member: backing.key)
+    }
+
+    /// Points to-one `r`'s foreign key (stored value `slot`) of `backing` at `key`: its fault
+    /// fired first, the previous destination let go (its inverse included), the observers told,
+    /// through `object` (the object `backing` belongs to) when the caller has it. Whether it
+    /// changed: the caller then keeps the new destination's side. `r` is only needed, and only
+    /// resolved, when there was a previous destination.
+    private func pointForeignKey(_ r: @autoclosure () -> ResolvedRelationship, at slot: Int, of backing: ObjectBacking, object: (any BackedObject)?, to key: Int64) -> Bool {
+        if backing.state == .fault { context.fulfillFault(backing) }
+        let old = backing.values[slot]
+        if old == .integer(key) { return false }
+        if case .integer(let previous) = old { unrelate(r(), backing, previous) }
+        backing.setStoredValue(.integer(key), at: slot)
+        if let object {
+            context.notifyObservers(ofSlot: slot, of: backing, object: object)
+        } else {
+            context.notifyObservers(ofSlot: slot, of: backing)
+        }
+        return true
     }
 
     /// Removes the object with key `other` from `backing`'s relationship `r`, and `backing` from
