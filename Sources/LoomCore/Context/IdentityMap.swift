@@ -10,14 +10,13 @@
 /// every object are also held strongly, in `held`.
 ///
 /// Entries are kept per entity, by the row's 8-byte key: one small table per entity found by
-/// pointer comparison, then a dictionary keyed by the `Int64` key (a ``RowKey``, hashed by
-/// ``IdentityHash`` rather than SipHash: cheaper to hash, and 8 bytes a
-/// bucket smaller than a key that also names the entity). An entity's objects are all of one
-/// class (its model class, or ``DynamicObject``), so a bucket holds the object's address and
-/// its backing, 16 bytes, and the table makes the object again from its address with the
-/// class it keeps once: an `any BackedObject` would add its conformance to every bucket (24 bytes, and
-/// at 100,000 objects a table has 262,144 buckets). An object of another class filed under the
-/// entity (a hand-written conformance, say) goes to a second dictionary of whole entries.
+/// pointer comparison, then a ``KeyedSlots`` table: the keys of one dense run by their
+/// position in an array, others in a dictionary keyed by the `Int64` key. An entity's objects
+/// are all of one class (its model class, or ``DynamicObject``), so a slot holds the object's
+/// address and its backing, 16 bytes, and the table makes the object again from its address
+/// with the class it keeps once: an `any BackedObject` would add its conformance to every slot.
+/// An object of another class filed under the entity (a hand-written conformance, say) goes to
+/// a second dictionary of whole entries.
 ///
 /// Releasing an object can run its slot's `deinit`, which removes its entry from this map: so
 /// no mutating method releases an object while it runs. Those that drop a strong reference
@@ -52,7 +51,7 @@ struct IdentityMap {
     /// The entities that have a table, in the order their first object was registered.
     private var entities: [ObjectIdentifier] = []
     /// Each entity's objects of its class, by key.
-    private var filed: [[RowKey: Filed]] = []
+    private var filed: [KeyedSlots<Filed>] = []
     /// Each entity's objects of any other class, by key (rarely any).
     private var others: [[RowKey: Entry]] = []
     /// The class of the objects in each `filed` table: the class of the entity's first object.
@@ -84,7 +83,7 @@ struct IdentityMap {
     private mutating func makeTable(of entity: ObjectIdentifier) -> Int {
         if let index = table(of: entity) { return index }
         entities.append(entity)
-        filed.append([:])
+        filed.append(KeyedSlots())
         others.append([:])
         classes.append(nil)
         return entities.count - 1
@@ -100,7 +99,7 @@ struct IdentityMap {
     @inline(__always)
     subscript(key: RowCacheKey) -> Entry? {
         guard let index = table(of: key.entity) else { return nil }
-        if let filed = filed[index][RowKey(key.key)] { return entry(filed, in: index) }
+        if let filed = filed[index][key.key] { return entry(filed, in: index) }
         return others[index].isEmpty ? nil : others[index][RowKey(key.key)]
     }
 
@@ -109,7 +108,7 @@ struct IdentityMap {
     @inline(__always)
     func backing(for key: RowCacheKey) -> ObjectBacking? {
         guard let index = table(of: key.entity) else { return nil }
-        if let filed = filed[index][RowKey(key.key)] { return filed.backing }
+        if let filed = filed[index][key.key] { return filed.backing }
         return others[index].isEmpty ? nil : others[index][RowKey(key.key)]?.backing
     }
 
@@ -128,7 +127,7 @@ struct IdentityMap {
     /// Each entity's entries with the keys they are filed under.
     private var keyedEntries: [(entity: ObjectIdentifier, key: RowKey, entry: Entry)] {
         entities.indices.flatMap { index in
-            filed[index].map { (entities[index], $0.key, entry($0.value, in: index)) }
+            filed[index].map { (entities[index], RowKey($0.key), entry($0.value, in: index)) }
                 + others[index].map { (entities[index], $0.key, $0.value) }
         }
     }
@@ -153,10 +152,10 @@ struct IdentityMap {
         let objectClass = type(of: object)
         if classes[index] == nil { classes[index] = objectClass }
         let isNew = if ObjectIdentifier(classes[index].unsafelyUnwrapped) == ObjectIdentifier(objectClass) {
-            filed[index].updateValue(Filed(address: UnsafeRawPointer(Unmanaged<AnyObject>.passUnretained(object).toOpaque()), backing: backing), forKey: rowKey) == nil
+            filed[index].updateValue(Filed(address: UnsafeRawPointer(Unmanaged<AnyObject>.passUnretained(object).toOpaque()), backing: backing), forKey: key.key) == nil
                 && (others[index].isEmpty || others[index].removeValue(forKey: rowKey) == nil)
         } else {
-            others[index].updateValue(Entry(object, backing), forKey: rowKey) == nil && filed[index].removeValue(forKey: rowKey) == nil
+            others[index].updateValue(Entry(object, backing), forKey: rowKey) == nil && filed[index].removeValue(forKey: key.key) == nil
         }
         if isNew { count += 1 }
         if retainsAll || !backing.hasOwnerSlot { return held.updateValue(object, forKey: key) }
@@ -170,7 +169,7 @@ struct IdentityMap {
     mutating func remove(_ key: RowCacheKey) -> (any BackedObject)? {
         if let index = table(of: key.entity) {
             let rowKey = RowKey(key.key)
-            if filed[index].removeValue(forKey: rowKey) != nil || (!others[index].isEmpty && others[index].removeValue(forKey: rowKey) != nil) {
+            if filed[index].removeValue(forKey: key.key) != nil || (!others[index].isEmpty && others[index].removeValue(forKey: rowKey) != nil) {
                 count -= 1
             }
         }
@@ -181,12 +180,9 @@ struct IdentityMap {
     /// object. A destroyed object was not held, so nothing is released.
     mutating func removeEntry(of backing: ObjectBacking, at key: RowCacheKey) {
         guard let index = table(of: key.entity) else { return }
-        // One hash: the entry is found once, then removed at its position.
-        let rowKey = RowKey(key.key)
-        if let position = filed[index].index(forKey: rowKey) {
-            guard filed[index].values[position].backing === backing else { return }
-            filed[index].remove(at: position)
-        } else {
+        if !filed[index].removeValue(forKey: key.key, where: { $0.backing === backing }) {
+            // One hash: the entry is found once, then removed at its position.
+            let rowKey = RowKey(key.key)
             guard !others[index].isEmpty, let position = others[index].index(forKey: rowKey),
                 others[index].values[position].backing === backing
             else { return }
@@ -228,7 +224,7 @@ struct IdentityMap {
     mutating func reserveCapacity(forNew count: Int, of entity: ObjectIdentifier) {
         guard count > 64 else { return }
         let index = makeTable(of: entity)
-        filed[index].reserveCapacity(filed[index].count + count)
+        filed[index].reserveCapacity(forNew: count)
     }
 
     /// What is wrong with the map, if anything: every entry's backing must belong to `context`
@@ -254,13 +250,14 @@ struct IdentityMap {
         // after every save, merge, rollback and reset.
         for index in entities.indices {
             let entity = entities[index]
-            for (rowKey, filed) in filed[index] {
-                check(entity, rowKey.value, filed.backing) { entry(filed, in: index).object }
+            for (key, filed) in filed[index] {
+                check(entity, key, filed.backing) { entry(filed, in: index).object }
             }
             for (rowKey, entry) in others[index] {
                 check(entity, rowKey.value, entry.backing) { entry.object }
-                if filed[index][rowKey] != nil { problems.append("key \(rowKey.value) of entity table \(index) is filed twice") }
+                if filed[index][rowKey.value] != nil { problems.append("key \(rowKey.value) of entity table \(index) is filed twice") }
             }
+            problems += filed[index].problems.map { "entity table \(index): \($0)" }
         }
         if total != count { problems.append("count is \(count), but \(total) entries are filed") }
         for (key, object) in held where self[key]?.object !== object {

@@ -587,6 +587,123 @@ struct RegistryTests {
         #expect(unsaved.contains(1 << 40) && !unsaved.contains((1 << 40) + 1) && unsaved.count == 1)
     }
 
+    @Test("The registry's key table agrees with a dictionary, whatever order and spread its keys come in")
+    func keyedSlotsAgreeWithADictionary() {
+        var random = SeededGenerator(seed: 45)
+        let far = Int64(1) << 40
+        let shapes: [(name: String, keys: [Int64])] = [
+            ("ascending, as a fetch registers", Array(1...3_000)),
+            ("descending", Array((1...3_000).reversed())),
+            ("shuffled block", Array(1...3_000).shuffled(using: &random)),
+            ("every third", (1...1_500).map { Int64($0) * 3 }),
+            ("sparse", (0..<1_500).map { _ in Int64.random(in: 1...10_000_000, using: &random) }),
+            ("a few far, then many dense", [7, 9, far, -far] + Array(100_000...102_000)),
+            ("two dense runs far apart", (Array(1...1_000) + Array(far...(far + 1_500))).shuffled(using: &random)),
+            ("a key the run grows over later", Array(1...10) + [500] + Array(11...499) + Array(501...600)),
+            ("a dense run, then sparse keys", Array(1...2_000) + (0..<1_500).map { _ in Int64.random(in: 5_000...50_000_000, using: &random) }),
+            ("extremes", [Int64.max, Int64.min, 0, 1, -1, Int64.max - 1, Int64.min + 1] + Array(1...200)),
+        ]
+        for (name, keys) in shapes {
+            var table = KeyedSlots<Int64>()
+            var model: [Int64: Int64] = [:]
+            func agree(_ step: String) {
+                #expect(table.count == model.count, "\(name), \(step)")
+                #expect(table.problems.isEmpty, "\(name), \(step): \(table.problems)")
+                #expect(Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) }) == model, "\(name), \(step)")
+                for (key, value) in model where table[key] != value {
+                    Issue.record("\(name), \(step): reading \(key) gives \(String(describing: table[key])), not \(value)")
+                }
+            }
+            // Filed, some filed again with another value.
+            for (index, key) in keys.enumerated() {
+                let value = Int64(index)
+                #expect(table.updateValue(value, forKey: key) == model.updateValue(value, forKey: key), "\(name): filing \(key)")
+                if index % 7 == 0 {
+                    #expect(table.updateValue(-value, forKey: key) == model.updateValue(-value, forKey: key), "\(name): filing \(key) again")
+                }
+            }
+            agree("after filing")
+            for key in keys + [Int64.max, Int64.min, 123_456_789, -5] where table[key] != model[key] {
+                Issue.record("\(name): reading \(key) gives \(String(describing: table[key])), not \(String(describing: model[key]))")
+            }
+            // Every key filed once more, now that the run has grown over some of them.
+            for key in keys {
+                let value = (model[key] ?? 0) + 1_000_000
+                #expect(table.updateValue(value, forKey: key) == model.updateValue(value, forKey: key), "\(name): filing \(key) once more")
+            }
+            agree("after filing once more")
+            // Half taken out, in an order of their own, some only if they hold a given value.
+            for (index, key) in keys.shuffled(using: &random).prefix(keys.count / 2).enumerated() {
+                if index % 2 == 0 {
+                    #expect(table.removeValue(forKey: key) == model.removeValue(forKey: key), "\(name): taking \(key) out")
+                } else {
+                    let wanted = model[key] ?? 0
+                    let taken = table.removeValue(forKey: key, where: { $0 == wanted + 1 })
+                    #expect(!taken, "\(name): \(key) is taken out only if it holds the value asked for")
+                    #expect(table.removeValue(forKey: key, where: { $0 == wanted }) == (model.removeValue(forKey: key) != nil))
+                }
+            }
+            agree("after taking half out")
+            // Filed again, then all taken out: the table is empty, and works again after.
+            for key in keys.shuffled(using: &random).prefix(keys.count / 3) {
+                #expect(table.updateValue(key, forKey: key) == model.updateValue(key, forKey: key), "\(name): refiling \(key)")
+            }
+            agree("after filing again")
+            for key in Array(model.keys) {
+                #expect(table.removeValue(forKey: key) == model.removeValue(forKey: key))
+            }
+            agree("emptied")
+            #expect(table.updateValue(1, forKey: 5) == nil && table[5] == 1 && table.count == 1)
+        }
+    }
+
+    @Test("Keys filed in a dense run are found by position, even after a few far from them")
+    func denseKeysFillTheRun() {
+        var table = KeyedSlots<Int64>()
+        // Settings kept from before, then a fetch of 20,000 neighbouring rows.
+        for key: Int64 in [3, 4, 900_000_000] { table.updateValue(key, forKey: key) }
+        for key in Int64(50_000)..<70_000 { table.updateValue(key, forKey: key) }
+        #expect(table.count == 20_003)
+        #expect(table.runCount >= 20_000)
+        #expect(table.problems.isEmpty)
+        #expect(table[3] == 3 && table[900_000_000] == 900_000_000 && table[69_999] == 69_999 && table[70_000] == nil)
+        // Rows every third key (the others deleted) still share the run.
+        var thirds = KeyedSlots<Int64>()
+        for key in stride(from: Int64(1), through: 30_000, by: 3) { thirds.updateValue(key, forKey: key) }
+        #expect(thirds.runCount == thirds.count)
+        // Keys spread far apart do not: the run never spans more than four slots a key and a few.
+        var spread = KeyedSlots<Int64>()
+        for key in stride(from: Int64(0), to: 10_000_000, by: 10_000) { spread.updateValue(key, forKey: key) }
+        #expect(spread.count == 1_000 && spread.runCount < 10)
+    }
+
+    @Test("Objects registered with dense, sparse and far keys are found, counted and leave the registry")
+    func registryWithKeysOfEveryShape() {
+        let entity = Book.entity
+        let keys: [Int64] = Array(1...300) + [5_000_000, 1 << 40, -9, Int64.max] + stride(from: Int64(10_000), to: 1_000_000, by: 7_919).map { $0 }
+        var map = IdentityMap()
+        let books = keys.map { key in
+            let backing = ObjectBacking(entity: entity)
+            backing.key = key
+            return (key, Book(backing: backing), backing)
+        }
+        withExtendedLifetime(books) {
+            for (key, book, backing) in books {
+                map.insert(book, backing, at: RowCacheKey(entity: ObjectIdentifier(entity), key: key))
+            }
+            #expect(map.count == keys.count)
+            #expect(books.allSatisfy { map.object(for: RowCacheKey(entity: ObjectIdentifier(entity), key: $0.0)) === $0.1 })
+            #expect(Set(map.entries.map(\.backing.key)) == Set(keys))
+            for (key, _, backing) in books where key % 2 == 0 {
+                map.removeEntry(of: backing, at: RowCacheKey(entity: ObjectIdentifier(entity), key: key))
+            }
+            #expect(map.count == keys.filter { $0 % 2 != 0 }.count)
+            #expect(books.allSatisfy { (map.backing(for: RowCacheKey(entity: ObjectIdentifier(entity), key: $0.0)) != nil) == ($0.0 % 2 != 0) })
+            for (key, _, _) in books { map.remove(RowCacheKey(entity: ObjectIdentifier(entity), key: key)) }
+            #expect(map.isEmpty && map.entries.isEmpty)
+        }
+    }
+
     @Test("A save's inserted objects go to the store in key order, whether their keys are dense, sparse or extreme")
     func insertedObjectsAreOrderedByKey() {
         var random = SeededGenerator(seed: 5)
