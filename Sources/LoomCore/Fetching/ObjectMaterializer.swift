@@ -25,9 +25,13 @@ enum ObjectMaterializer {
             let rows = try context.rowSource.baseFetch(query)
             if form.fillsFromCache && context.readsLatestData { context.coordinator.cache(rows, of: entity, readAt: generation) }
             if registeredBefore == 0 {
-                // Nothing was registered and one query's keys are distinct: no lookups.
+                // Nothing was registered and one query's keys are distinct: no lookups. The
+                // backings are made first, all together, then their objects: a later fetch
+                // (and the teardown) reads every backing in key order, and finds them next to
+                // each other rather than each between two objects.
                 context.identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
-                return rows.map { materializeNew($0, of: entity, as: form, in: context) }
+                let backings = rows.map { newBacking(for: $0, of: entity, as: form, in: context) }
+                return backings.map { context.register($0) }
             }
             return rows.map { materialize($0, of: entity, as: form, in: context) }
         }
@@ -118,13 +122,18 @@ enum ObjectMaterializer {
 
     /// A new object for a row whose key is known not to be registered.
     private static func materializeNew(_ row: StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> any BackedObject {
+        context.register(newBacking(for: row, of: entity, as: form, in: context))
+    }
+
+    /// The backing of a new object for a row: loaded with it, holding it, or a fault, as `form` says.
+    private static func newBacking(for row: StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> ObjectBacking {
         let backing = ObjectBacking(entity: entity, key: row.key, context: context)
         switch form {
         case .loaded: backing.load(row)
         case .heldFault(let age): backing.attach(row, age: age)
         case .cachedFault: break
         }
-        return context.register(backing)
+        return backing
     }
 }
 
