@@ -5,9 +5,9 @@
 /// Why not only a dictionary: a context's registry (``IdentityMap``) files every object by its
 /// row's key, and stores hand keys out in order, so a fetch registers a run of neighbouring
 /// keys, mostly in order, and its objects later leave in that order. In a hash table each of
-/// those is a cache miss at a random bucket (at 100,000 objects the table is several
-/// megabytes); in the run they are neighbours, and a slot takes 16 bytes where a dictionary
-/// takes 24 a bucket at under 75% full.
+/// those is a cache miss at a random bucket once the table outgrows the processor's cache; in
+/// the run they are neighbours, and a slot takes 16 bytes where a dictionary takes 24 a bucket
+/// at under 75% full.
 ///
 /// The run never spans more than four slots an entry plus ``slack``: a key that would stretch
 /// it further goes to the dictionary. (At worst, a quarter full, it takes 64 bytes an entry,
@@ -24,7 +24,8 @@
 struct KeyedSlots<Value> {
     /// The key of the first slot.
     private var base: Int64 = 0
-    /// The run: the value of key `base + position`, or `nil`.
+    /// The run: the value of key `base + position`, or `nil`. Empty exactly when ``inRun`` is 0:
+    /// a run that loses its last value starts again at the next key filed outside it.
     private var slots: [Value?] = []
     /// How many slots hold a value.
     private var inRun = 0
@@ -109,7 +110,7 @@ struct KeyedSlots<Value> {
 
     /// Makes room for `count` more values, in the run: a fetch registers neighbouring keys.
     mutating func reserveCapacity(forNew count: Int) {
-        slots.reserveCapacity((inRun == 0 ? 0 : slots.count) + count)
+        slots.reserveCapacity(slots.count + count)
     }
 
     private mutating func empty(_ position: Int) {
@@ -126,7 +127,6 @@ struct KeyedSlots<Value> {
     /// stretch it past ``spread`` slots an entry plus ``slack``.
     private mutating func extendRun(to key: Int64) -> Int? {
         if inRun == 0 {
-            slots.removeAll(keepingCapacity: true)
             slots.append(nil)
             base = key
             return 0
@@ -192,6 +192,7 @@ struct KeyedSlots<Value> {
         var problems: [String] = []
         let filled = slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
         if filled != inRun { problems.append("the run counts \(inRun) values but holds \(filled)") }
+        if inRun == 0 && !slots.isEmpty { problems.append("an empty run spans \(slots.count) slots") }
         for key in scattered.keys where self.position(of: key.value).map({ slots[$0] != nil }) ?? false {
             problems.append("key \(key.value) is filed twice")
         }
