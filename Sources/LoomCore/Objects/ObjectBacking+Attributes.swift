@@ -52,7 +52,7 @@ extension _ObjectBacking {
     func storedAttribute(at index: Int) -> StoredValue {
         if state == .loaded, !ConcurrencyDebugging.checksEnabled {
             let table = entity.propertyTable
-            if index >= 0, index < table.count, table[index] >= 0 { return values[table[index]] }
+            if index >= 0, index < table.count, table[index] >= 0 { return currentValues[table[index]] }
         }
         return storedAttributeFullPath(at: index)
     }

@@ -24,18 +24,44 @@ public final class _ObjectBacking {
 
     @usableFromInline
     let entity: EntityDescription
-    /// The current values, one per slot (see ``EntityDescription``). A required attribute of a
-    /// new object that was never set holds NULL, which a read traps on and a save refuses.
-    /// Loading a row shares the row's array (copy-on-write) with ``committed``.
+    /// The current values (see ``values``), stored.
     ///
     /// `@exclusivity(unchecked)`, like ``state``: every attribute read reads both, and a
     /// run-time exclusivity check costs more than the read. Safe: they are only read and
     /// assigned (element assignments included), never passed `inout` or modified in place
     /// across a call that could reach them again.
     @usableFromInline @exclusivity(unchecked)
-    var values: [StoredValue]
+    var currentValues: [StoredValue]
+    /// The committed values when they are not the current ones (see ``committed``).
+    private var savedValues: [StoredValue]?
+
+    /// The current values, one per slot (see ``EntityDescription``). A required attribute of a
+    /// new object that was never set holds NULL, which a read traps on and a save refuses.
+    ///
+    /// Until the first change after a load or a save they are also the ``committed`` values,
+    /// held once (``committedIsCurrent``): a fetched object that is only read never keeps a
+    /// second reference to its row's values. Every change goes through here, which sets the
+    /// committed values apart first.
+    var values: [StoredValue] {
+        @inline(__always) get { currentValues }
+        @inline(__always) set {
+            keepCommittedApart()
+            currentValues = newValue
+        }
+        @inline(__always) _modify {
+            keepCommittedApart()
+            yield &currentValues
+        }
+    }
+
     /// The values as last fetched or saved; `nil` for objects never saved.
-    var committed: [StoredValue]?
+    var committed: [StoredValue]? {
+        @inline(__always) get { committedIsCurrent ? currentValues : savedValues }
+        set {
+            savedValues = newValue
+            committedIsCurrent = false
+        }
+    }
     /// The version of the row the committed values came from.
     var version: Int64 = 0
     /// The primary key; 0 until inserted.
@@ -60,6 +86,9 @@ public final class _ObjectBacking {
     @exclusivity(unchecked) private var flags: Flags = []
     @usableFromInline @exclusivity(unchecked)
     var state: State
+    /// Whether the committed values are the current ones (see ``values``). In a byte the
+    /// object's bin had free.
+    @exclusivity(unchecked) private var committedIsCurrent = false
     /// When the row a fault holds (``holdsFetchedRow``) was read: the coordinator's change
     /// generation then, as generations after its context's oldest held row
     /// (`ManagedObjectContext.fetchedRowsGeneration`); `UInt32.max` stands for any later one,
@@ -198,7 +227,7 @@ public final class _ObjectBacking {
     public init(entity: EntityDescription) {
         self.entity = entity
         self.state = .detached
-        self.values = []
+        self.currentValues = []
     }
 
     /// Gives a new object its default values, once.
@@ -220,7 +249,7 @@ public final class _ObjectBacking {
     init(entity: EntityDescription, key: Int64, context: ManagedObjectContext) {
         self.entity = entity
         self.state = .fault
-        self.values = []
+        self.currentValues = []
         self.key = key
         self.context = context
         self.storeIdentity = context.coordinator.identity
@@ -316,8 +345,15 @@ public final class _ObjectBacking {
         get { storeIdentity?.uuid }
     }
     func load(_ row: StoreRow) {
-        values = row.values
-        committed = row.values
+        var row = row
+        load(taking: &row)
+    }
+
+    /// ``load(_:)`` taking the row's values instead of sharing them: `row` is left without
+    /// them. For a fetch that discards its rows, so that neither the object nor the rows' end
+    /// counts a reference to them.
+    func load(taking row: inout StoreRow) {
+        takeCommitted(&row.values)
         version = row.version
         state = .loaded
         isInaccessible = false
@@ -327,11 +363,42 @@ public final class _ObjectBacking {
     /// Keeps a fetched row in a fault, which stays a fault (``isFault``) until first used;
     /// `age` says when it was read (see ``heldRowAge``).
     func attach(_ row: StoreRow, age: UInt32) {
-        values = row.values
-        committed = row.values
+        var row = row
+        attach(taking: &row, age: age)
+    }
+
+    /// ``attach(_:age:)`` taking the row's values (see ``load(taking:)``).
+    func attach(taking row: inout StoreRow, age: UInt32) {
+        takeCommitted(&row.values)
         version = row.version
         heldRowAge = age
         holdsFetchedRow = true
+    }
+
+    /// Makes `fetched` both the current and the committed values, leaving it empty.
+    @inline(__always)
+    private func takeCommitted(_ fetched: inout [StoredValue]) {
+        swap(&currentValues, &fetched)
+        fetched = []
+        savedValues = nil
+        committedIsCurrent = true
+    }
+
+    /// The current values were saved: they are the committed ones now.
+    func commitCurrentValues() {
+        savedValues = nil
+        committedIsCurrent = true
+    }
+
+    /// Sets the committed values apart before the current ones change: the first change after
+    /// a load or a save is where they part (one reference more; the array is copied by the
+    /// change itself, as any shared array is).
+    @inline(__always)
+    private func keepCommittedApart() {
+        if committedIsCurrent {
+            savedValues = currentValues
+            committedIsCurrent = false
+        }
     }
 
     /// Forgets a fault's fetched row: its next use reads the current one.

@@ -118,27 +118,20 @@ extension SaveOperation {
     /// After a successful save: every object's state in line with the store. Returns what was
     /// saved, for the `didSave` event.
     ///
-    /// `saved` is the change set the store applied, whose inserts are the inserted objects'
-    /// values in ``insertedInOrder()``'s order: they become the committed values as they
-    /// are (one array shared, not a copy per object).
+    /// Every saved object's current values become its committed values as they are, held once
+    /// (``ObjectBacking/commitCurrentValues()``): the change set the store applied was made
+    /// from them just before it was written, and nothing changes them in between.
     /// With `recording` off (nobody listens), the returned changes stay empty. With `rowsFor`,
     /// it also returns the saved rows of the inserted and updated objects (their values and new
     /// versions), which the save event carries so that other contexts merge without I/O.
-    func commitSavedState(saved: StoreChangeSet? = nil, recording: Bool, rowsFor collectingRows: Bool = false) -> (changes: ObjectChanges, rows: [AnyObjectID: StoreRow]) {
+    func commitSavedState(recording: Bool, rowsFor collectingRows: Bool = false) -> (changes: ObjectChanges, rows: [AnyObjectID: StoreRow]) {
         var changes = ObjectChanges()
         var rows: [AnyObjectID: StoreRow] = [:]
-        let savedInserts = saved?.inserts ?? []
-        var index = 0
         let order = context.changeSetInsertOrder.count == context.pending.inserted.count ? context.changeSetInsertOrder : insertedInOrder()
         context.changeSetInsertOrder = []
         for (_, b) in order {
             b.isInserted = false
-            if index < savedInserts.count, savedInserts[index].key == b.key, savedInserts[index].entity === b.entity {
-                b.committed = savedInserts[index].values
-            } else {
-                b.committed = b.values
-            }
-            index += 1
+            b.commitCurrentValues()
             b.version = 1
             if recording { changes.inserted.insert(context.objectID(of: b)) }
             if collectingRows, let committed = b.committed { rows[context.objectID(of: b)] = StoreRow(key: b.key, version: 1, values: committed) }
@@ -152,7 +145,7 @@ extension SaveOperation {
             let changed = b.changedSlots()
             b.isUpdated = false
             if changed.isEmpty { continue }
-            b.committed = b.values
+            b.commitCurrentValues()
             b.version += 1
             if collectingRows { rows[context.objectID(of: b)] = StoreRow(key: b.key, version: b.version, values: b.values) }
             guard recording else { continue }

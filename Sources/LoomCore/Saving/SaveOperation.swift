@@ -1,7 +1,7 @@
 /// One save of a context's changes to the store, in order: delete rules → validate
 /// (``validate()``) → into the parent (a child context, ``saveIntoParent(_:)``), or: build the change
 /// set → apply it, resolving conflicts and trying again → commit the context's state to what
-/// was saved (``commitSavedState(saved:recording:rowsFor:)``) → publish to
+/// was saved (``commitSavedState(recording:rowsFor:)``) → publish to
 /// other contexts in commit order (``PersistentStoreCoordinator/publish(_:for:)``). A failure
 /// before the commit restores the pending changes' snapshot.
 ///
@@ -66,7 +66,7 @@ struct SaveOperation {
         let listened = coordinator.hasInboxes(besides: context.inbox)
         // The `didSave` payload keeps the rows too, for a context that merges it by hand.
         let recording = listened || context.hasEventListeners
-        let committed = commitSavedState(saved: saved?.changes, recording: recording, rowsFor: recording)
+        let committed = commitSavedState(recording: recording, rowsFor: recording)
         var changes = committed.changes
         let rows = committed.rows
         guard let saved else { return }

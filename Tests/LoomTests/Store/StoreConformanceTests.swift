@@ -381,6 +381,56 @@ struct StoreConformanceTests {
         #expect(context.updated.count == 1)
     }
 
+    /// A fetched object's values are its committed values until it changes (held once): every
+    /// change, rollback, save and refresh must still tell the two apart.
+    @Test("Fetched objects keep their committed values through changes, rollbacks and saves", arguments: StoreKind.allCases, [true, false])
+    func committedValuesOfFetchedObjects(kind: StoreKind, asFaults: Bool) throws {
+        let container = try kind.makeContainer()
+        try container.newBackgroundContext().performAndWait { context in
+            for index in 0..<3 { context.insert(Book(isbn: "\(index)", title: "T\(index)", pages: index)) }
+            try context.save()
+        }
+        var request = FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)])
+        request.returnsObjectsAsFaults = asFaults
+        try container.newBackgroundContext().performAndWait { context in
+            let books = try context.fetch(request)
+            #expect(books.map(\.isFault) == [asFaults, asFaults, asFaults])
+            #expect(books.map(\.title) == ["T0", "T1", "T2"])
+            #expect(books.allSatisfy { $0.changedValues().isEmpty })
+
+            books[1].title = "Changed"
+            books[1].pages = 7
+            #expect(books[1].changedValues() == ["title": .text("Changed"), "pages": .integer(7)])
+            #expect(books[1].committedValues(forKeys: ["title", "pages"]) == ["title": .text("T1"), "pages": .integer(1)])
+            // Its neighbours, fetched with it, are untouched.
+            #expect(books[0].committedValues(forKeys: ["title"]) == ["title": .text("T0")])
+            #expect(books[2].changedValues().isEmpty)
+
+            context.rollback()
+            #expect(books[1].title == "T1")
+            #expect(books[1].pages == 1)
+            #expect(books[1].changedValues().isEmpty)
+            #expect(!context.hasChanges)
+
+            books[1].title = "Saved"
+            try context.save()
+            #expect(books[1].changedValues().isEmpty)
+            #expect(books[1].committedValues(forKeys: ["title"]) == ["title": .text("Saved")])
+
+            // The saved values are the committed ones now; a change after the save parts them again.
+            books[1].title = "After save"
+            #expect(books[1].changedValues() == ["title": .text("After save")])
+            #expect(books[1].committedValues(forKeys: ["title"]) == ["title": .text("Saved")])
+            try context.refresh(books[1], mergeChanges: false)
+            #expect(books[1].title == "Saved")
+            #expect(!context.hasChanges)
+        }
+        try container.newBackgroundContext().performAndWait { context in
+            let titles = try context.fetch(request).map(\.title)
+            #expect(titles == ["T0", "Saved", "T2"])
+        }
+    }
+
     @Test("refresh(mergeChanges:) discards or keeps unsaved edits", arguments: StoreKind.allCases)
     func refresh(kind: StoreKind) throws {
         let container = try kind.makeContainer()
