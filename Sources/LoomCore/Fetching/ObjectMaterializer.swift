@@ -22,18 +22,34 @@ enum ObjectMaterializer {
             if context.parent == nil, !form.fillsFromCache, registeredBefore > 0, entity.storedValueCount > 0 {
                 return try fetchReusingRegistered(query, as: form, in: context)
             }
-            let rows = try context.rowSource.baseFetch(query)
-            if form.fillsFromCache && context.readsLatestData { context.coordinator.cache(rows, of: entity, readAt: generation) }
+            var rows = try context.rowSource.baseFetch(query)
+            if form.fillsFromCache {
+                // The rows stay in the cache, the faults keep none.
+                if context.readsLatestData { context.coordinator.cache(rows, of: entity, readAt: generation) }
+                if registeredBefore == 0 {
+                    context.identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
+                    let backings = rows.map { ObjectBacking(entity: entity, key: $0.key, context: context) }
+                    return backings.map { context.register($0) }
+                }
+                return rows.map { materialize($0, of: entity, as: form, in: context) }
+            }
+            // Each object takes its row's values (see `materialize(taking:of:as:in:)`): the rows
+            // are not kept.
             if registeredBefore == 0 {
                 // Nothing was registered and one query's keys are distinct: no lookups. The
                 // backings are made first, all together, then their objects: a later fetch
                 // (and the teardown) reads every backing in key order, and finds them next to
                 // each other rather than each between two objects.
                 context.identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
-                let backings = rows.map { newBacking(for: $0, of: entity, as: form, in: context) }
+                var backings: [ObjectBacking] = []
+                backings.reserveCapacity(rows.count)
+                for index in rows.indices { backings.append(newBacking(taking: &rows[index], of: entity, as: form, in: context)) }
                 return backings.map { context.register($0) }
             }
-            return rows.map { materialize($0, of: entity, as: form, in: context) }
+            var objects: [any BackedObject] = []
+            objects.reserveCapacity(rows.count)
+            for index in rows.indices { objects.append(materialize(taking: &rows[index], of: entity, as: form, in: context)) }
+            return objects
         }
         let matches = try context.matchingRows(query)
         if form.fillsFromCache && context.readsLatestData { context.coordinator.cache(matches.compactMap { $0.object == nil ? $0.row : nil }, of: entity, readAt: generation) }
@@ -50,7 +66,7 @@ enum ObjectMaterializer {
         let entityID = ObjectIdentifier(entity)
         // Registered objects that keep what they have, in the order of their rows.
         var kept: [any BackedObject] = []
-        let rows = try context.coordinator.fetch(query, pinned: context.pinnedSnapshot()) { key, version in
+        var rows = try context.coordinator.fetch(query, pinned: context.pinnedSnapshot()) { key, version in
             guard let entry = context.identityMap[RowCacheKey(entity: entityID, key: key)],
                 keepsValues(entry.backing, version: version, as: form)
             else { return false }
@@ -62,11 +78,17 @@ enum ObjectMaterializer {
             throw LoomError(.corruptValue, "The store returned \(entity.name) rows without values that were not asked to be left out.", entity: entity.name)
         }
         var next = kept.startIndex
-        return rows.map { row in
-            guard row.values.isEmpty else { return materialize(row, of: entity, as: form, in: context) }
-            defer { next += 1 }
-            return kept[next]
+        var objects: [any BackedObject] = []
+        objects.reserveCapacity(rows.count)
+        for index in rows.indices {
+            if rows[index].values.isEmpty {
+                objects.append(kept[next])
+                next += 1
+            } else {
+                objects.append(materialize(taking: &rows[index], of: entity, as: form, in: context))
+            }
         }
+        return objects
     }
 
     /// Whether ``materialize(_:of:as:)`` would leave the registered object for this row as
@@ -105,32 +127,36 @@ enum ObjectMaterializer {
     /// A fault keeps the fetched row (see ``ManagedObjectContext/faultsHoldFetchedRows``), so that firing it costs
     /// no lookup and no I/O; otherwise it fills from the shared cache the fetch filled.
     static func materialize(_ row: StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> any BackedObject {
+        var row = row
+        return materialize(taking: &row, of: entity, as: form, in: context)
+    }
+
+    /// ``materialize(_:of:as:in:)`` for a row the caller does not keep: the object takes the
+    /// row's values rather than sharing them (see ``ObjectBacking/load(taking:)``), and `row`
+    /// may be left without them.
+    private static func materialize(taking row: inout StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> any BackedObject {
         let key = RowCacheKey(entity: ObjectIdentifier(entity), key: row.key)
         if let registered = context.identityMap[key] {
             let backing = registered.backing
             if backing.state == .fault, row.values.count == entity.storedValueCount {
                 switch form {
-                case .loaded: backing.load(row)
-                case .heldFault(let age): backing.attach(row, age: age)
+                case .loaded: backing.load(taking: &row)
+                case .heldFault(let age): backing.attach(taking: &row, age: age)
                 case .cachedFault: break
                 }
             }
             return registered.object
         }
-        return materializeNew(row, of: entity, as: form, in: context)
+        return context.register(newBacking(taking: &row, of: entity, as: form, in: context))
     }
 
-    /// A new object for a row whose key is known not to be registered.
-    private static func materializeNew(_ row: StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> any BackedObject {
-        context.register(newBacking(for: row, of: entity, as: form, in: context))
-    }
-
-    /// The backing of a new object for a row: loaded with it, holding it, or a fault, as `form` says.
-    private static func newBacking(for row: StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> ObjectBacking {
+    /// The backing of a new object for a row: loaded with it, holding it, or a fault, as `form`
+    /// says; it takes the row's values (see ``materialize(taking:of:as:in:)``).
+    private static func newBacking(taking row: inout StoreRow, of entity: EntityDescription, as form: Materialization, in context: ManagedObjectContext) -> ObjectBacking {
         let backing = ObjectBacking(entity: entity, key: row.key, context: context)
         switch form {
-        case .loaded: backing.load(row)
-        case .heldFault(let age): backing.attach(row, age: age)
+        case .loaded: backing.load(taking: &row)
+        case .heldFault(let age): backing.attach(taking: &row, age: age)
         case .cachedFault: break
         }
         return backing
