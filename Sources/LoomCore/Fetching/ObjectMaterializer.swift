@@ -23,18 +23,11 @@ enum ObjectMaterializer {
                 return try fetchReusingRegistered(query, as: form, in: context)
             }
             var rows = try context.rowSource.baseFetch(query)
-            if form.fillsFromCache {
-                // The rows stay in the cache, the faults keep none.
-                if context.readsLatestData { context.coordinator.cache(rows, of: entity, readAt: generation) }
-                if registeredBefore == 0 {
-                    context.identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
-                    let backings = rows.map { ObjectBacking(entity: entity, key: $0.key, context: context) }
-                    return backings.map { context.register($0) }
-                }
-                return rows.map { materialize($0, of: entity, as: form, in: context) }
-            }
-            // Each object takes its row's values (see `materialize(taking:of:as:in:)`): the rows
-            // are not kept.
+            if form.fillsFromCache && context.readsLatestData { context.coordinator.cache(rows, of: entity, readAt: generation) }
+            // The rows are not kept: each object takes its row's values (see
+            // `materialize(taking:of:as:in:)`), except faults filled from the cache, which keep
+            // no row (taking one would copy the rows the cache holds).
+            let takesRows = !form.fillsFromCache
             if registeredBefore == 0 {
                 // Nothing was registered and one query's keys are distinct: no lookups. The
                 // backings are made first, all together, then their objects: a later fetch
@@ -43,12 +36,18 @@ enum ObjectMaterializer {
                 context.identityMap.reserveCapacity(forNew: rows.count, of: ObjectIdentifier(entity))
                 var backings: [ObjectBacking] = []
                 backings.reserveCapacity(rows.count)
-                for index in rows.indices { backings.append(newBacking(taking: &rows[index], of: entity, as: form, in: context)) }
+                for index in rows.indices {
+                    backings.append(takesRows ? newBacking(taking: &rows[index], of: entity, as: form, in: context)
+                        : ObjectBacking(entity: entity, key: rows[index].key, context: context))
+                }
                 return backings.map { context.register($0) }
             }
             var objects: [any BackedObject] = []
             objects.reserveCapacity(rows.count)
-            for index in rows.indices { objects.append(materialize(taking: &rows[index], of: entity, as: form, in: context)) }
+            for index in rows.indices {
+                objects.append(takesRows ? materialize(taking: &rows[index], of: entity, as: form, in: context)
+                    : materialize(rows[index], of: entity, as: form, in: context))
+            }
             return objects
         }
         let matches = try context.matchingRows(query)
