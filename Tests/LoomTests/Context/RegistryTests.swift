@@ -30,6 +30,13 @@ final class HandWrittenNote: PersistentModel {
     static let freed = Locked<[Int]>([])
 }
 
+/// Tells whether a context and an object's backing are gone, from outside the context's queue.
+/// `@unchecked Sendable`: written inside a `performAndWait`, read after it on the same thread.
+private final class GoneProbe: @unchecked Sendable {
+    weak var context: ManagedObjectContext?
+    weak var backing: ObjectBacking?
+}
+
 /// The identity map: one instance per row while the app holds it, and no entry once the app
 /// lets go (Core Data's registered objects). Entries leave with their objects; nothing is
 /// swept, and no weak reference is involved.
@@ -458,6 +465,69 @@ struct RegistryTests {
             context.identityMap.remove(wrong)
             #expect(context.identityMap.problems(in: context).isEmpty)
         }
+    }
+
+    @Test("Objects kept after their queue's context is gone find no context; those it held are freed with it", arguments: StoreKind.allCases)
+    func objectsOutliveTheirQueueContext(kind: StoreKind) throws {
+        // An object never keeps its context alive, and finds it gone once it is: those the app
+        // kept, and those the context itself held (unsaved, or all with retainsRegisteredObjects),
+        // which its end releases. Any way of referring to the context must keep this (an object
+        // reaching a freed context here crashes the test).
+        let container = try kind.makeContainer()
+        try Self.seed(container, count: 3)
+        var background: BackgroundContext? = container.newBackgroundContext(name: "going")
+        let probe = GoneProbe()
+        let kept = try background!.performAndWait { context in
+            probe.context = context
+            context.retainsRegisteredObjects = true
+            let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+            #expect(books[0].title == "Book 0")                   // loaded; books[1] stays a fault
+            let unsaved = Book(isbn: "new", title: "Unsaved", pages: 9)
+            context.insert(unsaved)
+            do {
+                let onlyInContext = Book(isbn: "held", title: "Held by the context only", pages: 1)
+                context.insert(onlyInContext)
+                probe.backing = onlyInContext._loomBacking
+            }
+            #expect(books.allSatisfy { $0.managedObjectContext === context })
+            return UnsafeTransfer((books, unsaved))                // used below on this thread, after the context
+        }
+        #expect(probe.context != nil && probe.backing != nil)
+        background = nil
+        #expect(probe.context == nil)
+        #expect(probe.backing == nil)                              // released by the context as it went
+        let (books, unsaved) = kept.value
+        #expect(books.allSatisfy { $0.managedObjectContext == nil })
+        #expect(unsaved.managedObjectContext == nil)
+        #expect(books[0].title == "Book 0")                       // its loaded values stay readable
+        #expect(unsaved.title == "Unsaved")
+    }
+
+    @Test("Objects of a main-actor context released on another thread find no context on the main actor")
+    @MainActor
+    func objectsOutliveTheirMainActorContext() async throws {
+        // The view context goes with its container, which is Sendable: its last reference can go
+        // on another thread while the main actor still holds its objects.
+        let container = Locked<PersistentContainer?>(try StoreKind.sqlite.makeContainer())
+        try Self.seed(container.withLock { $0! }, count: 2)
+        weak var gone: ManagedObjectContext?
+        let (books, unsaved): ([Book], Book) = try container.withLock { container in
+            let context = container!.viewContext
+            gone = context
+            let books = try context.fetch(FetchRequest<Book>(sortBy: [SortDescriptor(\.isbn)]))
+            #expect(books[0].title == "Book 0")
+            let unsaved = Book(isbn: "new", title: "Unsaved", pages: 9)
+            context.insert(unsaved)
+            context.insert(Book(isbn: "held", title: "Held by the context only", pages: 1))
+            return (books, unsaved)
+        }
+        #expect(books[0].managedObjectContext === gone)
+        await Task.detached { container.withLock { $0 = nil } }.value
+        #expect(gone == nil)
+        #expect(books.allSatisfy { $0.managedObjectContext == nil })
+        #expect(unsaved.managedObjectContext == nil)
+        #expect(books[0].title == "Book 0")
+        #expect(unsaved.title == "Unsaved")
     }
 
     @Test("Objects destroyed on several contexts' queues at once leave only their own registry")

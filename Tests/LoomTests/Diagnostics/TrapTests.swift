@@ -18,6 +18,25 @@ struct TrapTests {
         }
     }
 
+    @Test("Using a fault after its context was deallocated traps, naming it")
+    func faultAfterContextDeallocated() async throws {
+        let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let container = try StoreKind.inMemory.makeContainer()
+            try container.newBackgroundContext().performAndWait { context in
+                context.insert(Book(isbn: "1", title: "Kept"))
+                try context.save()
+            }
+            var background: BackgroundContext? = container.newBackgroundContext(name: "gone")
+            let smuggled = try background!.performAndWait { context in
+                UnsafeTransfer(try context.fetch(FetchRequest<Book>())[0])   // a fault
+            }
+            background = nil
+            _ = smuggled.value.title
+        }
+        let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(message.contains("Book Book/1 was used after its context was deallocated"))
+    }
+
     @Test("Reading a required attribute that was never set traps")
     func unsetRequired() async {
         await #expect(processExitsWith: .failure) {
